@@ -21,13 +21,12 @@ def main() -> None:
         raise SystemExit(exc.exit_code) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # Usage errors from Typer's (possibly vendored) click: show the one-line message, exit 2.
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, click.exceptions.Abort):
+        if type(exc).__name__ == "Abort":
             raise SystemExit(130) from None
         raise
 

@@ -1,0 +1,62 @@
+"""``skilltransfer envs list|show``: the registered environments and their tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import typer
+
+from skilltransfer.cli import app
+from skilltransfer.envs import registry
+from skilltransfer.errors import InputError
+
+envs_app = typer.Typer(no_args_is_help=True, help="List environments and show their tasks.")
+app.add_typer(envs_app, name="envs")
+
+
+def _counts(counts: Mapping[Any, int]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in counts.items()) or "-"
+
+
+@envs_app.command("list")
+def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) -> list[registry.EnvSummary]:
+    """Print each env with its task counts by split and difficulty (and the real OfficeBench source if found)."""
+    summaries = [registry.summarize(name, seed=seed) for name in registry.ENVS]
+    root = registry.officebench_root()
+    if root is not None:
+        summaries.append(registry.summarize(f"{registry.OFFICEBENCH}:{root}"))
+    for summary in summaries:
+        label = summary.name if summary.name in registry.ENVS else registry.OFFICEBENCH
+        if not summary.available:
+            typer.echo(f"{label:<12} unavailable: {summary.reason}")
+            continue
+        typer.echo(f"{label:<12} {summary.total:>4} tasks  split: {_counts(summary.by_split)}  "
+                   f"difficulty: {_counts(summary.by_difficulty)}  ({summary.target})")
+    if root is None:
+        typer.echo(f"{registry.OFFICEBENCH:<12} not configured: set ${registry.OFFICEBENCH_ENV_VAR} "
+                   f"(or run from a folder with {registry.OFFICEBENCH_DEFAULT})")
+    else:
+        typer.echo(f"{'':<12} source: {root}")
+    return summaries
+
+
+@envs_app.command("show")
+def show_env(env: str = typer.Argument(..., help="apps, office, datasci or officebench[:<tasks folder>]."),
+             limit: int = typer.Option(20, "--limit", "-n", help="Show at most this many tasks (0: all)."),
+             split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
+             seed: int = typer.Option(0, help="Generation seed of the env.")) -> list[str]:
+    """Print an env's tasks: id, difficulty, template and instruction."""
+    if limit < 0:
+        raise InputError(f"--limit must be >= 0, got {limit}")
+    kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
+    tasks = list(registry.get_env(env, **kwargs).tasks())
+    if split is not None:
+        tasks = [task for task in tasks if task.split == split]
+    shown = tasks if limit == 0 else tasks[:limit]
+    for task in shown:
+        instruction = " ".join(task.instruction.split())
+        typer.echo(f"{task.id}\td{task.difficulty}\t{task.template}\t{instruction}")
+    if len(shown) < len(tasks):
+        typer.echo(f"... {len(tasks) - len(shown)} more (use --limit 0 to show all)")
+    return [task.id for task in shown]

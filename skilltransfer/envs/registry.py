@@ -1,0 +1,138 @@
+"""Environments by name, the real OfficeBench source, and the canonical task-stream order.
+
+Names map to dotted class paths, imported only when asked for, so an env that fails to import does not break the
+others. ``officebench:<tasks folder>`` (or ``officebench`` alone, using ``$OFFICEBENCH_ROOT``, else
+``../shared/officebench/tasks`` relative to the working directory) selects the real OfficeBench tasks, run by the
+office env.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.envs.base import resolve
+from skilltransfer.errors import InputError
+from skilltransfer.protocols import TaskSpec
+
+ENVS: dict[str, str] = {
+    "apps": "skilltransfer.envs.apps:AppsEnv",
+    "office": "skilltransfer.envs.office:OfficeEnv",
+    "datasci": "skilltransfer.envs.datasci:DataSciEnv",
+}
+"""Env name -> ``"module:Class"``."""
+
+OFFICEBENCH = "officebench"
+OFFICEBENCH_CLASS = "skilltransfer.envs.office:OfficeEnv"
+OFFICEBENCH_ENV_VAR = "OFFICEBENCH_ROOT"
+OFFICEBENCH_DEFAULT = Path("..") / "shared" / "officebench" / "tasks"
+"""Fallback location of the real OfficeBench tasks, relative to the working directory."""
+
+CANONICAL_ORDER_SEED = 0
+"""The stream order every reported result uses unless an experiment asks for another ``order_seed``."""
+
+
+def officebench_root(cwd: Path | None = None) -> Path | None:
+    """The real OfficeBench tasks folder: ``$OFFICEBENCH_ROOT`` if set, else ``../shared/officebench/tasks`` if it
+    exists relative to ``cwd`` (default: the working directory), else None."""
+    configured = os.environ.get(OFFICEBENCH_ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    fallback = (cwd or Path.cwd()) / OFFICEBENCH_DEFAULT
+    return fallback.resolve() if fallback.is_dir() else None
+
+
+def _officebench_source(name: str) -> str:
+    _, _, raw = name.partition(":")
+    if raw:
+        path = Path(raw).expanduser()
+    else:
+        found = officebench_root()
+        if found is None:
+            raise InputError(f"env 'officebench' needs the OfficeBench tasks folder: set ${OFFICEBENCH_ENV_VAR} "
+                             "or use 'officebench:<tasks folder>'")
+        path = found
+    if not path.is_dir():
+        raise InputError("OfficeBench tasks folder does not exist", path=path)
+    return f"{OFFICEBENCH}:{path}"
+
+
+def env_class(name: str) -> type:
+    """The class registered under ``name``.
+
+    Raises:
+        InputError: unknown name, or the env's module cannot be imported (the reason is given).
+    """
+    if name not in ENVS:
+        raise InputError(f"Unknown env {name!r}. Available: {', '.join(ENVS)}")
+    try:
+        return resolve(ENVS[name])
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"env {name!r} ({ENVS[name]}) is not available: {type(exc).__name__}: {exc}") from exc
+
+
+def get_env(name: str, **kwargs: Any) -> Any:
+    """Instantiate an env by name (``apps``, ``office``, ``datasci``) or real OfficeBench (``officebench[:<path>]``).
+
+    Args:
+        name: a registered name or an OfficeBench source.
+        **kwargs: passed to the env's constructor (``seed``, ``workdir``, ``sandboxed``, ``limits``, ...).
+    """
+    if name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
+        source = _officebench_source(name)
+        try:
+            cls = resolve(OFFICEBENCH_CLASS)
+        except (ImportError, AttributeError) as exc:
+            raise InputError(f"env 'officebench' ({OFFICEBENCH_CLASS}) is not available: {exc}") from exc
+        return cls(source=source, **kwargs)
+    return env_class(name)(**kwargs)
+
+
+def stream_order(tasks: Iterable[TaskSpec], order_seed: int = CANONICAL_ORDER_SEED) -> list[TaskSpec]:
+    """The order in which a skill-transfer run sees ``tasks``.
+
+    Tasks are first sorted by id (so the result does not depend on how they were listed), then shuffled with
+    ``random.Random(order_seed)``. Seed 0 is the canonical order; other seeds give alternative orders for
+    order-sensitivity studies. Deterministic across runs and platforms.
+    """
+    ordered = sorted(tasks, key=lambda task: task.id)
+    ids = [task.id for task in ordered]
+    if len(set(ids)) != len(ids):
+        duplicate = next(task_id for task_id, count in Counter(ids).items() if count > 1)
+        raise InputError(f"task ids must be unique; {duplicate!r} appears more than once")
+    random.Random(order_seed).shuffle(ordered)
+    return ordered
+
+
+@dataclass
+class EnvSummary:
+    """What ``envs list`` shows for one env."""
+
+    name: str
+    target: str
+    available: bool
+    reason: str = ""
+    by_split: dict[str, int] = field(default_factory=dict)
+    by_difficulty: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_split.values())
+
+
+def summarize(name: str, **kwargs: Any) -> EnvSummary:
+    """Task counts of an env by split and difficulty, or why it is unavailable (never raises for a broken env)."""
+    target = ENVS.get(name, OFFICEBENCH_CLASS)
+    try:
+        tasks = list(get_env(name, **kwargs).tasks())
+    except Exception as exc:  # noqa: BLE001 - an env under construction must not break the listing
+        reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        return EnvSummary(name, target, available=False, reason=reason.splitlines()[0] if reason else "")
+    return EnvSummary(name, target, available=True,
+                      by_split=dict(sorted(Counter(task.split for task in tasks).items())),
+                      by_difficulty=dict(sorted(Counter(task.difficulty for task in tasks).items())))

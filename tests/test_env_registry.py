@@ -1,0 +1,151 @@
+"""The env registry, stream orders and ``skilltransfer envs list|show`` (with a fake env, independent of real envs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from skilltransfer.cli import app
+from skilltransfer.envs import registry
+from skilltransfer.errors import InputError
+from skilltransfer.protocols import TaskSpec
+
+
+class FakeEnv:
+    """A registry test double: six tasks over two splits and three difficulties."""
+
+    name = "fake"
+
+    def __init__(self, *, seed: int = 0, source: str | None = None, **kwargs: Any) -> None:
+        self.seed = seed
+        self.source = source
+        self.kwargs = kwargs
+
+    def tasks(self, split: str | None = None) -> list[TaskSpec]:
+        tasks = [TaskSpec(id=f"fake-{i}", instruction=f"Do   thing\n{i}", difficulty=1 + i % 3, template=f"tpl{i % 2}",
+                          split="dev" if i < 2 else "test", metadata={"subprocedures": []}) for i in range(6)]
+        return [task for task in tasks if split is None or task.split == split]
+
+
+@pytest.fixture
+def fake_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "ENVS", {"fake": "test_env_registry:FakeEnv",
+                                           "broken": "skilltransfer.envs.no_such_module:Env"})
+    monkeypatch.setattr(registry, "OFFICEBENCH_CLASS", "test_env_registry:FakeEnv")
+    monkeypatch.delenv(registry.OFFICEBENCH_ENV_VAR, raising=False)
+
+
+def _tasks(n: int) -> list[TaskSpec]:
+    return [TaskSpec(id=f"t{i:03d}", instruction="x", difficulty=1, template="a") for i in range(n)]
+
+
+def test_real_registry_names() -> None:
+    assert registry.ENVS == {"apps": "skilltransfer.envs.apps:AppsEnv", "office": "skilltransfer.envs.office:OfficeEnv",
+                             "datasci": "skilltransfer.envs.datasci:DataSciEnv"}
+    with pytest.raises(InputError, match=r"^Unknown env 'x'\. Available: apps, office, datasci$"):
+        registry.get_env("x")
+
+
+def test_get_env_passes_kwargs(fake_registry: None) -> None:
+    env = registry.get_env("fake", seed=3, sandboxed=False)
+    assert isinstance(env, FakeEnv)
+    assert env.seed == 3
+    assert env.kwargs == {"sandboxed": False}
+
+
+def test_unimportable_env_is_an_input_error(fake_registry: None) -> None:
+    with pytest.raises(InputError, match="'broken'.*not available.*ModuleNotFoundError"):
+        registry.get_env("broken")
+
+
+def test_officebench_source(fake_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = registry.get_env(f"officebench:{tmp_path}", workdir=tmp_path)
+    assert env.source == f"officebench:{tmp_path}"
+    with pytest.raises(InputError, match="does not exist"):
+        registry.get_env(f"officebench:{tmp_path / 'missing'}")
+    monkeypatch.chdir(tmp_path)  # no ../shared/officebench/tasks here
+    with pytest.raises(InputError, match="OFFICEBENCH_ROOT"):
+        registry.get_env("officebench")
+    monkeypatch.setenv(registry.OFFICEBENCH_ENV_VAR, str(tmp_path))
+    assert registry.get_env("officebench").source == f"officebench:{tmp_path}"
+
+
+def test_officebench_root_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(registry.OFFICEBENCH_ENV_VAR, raising=False)
+    repo = tmp_path / "repo"
+    (tmp_path / "shared" / "officebench" / "tasks").mkdir(parents=True)
+    repo.mkdir()
+    assert registry.officebench_root(repo) == (tmp_path / "shared" / "officebench" / "tasks").resolve()
+    assert registry.officebench_root(tmp_path) is None
+
+
+def test_stream_order_canonical_and_deterministic() -> None:
+    tasks = _tasks(30)
+    canonical = registry.stream_order(tasks)
+    assert canonical == registry.stream_order(list(reversed(tasks)), order_seed=0)  # input order does not matter
+    assert sorted(t.id for t in canonical) == [t.id for t in tasks]
+    assert [t.id for t in canonical] != [t.id for t in tasks]  # it is shuffled
+    other = registry.stream_order(tasks, order_seed=1)
+    assert [t.id for t in other] != [t.id for t in canonical]
+    assert other == registry.stream_order(tasks, order_seed=1)
+    assert registry.stream_order([]) == []
+
+
+def test_stream_order_pinned() -> None:
+    """The canonical order is part of the results' definition: changing it must be deliberate."""
+    assert [t.id for t in registry.stream_order(_tasks(6))] == ["t004", "t002", "t001", "t000", "t005", "t003"]
+
+
+def test_stream_order_rejects_duplicate_ids() -> None:
+    with pytest.raises(InputError, match="t000"):
+        registry.stream_order(_tasks(3) + _tasks(2))
+
+
+def test_summarize_counts_and_unavailable(fake_registry: None) -> None:
+    summary = registry.summarize("fake")
+    assert summary.available
+    assert summary.by_split == {"dev": 2, "test": 4}
+    assert summary.by_difficulty == {1: 2, 2: 2, 3: 2}
+    assert summary.total == 6
+    broken = registry.summarize("broken")
+    assert not broken.available
+    assert "ModuleNotFoundError" in broken.reason
+
+
+def test_cli_envs_list(fake_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["envs", "list"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    fake = next(line for line in lines if line.startswith("fake"))
+    assert "6 tasks" in fake
+    assert "dev=2, test=4" in fake
+    assert "1=2, 2=2, 3=2" in fake
+    assert any(line.startswith("broken") and "unavailable" in line for line in lines)
+    assert any(line.startswith("officebench") and "not configured" in line for line in lines)
+    monkeypatch.setenv(registry.OFFICEBENCH_ENV_VAR, str(tmp_path))
+    result = CliRunner().invoke(app, ["envs", "list"])
+    assert result.exit_code == 0, result.output
+    assert f"source: {tmp_path}" in result.output
+    assert sum(line.startswith("officebench") for line in result.output.splitlines()) == 1
+
+
+def test_cli_envs_show(fake_registry: None) -> None:
+    result = CliRunner().invoke(app, ["envs", "show", "fake", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "fake-0\td1\ttpl0\tDo thing 0"
+    assert lines[1].startswith("fake-1\td2\ttpl1")
+    assert lines[2] == "... 4 more (use --limit 0 to show all)"
+    result = CliRunner().invoke(app, ["envs", "show", "fake", "--limit", "0", "--split", "dev"])
+    assert len(result.output.splitlines()) == 2
+
+
+def test_cli_envs_show_unknown_env(fake_registry: None) -> None:
+    result = CliRunner().invoke(app, ["envs", "show", "nope"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, InputError)
+    assert "Unknown env 'nope'. Available: fake, broken" in str(result.exception)

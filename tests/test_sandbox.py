@@ -1,0 +1,272 @@
+"""The sandbox: persistence, limits and isolation; each hostile action becomes an observation and the runner goes on."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skilltransfer.envs.base import WorkspaceEpisode, completion_function, read_answer
+from skilltransfer.protocols import Score, TaskSpec
+from skilltransfer.sandbox import Limits, SandboxError, SandboxRunner, check_code_loads
+
+LIMITS = Limits(wall_s=2.0, cpu_s=2.0, memory_mb=1024, max_processes=32, max_output_chars=2_000, file_size_mb=8)
+SETUP = "skilltransfer.sandbox:scratch_setup"
+TOY_SETUP = "test_sandbox:toy_setup"
+ROOT = os.geteuid() == 0
+
+
+def toy_setup(workspace: Path, greeting: str = "hello") -> dict[str, Any]:
+    """A tiny env namespace: a greeting function over a workspace file, and complete_task."""
+    (workspace / "greeting.txt").write_text(greeting)
+
+    def greet(name: str) -> str:
+        return f"{(workspace / 'greeting.txt').read_text()}, {name}"
+
+    return {"greet": greet, "complete_task": completion_function(workspace)}
+
+
+def _uid_processes(uid: int | None) -> list[int]:
+    if uid is None:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except (OSError, ValueError):
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1 0").split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def runner(workspace: Path):
+    sandbox = SandboxRunner(workspace, SETUP, limits=LIMITS)
+    yield sandbox
+    sandbox.close()
+
+
+def _still_works(runner: SandboxRunner) -> None:
+    result = runner.execute("print(1 + 1)")
+    assert result.error is None
+    assert result.output == "2\n"
+
+
+def test_variables_persist(runner: SandboxRunner, workspace: Path) -> None:
+    assert runner.execute("x = 41").error is None
+    assert runner.execute("print(x + 1)").output == "42\n"
+    assert runner.execute("import os; print(os.getcwd())").output.strip() == str(workspace.resolve())
+    assert runner.execute("print(complete_task('done'))").error is None
+    assert read_answer(workspace) == (True, "done")
+
+
+def test_error_traceback_shows_only_agent_frames(runner: SandboxRunner) -> None:
+    result = runner.execute("def f():\n    return 1 / 0\nf()")
+    assert result.error is not None
+    assert "ZeroDivisionError" in result.error
+    assert "<action>" in result.error
+    assert "sandbox_worker" not in result.error
+    _still_works(runner)
+
+
+def test_write_outside_workspace_fails(runner: SandboxRunner, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    result = runner.execute(f"open({str(outside / 'evil.txt')!r}, 'w').write('x')")
+    assert result.error is not None
+    assert "PermissionError" in result.error
+    result = runner.execute("import os\nos.remove('/etc/hostname')")
+    assert result.error is not None
+    assert Path("/etc/hostname").exists()
+    assert runner.execute("open('inside.txt', 'w').write('ok')").error is None
+    assert (runner.workspace / "inside.txt").read_text() == "ok"
+    assert not (outside / "evil.txt").exists()
+    _still_works(runner)
+
+
+@pytest.mark.skipif(not ROOT, reason="the private-uid layer needs root")
+def test_write_outside_workspace_fails_below_python(runner: SandboxRunner, tmp_path: Path) -> None:
+    outside = tmp_path / "outside2"
+    outside.mkdir()
+    marker = f"evil-{os.getpid()}.txt"
+    targets = [outside / marker, Path("/tmp") / marker, Path("/dev/shm") / marker]
+    for target in targets:
+        code = f"import subprocess\nr = subprocess.run(['sh', '-c', 'echo x > {target}'])\nprint(r.returncode)"
+        result = runner.execute(code)
+        assert result.error is None
+        assert result.output.strip().splitlines()[-1] != "0"
+        assert not target.exists()
+    code = "import subprocess\nprint(subprocess.run(['sh', '-c', 'echo ok > inside.txt && cat inside.txt']).returncode)"
+    assert sorted(runner.execute(code).output.split()) == ["0", "ok"]  # shell output comes after print()s
+    _still_works(runner)
+
+
+def test_secrets_are_not_inherited(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-123")
+    with SandboxRunner(workspace, SETUP, limits=LIMITS) as sandbox:
+        result = sandbox.execute("import os\nprint(os.environ.get('OPENAI_API_KEY'))\nprint(dict(os.environ))")
+        assert "sk-test-secret-123" not in result.output
+        assert result.output.startswith("None\n")
+        result = sandbox.execute(f"print(open('/proc/{os.getpid()}/environ', 'rb').read())")
+        assert "sk-test-secret-123" not in result.output + (result.error or "")
+        _still_works(sandbox)
+
+
+def test_infinite_loop_times_out_and_restarts(runner: SandboxRunner) -> None:
+    runner.execute("x = 1")
+    start = time.monotonic()
+    result = runner.execute("while True:\n    pass")
+    assert time.monotonic() - start < LIMITS.wall_s + 2
+    assert result.timed_out or result.crashed
+    assert result.error is not None
+    assert "variables" in result.error
+    _still_works(runner)
+    assert "NameError" in (runner.execute("print(x)").error or "")
+    assert runner.execute("print(callable(complete_task))").output == "True\n"  # namespace rebuilt by setup
+
+
+def test_setup_kwargs_and_rebuild_after_crash(workspace: Path) -> None:
+    with SandboxRunner(workspace, TOY_SETUP, {"greeting": "hi"}, limits=LIMITS) as sandbox:
+        assert sandbox.execute("print(greet('Ada'))").output == "hi, Ada\n"
+        assert sandbox.execute("import os\nos._exit(1)").crashed
+        assert sandbox.execute("print(greet('Bo'))").output == "hi, Bo\n"
+        assert sandbox.restarts == 1
+
+
+def test_huge_allocation_is_an_error(runner: SandboxRunner) -> None:
+    start = time.monotonic()
+    result = runner.execute("blob = bytearray(10 * 1024 ** 3)")
+    assert time.monotonic() - start < LIMITS.wall_s + 2
+    assert result.error is not None
+    assert "MemoryError" in result.error
+    _still_works(runner)
+
+
+@pytest.mark.skipif(not ROOT, reason="RLIMIT_NPROC needs a private uid (root harness)")
+def test_process_limit_stops_forking(runner: SandboxRunner) -> None:
+    code = (
+        "import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == 0:\n"
+        "            time.sleep(30)\n            os._exit(0)\n        n += 1\nexcept OSError as exc:\n"
+        "    print('stopped', n, type(exc).__name__)"
+    )
+    result = runner.execute(code)
+    assert result.error is None
+    words = result.output.split()
+    assert words[0] == "stopped"
+    assert int(words[1]) < LIMITS.max_processes
+    runner.close()
+    assert _uid_processes(runner.uid) == []
+
+
+@pytest.mark.skipif(not ROOT, reason="RLIMIT_NPROC needs a private uid (root harness)")
+def test_fork_bomb_becomes_an_error(runner: SandboxRunner) -> None:
+    start = time.monotonic()
+    result = runner.execute("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
+    assert time.monotonic() - start < LIMITS.wall_s + 3
+    assert result.error is not None
+    assert result.timed_out or result.crashed
+    assert _uid_processes(runner.uid) == []
+    _still_works(runner)
+
+
+def test_os_exit_and_segfault_are_crashes(runner: SandboxRunner) -> None:
+    result = runner.execute("import os\nos._exit(7)")
+    assert result.crashed
+    assert result.error is not None
+    assert "exit code 7" in result.error
+    _still_works(runner)
+    result = runner.execute("import ctypes\nctypes.string_at(0)")
+    assert result.crashed
+    assert "SIGSEGV" in (result.error or "")
+    _still_works(runner)
+
+
+def test_network_is_blocked(runner: SandboxRunner) -> None:
+    result = runner.execute("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)")
+    assert result.error is not None
+    result = runner.execute("import socket\nsocket.getaddrinfo('example.com', 80)")
+    assert result.error is not None
+    _still_works(runner)
+
+
+def test_output_is_truncated(runner: SandboxRunner) -> None:
+    result = runner.execute("print('x' * 100_000)\nimport os\nos.system('echo from-a-shell')")
+    assert len(result.output) < LIMITS.max_output_chars + 200
+    assert "truncated" in result.output
+    assert "from-a-shell" in result.output  # file-descriptor-level output is captured too
+
+
+def test_close_kills_children_and_cleans_up(workspace: Path) -> None:
+    sandbox = SandboxRunner(workspace, SETUP, limits=LIMITS)
+    sandbox.execute("import subprocess\np = subprocess.Popen(['sleep', '60'])")
+    tmpdir = sandbox.tmpdir
+    sandbox.close()
+    assert not tmpdir.exists()
+    assert _uid_processes(sandbox.uid) == []
+    with pytest.raises(SandboxError):
+        sandbox.execute("print(1)")
+
+
+def test_setup_failure_raises(workspace: Path) -> None:
+    with pytest.raises(SandboxError, match="no_such_setup"):
+        SandboxRunner(workspace, "skilltransfer.sandbox:no_such_setup", limits=LIMITS)
+
+
+def test_check_code_loads() -> None:
+    assert check_code_loads("import json\n\ndef f(x):\n    return json.dumps(x)\n", "f") is None
+    assert "not a callable" in (check_code_loads("f = 3", "f") or "")
+    assert "SyntaxError" in (check_code_loads("def f(:\n", "f") or "")
+    assert "ModuleNotFoundError" in (check_code_loads("import no_such_module_xyz\ndef f(): pass", "f") or "")
+    assert "timed out" in (check_code_loads("while True:\n    pass", "f", timeout_s=1.0) or "")
+    assert "crashed" in (check_code_loads("import os\nos._exit(1)", "f") or "")
+
+
+def test_workspace_episode_load_code_through_sandbox(workspace: Path) -> None:
+    task = TaskSpec(id="t1", instruction="say hi", difficulty=1, template="toy")
+
+    def evaluator(folder: Path, answer: Any) -> Score:
+        return Score(reward=float(answer == "hi, Cy"), success=answer == "hi, Cy")
+
+    episode = WorkspaceEpisode(task, workspace, setup=TOY_SETUP, setup_kwargs={"greeting": "hi"}, docs="greet(name)",
+                               evaluator=evaluator, sandboxed=True, limits=LIMITS)
+    with episode:
+        loaded = episode.load_code("def shout(name):\n    return greet(name)\n")
+        assert not loaded.error
+        observation = episode.step("complete_task(shout('Cy'))")
+        assert observation.done
+        assert episode.evaluate().success
+
+
+@pytest.mark.skipif(not ROOT, reason="namespaces and a private uid need root")
+def test_isolation_layers_are_active(runner: SandboxRunner) -> None:
+    assert runner.isolation["namespaces"] is True
+    assert runner.isolation["read_only_fs"] is True
+    assert runner.isolation["uid"] == runner.uid != 0
+    result = runner.execute("import os\nprint(os.getpid(), os.getuid())")
+    pid, uid = map(int, result.output.split())
+    assert pid == 2  # PID 2 of a private PID namespace (PID 1 reaps orphans)
+    assert uid == runner.uid
+
+
+def test_without_privilege_drop_python_layers_still_hold(workspace: Path, tmp_path: Path) -> None:
+    limits = Limits(wall_s=2.0, cpu_s=2.0, memory_mb=1024, drop_privileges=False)
+    with SandboxRunner(workspace, SETUP, limits=limits) as sandbox:
+        assert sandbox.uid is None
+        assert sandbox.execute("y = 5").error is None
+        assert "PermissionError" in (sandbox.execute(f"open({str(tmp_path / 'x')!r}, 'w')").error or "")
+        assert "PermissionError" in (sandbox.execute("import socket\nsocket.getaddrinfo('a.b', 80)").error or "")
+        assert sandbox.execute("import os\nos._exit(0)").crashed
+        _still_works(sandbox)
+        assert not (tmp_path / "x").exists()
