@@ -1,0 +1,93 @@
+"""``skilltransfer score``: rank a skill library by utility (specificity x abstractness) against a task set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from skilltransfer.cli import app
+from skilltransfer.errors import InputError
+from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
+from skilltransfer.memory.library import load_library
+from skilltransfer.metrics.scoring import SKILL_TEXTS, ScoreReport, score_library, write_report
+from skilltransfer.metrics.task_texts import load_task_texts
+from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
+
+_ADVANCED = "Advanced"
+
+
+def _print_report(report: ScoreReport, top: int | None, console: Console) -> None:
+    ranked = report.ranked()
+    shown = ranked[:top] if top else ranked
+    table = Table(title=f"Skill utility ({len(shown)} of {len(ranked)} skills)")
+    table.add_column("rank", justify="right")
+    table.add_column("name", overflow="fold")
+    for column in ("specificity", "abstractness", "utility", "best-match cos"):
+        table.add_column(column, justify="right")
+    for rank, row in enumerate(shown, start=1):
+        table.add_row(str(rank), row.name, f"{row.specificity:.3f}", f"{row.abstractness:.3f}",
+                      f"{row.utility:.3f}", f"{row.best_match:.3f}")
+    console.print(table)
+    summary = report.summary
+    sample = f", {report.n_reference:,} sampled pairs" if report.sampled else ""
+    console.print(f"{summary['n_skills']} skills x {report.n_tasks} tasks | embedder {report.embedder} | "
+                  f"tau {report.tau:g} | specificity {report.specificity_mode}{sample} | "
+                  f"skill text {report.skill_text}")
+    console.print(f"utility mean {summary['mean_utility']:.3f}, median {summary['median_utility']:.3f} | "
+                  f"specificity mean {summary['mean_specificity']:.3f} | "
+                  f"abstractness mean {summary['mean_abstractness']:.3f}")
+    for key in ("by_level", "by_format"):
+        groups = ", ".join(f"{name} {vals['mean_utility']:.3f} (n={vals['n']})" for name, vals in summary[key].items())
+        console.print(f"mean utility {key.replace('_', ' ')}: {groups}")
+
+
+@app.command()
+def score(
+    library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
+    tasks: Annotated[Path, typer.Option("--tasks", help="Task instructions: .jsonl, .txt, .json, a folder of JSON "
+                                        "task files (OfficeBench) or a saved HF dataset.")],
+    embedder: Annotated[str, typer.Option(help="minilm, hash:DIM (test double) or a sentence-transformers folder.")]
+    = DEFAULT_EMBEDDER,
+    tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
+    specificity: Annotated[str, typer.Option("--specificity", help="pairs (paper) or nearest.")] = "pairs",
+    skill_text: Annotated[str, typer.Option("--skill-text", help="Embed the description or description+body.")]
+    = "description",
+    field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
+                                              rich_help_panel=_ADVANCED)] = None,
+    top: Annotated[int | None, typer.Option(help="Show only the N highest-utility skills (outputs keep all).")]
+    = None,
+    out: Annotated[Path | None, typer.Option(help="Write the full report to a .json or .csv file.")] = None,
+    seed: Annotated[int, typer.Option(help="Pair-sampling seed (used above 10^7 task pairs).",
+                                      rich_help_panel=_ADVANCED)] = 0,
+    cache: Annotated[bool, typer.Option(help="Use the on-disk embedding cache.", rich_help_panel=_ADVANCED)] = True,
+) -> ScoreReport:
+    """Rank skills by utility = specificity x abstractness against a set of task instructions (seed §6.1)."""
+    if specificity not in SPECIFICITY_MODES:
+        raise InputError(f"--specificity must be one of {', '.join(SPECIFICITY_MODES)}, got {specificity!r}")
+    if skill_text not in SKILL_TEXTS:
+        raise InputError(f"--skill-text must be one of {', '.join(SKILL_TEXTS)}, got {skill_text!r}")
+    if not tau > 0:
+        raise InputError(f"--tau must be > 0, got {tau}")
+    if top is not None and top < 1:
+        raise InputError(f"--top must be >= 1, got {top}")
+    if out is not None and out.suffix not in (".json", ".csv"):
+        raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
+    skills = load_library(library)
+    task_texts = load_task_texts(tasks, field=field)
+    model = make_embedder(embedder, cache=cache)
+    try:
+        report = score_library(skills, task_texts, model, tau=tau, specificity_mode=specificity, text=skill_text,
+                               seed=seed)
+    finally:
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
+    _print_report(report, top, Console())
+    if out is not None:
+        write_report(report, out)
+        Console(stderr=True).print(f"wrote {out}")
+    return report

@@ -1,0 +1,51 @@
+"""Skill-utility metrics (specificity, abstractness, utility) and the statistics of the transfer analyses."""
+
+from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
+from skilltransfer.metrics.stats import (
+    Bin,
+    BinnedSpearman,
+    TransferDensity,
+    binned_spearman,
+    bootstrap_ci,
+    transfer_density,
+)
+from skilltransfer.metrics.task_texts import load_task_texts
+from skilltransfer.metrics.utility import (
+    DEFAULT_MAX_PAIRS,
+    DEFAULT_TAU,
+    TaskReference,
+    UtilityScores,
+    abstractness,
+    best_match,
+    best_match_and_abstractness,
+    specificity,
+    task_reference,
+    utility,
+    utility_scores,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PAIRS",
+    "DEFAULT_TAU",
+    "Bin",
+    "BinnedSpearman",
+    "ScoreReport",
+    "SkillScore",
+    "TaskReference",
+    "TransferDensity",
+    "UtilityScores",
+    "abstractness",
+    "best_match",
+    "best_match_and_abstractness",
+    "binned_spearman",
+    "bootstrap_ci",
+    "load_task_texts",
+    "score_library",
+    "skill_text",
+    "specificity",
+    "task_reference",
+    "transfer_density",
+    "utility",
+    "utility_scores",
+    "write_report",
+]

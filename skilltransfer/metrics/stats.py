@@ -1,0 +1,139 @@
+"""Statistics for the analyses of seed §5-6: task-bootstrap CIs, binned Spearman correlation, transfer density."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, level: float = 0.95, n_resamples: int = 10000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """Percentile bootstrap CI of a mean over tasks (resample tasks with replacement).
+
+    Args:
+        values: one value per task (e.g. success in [0, 1]).
+        level: confidence level in (0, 1).
+        n_resamples: bootstrap resamples.
+        seed: RNG seed; the same inputs and seed give the same interval.
+
+    Returns:
+        (mean, low, high) with low <= mean <= high for any non-degenerate sample.
+    """
+    data = np.asarray(values, dtype=np.float64).ravel()
+    if data.size == 0:
+        raise ValueError("bootstrap_ci needs at least one value")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    rng = np.random.default_rng(seed)
+    n = data.size
+    means = np.empty(n_resamples)
+    chunk = max(1, (1 << 22) // n)  # bound memory to ~32 MiB of indices
+    for start in range(0, n_resamples, chunk):
+        end = min(n_resamples, start + chunk)
+        idx = rng.integers(0, n, size=(end - start, n))
+        means[start:end] = data[idx].mean(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return float(data.mean()), float(low), float(high)
+
+
+@dataclass(frozen=True)
+class Bin:
+    """One bin of :func:`binned_spearman`: how many points, their mean x and mean y."""
+
+    n: int
+    x_mean: float
+    y_mean: float
+
+
+@dataclass(frozen=True)
+class BinnedSpearman:
+    """Spearman correlation between per-bin means (seed §6.2, Fig. 5a)."""
+
+    rho: float
+    p_value: float
+    bins: list[Bin] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rho": self.rho, "p_value": self.p_value,
+                "bins": [{"n": b.n, "x_mean": b.x_mean, "y_mean": b.y_mean} for b in self.bins]}
+
+
+def binned_spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                    n_bins: int = 10) -> BinnedSpearman:
+    """Sort points by x, split them into ``n_bins`` equal-size bins, and correlate per-bin mean x with mean y.
+
+    When the count is not a multiple of ``n_bins``, the first bins get one point more (``np.array_split``).
+    Ties in x keep input order (stable sort). rho/p are NaN when a bin mean is constant across bins.
+    """
+    xs = np.asarray(x, dtype=np.float64).ravel()
+    ys = np.asarray(y, dtype=np.float64).ravel()
+    if xs.shape != ys.shape:
+        raise ValueError(f"x and y differ in length ({xs.size} vs {ys.size})")
+    if n_bins < 2:
+        raise ValueError("n_bins must be >= 2")
+    if xs.size < n_bins:
+        raise ValueError(f"need at least n_bins={n_bins} points, got {xs.size}")
+    order = np.argsort(xs, kind="stable")
+    bins = [Bin(n=len(part), x_mean=float(xs[part].mean()), y_mean=float(ys[part].mean()))
+            for part in np.array_split(order, n_bins)]
+    x_means = [b.x_mean for b in bins]
+    y_means = [b.y_mean for b in bins]
+    if np.ptp(x_means) == 0 or np.ptp(y_means) == 0:
+        return BinnedSpearman(rho=float("nan"), p_value=float("nan"), bins=bins)
+    result = stats.spearmanr(x_means, y_means)
+    return BinnedSpearman(rho=float(result.statistic), p_value=float(result.pvalue), bins=bins)
+
+
+@dataclass(frozen=True)
+class TransferDensity:
+    """Transfer density D (seed §6.3) and the bin-to-bin transfer counts behind it.
+
+    Attributes:
+        density: share of bin pairs (i < j) with at least one transfer from bin i to bin j.
+        counts: bins x bins int matrix; ``counts[i, j]`` = transfers induced in bin i and retrieved in bin j.
+            Only the strict upper triangle enters D; the diagonal holds within-bin transfers.
+        n_events: all events given.
+        n_within_bin: events whose induction and retrieval fall in the same bin (diagonal; excluded from D).
+        bins: number of bins b; D's denominator is b(b-1)/2.
+    """
+
+    density: float
+    counts: np.ndarray
+    n_events: int
+    n_within_bin: int
+    bins: int
+
+
+def transfer_density(events: Iterable[tuple[int, int]], n_items: int, bins: int = 50) -> TransferDensity:
+    """Cut a stream of ``n_items`` tasks into ``bins`` equal bins in order and measure how densely skills transfer.
+
+    An event is ``(induced_at, retrieved_at)``: stream indices (0-based) of the task a skill was induced from and of
+    a later task that retrieved it. Item s falls in bin ``floor(s * bins / n_items)`` (bin sizes differ by at most one).
+    Events within one bin are counted on the diagonal of ``counts`` but are not bin pairs i < j, so they never add
+    to D.
+
+    Raises:
+        ValueError: bad ``n_items``/``bins``, an index outside the stream, or a retrieval before the induction.
+    """
+    if n_items < 2:
+        raise ValueError("n_items must be >= 2")
+    if not 2 <= bins <= n_items:
+        raise ValueError(f"bins must be in [2, n_items={n_items}], got {bins}")
+    pairs = np.asarray(list(events), dtype=np.int64).reshape(-1, 2)
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= n_items):
+        raise ValueError(f"event stream index outside [0, {n_items})")
+    if np.any(pairs[:, 1] < pairs[:, 0]):
+        bad = pairs[pairs[:, 1] < pairs[:, 0]][0]
+        raise ValueError(f"event {tuple(int(v) for v in bad)} retrieves a skill before it was induced")
+    bin_of = pairs * bins // n_items
+    counts = np.zeros((bins, bins), dtype=np.int64)
+    np.add.at(counts, (bin_of[:, 0], bin_of[:, 1]), 1)
+    covered = int(np.count_nonzero(np.triu(counts, k=1)))
+    return TransferDensity(density=covered / (bins * (bins - 1) / 2), counts=counts, n_events=len(pairs),
+                           n_within_bin=int(np.trace(counts)), bins=bins)
