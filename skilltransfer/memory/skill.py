@@ -91,7 +91,8 @@ class Skill(BaseModel):
             self.id = content_id(self.name, self.description, self.body)
         if self.format == "code" and self.code is None:
             try:
-                self.code = parse_code_signature(self.body, preferred_name=self.name if self.name.isidentifier() else None)
+                preferred = self.name if self.name.isidentifier() else None
+                self.code = parse_code_signature(self.body, preferred_name=preferred)
             except ValueError:
                 try:
                     self.code = parse_code_signature(self.body)

@@ -1,0 +1,397 @@
+"""SkillMemory: a FAISS inner-product index over skill descriptions, with dedup, code-skill pruning and persistence.
+
+Retrieval embeds the query and ranks skills by cosine with their *description* (seed §3.2: text and code skills are
+matched on the description only; ``index_body=True`` also embeds the body). Adding a skill:
+
+1. A skill whose id is already stored is ``dropped``.
+2. A code skill that fails validation (parse, entry-point function, isolated load within a time limit) is ``pruned``;
+   the reason goes to ``prune_log`` (saved as ``prune_log.jsonl``).
+3. If the most similar stored skill *of the same format* X has cosine >= ``dedup_threshold`` (default 0.95):
+   the new skill is ``dropped`` as a duplicate of X when its body (whitespace-normalised) equals or is contained in
+   X's body; otherwise it is ``merged`` into X: X keeps its id, name, description, provenance and usage, takes the
+   longer of the two bodies (for code skills with its entry-point signature), gains extra keys it lacked, and records
+   the new skill's id in ``extra["merged_from"]``.
+4. Otherwise it is ``added``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import faiss
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from skilltransfer.errors import InputError
+from skilltransfer.memory.library import (
+    MANIFEST,
+    SKILLS_JSONL,
+    atomic_write_text,
+    export_jsonl,
+    read_jsonl,
+    read_utf8,
+)
+from skilltransfer.memory.skill import Skill
+from skilltransfer.memory.validate import validate_code_skill
+
+FORMAT_VERSION = 1
+INDEX_FILE = "index.faiss"
+PRUNE_LOG = "prune_log.jsonl"
+_EPS = 1e-6
+"""Float tolerance of the dedup comparison (identical float32 vectors may score 0.9999999)."""
+
+
+class MemoryConfig(BaseModel):
+    """Settings of a skill memory (saved in its manifest)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dedup_threshold: float = 0.95
+    """Cosine at or above which a new skill is a near-duplicate of the closest same-format skill (> 1 disables).
+
+    With all-MiniLM-L6-v2, case/word-order rewordings score 0.95-1.0, but so can one-word changes of meaning
+    ("date prefix" vs "date suffix": 0.97); lower it to merge looser paraphrases, raise it to merge fewer."""
+    index_body: bool = False
+    """Embed description + body instead of the description only (the paper matches descriptions only)."""
+    validate_code: bool = True
+    """Load code skills in an isolated subprocess before they enter; failures are pruned and logged."""
+    load_timeout_s: float = 10.0
+    """Wall-clock limit for loading one code skill."""
+
+
+class ReadOnlyMemoryError(InputError):
+    """A change was attempted on a read-only (frozen) skill memory."""
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``SkillMemory.add`` did with a skill."""
+
+    action: Literal["added", "merged", "dropped", "pruned"]
+    skill_id: str
+    """Id of the skill that was offered."""
+    target_id: str | None = None
+    """For merged/dropped: the stored skill it was folded into or duplicated."""
+    reason: str = ""
+
+
+def _norm_body(body: str) -> str:
+    return " ".join(body.split())
+
+
+class SkillMemory:
+    """A skill memory over FAISS ``IndexFlatIP`` (exact cosine on L2-normalised embeddings).
+
+    Args:
+        embedder: any object with ``id``, ``dim`` and ``embed(list[str]) -> np.ndarray`` (normalised float32 rows).
+        config: settings; keyword arguments override its fields (e.g. ``dedup_threshold=0.9``).
+        read_only: a frozen library: ``add``/``remove`` raise ``ReadOnlyMemoryError`` (usage stats still update).
+    """
+
+    def __init__(self, embedder: Any, *, config: MemoryConfig | None = None, read_only: bool = False,
+                 **kwargs: Any) -> None:
+        self.embedder = embedder
+        self.config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(), **kwargs})
+        self.read_only = read_only
+        self.dim = int(embedder.dim)
+        self.prune_log: list[dict[str, Any]] = []
+        self._skills: dict[str, Skill] = {}
+        self._key: dict[str, int] = {}
+        self._id_of_key: dict[int, str] = {}
+        self._next_key = 0
+        self._formats: Counter[str] = Counter()
+        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+
+    # ----------------------------------------------------------------- container protocol
+    def __len__(self) -> int:
+        return len(self._skills)
+
+    def __iter__(self) -> Iterator[Skill]:
+        return iter(list(self._skills.values()))
+
+    def __contains__(self, item: object) -> bool:
+        skill_id = item.id if isinstance(item, Skill) else item
+        return skill_id in self._skills
+
+    def get(self, skill_id: str) -> Skill:
+        """The stored skill with this id (raises ``KeyError`` if absent)."""
+        return self._skills[skill_id]
+
+    # ----------------------------------------------------------------- embedding and index internals
+    def _text(self, skill: Skill) -> str:
+        return f"{skill.description}\n{skill.body}" if self.config.index_body else skill.description
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        vectors = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dim):
+            raise ValueError(f"embedder {self.embedder.id} returned shape {vectors.shape}, "
+                             f"expected {(len(texts), self.dim)}")
+        return vectors
+
+    def _insert(self, skill: Skill, vector: np.ndarray) -> None:
+        key = self._next_key
+        self._next_key += 1
+        self._index.add_with_ids(vector.reshape(1, -1).astype(np.float32), np.array([key], dtype=np.int64))
+        self._skills[skill.id] = skill
+        self._key[skill.id] = key
+        self._id_of_key[key] = skill.id
+        self._formats[skill.format] += 1
+
+    def vector(self, skill_id: str) -> np.ndarray:
+        """The stored (normalised) embedding of a skill's indexed text."""
+        return np.asarray(self._index.reconstruct(self._key[skill_id]), dtype=np.float32)
+
+    def embeddings(self) -> tuple[list[str], np.ndarray]:
+        """All skill ids (iteration order) and their stored embeddings as an (n, dim) matrix."""
+        ids = list(self._skills)
+        if not ids:
+            return ids, np.zeros((0, self.dim), dtype=np.float32)
+        return ids, np.stack([self.vector(skill_id) for skill_id in ids])
+
+    def _closest_same_format(self, vector: np.ndarray, fmt: str) -> tuple[Skill, float] | None:
+        """Best stored skill of format ``fmt`` if it could reach the dedup threshold (exact; widens k as needed)."""
+        total = len(self)
+        if not self._formats[fmt]:
+            return None
+        k = min(total, 8)
+        while True:
+            scores, keys = self._index.search(vector.reshape(1, -1), k)
+            for score, key in zip(scores[0], keys[0], strict=True):
+                if key >= 0 and self._skills[self._id_of_key[int(key)]].format == fmt:
+                    return self._skills[self._id_of_key[int(key)]], float(score)
+            if k >= total or scores[0][-1] < self.config.dedup_threshold - _EPS:
+                return None
+            k = min(total, k * 4)
+
+    def _check_writable(self, what: str) -> None:
+        if self.read_only:
+            raise ReadOnlyMemoryError(f"cannot {what}: this skill memory is read-only (a frozen library)")
+
+    # ----------------------------------------------------------------- adding
+    def _prune(self, skill: Skill, reason: str) -> AddResult:
+        self.prune_log.append({"skill_id": skill.id, "name": skill.name, "format": skill.format, "reason": reason,
+                               "source_task_id": skill.provenance.source_task_id,
+                               "time": datetime.now(UTC).isoformat(timespec="seconds")})
+        return AddResult("pruned", skill.id, None, reason)
+
+    def _screen(self, skill: Skill) -> AddResult | None:
+        if skill.id in self._skills:
+            return AddResult("dropped", skill.id, skill.id, "a skill with this id is already in memory")
+        if skill.format == "code" and self.config.validate_code:
+            reason = validate_code_skill(skill, timeout_s=self.config.load_timeout_s)
+            if reason is not None:
+                return self._prune(skill, reason)
+        return None
+
+    def _place(self, skill: Skill, vector: np.ndarray) -> AddResult:
+        if skill.id in self._skills:  # an earlier skill of the same batch had this id
+            return AddResult("dropped", skill.id, skill.id, "a skill with this id is already in memory")
+        closest = self._closest_same_format(vector, skill.format)
+        if closest is not None and closest[1] >= self.config.dedup_threshold - _EPS:
+            return self._fold(skill, *closest)
+        self._insert(skill.model_copy(deep=True), vector)
+        return AddResult("added", skill.id)
+
+    def _fold(self, new: Skill, target: Skill, score: float) -> AddResult:
+        near = f"near-duplicate (cosine {score:.3f} >= {self.config.dedup_threshold:g}) of {target.id} ({target.name})"
+        new_body, old_body = _norm_body(new.body), _norm_body(target.body)
+        if new_body == old_body or new_body in old_body:
+            return AddResult("dropped", new.id, target.id, f"{near}; its body is identical to or contained in it")
+        took_new = len(new_body) > len(old_body)
+        if took_new:
+            target.body = new.body
+            target.code = new.code.model_copy() if new.code else None
+        for extra_key, value in new.extra.items():
+            target.extra.setdefault(extra_key, value)
+        merged = [part for part in target.extra.get("merged_from", "").split(",") if part]
+        target.extra["merged_from"] = ",".join([*merged, new.id])
+        if took_new and self.config.index_body:
+            key = self._key[target.id]
+            self._index.remove_ids(np.array([key], dtype=np.int64))  # type: ignore[arg-type]
+            self._index.add_with_ids(self._embed([self._text(target)]), np.array([key], dtype=np.int64))
+        body_from = "the new skill (longer)" if took_new else f"{target.id} (kept, longer or equal)"
+        return AddResult("merged", new.id, target.id, f"{near}; body from {body_from}")
+
+    def add(self, skill: Skill) -> AddResult:
+        """Add one skill with validation and near-duplicate handling (see the module docstring for the rules).
+
+        Raises:
+            ReadOnlyMemoryError: the memory is read-only.
+        """
+        self._check_writable(f"add skill {skill.id}")
+        screened = self._screen(skill)
+        if screened is not None:
+            return screened
+        return self._place(skill, self._embed([self._text(skill)])[0])
+
+    def add_many(self, skills: Iterable[Skill]) -> list[AddResult]:
+        """Add skills in order, embedding the survivors of validation in one batch (same rules as ``add``)."""
+        self._check_writable("add skills")
+        skills = list(skills)
+        results: list[AddResult | None] = [self._screen(skill) for skill in skills]
+        todo = [i for i, result in enumerate(results) if result is None]
+        vectors = self._embed([self._text(skills[i]) for i in todo]) if todo else np.zeros((0, self.dim), np.float32)
+        for row, i in enumerate(todo):
+            results[i] = self._place(skills[i], vectors[row])
+        return [result for result in results if result is not None]
+
+    def remove(self, skill_id: str) -> None:
+        """Remove a skill (``KeyError`` if absent; ``ReadOnlyMemoryError`` if read-only)."""
+        self._check_writable(f"remove skill {skill_id}")
+        skill = self._skills.pop(skill_id)
+        key = self._key.pop(skill_id)
+        del self._id_of_key[key]
+        self._formats[skill.format] -= 1
+        self._index.remove_ids(np.array([key], dtype=np.int64))  # type: ignore[arg-type]
+
+    # ----------------------------------------------------------------- retrieval
+    def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[tuple[Skill, float]]]:
+        """Top-``k`` skills for each precomputed, normalised query vector (k capped by the memory size)."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        k = min(k, len(self))
+        if k <= 0:
+            return [[] for _ in range(len(vectors))]
+        scores, keys = self._index.search(vectors, k)
+        return [[(self._skills[self._id_of_key[int(key)]], float(score))
+                 for score, key in zip(row_scores, row_keys, strict=True) if key >= 0]
+                for row_scores, row_keys in zip(scores, keys, strict=True)]
+
+    def retrieve(self, query: str, k: int = 5) -> list[tuple[Skill, float]]:
+        """The ``k`` skills whose descriptions are most similar to ``query``, with cosine scores, best first."""
+        return self.retrieve_many([query], k)[0]
+
+    def retrieve_many(self, queries: list[str], k: int = 5) -> list[list[tuple[Skill, float]]]:
+        """Batched ``retrieve``: one embedding call and one index search for all queries."""
+        if not queries:
+            return []
+        if not len(self) or k <= 0:
+            return [[] for _ in queries]
+        return self.search_vectors(self._embed(list(queries)), k)
+
+    def record_retrieval(self, skill_ids: Iterable[str], success: bool) -> None:
+        """Count one retrieval for each skill (once per id) and, if the retrieving task succeeded, one success.
+
+        Raises:
+            KeyError: an id is not in memory (nothing is updated then).
+        """
+        ids = list(dict.fromkeys(skill_ids))
+        missing = [skill_id for skill_id in ids if skill_id not in self._skills]
+        if missing:
+            raise KeyError(f"skills not in memory: {', '.join(missing)}")
+        for skill_id in ids:
+            usage = self._skills[skill_id].usage
+            usage.times_retrieved += 1
+            usage.successes_when_retrieved += int(success)
+
+    def filter(self, predicate: Callable[[Skill], bool]) -> SkillMemory:
+        """A new memory (same embedder, config, read-only flag, prune log) holding copies of the matching skills."""
+        out = SkillMemory(self.embedder, config=self.config)
+        for skill in self:
+            if predicate(skill):
+                out._insert(skill.model_copy(deep=True), self.vector(skill.id))
+        out.prune_log = [dict(entry) for entry in self.prune_log]
+        out.read_only = self.read_only
+        return out
+
+    # ----------------------------------------------------------------- persistence
+    def manifest(self) -> dict[str, Any]:
+        """The manifest saved with the memory."""
+        return {"format_version": FORMAT_VERSION, "embedder": str(self.embedder.id), "dim": self.dim,
+                "config": self.config.model_dump(), "read_only": self.read_only,
+                "counts": {"skills": len(self), "text": self._formats["text"], "code": self._formats["code"],
+                           "pruned": len(self.prune_log)}}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the memory folder atomically (built in a temp sibling folder, then swapped in by renames).
+
+        Raises:
+            InputError: ``path`` exists and is a non-empty folder that is not a saved memory.
+        """
+        path = Path(path)
+        if path.exists() and not (path / MANIFEST).is_file() and (not path.is_dir() or any(path.iterdir())):
+            raise InputError("refusing to overwrite: not a saved skill memory (no manifest.json)", path=path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tag = uuid.uuid4().hex[:8]
+        tmp = path.parent / f".{path.name}.tmp-{tag}"
+        old = path.parent / f".{path.name}.old-{tag}"
+        tmp.mkdir()
+        try:
+            export_jsonl(self, tmp / SKILLS_JSONL)
+            flat = faiss.IndexFlatIP(self.dim)
+            ids, matrix = self.embeddings()
+            if ids:
+                flat.add(matrix)
+            faiss.write_index(flat, str(tmp / INDEX_FILE))
+            atomic_write_text(tmp / PRUNE_LOG, "".join(json.dumps(entry) + "\n" for entry in self.prune_log))
+            atomic_write_text(tmp / MANIFEST, json.dumps(self.manifest(), indent=2) + "\n")
+            if path.exists():
+                os.rename(path, old)
+                try:
+                    os.rename(tmp, path)
+                except BaseException:
+                    os.rename(old, path)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.rename(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, embedder: Any, *, read_only: bool | None = None) -> SkillMemory:
+        """Load a saved memory folder; the embedder must have the id the memory was built with.
+
+        Args:
+            path: the folder written by ``save``.
+            embedder: the embedder to query with.
+            read_only: override the saved read-only flag.
+
+        Raises:
+            InputError: missing folder or manifest, other format version or embedder, corrupt files.
+        """
+        path = Path(path)
+        if not path.is_dir():
+            raise InputError("skill memory folder not found", path=path)
+        if not (path / MANIFEST).is_file():
+            raise InputError(f"not a saved skill memory: {MANIFEST} is missing", path=path)
+        try:
+            manifest = json.loads(read_utf8(path / MANIFEST))
+            config = MemoryConfig.model_validate(manifest["config"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+            raise InputError(f"corrupt manifest ({type(exc).__name__}: {exc})", path=path / MANIFEST) from None
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise InputError(f"memory format_version {manifest.get('format_version')!r} is not supported "
+                             f"(this version reads {FORMAT_VERSION})", path=path)
+        if manifest.get("embedder") != str(embedder.id):
+            raise InputError(f"memory was built with embedder {manifest.get('embedder')!r} but the given embedder is "
+                             f"{embedder.id!r}; load it with the same embedder", path=path)
+        skills = [skill for skill, _ in read_jsonl(path / SKILLS_JSONL)] if (path / SKILLS_JSONL).is_file() else []
+        if not (path / INDEX_FILE).is_file():
+            raise InputError(f"{INDEX_FILE} is missing", path=path)
+        index = faiss.read_index(str(path / INDEX_FILE))
+        if index.ntotal != len(skills) or index.d != int(embedder.dim):
+            raise InputError(f"{INDEX_FILE} holds {index.ntotal} vectors of dim {index.d} but there are "
+                             f"{len(skills)} skills and the embedder has dim {embedder.dim}", path=path)
+        duplicated = [skill_id for skill_id, count in Counter(s.id for s in skills).items() if count > 1]
+        if duplicated:
+            raise InputError(f"duplicate skill ids in {SKILLS_JSONL}: {', '.join(duplicated[:5])}", path=path)
+        saved_read_only = bool(manifest.get("read_only", False))
+        memory = cls(embedder, config=config)
+        vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
+        for skill, vector in zip(skills, vectors, strict=True):
+            memory._insert(skill, vector)
+        if (path / PRUNE_LOG).is_file():
+            memory.prune_log = [json.loads(line) for line in read_utf8(path / PRUNE_LOG).split("\n") if line.strip()]
+        memory.read_only = saved_read_only if read_only is None else read_only
+        return memory
