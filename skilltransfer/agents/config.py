@@ -1,0 +1,36 @@
+"""Configuration of the task-level and subtask-level agents."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AgentLevel = Literal["task", "subtask"]
+RetrievalQuery = Literal["instruction", "subtask"]
+
+
+class AgentConfig(BaseModel):
+    """Settings of one agent (the task-level agent is ``level="task"``: one subtask, executor only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    level: AgentLevel = "task"
+    """"task": one flat ReAct loop over the whole task; "subtask": planner -> executor -> summarizer cycles."""
+    step_limit: int = Field(default=50, ge=1)
+    """ReAct step limit of the task-level agent, and the executor budget shared by all subtasks at subtask level."""
+    subtask_limit: int = Field(default=15, ge=1)
+    """Most subtasks the planner may propose (subtask level only)."""
+    top_k: int = Field(default=5, ge=0)
+    """Skills retrieved per query (seed §3.2: top 5 by description embedding)."""
+    retrieval_query: RetrievalQuery = "subtask"
+    """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
+    describe) or with the task instruction. The task-level agent always queries once with the instruction."""
+    max_observation_chars: int = Field(default=4000, ge=200)
+    """Observations longer than this are cut (head and tail kept) before they enter the context."""
+    planner_retries: int = Field(default=2, ge=0)
+    """How often the planner is re-asked after a reply that is neither ``SUBTASK: ...`` nor ``DONE``."""
+    prompt_dir: str | None = None
+    """A folder of replacement agent prompt files (same file names as ``skilltransfer/agents/prompts``)."""
+    model_params: dict[str, Any] = Field(default_factory=dict)
+    """Extra sampling parameters passed to every ``ChatModel.complete`` call of the agent."""

@@ -1,0 +1,81 @@
+"""The subtask-level agent's planner and summarizer: small objects over the same ChatModel as the executor."""
+
+from __future__ import annotations
+
+import re
+
+from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, render_actions
+from skilltransfer.protocols import ChatModel, Message
+
+_PLAN = re.compile(r"^[ \t>*#_-]*(?:(SUBTASK)[ \t*_]*:[ \t*_]*(.*)|(DONE)\b.*)$", re.MULTILINE | re.IGNORECASE)
+
+
+def parse_plan(reply: str) -> tuple[str, str | None] | None:
+    """The planner's decision: ("subtask", text), ("done", None), or None when the reply has neither form.
+
+    The first ``SUBTASK: ...`` or ``DONE`` line wins; a ``SUBTASK:`` with an empty rest takes the next non-empty line.
+    """
+    match = _PLAN.search(reply)
+    if match is None:
+        return None
+    if match.group(3):
+        return "done", None
+    text = match.group(2).strip()
+    if not text:
+        rest = [line.strip() for line in reply[match.end():].splitlines() if line.strip()]
+        if not rest:
+            return None
+        text = rest[0]
+    return "subtask", text
+
+
+class Planner:
+    """Reads the goal and running summary; proposes the next subtask or declares completion."""
+
+    def __init__(self, model: ChatModel, prompts: AgentPrompts, config: AgentConfig, calls: CallLog) -> None:
+        self.model, self.prompts, self.config, self.calls = model, prompts, config, calls
+
+    def next(self, docs: str, instruction: str, summary: str, history: list[str], *, index: int, steps_left: int,
+             subtasks_left: int) -> PlanStep:
+        """Ask for the next subtask (re-asking after a malformed reply up to ``planner_retries`` times)."""
+        messages: list[Message] = [
+            {"role": "system", "content": self.prompts.planner.render(docs=docs.strip())},
+            {"role": "user", "content": self.prompts.planner_user.render(
+                instruction=instruction, summary=summary, history="\n".join(history) or "(none yet)",
+                steps_left=steps_left, subtasks_left=subtasks_left)}]
+        prompt_tokens = completion_tokens = 0
+        reply = ""
+        for _ in range(self.config.planner_retries + 1):
+            completion = self.calls.complete(self.model, messages, "planner", **self.config.model_params)
+            reply = completion.text
+            prompt_tokens += completion.prompt_tokens
+            completion_tokens += completion.completion_tokens
+            decision = parse_plan(reply)
+            if decision is not None:
+                return PlanStep(index, decision[0], decision[1], reply, self.prompts.planner.id, prompt_tokens,
+                                completion_tokens)
+            messages += [{"role": "assistant", "content": reply},
+                         {"role": "user", "content": self.prompts.planner_format_error.render()}]
+        return PlanStep(index, "format_error", None, reply, self.prompts.planner.id, prompt_tokens, completion_tokens)
+
+
+class Summarizer:
+    """Compresses a finished sub-trajectory into the running summary."""
+
+    def __init__(self, model: ChatModel, prompts: AgentPrompts, config: AgentConfig, calls: CallLog) -> None:
+        self.model, self.prompts, self.config, self.calls = model, prompts, config, calls
+
+    def summarize(self, instruction: str, summary: str, subtask: str, actions: list[ActionStep], *,
+                  index: int) -> SummaryStep:
+        """Return the updated running summary (the previous one is kept if the model replies with nothing)."""
+        trajectory = render_actions(actions, self.config.max_observation_chars)
+        messages: list[Message] = [
+            {"role": "system", "content": self.prompts.summarizer.render()},
+            {"role": "user", "content": self.prompts.summarizer_user.render(
+                instruction=instruction, summary=summary, subtask=subtask, trajectory=trajectory)}]
+        completion = self.calls.complete(self.model, messages, "summarizer", **self.config.model_params)
+        text = completion.text.strip() or summary
+        return SummaryStep(index, text, self.prompts.summarizer.id, completion.prompt_tokens,
+                           completion.completion_tokens)

@@ -1,0 +1,72 @@
+"""Test doubles for the model layer: a scripted chat model that drives real agent loops in tests.
+
+`ScriptedModel` is a documented test double. It is registered under the name ``scripted`` and is never used unless
+asked for by that name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from skilltransfer.protocols import Completion, Message
+
+ScriptFn = Callable[[list[Message]], str]
+
+
+class ScriptExhausted(RuntimeError):
+    """The scripted model was called more times than it has outputs."""
+
+
+def approx_tokens(text: str) -> int:
+    """A documented approximation of a token count: ceil(characters / 4), at least 1 for non-empty text."""
+    return (len(text) + 3) // 4
+
+
+def messages_tokens(messages: Sequence[Message]) -> int:
+    """Approximate prompt tokens of a chat: content tokens plus 4 per message for role/format overhead."""
+    return sum(approx_tokens(str(m.get("content", ""))) + 4 for m in messages)
+
+
+class ScriptedModel:
+    """Replays fixed outputs (a list, consumed in order) or computes them with ``fn(messages) -> str``.
+
+    Args:
+        outputs: the replies in order, or a callable from the messages to the reply.
+        model: model id reported in completions.
+        latency_s: artificial latency per call (sleep), default none.
+
+    Raises:
+        ScriptExhausted: on a call after the list is used up.
+    """
+
+    def __init__(self, outputs: Sequence[str] | ScriptFn, *, model: str = "scripted", latency_s: float = 0.0) -> None:
+        self._fn: ScriptFn | None = outputs if callable(outputs) else None
+        self._outputs = list(outputs) if not callable(outputs) else []
+        self.model = model
+        self.latency_s = latency_s
+        self.calls: list[list[Message]] = []
+
+    @property
+    def remaining(self) -> int | None:
+        """Outputs left (None for a callable script)."""
+        return None if self._fn is not None else len(self._outputs) - len(self.calls)
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        start = time.perf_counter()
+        index = len(self.calls)
+        if self._fn is not None:
+            self.calls.append(list(messages))
+            text = self._fn(list(messages))
+        else:
+            if index >= len(self._outputs):
+                raise ScriptExhausted(f"ScriptedModel ran out of outputs after {len(self._outputs)} calls")
+            self.calls.append(list(messages))
+            text = self._outputs[index]
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        return Completion(text=text, finish_reason="stop", prompt_tokens=messages_tokens(messages),
+                          completion_tokens=approx_tokens(text), latency_s=time.perf_counter() - start,
+                          model=self.model, usage_source="approx",
+                          raw_request={"messages": list(messages), **params}, raw_response={"text": text})

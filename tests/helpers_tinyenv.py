@@ -1,0 +1,191 @@
+"""A tiny counter world for agent/induction/stream tests (a test helper, not a benchmark).
+
+The world state is ``counter.json`` in the episode workspace. The agent's namespace has ``apis.counter.get()``,
+``apis.counter.add(n)``, ``apis.counter.reset()`` and ``complete_task(answer=None)``. Task "Set the counter to N"
+succeeds when the final counter is N and the agent called ``complete_task``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from skilltransfer.envs.base import WorkspaceEpisode, completion_function
+from skilltransfer.protocols import Check, Score, TaskSpec
+
+STATE = "counter.json"
+DOCS = """apis.counter.get() -> int: the current counter value.
+apis.counter.add(n: int) -> int: add n (an int) to the counter; returns the new value.
+apis.counter.reset() -> int: set the counter to 0.
+complete_task(answer=None): call when the task is finished."""
+
+
+def _read(workspace: Path) -> int:
+    return int(json.loads((workspace / STATE).read_text())["value"])
+
+
+def _write(workspace: Path, value: int) -> None:
+    (workspace / STATE).write_text(json.dumps({"value": value}))
+
+
+def setup(workspace: Path, **_: Any) -> dict[str, Any]:
+    """Build the agent namespace over the workspace's counter file."""
+    workspace = Path(workspace)
+
+    def add(n: int) -> int:
+        if not isinstance(n, int):
+            raise TypeError(f"add() needs an int, got {type(n).__name__}")
+        _write(workspace, _read(workspace) + n)
+        return _read(workspace)
+
+    def reset() -> int:
+        _write(workspace, 0)
+        return 0
+
+    counter = SimpleNamespace(get=lambda: _read(workspace), add=add, reset=reset)
+    return {"apis": SimpleNamespace(counter=counter), "complete_task": completion_function(workspace)}
+
+
+class TinyEnv:
+    """Counter tasks; each episode gets a fresh workspace (in-process runner).
+
+    Args:
+        targets: the target value of each task, in stream order.
+        start: the counter's initial value.
+        workdir: where workspaces are created (a temp dir by default).
+        sandboxed: run agent code in ``skilltransfer.sandbox`` (default: in-process).
+    """
+
+    name = "tiny"
+
+    def __init__(self, targets: list[int] | tuple[int, ...] = (3, 5, 2), *, start: int = 0,
+                 workdir: Path | None = None, sandboxed: bool = False) -> None:
+        self.sandboxed = sandboxed
+        self.targets = list(targets)
+        self.start_value = start
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="tinyenv-"))
+        self._counter = itertools.count()
+
+    def tasks(self, split: str | None = None) -> list[TaskSpec]:
+        return [TaskSpec(id=f"tiny/{i}", instruction=f"Set the counter to {t}.", difficulty=1, template="set_counter",
+                         apps=("counter",), metadata={"subprocedures": ["add_to_counter"], "target": t})
+                for i, t in enumerate(self.targets)]
+
+    def start(self, task: TaskSpec) -> WorkspaceEpisode:
+        workspace = self.workdir / f"ep{next(self._counter)}"
+        workspace.mkdir(parents=True)
+        _write(workspace, self.start_value)
+        target = int(task.metadata["target"])
+
+        def evaluate(ws: Path, answer: Any) -> Score:
+            from skilltransfer.envs.base import read_answer
+
+            value_ok = _read(ws) == target
+            done = read_answer(ws)[0]
+            checks = (Check(f"counter == {target}", value_ok, f"counter is {_read(ws)}"), Check("completed", done))
+            return Score(reward=float(value_ok and done), success=value_ok and done, checks=checks)
+
+        return WorkspaceEpisode(task, workspace, setup=f"{__name__}:setup", docs=DOCS, evaluator=evaluate,
+                                sandboxed=self.sandboxed)
+
+    def reference_solution(self, task: TaskSpec) -> str:
+        return f"apis.counter.reset()\napis.counter.add({int(task.metadata['target'])})\ncomplete_task()"
+
+
+# --------------------------------------------------------------------------------------------- scripted policies
+ROLE_MARKERS = {"planner": "You are the PLANNER", "summarizer": "You are the SUMMARIZER",
+                "induction": "You induce a reusable SKILL", "executor": "You are the EXECUTOR"}
+
+TEXT_SKILL = """NAME: set_counter_value
+DESCRIPTION: Set the counter to a target value.
+BODY:
+1. Reset the counter with apis.counter.reset().
+2. Add the target with apis.counter.add(<target>) and call complete_task().
+Caveat: add() needs an int."""
+
+CODE_SKILL = '''NAME: set_counter_to
+DESCRIPTION: Set the counter to a target value.
+BODY:
+```python
+def set_counter_to(target):
+    """Reset the counter and add target; returns the new value."""
+    apis.counter.reset()
+    print("set_counter_to called")
+    # add() needs an int
+    return apis.counter.add(int(target))
+```'''
+
+
+def role_of(messages: list[dict[str, Any]]) -> str:
+    """Which agent part sent these messages (by its system prompt)."""
+    system = messages[0]["content"]
+    for role, marker in ROLE_MARKERS.items():
+        if marker in system:
+            return role
+    raise AssertionError(f"unknown prompt: {system[:80]!r}")
+
+
+def _target(text: str) -> int:
+    import re
+
+    return int(re.findall(r"[Ss]et the counter to (-?\d+)", text)[0])
+
+
+class CounterScript:
+    """A callable script for ``ScriptedModel`` that plays every role in the counter world.
+
+    Args:
+        induction: the induction reply, or a function ``(call_number, messages) -> reply``.
+        fail_at: raise ``RuntimeError`` on this (0-based) model call (simulates an interrupted run).
+    """
+
+    def __init__(self, induction: Any = TEXT_SKILL, *, fail_at: int | None = None) -> None:
+        self.induction = induction
+        self.fail_at = fail_at
+        self.roles: list[str] = []
+        self.induction_calls = 0
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        role = role_of(messages)
+        if self.fail_at is not None and len(self.roles) == self.fail_at:
+            raise RuntimeError("simulated crash")
+        self.roles.append(role)
+        if role == "planner":
+            return self.plan(messages)
+        if role == "summarizer":
+            return "- the counter value was read"
+        if role == "induction":
+            self.induction_calls += 1
+            reply = self.induction
+            return reply(self.induction_calls - 1, messages) if callable(reply) else reply
+        return self.execute(messages)
+
+    @staticmethod
+    def plan(messages: list[dict[str, Any]]) -> str:
+        user = messages[1]["content"]
+        history = user.split("# Subtasks so far")[1]
+        if "(none yet)" in history:
+            return "SUBTASK: Read the current counter value."
+        if "2." not in history:
+            return f"SUBTASK: Set the counter to {_target(user)} and complete the task."
+        return "DONE"
+
+    @staticmethod
+    def execute(messages: list[dict[str, Any]]) -> str:
+        first = messages[1]["content"]
+        n_actions = sum(1 for m in messages if m["role"] == "assistant")
+        subtask = "# Current subtask" in first
+        if subtask and "Read the current counter" in first.split("# Current subtask")[1]:
+            if n_actions == 0:
+                return "I read the counter.\n```python\nprint(apis.counter.get())\n```"
+            return "SUBTASK DONE: the counter value was printed"
+        target = _target(first.split("# Current subtask")[-1])
+        if "set_counter_to(" in first:
+            return f"Use the skill.\n```python\nset_counter_to({target})\ncomplete_task()\n```"
+        if n_actions == 0 and not subtask:
+            return "Look first.\n```python\nprint(apis.counter.get())\n```"
+        return f"Set it.\n```python\napis.counter.reset()\napis.counter.add({target})\ncomplete_task()\n```"

@@ -1,0 +1,160 @@
+"""Skill induction: the shared prompt and its variants, reply parsing, one skill per (sub-)trajectory."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
+
+from skilltransfer.agents import ActionStep, Agent, CallLog
+from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
+from skilltransfer.induction.inducer import INDUCTION_PROMPTS
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.skill import Provenance
+from skilltransfer.memory.store import SkillMemory
+
+ACTIONS = [ActionStep(0, None, "r", "Look.", "print(apis.counter.get())", "0\n"),
+           ActionStep(1, None, "r", "", None, "FORMAT ERROR", format_error=True),
+           ActionStep(2, None, "r", "Set.", "apis.counter.add(3)\ncomplete_task()", "(no output)", done=True)]
+
+
+def test_parse_text_reply():
+    name, description, body, note = parse_skill_reply(TEXT_SKILL, "text")
+    assert name == "set_counter_value"
+    assert description == "Set the counter to a target value."
+    assert body.startswith("1. Reset the counter")
+    assert body.endswith("add() needs an int.")
+    assert note == ""
+
+
+def test_parse_code_reply_and_markdown_decorations():
+    name, _, body, _ = parse_skill_reply(CODE_SKILL, "code")
+    assert name == "set_counter_to"
+    assert body.startswith("def set_counter_to(target):")
+    assert "```" not in body
+    decorated = "**NAME:** `x_y`\n**DESCRIPTION:** does\nthings.\n**BODY:**\nstep one"
+    assert parse_skill_reply(decorated, "text") == ("x_y", "does things.", "step one", "")
+
+
+def test_parse_keeps_only_the_first_skill():
+    two = TEXT_SKILL + "\n\nNAME: second\nDESCRIPTION: other\nBODY:\nmore"
+    name, _, body, note = parse_skill_reply(two, "text")
+    assert name == "set_counter_value"
+    assert "second" not in body
+    assert "more than one skill" in note
+
+
+@pytest.mark.parametrize(("reply", "fmt", "message"), [
+    ("I could not find a reusable skill.", "text", "NAME, DESCRIPTION, BODY"),
+    ("NAME: a\nBODY:\nx", "text", "DESCRIPTION"),
+    ("NAME: a\nDESCRIPTION: b\nBODY:\n   ", "text", "non-empty"),
+    ("NAME: a\nDESCRIPTION: b\nBODY:\njust prose, no function", "code", "no ```python block"),
+])
+def test_unparseable_replies(reply, fmt, message):
+    with pytest.raises(InductionError, match=message):
+        parse_skill_reply(reply, fmt)
+
+
+def _system(variant: str, fmt: str) -> str:
+    return Inducer(ScriptedModel([]), variant=variant, format=fmt).system.text
+
+
+@pytest.mark.parametrize("fmt", ["text", "code"])
+def test_prompt_variants(fmt):
+    full, no_demo, no_rules = (_system(v, fmt) for v in PROMPT_VARIANTS)
+    assert "## Demonstration" in full
+    assert "## Abstraction rules" in full
+    assert "## Demonstration" not in no_demo
+    assert "## Abstraction rules" in no_demo
+    assert "## Demonstration" in no_rules
+    assert "## Abstraction rules" not in no_rules
+    assert "exactly ONE skill" in full
+    assert "## Output" in no_demo
+    assert "## Output" in no_rules
+    rule = "become function PARAMETERS" if fmt == "code" else "Drop instance-specific values"
+    assert rule in full
+    ids = {Inducer(ScriptedModel([]), variant=v, format=fmt).prompt_id for v in PROMPT_VARIANTS}
+    assert len(ids) == 3
+    assert all(i.startswith("induction-") and f"-{fmt}@" in i for i in ids)
+
+
+def test_prompt_files_exist():
+    names = {p.stem for p in INDUCTION_PROMPTS.glob("*.md")}
+    assert {"instruction", "trajectory", "rules_text", "rules_code", "demonstration_text", "demonstration_code",
+            "output_text", "output_code", "format_text", "format_code"} <= names
+
+
+def test_induce_text_skill_with_provenance():
+    model = ScriptedModel([TEXT_SKILL])
+    calls = CallLog()
+    induced = Inducer(model).induce("Set the counter to 3.", ACTIONS, level="task", calls=calls,
+                                    provenance=Provenance(source_task_id="t1", stream_position=4))
+    skill = induced.skill
+    assert skill is not None
+    assert skill.format == "text"
+    assert skill.level == "task"
+    assert skill.provenance.stream_position == 4
+    assert skill.extra["induction_prompt"] == induced.prompt_id
+    assert [c.role for c in calls.calls] == ["induction"]
+    user = model.calls[0][1]["content"]
+    assert "Set the counter to 3." in user
+    assert "apis.counter.add(3)" in user
+    assert "Action: (none: format error)" in user
+
+
+def test_induce_code_skill_named_after_its_function():
+    reply = "NAME: Counter Setter\nDESCRIPTION: set it\nBODY:\n```python\ndef set_it(n):\n    return n\n```"
+    induced = Inducer(ScriptedModel([reply]), format="code").induce("g", ACTIONS, level="subtask", calls=CallLog())
+    assert induced.skill.name == "set_it"
+    assert induced.skill.code.signature == "set_it(n)"
+
+
+def test_induce_unparseable_returns_no_skill():
+    induced = Inducer(ScriptedModel(["Sorry, nothing to learn here."])).induce("g", ACTIONS, level="task",
+                                                                                calls=CallLog())
+    assert induced.skill is None
+    assert "lacks" in induced.error
+    assert induced.reply == "Sorry, nothing to learn here."
+
+
+def test_same_prompt_for_both_levels(tmp_path):
+    """Task-level and subtask-level induction send the identical system prompt."""
+    systems = {}
+    for level in ("task", "subtask"):
+        script = CounterScript()
+        model = ScriptedModel(script)
+        env = TinyEnv([2], workdir=tmp_path / level)
+        episode = env.start(env.tasks()[0])
+        Agent(model, memory=SkillMemory(_embedder()), inducer=Inducer(model), level=level).run(episode)
+        episode.close()
+        systems[level] = {c[0]["content"] for c in model.calls if role_of(c) == "induction"}
+    assert len(systems["task"]) == 1
+    assert systems["task"] == systems["subtask"]
+
+
+def _embedder():
+    from skilltransfer.memory.embedders import HashEmbedder
+
+    return HashEmbedder(dim=64)
+
+
+@pytest.mark.parametrize("level", ["task", "subtask"])
+def test_one_skill_per_trajectory_and_unparseable_is_skipped(tmp_path, level, hash_embedder):
+    replies = ["garbage, no fields", TEXT_SKILL.replace("set_counter_value", "other_name")]
+    script = CounterScript(induction=lambda n, messages: replies[n % 2])
+    model = ScriptedModel(script)
+    memory = SkillMemory(hash_embedder)
+    env = TinyEnv([2], workdir=tmp_path)
+    episode = env.start(env.tasks()[0])
+    result = Agent(model, memory=memory, inducer=Inducer(model), level=level).run(episode)
+    episode.close()
+    expected = 1 if level == "task" else 2  # one induction per trajectory / per sub-trajectory
+    assert script.roles.count("induction") == expected
+    assert len(result.inductions) == expected
+    assert result.inductions[0].status == "unparseable"
+    assert result.inductions[0].reply == "garbage, no fields"
+    assert len(memory) == expected - 1
+
+
+def test_config_rejects_unknown_variant():
+    with pytest.raises(ValueError, match="variant"):
+        InductionConfig(variant="tiny")
