@@ -128,3 +128,16 @@ def test_minilm_loads_offline_and_ranks_paraphrases() -> None:
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-4)
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2]) + 0.2
+
+
+def test_model_fingerprint_separates_same_named_folders(tmp_path) -> None:
+    from skilltransfer.memory.embedders import model_fingerprint
+
+    for variant, hidden in (("a", 384), ("b", 768)):
+        folder = tmp_path / variant / "model"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(f'{{"hidden_size": {hidden}}}')
+        (folder / "model.safetensors").write_bytes(b"x" * 10)
+    first = model_fingerprint(tmp_path / "a" / "model")
+    assert first == model_fingerprint(tmp_path / "a" / "model")
+    assert first != model_fingerprint(tmp_path / "b" / "model")

@@ -94,7 +94,7 @@ class SentenceTransformerEmbedder:
             self._model: Any = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot load the sentence-transformers model: {exc}", path=path) from None
-        self._name = name or path.name
+        self._name = name or f"{path.name}@{model_fingerprint(path)}"
         self.batch_size = batch_size
         model: Any = self._model
         get_dim: Any = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -102,6 +102,8 @@ class SentenceTransformerEmbedder:
 
     @property
     def id(self) -> str:
+        """``st:<name>``; for a model given by path the name carries a content fingerprint, so two different models
+        in folders of the same name never share caches or saved indexes."""
         return f"st:{self._name}"
 
     @property
@@ -114,6 +116,18 @@ class SentenceTransformerEmbedder:
         vectors = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False,
                                      convert_to_numpy=True, normalize_embeddings=True)
         return _normalise(vectors)
+
+
+def model_fingerprint(path: Path) -> str:
+    """8 hex chars of sha256 over a model folder's small config files and every file's relative name and size."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = file.relative_to(path).as_posix()
+        size = file.stat().st_size
+        digest.update(f"{rel}\x00{size}\x00".encode())
+        if file.suffix == ".json" and size < 1_000_000:
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:8]
 
 
 def minilm_path() -> Path:
