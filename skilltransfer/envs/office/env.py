@@ -1,0 +1,183 @@
+"""``OfficeEnv``: generated OfficeBench-like tasks, or the real OfficeBench instances, on per-episode file testbeds."""
+
+from __future__ import annotations
+
+import random
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.envs.base import WorkspaceEpisode
+from skilltransfer.envs.office import files
+from skilltransfer.envs.office.apps import docs_overview
+from skilltransfer.envs.office.checks import CheckContext, run_checks
+from skilltransfer.envs.office.officebench import RealTask, load_officebench, resolve_root
+from skilltransfer.envs.office.templates import TEMPLATES, Draft, Template
+from skilltransfer.envs.office.world import materialize
+from skilltransfer.errors import InputError
+from skilltransfer.protocols import Score, TaskSpec
+
+SETUP = "skilltransfer.envs.office.apps:setup"
+DEV_FRACTION = 0.25
+
+
+class NoReferenceSolutionError(LookupError):
+    """The task (a real OfficeBench instance) ships no reference solution, only its checks."""
+
+
+class OfficeEnv:
+    """Office workflows over emails, calendars, Word, Excel, PDF and images.
+
+    Args:
+        seed: drives task generation and the dev/test split (same seed, same tasks and files).
+        workdir: where episode workspaces are created (default: a fresh temporary folder).
+        sandboxed: run agent code in the sandbox (default) or in-process (tests).
+        limits: sandbox limits (``skilltransfer.sandbox.Limits``).
+        source: ``"generated"`` (default), ``"officebench"`` (``$OFFICEBENCH_ROOT``) or ``"officebench:<path>"``.
+        per_template: generated tasks per template (16 templates; 14 gives 224 tasks).
+        keep: keep workspaces after episodes close.
+    """
+
+    name = "office"
+
+    def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
+                 source: str = "generated", per_template: int = 14, keep: bool = False) -> None:
+        self.seed = seed
+        self.sandboxed = sandboxed
+        self.limits = limits
+        self.keep = keep
+        self.source = source
+        self._workdir = Path(workdir) if workdir is not None else None
+        self._generated: dict[str, tuple[Template, Draft]] = {}
+        self._real: dict[str, RealTask] = {}
+        self._specs: list[TaskSpec] = []
+        if source == "generated":
+            if per_template < 1:
+                raise InputError(f"per_template must be >= 1, got {per_template}")
+            self._specs = self._generate(per_template)
+        elif source == "officebench" or source.startswith("officebench:"):
+            self._specs = self._load_real(resolve_root(source))
+        else:
+            raise InputError(f"unknown office source {source!r}: use 'generated', 'officebench' or "
+                             "'officebench:<tasks folder>'")
+
+    # ------------------------------------------------------------------ tasks
+
+    def _generate(self, per_template: int) -> list[TaskSpec]:
+        specs = []
+        for template in TEMPLATES:
+            dev = set(random.Random(f"office:{self.seed}:split:{template.name}").sample(
+                range(per_template), int(per_template * DEV_FRACTION)))
+            for k in range(per_template):
+                draft = template.make(random.Random(f"office:{self.seed}:{template.name}:{k}"))
+                task_id = f"{template.name}/{k}"
+                metadata = {"source": "generated", "subprocedures": list(template.subprocedures),
+                            "username": draft.user, "now": draft.now, "requires": list(draft.requires),
+                            "has_reference_solution": True}
+                specs.append(TaskSpec(id=task_id, instruction=draft.instruction, difficulty=len(template.apps),
+                                      template=template.name, apps=template.apps,
+                                      split="dev" if k in dev else "test", metadata=metadata))
+                self._generated[task_id] = (template, draft)
+        return specs
+
+    def _load_real(self, root: Path) -> list[TaskSpec]:
+        real = load_officebench(root)
+        ids = [task.spec.id for task in real]
+        dev = set(random.Random(f"office:{self.seed}:officebench-split").sample(ids, int(len(ids) * DEV_FRACTION)))
+        specs = []
+        for task in real:
+            metadata = {**task.spec.metadata, "has_reference_solution": False,
+                        "requires": ["tesseract"] if task.spec.metadata["needs_ocr"] else []}
+            spec = TaskSpec(id=task.spec.id, instruction=task.spec.instruction, difficulty=task.spec.difficulty,
+                            template=task.spec.template, apps=task.spec.apps,
+                            split="dev" if task.spec.id in dev else "test", metadata=metadata)
+            self._real[spec.id] = RealTask(spec=spec, folder=task.folder, evaluation=task.evaluation)
+            specs.append(spec)
+        return specs
+
+    def tasks(self, split: str | None = None) -> list[TaskSpec]:
+        """The task list (deterministic from the seed), optionally only the "dev" or "test" split."""
+        if split not in (None, "dev", "test"):
+            raise InputError(f"split must be 'dev' or 'test', got {split!r}")
+        return [spec for spec in self._specs if split is None or spec.split == split]
+
+    def task(self, task_id: str) -> TaskSpec:
+        """One task by id."""
+        for spec in self._specs:
+            if spec.id == task_id:
+                return spec
+        raise InputError(f"unknown office task id {task_id!r}")
+
+    # ------------------------------------------------------------------ episodes
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="skilltransfer-office-"))
+        self._workdir.mkdir(parents=True, exist_ok=True)
+        return self._workdir
+
+    def docs(self) -> str:
+        """The API overview an agent reads."""
+        return docs_overview()
+
+    def start(self, task: TaskSpec) -> WorkspaceEpisode:
+        """A fresh workspace with the task's testbed, and an episode over it."""
+        slug = re.sub(r"[^\w.-]+", "_", task.id)
+        workspace = Path(tempfile.mkdtemp(prefix=f"{slug}-", dir=self.workdir))
+        if task.id in self._generated:
+            _, draft = self._generated[task.id]
+            materialize(draft.plan, workspace, files.parse_event_time(draft.now))
+        elif task.id in self._real:
+            real = self._real[task.id]
+            if real.testbed.is_dir():
+                files.copy_tree(real.testbed, workspace)
+            for folder in ("data", "emails", "calendar"):
+                (workspace / folder).mkdir(exist_ok=True)
+        else:
+            raise InputError(f"task {task.id!r} does not belong to this office env (source {self.source!r})")
+        setup_kwargs = {"now": task.metadata["now"], "username": task.metadata["username"]}
+        return WorkspaceEpisode(task, workspace, setup=SETUP, setup_kwargs=setup_kwargs, docs=self.docs(),
+                                evaluator=lambda ws, answer: self.evaluate(task, ws, answer),
+                                sandboxed=self.sandboxed, limits=self.limits, keep=self.keep)
+
+    def evaluate(self, task: TaskSpec, workspace: Path, answer: Any = None) -> Score:
+        """Run the task's checks on a workspace (harness side)."""
+        if task.id in self._real:
+            real = self._real[task.id]
+            ctx = CheckContext(Path(workspace), answer, task_dir=real.folder, pristine=lambda: real.testbed)
+            return run_checks(ctx, real.evaluation)
+        _, draft = self._generated[task.id]
+        with tempfile.TemporaryDirectory(prefix="office-pristine-") as tmp:
+            made: list[Path] = []
+
+            def pristine() -> Path:
+                if not made:
+                    materialize(draft.plan, Path(tmp), files.parse_event_time(draft.now))
+                    made.append(Path(tmp))
+                return made[0]
+
+            return run_checks(CheckContext(Path(workspace), answer, pristine=pristine), draft.evaluation)
+
+    # ------------------------------------------------------------------ solutions
+
+    def reference_solution(self, task: TaskSpec) -> str:
+        """Python action code that solves a generated task (real OfficeBench tasks have none)."""
+        if task.id in self._real:
+            raise NoReferenceSolutionError(
+                f"OfficeBench task {task.id} has no reference solution: the benchmark ships only its checks")
+        if task.id not in self._generated:
+            raise InputError(f"unknown office task id {task.id!r}")
+        return self._generated[task.id][1].solution
+
+    def decoy_solution(self, task: TaskSpec) -> str:
+        """A plausible but wrong solution of a generated task (for tests of the checks; never shown to agents)."""
+        if task.id not in self._generated:
+            raise NoReferenceSolutionError(f"task {task.id} has no decoy solution (only generated tasks do)")
+        return self._generated[task.id][1].decoy
+
+    @staticmethod
+    def ocr_available() -> bool:
+        """Whether OCR tasks can be solved here (Debian's tesseract-ocr and pytesseract installed)."""
+        return files.tesseract_available()
