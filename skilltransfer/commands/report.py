@@ -1,0 +1,42 @@
+"""``skilltransfer report``: Markdown/HTML/CSV/PNG report of stream runs (Table 2 and Figs. 3-6 of the paper)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from skilltransfer.cli import app
+from skilltransfer.experiments.report import Report, make_report
+
+_ADVANCED = "Advanced"
+
+
+@app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding run folders (searched "
+                                               "recursively for config.json + results.jsonl).")],
+    out: Annotated[Path, typer.Option(help="Report folder (report.md, report.html, *.csv, figures/).")]
+    = Path("report"),
+    metric: Annotated[str, typer.Option(help="success (0/1 per task) or reward (evaluator score in [0, 1]).")]
+    = "success",
+    embedder: Annotated[str | None, typer.Option(help="Score skills with this embedder (minilm, hash:DIM, a "
+                                                 "folder) instead of each run's own.", rich_help_panel=_ADVANCED)]
+    = None,
+    utility: Annotated[bool, typer.Option(help="Run the skill-utility analyses (Fig. 5).")] = True,
+    density_bins: Annotated[int, typer.Option(help="Stream bins of the transfer density (Fig. 6).",
+                                              rich_help_panel=_ADVANCED)] = 50,
+    utility_bins: Annotated[int, typer.Option(help="Equal-size task bins of Fig. 5a/b.",
+                                              rich_help_panel=_ADVANCED)] = 10,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.", rich_help_panel=_ADVANCED)] = 0,
+    cache: Annotated[bool, typer.Option(help="Use the on-disk embedding cache.", rich_help_panel=_ADVANCED)] = False,
+) -> Report:
+    """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs."""
+    result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
+                                  density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=cache)
+    console = Console(stderr=True)
+    console.print(f"{len(result.runs)} runs -> {written.markdown}, {written.html}, {len(written.csv)} CSV files, "
+                  f"{len(written.figures)} figures in {out / 'figures'}")
+    return result

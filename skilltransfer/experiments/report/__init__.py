@@ -1,0 +1,45 @@
+"""``skilltransfer report``: tables with task-bootstrap CIs and the paper's figures, from stream-run logs.
+
+Layout: ``runs`` finds and loads run folders, ``success`` / ``utility`` / ``transfer`` compute the tables,
+``build`` assembles them, ``figures`` draws them, ``writer`` writes CSV, PNG, Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skilltransfer.experiments.report.build import Report, build_report
+from skilltransfer.experiments.report.embedding import EmbedderResolver
+from skilltransfer.experiments.report.runs import RunLog, find_runs, load_run, load_runs
+from skilltransfer.experiments.report.table import Table
+from skilltransfer.experiments.report.writer import Written, write_report
+
+
+def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: str = "success",
+                embedder: str | None = None, utility: bool = True, density_bins: int = 50,
+                utility_bins: int = 10, seed: int = 0, cache: bool = False) -> tuple[Report, Written]:
+    """Load the runs under ``paths``, compute the report and write it to ``out``.
+
+    Args:
+        paths: run folders, or folders holding run folders (searched recursively).
+        out: the report folder.
+        metric: "success" or "reward".
+        embedder: score skills with this embedder spec instead of each run's own.
+        utility: run the skill-utility analyses (they embed every run's skills and tasks).
+        density_bins: transfer-density bins (capped at the stream length).
+        utility_bins: equal-size bins of the utility analyses.
+        seed: bootstrap seed.
+        cache: keep embeddings in the on-disk embedding cache.
+
+    Raises:
+        InputError: no runs under a path, broken logs, an embedder that cannot be rebuilt, bad settings.
+    """
+    runs = load_runs([Path(p) for p in paths])
+    resolver = EmbedderResolver(embedder, cache=cache) if utility else None
+    report = build_report(runs, embedder_of=resolver, metric=metric, density_bins=density_bins,
+                          utility_n_bins=utility_bins, seed=seed)
+    return report, write_report(report, out)
+
+
+__all__ = ["EmbedderResolver", "Report", "RunLog", "Table", "Written", "build_report", "find_runs", "load_run",
+           "load_runs", "make_report", "write_report"]

@@ -1,0 +1,68 @@
+"""Compute every table of a report from loaded runs (no files written here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.report.runs import RunLog
+from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
+from skilltransfer.experiments.report.table import Table
+from skilltransfer.experiments.report.transfer import DEFAULT_BINS, Heatmap, skill_counts, transfer_heatmaps
+from skilltransfer.experiments.report.utility import (
+    N_BINS,
+    component_bins,
+    score_runs,
+    task_utility,
+    utility_bins,
+    utility_by_kind,
+)
+
+
+@dataclass
+class Report:
+    """All tables of a report, the transfer heatmaps, and the settings they were computed with."""
+
+    runs: list[RunLog]
+    tables: dict[str, Table]
+    heatmaps: list[Heatmap]
+    metric: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def table(self, name: str) -> Table:
+        return self.tables[name]
+
+
+def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | None = None,
+                 metric: str = "success", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
+                 seed: int = 0) -> Report:
+    """Compute the report's tables.
+
+    Args:
+        runs: loaded runs (``load_runs``).
+        embedder_of: run -> embedder for the utility analyses (``EmbedderResolver``); None skips them.
+        metric: "success" (0/1 per task) or "reward" (the evaluator's score in [0, 1]).
+        density_bins: stream bins of the transfer-density analysis (capped at the stream length).
+        utility_n_bins: equal-size bins of the utility analyses.
+        seed: bootstrap seed.
+
+    Raises:
+        InputError: unknown metric, or bins below 2.
+    """
+    if metric not in METRICS:
+        raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
+    if density_bins < 2 or utility_n_bins < 2:
+        raise InputError("bins must be at least 2")
+    tables = [table2(runs, metric, seed), budget_curves(runs, metric), by_difficulty(runs, metric, seed)]
+    if embedder_of is not None:
+        scores = score_runs(runs, embedder_of)
+        tasks = task_utility(runs, scores, metric)
+        tables += [tasks, *utility_bins(tasks, utility_n_bins), component_bins(tasks, utility_n_bins),
+                   utility_by_kind(runs, scores, seed)]
+    density, heatmaps = transfer_heatmaps(runs, density_bins)
+    tables += [density, skill_counts(runs, density_bins, metric)]
+    settings = {"metric": metric, "density_bins": density_bins, "utility_bins": utility_n_bins, "seed": seed,
+                "bootstrap_resamples": 10000, "utility": embedder_of is not None}
+    return Report(runs, {t.name: t for t in tables}, heatmaps, metric, settings)

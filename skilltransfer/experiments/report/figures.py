@@ -1,0 +1,239 @@
+"""The report's figures (matplotlib, no global pyplot state): each is drawn from the report's tables only."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
+
+from skilltransfer.experiments.report.build import Report
+from skilltransfer.experiments.report.success import condition_order
+
+LEVEL_COLORS = {"task": ("#1b7837", "#5aae61", "#a6dba0"), "subtask": ("#08519c", "#3182bd", "#9ecae1")}
+"""Level -> colours for no memory, +text, +code (task level green, subtask level blue, as in the paper)."""
+FORMAT_STYLE = {"": ":", "text": "-", "code": "--"}
+
+
+@dataclass
+class Drawn:
+    """A drawn figure and how many data panels it has."""
+
+    name: str
+    title: str
+    figure: Figure
+    panels: int
+
+
+def condition_style(condition: str) -> dict[str, Any]:
+    level, _, rest = condition.partition("+")
+    fmt = rest.split("[", 1)[0]
+    shades = LEVEL_COLORS.get(level, ("#555555", "#888888", "#bbbbbb"))
+    shade = shades[{"": 0, "text": 1, "code": 2}.get(fmt, 1)]
+    return {"color": shade, "linestyle": FORMAT_STYLE.get(fmt, "-.")}
+
+
+def _grid(n: int, ncols: int, width: float = 4.6, height: float = 3.6) -> tuple[Figure, list[Axes]]:
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    figure = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    axes = [figure.add_subplot(nrows, ncols, i + 1) for i in range(n)]
+    return figure, axes
+
+
+def budget_figure(report: Report) -> Drawn | None:
+    """Fig. 3: success within a per-task latency / dependency budget, one row per env, one curve per condition."""
+    table = report.table("fig3_budget_curves")
+    envs = sorted({r["env"] for r in table.rows})
+    if not envs:
+        return None
+    figure, axes = _grid(2 * len(envs), 2)
+    for row, env in enumerate(envs):
+        for col, (kind, label) in enumerate((("latency", "latency budget per task (s)"),
+                                             ("dependency", "dependency budget per task (tokens²)"))):
+            ax = axes[2 * row + col]
+            rows = table.where(env=env, kind=kind)
+            for condition in sorted({r["condition"] for r in rows}, key=condition_order):
+                points = [r for r in rows if r["condition"] == condition]
+                ax.step([p["budget"] for p in points], [p["success_within_pct"] for p in points], where="post",
+                        label=condition, linewidth=1.8, **condition_style(condition))
+            budgets = np.array([r["budget"] for r in rows])
+            if budgets.size and budgets.min() > 0 and budgets.max() / budgets.min() >= 10:
+                ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel(label)
+            ax.set_ylabel(f"{report.metric} within budget (%)")
+            ax.set_title(f"{env}: {kind}")
+            ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="upper left")
+    figure.suptitle("Task success within a per-task budget")
+    return Drawn("fig3_budget", "Success within a per-task budget of latency and dependency (Fig. 3)", figure,
+                 len(axes))
+
+
+def _grouped_bars(ax: Axes, groups: list[object], series: list[str], get: Callable[[object, str], dict | None],
+                  style: Callable[[str], dict[str, Any]]) -> None:
+    width = 0.8 / max(1, len(series))
+    for i, name in enumerate(series):
+        xs: list[float] = []
+        ys: list[float] = []
+        errs: list[list[float]] = [[], []]
+        for g, group in enumerate(groups):
+            row = get(group, name)
+            if row is None:
+                continue
+            xs.append(g - 0.4 + width * (i + 0.5))
+            ys.append(row["value"])
+            errs[0].append(max(0.0, row["value"] - row["low"]))
+            errs[1].append(max(0.0, row["high"] - row["value"]))
+        ax.bar(xs, ys, width, yerr=errs, capsize=1.5, label=name,
+               error_kw={"elinewidth": 0.8, "ecolor": "#444444"}, **style(name))
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([str(g) for g in groups])
+
+
+def _bar_style(condition: str) -> dict[str, Any]:
+    style = condition_style(condition)
+    hatch = {"-": "", "--": "//", ":": "..", "-.": "xx"}[str(style["linestyle"])]
+    return {"color": style["color"], "hatch": hatch, "edgecolor": "white"}
+
+
+def difficulty_figure(report: Report) -> Drawn | None:
+    """Fig. 4: success by difficulty stratum, one panel per env, bars per condition with 95 % CIs."""
+    table = report.table("fig4_difficulty")
+    envs = sorted({r["env"] for r in table.rows})
+    if not envs:
+        return None
+    figure, axes = _grid(len(envs), 3, width=5.2)
+    for ax, env in zip(axes, envs, strict=True):
+        rows = table.where(env=env)
+        levels = sorted({r["difficulty"] for r in rows})
+        conditions = sorted({r["condition"] for r in rows}, key=condition_order)
+
+        def get(level: object, condition: str, rows: list[dict] = rows) -> dict | None:
+            hit = [r for r in rows if r["difficulty"] == level and r["condition"] == condition]
+            return {"value": hit[0]["success_pct"], "low": hit[0]["ci_low"], "high": hit[0]["ci_high"]} if hit else None
+
+        _grouped_bars(ax, levels, conditions, get, _bar_style)
+        ax.set_xlabel("difficulty")
+        ax.set_ylabel(f"{report.metric} (%)")
+        ax.set_title(env)
+        ax.set_ylim(0, 105)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncols=min(6, len(labels)), fontsize=8)
+    figure.suptitle("Task success by difficulty stratum (95 % task-bootstrap CIs)")
+    return Drawn("fig4_difficulty", "Success by difficulty stratum (Fig. 4)", figure, len(axes))
+
+
+def utility_bins_figure(report: Report) -> Drawn | None:
+    """Fig. 5a: success per utility bin, one panel per agent level, with the Spearman rho and p-value."""
+    if "fig5a_utility_bins" not in report.tables:
+        return None
+    bins, corr = report.table("fig5a_utility_bins"), report.table("fig5a_spearman")
+    levels = [r["level"] for r in corr.rows]
+    if not levels:
+        return None
+    figure, axes = _grid(len(levels), 2)
+    for ax, level in zip(axes, levels, strict=True):
+        rows = bins.where(level=level)
+        stat = corr.where(level=level)[0]
+        ax.bar([r["bin"] for r in rows], [r["success_pct"] for r in rows],
+               color=LEVEL_COLORS[level][1] if level in LEVEL_COLORS else "#777777")
+        ax.set_xticks([r["bin"] for r in rows])
+        ax.set_xlabel("utility bin (low → high mean retrieved utility)")
+        ax.set_ylabel(f"{report.metric} (%)")
+        rho = "n/a" if math.isnan(stat["rho"]) else f"{stat['rho']:.2f}"
+        p = "n/a" if math.isnan(stat["p_value"]) else f"{stat['p_value']:.3g}"
+        ax.set_title(f"{level} level: Spearman ρ = {rho} (p = {p})")
+        ax.set_ylim(0, 105)
+    figure.suptitle("Task success by the mean utility of the retrieved skills")
+    return Drawn("fig5a_utility_bins", "Success by utility bin (Fig. 5a)", figure, len(axes))
+
+
+def components_figure(report: Report) -> Drawn | None:
+    """Fig. 5b: success per bin of specificity and of abstractness (two panels), one curve per agent level."""
+    if "fig5b_components" not in report.tables or not report.table("fig5b_components").rows:
+        return None
+    table = report.table("fig5b_components")
+    figure, axes = _grid(2, 2)
+    for ax, component in zip(axes, ("specificity", "abstractness"), strict=True):
+        for level in ("task", "subtask"):
+            rows = table.where(level=level, component=component)
+            if rows:
+                ax.plot([r["mean_value"] for r in rows], [r["success_pct"] for r in rows], marker="o",
+                        color=LEVEL_COLORS[level][1], label=f"{level} (ρ = {rows[0]['rho']:.2f})")
+        ax.set_xlabel(f"mean {component} of retrieved skills (bin mean)")
+        ax.set_ylabel(f"{report.metric} (%)")
+        ax.set_title(component)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    figure.suptitle("Task success vs specificity and abstractness")
+    return Drawn("fig5b_components", "Success vs specificity and abstractness (Fig. 5b)", figure, len(axes))
+
+
+def utility_kind_figure(report: Report) -> Drawn | None:
+    """Fig. 5c-e: mean skill utility by level and format, one panel per env, with bootstrap CIs."""
+    if "fig5cde_utility_by_kind" not in report.tables or not report.table("fig5cde_utility_by_kind").rows:
+        return None
+    table = report.table("fig5cde_utility_by_kind")
+    envs = sorted({r["env"] for r in table.rows})
+    figure, axes = _grid(len(envs), 3, width=4.2)
+    for ax, env in zip(axes, envs, strict=True):
+        rows = table.where(env=env)
+        labels = [f"{r['level']}\n{r['format']}" for r in rows]
+        colors = [LEVEL_COLORS.get(r["level"], ("#777777",) * 3)[1 if r["format"] == "text" else 2] for r in rows]
+        err = [[r["mean_utility"] - r["ci_low"] for r in rows], [r["ci_high"] - r["mean_utility"] for r in rows]]
+        ax.bar(range(len(rows)), [r["mean_utility"] for r in rows], yerr=err, capsize=3,
+               color=colors)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(labels)
+        ax.set_ylabel("mean skill utility")
+        ax.set_title(f"{env} (n = {sum(r['n_skills'] for r in rows)} skills)")
+    figure.suptitle("Skill utility by induction level and format")
+    return Drawn("fig5cde_utility_by_kind", "Skill utility by level and format (Fig. 5c-e)", figure, len(axes))
+
+
+def transfer_figure(report: Report) -> Drawn | None:
+    """Fig. 6: transfer heatmaps, subtask level in the upper triangle (blue), task level in the lower (green)."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    if not report.heatmaps:
+        return None
+    figure, axes = _grid(len(report.heatmaps), 3, width=4.4, height=4.2)
+    for ax, heat in zip(axes, report.heatmaps, strict=True):
+        ax.set_facecolor("white")
+        extent = (0, heat.bins, heat.bins, 0)
+        for level, color, tri in (("subtask", "#08519c", np.triu), ("task", "#1b7837", np.tril)):
+            if level not in heat.runs:
+                continue
+            counts = heat.runs[level] if level == "subtask" else heat.runs[level].T
+            shown = np.ma.masked_equal(tri(counts, k=1 if level == "subtask" else -1), 0)
+            cmap = LinearSegmentedColormap.from_list(level, ["#ffffff", color])
+            ax.imshow(shown, cmap=cmap, vmin=0, vmax=max(1, heat.n_runs[level]), extent=extent,
+                      interpolation="nearest")
+            x, y = (0.72, 0.2) if level == "subtask" else (0.28, 0.8)
+            ax.text(x * heat.bins, y * heat.bins, f"{level}\nD = {heat.density[level]:.3f}",
+                    ha="center", va="center", color=color, fontsize=10, fontweight="bold",
+                    bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": color, "boxstyle": "round"})
+        ax.plot([0, heat.bins], [0, heat.bins], color="#999999", linewidth=0.6)
+        ax.set_xlabel("upper: retrieving bin / lower: source bin")
+        ax.set_ylabel("upper: source bin / lower: retrieving bin")
+        ax.set_title(f"{heat.env} ({heat.bins} bins, {heat.n_items} tasks)")
+    figure.suptitle("Transfer density\nsubtask level: upper, blue; task level: lower, green;\n"
+                    "darker: more runs transfer between the two bins", fontsize=9)
+    return Drawn("fig6_transfer_density", "Transfer density heatmaps (Fig. 6)", figure, len(axes))
+
+
+FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
+    budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure)
+
+
+def draw_all(report: Report) -> list[Drawn]:
+    """Every figure the report has data for."""
+    return [drawn for make in FIGURES if (drawn := make(report)) is not None]
+

@@ -1,0 +1,172 @@
+"""Write a report folder: one CSV per table, PNG figures (+ ``figures.json``), ``report.md`` and ``report.html``."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.experiments.report.build import Report
+from skilltransfer.experiments.report.figures import Drawn, draw_all
+from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, condition_order
+from skilltransfer.experiments.report.table import Table, fmt, natural_key
+from skilltransfer.memory.library import atomic_write_text
+
+FIGURE_DIR = "figures"
+LONG_TABLES = {"fig3_budget_curves", "task_utility"}
+"""Tables shown only as CSV (too long for the Markdown page)."""
+SECTIONS: list[tuple[str, list[str], str | None]] = [
+    ("Task success (Table 2)", ["table2_success"], None),
+    ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
+    ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
+    ("Skill utility and success (Fig. 5a)", ["fig5a_spearman", "fig5a_utility_bins", "task_utility"],
+     "fig5a_utility_bins"),
+    ("Specificity and abstractness (Fig. 5b)", ["fig5b_components"], "fig5b_components"),
+    ("Utility by level and format (Fig. 5c-e)", ["fig5cde_utility_by_kind"], "fig5cde_utility_by_kind"),
+    ("Transfer density (Fig. 6)", ["fig6_transfer_density"], "fig6_transfer_density"),
+    ("Skills per run", ["skills_per_run"], None),
+]
+
+
+@dataclass
+class Written:
+    """What ``write_report`` wrote."""
+
+    out: Path
+    markdown: Path
+    html: Path
+    csv: dict[str, Path] = field(default_factory=dict)
+    figures: dict[str, Path] = field(default_factory=dict)
+    panels: dict[str, int] = field(default_factory=dict)
+
+
+def _save_png(drawn: Drawn, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        drawn.figure.savefig(tmp, format="png", dpi=120)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _table2_pivot(table: Table) -> tuple[list[str], list[list[str]]]:
+    conditions = sorted({r["condition"] for r in table.rows}, key=condition_order)
+    keys = sorted({(r["env"], r["model"]) for r in table.rows},
+                  key=lambda k: (k[0] == ALL_ENVS, natural_key(k[0]), k[1] == AVERAGE, natural_key(k[1])))
+    body = []
+    for env, model in keys:
+        cells = [env, model]
+        for condition in conditions:
+            hit = table.where(env=env, model=model, condition=condition)
+            if not hit:
+                cells.append("–")
+                continue
+            row = hit[0]
+            cell = f"{fmt(row['success_pct'])} [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"
+            if row["delta_pts"] is not None:
+                cell += f" ({row['delta_pts']:+.1f})"
+            cells.append(cell)
+        body.append(cells)
+    return ["env", "model", *conditions], body
+
+
+def _cells(table: Table) -> tuple[list[str], list[list[str]]]:
+    if table.name == "table2_success":
+        return _table2_pivot(table)
+    digits = {"density": 3, "rho": 3, "p_value": 4, "transfer_density": 3, "mean_utility": 3, "mean_value": 3,
+              "mean_specificity": 3, "mean_abstractness": 3}
+    if "mean_utility" in table.columns:
+        digits.update(ci_low=3, ci_high=3)
+    columns = [c for c in table.columns if c != "path"]
+    rows = [[fmt(r.get(c), digits.get(c, 1)) for c in columns] for r in table.rows]
+    return columns, rows
+
+
+def _markdown_table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _html_table(columns: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _header(report: Report) -> list[str]:
+    envs = sorted({run.env for run in report.runs})
+    models = sorted({run.model for run in report.runs})
+    tasks = sum(len(run.records) for run in report.runs)
+    return [f"{len(report.runs)} runs, {tasks} finished tasks; envs: {', '.join(envs)}; models: {', '.join(models)}.",
+            f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
+            + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV)."]
+
+
+def render(report: Report, figures: dict[str, str], as_html: bool) -> str:
+    """The report page as Markdown or HTML (figures referenced by relative path)."""
+    parts: list[str] = []
+    esc = html.escape if as_html else (lambda s: s)
+    title = "skilltransfer report"
+    parts.append(f"<h1>{title}</h1>" if as_html else f"# {title}")
+    parts += [f"<p>{esc(line)}</p>" if as_html else line for line in _header(report)]
+    for heading, names, figure in SECTIONS:
+        present = [report.tables[n] for n in names if n in report.tables]
+        if not present and figure not in figures:
+            continue
+        parts.append(f"<h2>{esc(heading)}</h2>" if as_html else f"## {heading}")
+        if figure in figures:
+            parts.append(f'<img src="{figures[figure]}" alt="{esc(heading)}" style="max-width:100%">' if as_html
+                         else f"![{heading}]({figures[figure]})")
+        for table in present:
+            link = f"{table.name}.csv"
+            note = f"{table.note} Data: {link}" if table.note else f"Data: {link}"
+            if table.name in LONG_TABLES or not table.rows:
+                why = f"{len(table.rows)} rows" if table.rows else "no rows (not enough data)"
+                line = f"{table.title}: {why}, see {link}."
+                parts.append(f"<p>{esc(line)}</p>" if as_html else f"{line}\n")
+                continue
+            columns, rows = _cells(table)
+            if as_html:
+                parts += [f"<h3>{esc(table.title)}</h3>", _html_table(columns, rows), f"<p><i>{esc(note)}</i></p>"]
+            else:
+                parts += [f"### {table.title}", _markdown_table(columns, rows), f"\n_{note}_\n"]
+    if as_html:
+        style = ("body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
+                 "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}")
+        return f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style>" \
+               f"</head><body>{''.join(parts)}</body></html>\n"
+    return "\n\n".join(parts) + "\n"
+
+
+def write_report(report: Report, out: str | Path) -> Written:
+    """Write every table as CSV, every figure as PNG (+ ``figures.json`` with panel counts), and the pages."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = Written(out, out / "report.md", out / "report.html")
+    for name, table in report.tables.items():
+        path = out / f"{name}.csv"
+        atomic_write_text(path, table.to_csv())
+        written.csv[name] = path
+    meta: dict[str, Any] = {}
+    for drawn in draw_all(report):
+        path = out / FIGURE_DIR / f"{drawn.name}.png"
+        _save_png(drawn, path)
+        written.figures[drawn.name] = path
+        written.panels[drawn.name] = drawn.panels
+        meta[drawn.name] = {"file": f"{FIGURE_DIR}/{path.name}", "title": drawn.title, "panels": drawn.panels}
+    atomic_write_text(out / FIGURE_DIR / "figures.json", json.dumps(meta, indent=2) + "\n")
+    runs = [{"run": run.name, "path": str(run.path), "env": run.env, "model": run.model, "condition": run.condition,
+             "tasks": len(run.records)} for run in report.runs]
+    atomic_write_text(out / "report.json", json.dumps({"settings": report.settings, "runs": runs}, indent=2) + "\n")
+    relative = {name: f"{FIGURE_DIR}/{path.name}" for name, path in written.figures.items()}
+    atomic_write_text(written.markdown, render(report, relative, as_html=False))
+    atomic_write_text(written.html, render(report, relative, as_html=True))
+    return written
