@@ -34,6 +34,10 @@ class Completion:
     """Where the token counts came from: "server", "tokenizer" or "approx"."""
     raw_request: dict[str, Any] = field(default_factory=dict)
     raw_response: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 1
+    """How many requests this answer took (retries included)."""
+    cached: bool = False
+    """True when the answer was served from the response cache (latency_s is then the original call's)."""
 
 
 @runtime_checkable

@@ -1,7 +1,9 @@
 """Test doubles for the model layer: a scripted chat model that drives real agent loops in tests.
 
 `ScriptedModel` is a documented test double. It is registered under the name ``scripted`` and is never used unless
-asked for by that name.
+asked for by that name (``make_model("scripted", outputs=[...])`` or ``--script replies.jsonl``). The other test
+doubles: `skilltransfer.llm.faults.FaultyModel` (seeded fault injection around any model) and
+`skilltransfer.llm.mock_server.MockServer` (an OpenAI-compatible HTTP server, to exercise the real client).
 """
 
 from __future__ import annotations

@@ -1,0 +1,156 @@
+"""An on-disk (SQLite) response cache keyed by the full request, and the ChatModel wrapper that uses it.
+
+Modes: ``off`` (pass through), ``rw`` (answer hits from disk, record misses: an interrupted run resumes without
+paying twice) and ``ro`` (replay: every call must hit, a miss is an error). The key is the SHA-256 of the canonical
+JSON of the request (model, messages, params, extra_body) plus its occurrence number within this wrapper, so a run
+that repeats an identical request gets the same sequence of answers on replay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.errors import InputError
+from skilltransfer.llm.config import CacheMode, normalise_cache_mode
+from skilltransfer.protocols import Completion, Message
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    completion TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (key, seq)
+)
+"""
+
+
+class CacheMiss(InputError):
+    """A replay (read-only) cache has no answer for a request."""
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """SHA-256 of the request's canonical JSON (sorted keys, no whitespace)."""
+    blob = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """The SQLite store: ``get``/``put`` completions by (key, occurrence).
+
+    Args:
+        path: the SQLite file (created with its folder in rw mode; must exist in ro mode).
+        mode: "rw" or "ro" (aliases read-write, read-only, replay).
+    """
+
+    def __init__(self, path: str | Path, mode: str = "rw") -> None:
+        self.path = Path(path)
+        self.mode: CacheMode = normalise_cache_mode(mode)
+        if self.mode == "off":
+            raise InputError("ResponseCache needs mode rw or ro; use no cache for off")
+        if self.mode == "ro" and not self.path.is_file():
+            raise InputError("replay cache file does not exist; record it first with cache mode rw", path=self.path)
+        if self.mode == "rw":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            uri = f"file:{self.path}?mode=ro" if self.mode == "ro" else f"file:{self.path}"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+            if self.mode == "rw":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(_SCHEMA)
+                self._db.commit()
+            self._db.execute("SELECT 1 FROM responses LIMIT 1")
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"not a response cache ({exc})", path=self.path) from None
+
+    def get(self, key: str, seq: int = 0) -> Completion | None:
+        """The stored completion, marked ``cached=True``, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT completion FROM responses WHERE key = ? AND seq = ?", (key, seq)).fetchone()
+        if row is None:
+            return None
+        known = {f.name for f in dataclasses.fields(Completion)}
+        data = {k: v for k, v in json.loads(row[0]).items() if k in known}
+        data["cached"] = True
+        return Completion(**data)
+
+    def put(self, key: str, seq: int, request: dict[str, Any], completion: Completion) -> None:
+        """Store a completion (one transaction: a crash leaves either the whole row or none)."""
+        if self.mode != "rw":
+            raise InputError("cannot write to a read-only (replay) cache", path=self.path)
+        data = dataclasses.asdict(completion)
+        data["cached"] = False
+        blob = json.dumps(data, ensure_ascii=False, default=str)
+        request_blob = json.dumps(request, ensure_ascii=False, default=str)
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                             (key, seq, request_blob, blob, time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+
+class CachedModel:
+    """Wraps a ChatModel with a `ResponseCache`.
+
+    Args:
+        inner: the model paid on a miss (in ro mode it is never called).
+        cache: the store.
+    """
+
+    def __init__(self, inner: Any, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model = getattr(inner, "model", "?")
+        self.hits = 0
+        self.misses = 0
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
+        """The full request the inner model would send (its own ``request_body`` when it has one)."""
+        if hasattr(self.inner, "request_body"):
+            body: dict[str, Any] = self.inner.request_body(messages, **params)
+            return body
+        return {"model": self.model, "messages": list(messages), **params}
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        request = self.request_body(messages, **params)
+        key = request_key(request)
+        with self._lock:
+            seq = self._seen.get(key, 0)
+            self._seen[key] = seq + 1
+        hit = self.cache.get(key, seq)
+        if hit is not None:
+            with self._lock:
+                self.hits += 1
+            return hit
+        with self._lock:
+            self.misses += 1
+        if self.cache.mode == "ro":
+            raise CacheMiss(f"replay cache has no answer for request {key[:12]} (#{seq}, model {self.model}, "
+                            f"{len(messages)} messages); record it with cache mode rw", path=self.cache.path)
+        completion: Completion = self.inner.complete(messages, **params)
+        self.cache.put(key, seq, request, completion)
+        return completion
+
+    def close(self) -> None:
+        """Close the cache and the inner model."""
+        self.cache.close()
+        if hasattr(self.inner, "close"):
+            self.inner.close()

@@ -1,0 +1,130 @@
+"""`ModelConfig`: everything needed to build a chat model, from flags, a YAML config or the usual env vars."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CacheMode = Literal["off", "rw", "ro"]
+CACHE_MODE_ALIASES: dict[str, CacheMode] = {
+    "off": "off", "none": "off", "rw": "rw", "read-write": "rw", "ro": "ro", "read-only": "ro", "replay": "ro",
+}
+
+
+class ModelConfig(BaseModel):
+    """How to reach (or start) a chat model and how to call it. Unset fields fall back to env vars / defaults."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    name: str | None = None
+    """Registry name: "local", "openai" or "scripted"; None: "openai" if an endpoint is configured, else "local"."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (env: OPENAI_BASE_URL)."""
+    api_key: str | None = None
+    """API key for the endpoint (env: OPENAI_API_KEY); local servers accept any value."""
+    model: str | None = None
+    """Model id sent to the endpoint (env: SKILLTRANSFER_MODEL); for "local", a GGUF path overrides the bundled one."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Sampling params sent with every call (temperature, top_p, max_tokens, seed, stop, ...)."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Extra JSON merged into the request body (e.g. reasoning_effort, chat_template_kwargs)."""
+    timeout_s: float = 120.0
+    """Per-request timeout in seconds; a timeout is retried like a 5xx."""
+    max_retries: int = 4
+    """Retries after the first attempt on 429/5xx/timeouts/connection errors; then a clear error."""
+    backoff_base_s: float = 1.0
+    """First backoff wait; doubles each retry (with full jitter), capped by backoff_max_s. 0 disables waits (tests)."""
+    backoff_max_s: float = 30.0
+    """Cap on one backoff wait (a server's Retry-After is honoured up to this cap)."""
+    max_concurrency: int = 8
+    """At most this many requests in flight per endpoint in this process (shared by all models on that URL)."""
+    tokenizer: str | None = None
+    """Local path to a Hugging Face tokenizer.json (or its folder) used to count tokens when the server reports none."""
+    cache_path: str | None = None
+    """SQLite response cache file; None disables caching."""
+    cache_mode: CacheMode = "rw"
+    """off, rw (read-write: resume without paying twice) or ro (replay: a miss is an error)."""
+    ctx: int = 8192
+    """Context size for the embedded local server (llama.cpp n_ctx)."""
+    threads: int | None = None
+    """Embedded server CPU threads; None = $SKILLTRANSFER_LLAMA_THREADS, else all cores (1 is faster on a busy box)."""
+    ram_cache: bool = False
+    """Embedded server: keep past prompts' KV states in RAM, for several interleaved conversations (slower per call)."""
+    script: str | None = None
+    """For the "scripted" test double: a JSONL file of replies (strings in order, or match/reply rules)."""
+
+    def with_overrides(self, settings: Sequence[str]) -> ModelConfig:
+        """A copy with ``key.path=value`` settings applied, as given by ``-c`` flags.
+
+        Values are parsed as YAML (``0.2``, ``true``, ``[a, b]``, ``{k: v}``); e.g. ``params.temperature=0.2``,
+        ``extra_body.reasoning_effort=low``, ``max_concurrency=16``.
+
+        Raises:
+            InputError: a setting without ``=``, or an unknown/invalid field (named).
+        """
+        import yaml
+
+        from skilltransfer.errors import InputError
+
+        data = self.model_dump(exclude_unset=True)
+        for setting in settings:
+            key, sep, raw = setting.partition("=")
+            if not sep or not key.strip():
+                raise InputError(f"model setting {setting!r} must look like key.path=value")
+            try:
+                value = yaml.safe_load(raw) if raw.strip() else ""
+            except yaml.YAMLError:
+                value = raw
+            node = data
+            *parents, leaf = key.strip().split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+                if not isinstance(node, dict):
+                    raise InputError(f"model setting {setting!r}: {part!r} is not a mapping")
+            node[leaf] = value
+        return build_config(data)
+
+    def resolved_base_url(self) -> str | None:
+        """The endpoint from the config, else OPENAI_BASE_URL, else None."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def resolved_api_key(self) -> str | None:
+        """The key from the config, else OPENAI_API_KEY, else None."""
+        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def resolved_model(self) -> str | None:
+        """The model id from the config, else SKILLTRANSFER_MODEL, else None."""
+        return self.model or os.environ.get("SKILLTRANSFER_MODEL") or None
+
+
+def normalise_cache_mode(mode: str) -> CacheMode:
+    """Map user spellings (read-write, read-only, replay, ...) to "off" | "rw" | "ro"."""
+    from skilltransfer.errors import InputError
+
+    try:
+        return CACHE_MODE_ALIASES[mode.strip().lower()]
+    except KeyError:
+        raise InputError(f"Unknown cache mode {mode!r}. Available: off, rw (read-write), ro (read-only/replay)"
+                         ) from None
+
+
+def build_config(data: dict[str, Any]) -> ModelConfig:
+    """Validate a dict into a `ModelConfig` (cache mode spellings normalised).
+
+    Raises:
+        InputError: naming the first bad or unknown field.
+    """
+    from skilltransfer.errors import InputError
+
+    data = dict(data)
+    if "cache_mode" in data:
+        data["cache_mode"] = normalise_cache_mode(str(data["cache_mode"]))
+    try:
+        return ModelConfig(**data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ()))
+        raise InputError(f"model config field {field!r}: {first.get('msg')}") from None

@@ -1,0 +1,376 @@
+"""A mock OpenAI-compatible chat server on 127.0.0.1 for tests and benchmarks (a documented test double).
+
+It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /stats``: requests, most in flight;
+``?reset=1`` restarts the in-flight high-water mark) with configurable latency, token rate, injected
+faults and scripted replies, so the real ``openai`` client path is exercised end to end::
+
+    with MockServer(replies=["Thought: ...", "complete_task()"], latency_s=0.2) as server:
+        model = server.model()  # or make_model("openai", base_url=server.url, model="mock")
+
+Replies are a list (served in order; running out answers HTTP 400), a callable ``fn(messages) -> str | dict``
+(run in-process, one call at a time), or a JSONL file (see `load_replies`). Without replies it echoes the last message.
+
+Run standalone: ``python -m skilltransfer.llm.mock_server --port 8011 --latency-ms 200 --replies replies.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from skilltransfer.errors import InputError
+from skilltransfer.llm.testing import approx_tokens, messages_tokens
+from skilltransfer.protocols import Message
+
+if TYPE_CHECKING:
+    from skilltransfer.llm.openai_client import OpenAIChatModel
+
+TRANSPORT_FAULTS = ("rate_limit", "server_error", "timeout", "disconnect", "garbage")
+"""Faults a client should retry: HTTP 429 (with Retry-After), HTTP 500, no answer, a dropped connection, non-JSON."""
+CONTENT_FAULTS = ("garbage_text", "truncated")
+"""Faults delivered as a normal answer: junk content, or content cut short with finish_reason "length"."""
+FAULT_KINDS = TRANSPORT_FAULTS + CONTENT_FAULTS
+
+ReplyFn = Callable[[list[Message]], "str | dict[str, Any]"]
+
+
+@dataclass(frozen=True)
+class ReplyRule:
+    """Answer ``reply`` when ``match`` (a regex) is found in the last message; ``match=None`` matches anything."""
+
+    reply: str
+    match: str | None = None
+
+
+def load_replies(path: str | Path) -> list[str] | list[ReplyRule]:
+    """Read scripted replies from JSONL: each line a JSON string or {"text": ...} (served in order), or rules
+    {"match": REGEX, "reply": TEXT} (first rule matching the last message wins; omit "match" for a default).
+
+    Raises:
+        InputError: on a missing file or a bad line (names the file and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("replies file does not exist", path=path)
+    replies: list[str] = []
+    rules: list[ReplyRule] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON ({exc.msg})", path=path, line=number) from None
+        if isinstance(item, str):
+            replies.append(item)
+        elif isinstance(item, dict) and "reply" in item:
+            if item.get("match") is not None:
+                try:
+                    re.compile(item["match"])
+                except re.error as exc:
+                    raise InputError(f"bad regex in 'match' ({exc})", path=path, line=number) from None
+            rules.append(ReplyRule(str(item["reply"]), item.get("match")))
+        elif isinstance(item, dict) and "text" in item:
+            replies.append(str(item["text"]))
+        else:
+            raise InputError("expected a JSON string, {\"text\": ...} or {\"match\": ..., \"reply\": ...}",
+                             path=path, line=number)
+    if replies and rules:
+        raise InputError("mixes ordered replies and match rules; use one kind per file", path=path)
+    return rules or replies
+
+
+def rules_to_fn(rules: Sequence[ReplyRule]) -> ReplyFn:
+    """A reply function answering with the first rule whose regex matches the last message (LookupError: none)."""
+    compiled = [(re.compile(r.match) if r.match is not None else None, r.reply) for r in rules]
+
+    def answer(messages: list[Message]) -> str:
+        last = str(messages[-1].get("content") or "") if messages else ""
+        for pattern, reply in compiled:
+            if pattern is None or pattern.search(last):
+                return reply
+        raise LookupError(f"no reply rule matches the last message: {last[:80]!r}")
+
+    return answer
+
+
+def _echo(messages: list[Message]) -> str:
+    return "echo: " + (str(messages[-1].get("content") or "") if messages else "")
+
+
+class MockServer:
+    """The mock endpoint, served from a background thread; use as a context manager.
+
+    Args:
+        replies: a list (in order), a callable ``fn(messages) -> str | {"text", "finish_reason"}``, rules, or a
+            JSONL path; None echoes the last message.
+        latency_s: fixed delay before each answer.
+        tokens_per_s: if set, adds completion_tokens / tokens_per_s to each answer's delay.
+        fault_rate: chance in [0, 1] that a request gets a fault drawn from ``fault_kinds`` (seeded).
+        fault_kinds: the faults to draw from (see `FAULT_KINDS`).
+        fault_plan: faults for the first requests in order (None = no fault), applied before ``fault_rate``.
+        seed: seeds fault draws and garbage text.
+        report_usage: False omits ``usage`` (clients must count tokens themselves).
+        api_key: if set, requests without ``Authorization: Bearer <api_key>`` get 401.
+        models: if set, requests for other model ids get 404.
+        retry_after_s: the Retry-After header sent with 429s.
+        hang_s: how long a "timeout" fault stalls before answering.
+        port: 0 picks a free port.
+    """
+
+    def __init__(self, replies: Sequence[str] | Sequence[ReplyRule] | ReplyFn | str | Path | None = None, *,
+                 latency_s: float = 0.0, tokens_per_s: float | None = None, fault_rate: float = 0.0,
+                 fault_kinds: Sequence[str] = TRANSPORT_FAULTS, fault_plan: Sequence[str | None] = (),
+                 seed: int = 0, report_usage: bool = True, api_key: str | None = None,
+                 models: Sequence[str] | None = None, retry_after_s: float = 0.0, hang_s: float = 30.0,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        for kind in [*fault_kinds, *(k for k in fault_plan if k is not None)]:
+            if kind not in FAULT_KINDS:
+                raise InputError(f"Unknown fault kind {kind!r}. Available: {', '.join(FAULT_KINDS)}")
+        if isinstance(replies, str | Path):
+            replies = load_replies(replies)
+        self._fn: ReplyFn | None = None
+        self._queue: list[str] = []
+        if replies is None:
+            self._fn = _echo
+        elif callable(replies):
+            self._fn = replies
+        elif replies and isinstance(replies[0], ReplyRule):
+            self._fn = rules_to_fn(replies)  # type: ignore[arg-type]
+        else:
+            self._queue = [str(r) for r in replies]
+        self.latency_s, self.tokens_per_s = latency_s, tokens_per_s
+        self.fault_rate, self.fault_kinds, self.fault_plan = fault_rate, tuple(fault_kinds), list(fault_plan)
+        self.report_usage, self.api_key = report_usage, api_key
+        self.models = list(models) if models is not None else None
+        self.retry_after_s, self.hang_s = retry_after_s, hang_s
+        self.host, self.port = host, port
+        self._rng = random.Random(seed)
+        self.requests: list[dict[str, Any]] = []
+        """Every request body received, in order."""
+        self.faults: list[str] = []
+        """Every fault injected, in order."""
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """Most chat requests in progress at once (measured here, at the server)."""
+        self._served = 0
+        self._next_reply = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._script_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mock-script")
+        """Runs reply callables one at a time, in arrival order, off the event loop (they need not be thread-safe)."""
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def model(self, **overrides: Any) -> OpenAIChatModel:
+        """A real `OpenAIChatModel` for this server with zero backoff waits (tests); ``overrides`` are config fields."""
+        from skilltransfer.llm.config import ModelConfig
+        from skilltransfer.llm.openai_client import OpenAIChatModel
+
+        fields: dict[str, Any] = {"base_url": self.url, "model": (self.models or ["mock"])[0],
+                                  "api_key": self.api_key or "mock", "backoff_base_s": 0.0, "backoff_max_s": 0.0,
+                                  **overrides}
+        return OpenAIChatModel(ModelConfig(**fields))
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+    def start(self) -> MockServer:
+        """Start serving in a daemon thread; returns once the port is bound."""
+        self._thread = threading.Thread(target=self._serve, name="mock-openai-server", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (stalled "timeout" handlers are cancelled)."""
+        if self._loop is not None and self._runner is not None and self._thread is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = None
+        self._script_pool.shutdown(wait=False)
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            app = web.Application()
+            app.router.add_post("/v1/chat/completions", self._chat)
+            app.router.add_get("/v1/models", self._models)
+            app.router.add_get("/health", self._health)
+            app.router.add_get("/stats", self._stats)
+            self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+            loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+            loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._loop = loop
+        except BaseException as exc:  # reported to start()
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.run_forever()
+        loop.close()
+
+    # -- handlers --------------------------------------------------------------------------------------------------
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        stats = {"requests": len(self.requests), "max_in_flight": self.max_in_flight, "in_flight": self.in_flight,
+                 "faults": len(self.faults)}
+        if request.query.get("reset"):
+            self.max_in_flight = self.in_flight
+        return web.json_response(stats)
+
+    async def _models(self, _request: web.Request) -> web.Response:
+        ids = self.models or ["mock"]
+        return web.json_response({"object": "list", "data": [{"id": i, "object": "model", "owned_by": "mock"}
+                                                             for i in ids]})
+
+    def _next_fault(self) -> str | None:
+        index = len(self.requests) - 1
+        if index < len(self.fault_plan):
+            return self.fault_plan[index]
+        if self.fault_rate > 0 and self.fault_kinds and self._rng.random() < self.fault_rate:
+            return self._rng.choice(self.fault_kinds)
+        return None
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _error(401, "invalid_api_key", "Incorrect API key provided")
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _error(400, "invalid_request_error", "body is not JSON")
+        self.requests.append(body)
+        model = str(body.get("model", ""))
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return _error(400, "invalid_request_error", "'messages' must be a non-empty list")
+        if self.models is not None and model not in self.models:
+            return _error(404, "model_not_found", f"The model '{model}' does not exist")
+        fault = self._next_fault()
+        if fault is not None:
+            self.faults.append(fault)
+        if fault == "rate_limit":
+            return _error(429, "rate_limit_exceeded", "Rate limit reached",
+                          headers={"Retry-After": f"{self.retry_after_s:g}"})
+        if fault == "server_error":
+            return _error(500, "server_error", "The server had an error while processing your request")
+        if fault == "timeout":
+            await asyncio.sleep(self.hang_s)
+        if fault == "disconnect":
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)
+        if fault == "garbage":
+            return web.Response(status=200, text="<html>502 Bad Gateway</html>\x00{{", content_type="application/json")
+        try:
+            reply = await self._reply(messages)
+        except (LookupError, IndexError) as exc:
+            return _error(400, "script_exhausted", f"mock server: {exc}")
+        text, finish = (reply.get("text", ""), reply.get("finish_reason", "stop")) if isinstance(reply, dict) \
+            else (str(reply), "stop")
+        if fault == "garbage_text":
+            text = "".join(self._rng.choice("#@%&*!?~^ abcxyz0123") for _ in range(max(8, len(text))))
+        elif fault == "truncated":
+            text, finish = text[: max(0, len(text) // 2)], "length"
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(max_tokens, int) and approx_tokens(text) > max_tokens:
+            text, finish = text[: max_tokens * 4], "length"
+        completion_tokens = approx_tokens(text)
+        delay = self.latency_s + (completion_tokens / self.tokens_per_s if self.tokens_per_s else 0.0)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        self._served += 1
+        payload: dict[str, Any] = {
+            "id": f"chatcmpl-mock-{self._served}", "object": "chat.completion", "created": int(time.time()),
+            "model": model or "mock",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        }
+        if self.report_usage:
+            prompt_tokens = messages_tokens(messages)
+            payload["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                "total_tokens": prompt_tokens + completion_tokens}
+        return web.json_response(payload)
+
+    async def _reply(self, messages: list[Message]) -> str | dict[str, Any]:
+        if self._fn is not None:
+            return await asyncio.get_running_loop().run_in_executor(self._script_pool, self._fn, messages)
+        index = self._next_reply
+        if index >= len(self._queue):
+            raise LookupError(f"script exhausted after {len(self._queue)} replies")
+        self._next_reply += 1
+        return self._queue[index]
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": code, "code": code}}, status=status,
+                             headers=headers)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve in the foreground until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m skilltransfer.llm.mock_server", description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="port (0: a free one, printed at start)")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--tokens-per-s", type=float, default=None)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--faults", default=",".join(TRANSPORT_FAULTS), help="comma-separated fault kinds")
+    parser.add_argument("--replies", default=None, help="JSONL file of replies or rules (default: echo)")
+    parser.add_argument("--no-usage", action="store_true", help="omit usage from answers")
+    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        server = MockServer(args.replies, latency_s=args.latency_ms / 1000, tokens_per_s=args.tokens_per_s,
+                            fault_rate=args.fault_rate, fault_kinds=[k for k in args.faults.split(",") if k],
+                            seed=args.seed, report_usage=not args.no_usage, api_key=args.api_key, port=args.port)
+    except InputError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    with server:
+        print(f"mock OpenAI server at {server.url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""A ChatModel over any OpenAI-compatible endpoint: retries, a per-endpoint concurrency limit, usage fallback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from skilltransfer.errors import InputError
+from skilltransfer.llm.config import ModelConfig
+from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError, call_with_retries
+from skilltransfer.llm.testing import approx_tokens
+from skilltransfer.protocols import Completion, Message
+
+_LIMITERS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_LIMITERS_LOCK = threading.Lock()
+
+
+def endpoint_limiter(base_url: str, max_concurrency: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore of an endpoint: all models on one URL with one limit share it."""
+    key = (base_url.rstrip("/"), max(1, max_concurrency))
+    with _LIMITERS_LOCK:
+        if key not in _LIMITERS:
+            _LIMITERS[key] = threading.BoundedSemaphore(max(1, max_concurrency))
+        return _LIMITERS[key]
+
+
+class TokenCounter:
+    """Counts tokens with a local Hugging Face tokenizer.json if given, else with `approx_tokens` (chars / 4).
+
+    Prompt tokens are the sum over messages of content tokens plus 4 per message (role/format overhead).
+
+    Args:
+        tokenizer: path to a tokenizer.json or a folder holding one; None uses the approximation.
+    """
+
+    def __init__(self, tokenizer: str | None = None) -> None:
+        self._tok: Any = None
+        self.source = "approx"
+        if tokenizer:
+            path = Path(tokenizer)
+            if path.is_dir():
+                path = path / "tokenizer.json"
+            if not path.is_file():
+                raise InputError(f"tokenizer: {path} does not exist; give a tokenizer.json path or leave it unset")
+            from tokenizers import Tokenizer
+
+            self._tok = Tokenizer.from_file(str(path))
+            self.source = "tokenizer"
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text``."""
+        if self._tok is None:
+            return approx_tokens(text)
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def count_messages(self, messages: list[Message]) -> int:
+        """Prompt tokens of a chat."""
+        return sum(self.count(str(m.get("content") or "")) + 4 for m in messages)
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after") if exc.response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAIChatModel:
+    """Chat completions over an OpenAI-compatible HTTP endpoint (vLLM, llama.cpp server, OpenAI, the mock server).
+
+    Transient failures (429, 5xx, timeouts, dropped connections, unparsable bodies) are retried with exponential
+    backoff and jitter, honouring Retry-After; a bad key (401/403), an unknown model (404), a rejected request (4xx)
+    or a spent retry budget raise a one-line `ModelCallError` (an `InputError`). At most ``max_concurrency`` calls
+    per endpoint are in flight across all threads of the process.
+
+    Args:
+        config: endpoint, key, model id, params, timeouts, retry and concurrency settings.
+        sleep: the wait function used between retries (tests pass a recorder).
+    """
+
+    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        base_url = config.resolved_base_url()
+        if not base_url:
+            raise InputError("model 'openai' needs an endpoint: set --base-url or OPENAI_BASE_URL")
+        model = config.resolved_model()
+        if not model:
+            raise InputError(f"model 'openai' needs a model id for {base_url}: set --model or SKILLTRANSFER_MODEL")
+        self.config = config
+        self.base_url = base_url
+        self.model = model
+        self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
+        self.counter = TokenCounter(config.tokenizer)
+        self._sleep = sleep
+        self._limiter = endpoint_limiter(base_url, config.max_concurrency)
+        self._client = openai.OpenAI(base_url=base_url, api_key=config.resolved_api_key() or "sk-no-key",
+                                     timeout=config.timeout_s, max_retries=0)
+
+    def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
+        """The full request (model, messages, params, extra_body): what is sent, logged and cache-keyed."""
+        merged = {**self.config.params, **params}
+        extra = {**self.config.extra_body, **merged.pop("extra_body", {})}
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages), **merged}
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        body = self.request_body(messages, **params)
+        start = time.perf_counter()
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            with self._limiter:
+                return self._send(body)
+
+        response = call_with_retries(attempt, self.policy, what=f"model endpoint {self.base_url}", sleep=self._sleep)
+        latency = time.perf_counter() - start
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = response.usage
+        if usage is not None and usage.prompt_tokens is not None:
+            prompt_tokens, completion_tokens, source = usage.prompt_tokens, usage.completion_tokens or 0, "server"
+        else:
+            prompt_tokens = self.counter.count_messages(messages)
+            completion_tokens, source = self.counter.count(text), self.counter.source
+        return Completion(text=text, finish_reason=choice.finish_reason, prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens, latency_s=latency, model=response.model or self.model,
+                          usage_source=source, raw_request=body, raw_response=response.model_dump(mode="json"),
+                          attempts=attempts)
+
+    def _send(self, body: dict[str, Any]) -> Any:
+        kwargs = dict(body)
+        try:
+            response = self._client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise TransientModelError("timeout", f"no answer within {self.config.timeout_s} s") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientModelError("connection", f"cannot connect to {self.base_url} ({exc})") from exc
+        except openai.RateLimitError as exc:
+            raise TransientModelError("rate_limit", "429 Too Many Requests", retry_after_s=_retry_after(exc)) from exc
+        except openai.AuthenticationError as exc:
+            raise ModelCallError(f"model endpoint {self.base_url} rejected the API key (401): "
+                                 "set OPENAI_API_KEY or --api-key") from exc
+        except openai.PermissionDeniedError as exc:
+            raise ModelCallError(f"model endpoint {self.base_url} denied access (403): "
+                                 "check OPENAI_API_KEY / --api-key") from exc
+        except openai.NotFoundError as exc:
+            raise ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
+                                 "set --model / SKILLTRANSFER_MODEL, or check --base-url ends in /v1") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code == 408:
+                raise TransientModelError("server_error", f"HTTP {exc.status_code}",
+                                          retry_after_s=_retry_after(exc)) from exc
+            raise ModelCallError(f"model endpoint {self.base_url} refused the request "
+                                 f"(HTTP {exc.status_code}: {_short(exc.message)})") from exc
+        except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+            raise TransientModelError("bad_response", f"unparsable response ({_short(str(exc))})") from exc
+        if isinstance(response, str) or not getattr(response, "choices", None):
+            raise TransientModelError("bad_response", "response has no choices")
+        return response
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,97 @@
+"""make_model: names, defaults, config validation, the scripted test double from the CLI side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skilltransfer.errors import InputError
+from skilltransfer.llm import MODELS, ModelConfig, make_model
+from skilltransfer.llm.cache import CachedModel
+from skilltransfer.llm.local import LocalModel
+from skilltransfer.llm.openai_client import OpenAIChatModel
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.protocols import ChatModel
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(autouse=True)
+def no_endpoint_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SKILLTRANSFER_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_unknown_name_lists_the_choices() -> None:
+    with pytest.raises(InputError, match=r"Unknown model 'gpt-x'\. Available: local, openai, scripted"):
+        make_model("gpt-x")
+    assert set(MODELS) == {"local", "openai", "scripted"}
+
+
+def test_default_is_local_without_an_endpoint_and_openai_with_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    local = make_model()
+    assert isinstance(local, LocalModel)  # nothing is started until the first call
+    assert local.server.process is None
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    remote = make_model(model="some-model")
+    assert isinstance(remote, OpenAIChatModel)
+    assert remote.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_config_objects_dicts_and_overrides() -> None:
+    cfg = ModelConfig(name="openai", base_url="http://127.0.0.1:9/v1", model="m", params={"temperature": 0.2})
+    model = make_model(cfg, max_concurrency=3)
+    assert isinstance(model, OpenAIChatModel)
+    assert model.config.max_concurrency == 3
+    assert model.request_body(HI, max_tokens=5) == {"model": "m", "messages": HI, "temperature": 0.2, "max_tokens": 5}
+    assert isinstance(make_model({"name": "openai", "base_url": "http://x/v1", "model": "m"}), OpenAIChatModel)
+
+
+def test_bad_config_fields_name_the_field() -> None:
+    with pytest.raises(InputError, match="'max_retries'"):
+        make_model({"name": "openai", "max_retries": "many"})
+    with pytest.raises(InputError, match="'colour'"):
+        make_model({"colour": "blue"})
+    with pytest.raises(InputError, match="Unknown cache mode"):
+        make_model("scripted", outputs=["x"], cache_mode="maybe")
+
+
+def test_every_config_field_is_documented() -> None:
+    for name, field in ModelConfig.model_fields.items():
+        assert field.description, f"ModelConfig.{name} has no docstring"
+
+
+def test_scripted_only_by_name_with_outputs_or_a_script_file(tmp_path: Path) -> None:
+    model = make_model("scripted", outputs=["a", "b"])
+    assert isinstance(model, ScriptedModel)
+    assert isinstance(model, ChatModel)
+    assert [model.complete(HI).text, model.complete(HI).text] == ["a", "b"]
+    with pytest.raises(InputError, match="--script"):
+        make_model("scripted")
+    script = tmp_path / "s.jsonl"
+    script.write_text('{"match": "hi", "reply": "hello"}\n')
+    assert make_model("scripted", script=str(script)).complete(HI).text == "hello"
+
+
+def test_cache_path_wraps_the_model(tmp_path: Path) -> None:
+    model = make_model("scripted", outputs=["a"], cache_path=str(tmp_path / "c.sqlite"))
+    assert isinstance(model, CachedModel)
+    assert model.complete(HI).text == "a"
+    assert len(model.cache) == 1
+
+
+def test_key_path_overrides_from_flags() -> None:
+    base = ModelConfig(name="openai", params={"top_p": 0.9})
+    cfg = base.with_overrides(["params.temperature=0.2", "extra_body.chat_template_kwargs={enable_thinking: false}",
+                               "max_concurrency=16", "cache_mode=replay", "model=qwen"])
+    assert cfg.params == {"top_p": 0.9, "temperature": 0.2}
+    assert cfg.extra_body == {"chat_template_kwargs": {"enable_thinking": False}}
+    assert (cfg.max_concurrency, cfg.cache_mode, cfg.model) == (16, "ro", "qwen")
+    assert base.params == {"top_p": 0.9}  # a copy
+    with pytest.raises(InputError, match="key.path=value"):
+        base.with_overrides(["temperature"])
+    with pytest.raises(InputError, match="'max_concurrency'"):
+        base.with_overrides(["max_concurrency=lots"])
+    with pytest.raises(InputError, match="'name' is not a mapping"):
+        base.with_overrides(["name.x=1"])
