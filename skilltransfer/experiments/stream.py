@@ -308,8 +308,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
 
 
 def _check_resume(path: Path, log: RunConfigLog) -> None:
-    """Refuse to resume under other settings; a stream that extends the saved one (a larger limit) is allowed and
-    recorded in ``config.json``."""
+    """Refuse to resume under other settings; a stream that extends the saved one (a larger limit) is allowed, unless
+    the library is filtered by utility over the stream, and recorded in ``config.json``."""
     try:
         before = RunConfigLog.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except ValueError as exc:
@@ -317,7 +317,8 @@ def _check_resume(path: Path, log: RunConfigLog) -> None:
     keys = ("config", "level", "skill_format", "agent", "induction", "prompt_ids", "embedder_id")
     changed = [k for k in keys if getattr(before, k) != getattr(log, k)]
     extends = log.task_ids[: len(before.task_ids)] == before.task_ids
-    if not extends:
+    if not extends or (log.config.library_filter is not None and log.task_ids != before.task_ids):
+        # a utility-filtered library depends on the whole stream, so it cannot be extended
         changed.append("task_ids")
     if changed:
         raise InputError(f"this run folder was started with different settings ({', '.join(changed)} differ); "
@@ -372,6 +373,7 @@ def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: An
     memory = _open_memory(config, fmt, embedder, tasks, run_dir)
     agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg)
     ran: list[str] = []
+    lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; the file is rewritten atomically
     for position, task in enumerate(tasks):
         if task.id in finished:
             continue
@@ -395,7 +397,8 @@ def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: An
         if memory is not None:
             _commit_memory(run_dir, memory, task.id)
         records.append(record)
-        atomic_write_text(run_dir / "results.jsonl", "".join(r.model_dump_json() + "\n" for r in records))
+        lines.append(record.model_dump_json() + "\n")
+        atomic_write_text(run_dir / "results.jsonl", "".join(lines))
         if memory is not None:
             _swap_memory(run_dir)
         ran.append(task.id)

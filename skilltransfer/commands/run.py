@@ -1,0 +1,89 @@
+"""``skilltransfer run``: run (or resume) one condition over an env's task stream, logging to a run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from skilltransfer.cli import app
+from skilltransfer.experiments.launch import EnvOptions, LaunchResult, ModelOptions, RunRequest, run_request
+
+_MODEL = "Model"
+_AGENT = "Agent and memory"
+_ENV = "Environment"
+
+
+@app.command()
+def run(
+    env: Annotated[str, typer.Option(help="apps, office, datasci, officebench[:<tasks folder>], or module:Class "
+                                          "(your own env class).")],
+    condition: Annotated[str, typer.Option(help="task, task+text, task+code, subtask, subtask+text or "
+                                                "subtask+code.")],
+    model: Annotated[str | None, typer.Option(help="local (embedded model), openai (any OpenAI-compatible "
+                                                   "endpoint) or scripted (test double). Default: openai when an "
+                                                   "endpoint is configured, else local.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env: OPENAI_BASE_URL).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Run only the first N tasks of the stream.")] = None,
+    order_seed: Annotated[int, typer.Option(help="Stream order seed (0: the canonical order).")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<env>-<condition>-<model>). Rerunning "
+                                                  "with the same folder resumes.")] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (env: OPENAI_API_KEY).", rich_help_panel=_MODEL)]
+    = None,
+    model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint (env: SKILLTRANSFER_MODEL); a GGUF "
+                                                        "path for local.", rich_help_panel=_MODEL)] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.", rich_help_panel=_MODEL)] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most completion tokens per call.", rich_help_panel=_MODEL)]
+    = None,
+    cache: Annotated[Path | None, typer.Option(help="SQLite response cache (resume without paying twice).",
+                                               rich_help_panel=_MODEL)] = None,
+    cache_mode: Annotated[str | None, typer.Option(help="rw (default), ro (replay: a miss is an error) or off.",
+                                                   rich_help_panel=_MODEL)] = None,
+    script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL); needs --model "
+                                                     "scripted.", rich_help_panel=_MODEL)] = None,
+    embedder: Annotated[str, typer.Option(help="Retrieval embedder: minilm, hash:DIM (test double) or a "
+                                               "sentence-transformers folder.", rich_help_panel=_AGENT)] = "minilm",
+    library: Annotated[Path | None, typer.Option(help="Retrieve from this frozen library (a run's memory folder, a "
+                                                      "SKILL.md folder or .jsonl) instead of a growing memory.",
+                                                 rich_help_panel=_AGENT)] = None,
+    library_filter: Annotated[str | None, typer.Option(help="Keep the top or bottom half of --library by utility.",
+                                                       rich_help_panel=_AGENT)] = None,
+    induction_prompt: Annotated[str, typer.Option(help="Induction prompt variant: full, no_demo or no_rules.",
+                                                  rich_help_panel=_AGENT)] = "full",
+    max_steps: Annotated[int | None, typer.Option(help="Executor step budget per task (default 50).",
+                                                  rich_help_panel=_AGENT)] = None,
+    max_subtasks: Annotated[int | None, typer.Option(help="Most subtasks per task (default 15).",
+                                                     rich_help_panel=_AGENT)] = None,
+    top_k: Annotated[int | None, typer.Option(help="Skills retrieved per query (default 5).",
+                                              rich_help_panel=_AGENT)] = None,
+    seed: Annotated[int, typer.Option(help="Env generation seed.", rich_help_panel=_ENV)] = 0,
+    split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test).", rich_help_panel=_ENV)]
+    = None,
+    sandbox: Annotated[bool, typer.Option(help="Run agent code in the sandbox (--no-sandbox: in-process, for "
+                                               "trusted test doubles only).", rich_help_panel=_ENV)] = True,
+    workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created (default: a temp "
+                                                      "folder).", rich_help_panel=_ENV)] = None,
+    env_arg: Annotated[list[str] | None, typer.Option(help="key=value passed to the env's constructor (JSON "
+                                                           "values); repeatable.", rich_help_panel=_ENV)] = None,
+    progress: Annotated[bool, typer.Option(help="Show the progress bar (one line per task without a terminal).")]
+    = True,
+) -> LaunchResult:
+    """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
+    request = RunRequest(
+        env=EnvOptions(env, seed=seed, sandboxed=sandbox, workdir=str(workdir) if workdir else None,
+                       args=list(env_arg or [])),
+        model=ModelOptions(name=model, base_url=base_url, api_key=api_key, model=model_name,
+                           temperature=temperature, max_tokens=max_tokens, cache=str(cache) if cache else None,
+                           cache_mode=cache_mode, script=str(script) if script else None),
+        condition=condition, out=out, embedder=embedder, limit=limit, order_seed=order_seed, split=split,
+        library=str(library) if library else None, library_filter=library_filter,
+        induction_prompt=induction_prompt, max_steps=max_steps, max_subtasks=max_subtasks, top_k=top_k)
+    console = Console(stderr=True)
+    result = run_request(request, progress=progress, console=console)
+    records = result.summary.records
+    console.print(f"done: {len(result.summary.ran)} tasks run now, {len(records)}/{len(result.tasks)} finished, "
+                  f"success {sum(r.success for r in records)}/{len(records)} in {result.wall_s:.1f} s; "
+                  f"see: skilltransfer show {request.folder}", highlight=False)
+    return result

@@ -1,0 +1,41 @@
+"""``skilltransfer show``: a run's summary, or one task's trajectory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from skilltransfer.cli import app
+from skilltransfer.experiments.summary import RunSummary, format_trajectory, load_task, summarize_run, summary_rows
+
+
+@app.command()
+def show(
+    run: Annotated[Path, typer.Argument(help="A run folder (written by skilltransfer run).")],
+    task: Annotated[str | None, typer.Option(help="Print this task's trajectory (task id or stream position).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    max_chars: Annotated[int, typer.Option(help="Cut long observations to this many characters (--task).")] = 2000,
+) -> RunSummary | str:
+    """Print a run's summary (success with bootstrap CI, latency, tokens, skills), or a task's trajectory."""
+    if task is not None:
+        record, trajectory = load_task(run, task)
+        text = format_trajectory(record, trajectory, max_chars=max_chars)
+        typer.echo(text, nl=False)
+        return text
+    summary = summarize_run(run)
+    if as_json:
+        typer.echo(json.dumps(summary.to_dict(), indent=2))
+        return summary
+    table = Table(title=f"Run {summary.run}", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("", overflow="fold")
+    for label, value in summary_rows(summary):
+        table.add_row(label, value)
+    Console(width=max(100, Console().width)).print(table)
+    return summary

@@ -1,0 +1,239 @@
+"""What ``skilltransfer show`` prints: a run's summary (success with a bootstrap CI, latency, tokens, skills) and one
+task's trajectory as readable text. Reads only the run folder written by ``skilltransfer.experiments.stream``."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.envs.base import truncate
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, TrajectoryLog, read_records
+
+CI_LEVEL = 0.95
+
+
+@dataclass
+class RunSummary:
+    """Aggregates over the finished tasks of one run (means are per task)."""
+
+    run: str
+    path: str
+    condition: str
+    env: str
+    model: str
+    embedder: str
+    planned: int
+    """Tasks in the stream (``config.json``)."""
+    finished: int
+    """Tasks with a line in ``results.jsonl``."""
+    success: float
+    success_ci: tuple[float, float]
+    """Percentile bootstrap CI of the success rate (95 %, resampling tasks)."""
+    mean_reward: float
+    latency_total_s: float
+    latency_mean_s: float
+    latency_median_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    model_calls: int
+    mean_steps: float
+    mean_subtasks: float
+    dependency: int
+    peak_context: int
+    exit_status: dict[str, int]
+    skills_written: int
+    """Inductions the memory added as new skills."""
+    skills_merged: int
+    skills_pruned: int
+    """Inductions rejected by code validation (status "pruned")."""
+    skills_dropped: int
+    skills_unparseable: int
+    retrievals: int
+    """Retrieved skills summed over tasks and (sub)tasks."""
+    distinct_retrieved: int
+    memory_size: int
+    """Skills in memory after the last finished task."""
+    tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _load_config(run_dir: Path) -> RunConfigLog:
+    path = run_dir / "config.json"
+    if not path.is_file():
+        raise InputError("not a run folder (no config.json)", path=run_dir)
+    try:
+        return RunConfigLog.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except ValueError as exc:
+        raise InputError(f"not a run config: {str(exc).splitlines()[0]}", path=path) from None
+
+
+def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 0) -> RunSummary:
+    """Summarise a run folder (finished tasks only; an unfinished run is summarised as far as it got).
+
+    Raises:
+        InputError: not a run folder, or a broken config/results line.
+    """
+    from skilltransfer.metrics import bootstrap_ci
+
+    run_dir = Path(run_dir)
+    log = _load_config(run_dir)
+    records = read_records(run_dir / "results.jsonl")
+    n = len(records)
+    successes = [float(r.success) for r in records]
+    if n:
+        rate, low, high = bootstrap_ci(successes, level=CI_LEVEL, n_resamples=n_resamples, seed=seed)
+    else:
+        rate, low, high = 0.0, 0.0, 0.0
+    latencies = [r.latency_s for r in records]
+    induced = Counter(i.status for r in records for i in r.induced)
+    by_role: dict[str, dict[str, int]] = {}
+    for record in records:
+        for role, row in record.tokens_by_role.items():
+            total = by_role.setdefault(role, {})
+            for key, value in row.items():
+                total[key] = total.get(key, 0) + value
+    return RunSummary(
+        run=log.config.run, path=str(run_dir), condition=log.config.condition, env=log.config.env,
+        model=log.config.model, embedder=log.config.embedder or (log.embedder_id or ""),
+        planned=len(log.task_ids), finished=n, success=rate, success_ci=(low, high),
+        mean_reward=statistics.fmean(r.reward for r in records) if n else 0.0,
+        latency_total_s=sum(latencies), latency_mean_s=statistics.fmean(latencies) if n else 0.0,
+        latency_median_s=statistics.median(latencies) if n else 0.0,
+        prompt_tokens=sum(r.prompt_tokens for r in records),
+        completion_tokens=sum(r.completion_tokens for r in records),
+        model_calls=sum(r.model_calls for r in records),
+        mean_steps=statistics.fmean(r.steps for r in records) if n else 0.0,
+        mean_subtasks=statistics.fmean(r.subtasks for r in records) if n else 0.0,
+        dependency=sum(r.dependency for r in records),
+        peak_context=max((r.peak_context for r in records), default=0),
+        exit_status=dict(Counter(r.exit_status for r in records).most_common()),
+        skills_written=induced["added"], skills_merged=induced["merged"], skills_pruned=induced["pruned"],
+        skills_dropped=induced["dropped"], skills_unparseable=induced["unparseable"],
+        retrievals=sum(len(r.retrieved) for r in records),
+        distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
+        memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role)
+
+
+def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
+    """(label, value) rows of a summary, in display order."""
+    s = summary
+    n = max(s.finished, 1)
+    low, high = s.success_ci
+    status = ", ".join(f"{k} {v}" for k, v in s.exit_status.items()) or "-"
+    roles = ", ".join(f"{role} {row.get('calls', 0)}" for role, row in s.tokens_by_role.items()) or "-"
+    return [
+        ("run", f"{s.run} ({s.path})"),
+        ("condition", s.condition),
+        ("env", s.env or "-"),
+        ("model", s.model or "-"),
+        ("embedder", s.embedder or "-"),
+        ("tasks", f"{s.finished} of {s.planned} finished"),
+        ("success", f"{s.success:.1%}  [{low:.1%}, {high:.1%}] {CI_LEVEL:.0%} bootstrap CI" if s.finished
+         else "- (no finished task yet)"),
+        ("mean reward", f"{s.mean_reward:.3f}"),
+        ("latency", f"{s.latency_total_s:.1f} s total, {s.latency_mean_s:.2f} s mean, "
+                    f"{s.latency_median_s:.2f} s median per task"),
+        ("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion "
+                   f"({(s.prompt_tokens + s.completion_tokens) / n:,.0f} per task)"),
+        ("model calls", f"{s.model_calls:,} ({s.model_calls / n:.1f} per task): {roles}"),
+        ("steps", f"{s.mean_steps:.1f} actions, {s.mean_subtasks:.1f} subtasks per task"),
+        ("dependency", f"{s.dependency:,} (peak context {s.peak_context:,} tokens)"),
+        ("exit status", status),
+        ("skills", f"{s.skills_written} written, {s.skills_merged} merged, {s.skills_pruned} pruned, "
+                   f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable; memory holds {s.memory_size}"),
+        ("retrieved", f"{s.retrievals} retrievals of {s.distinct_retrieved} distinct skills"),
+    ]
+
+
+# --------------------------------------------------------------------------------------------- trajectories
+def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord, TrajectoryLog]:
+    """The record and trajectory of one finished task (``task_id`` may also be its stream position).
+
+    Raises:
+        InputError: the task is not finished in this run, or its trajectory file is missing or broken.
+    """
+    run_dir = Path(run_dir)
+    _load_config(run_dir)
+    records = read_records(run_dir / "results.jsonl")
+    record = next((r for r in records if r.task_id == task_id), None)
+    if record is None and task_id.isdigit():
+        record = next((r for r in records if r.position == int(task_id)), None)
+    if record is None:
+        shown = ", ".join(r.task_id for r in records[:5]) + (", ..." if len(records) > 5 else "")
+        raise InputError(f"task {task_id!r} is not finished in this run (finished: {shown or 'none'})", path=run_dir)
+    path = run_dir / record.trajectory
+    if not path.is_file():
+        raise InputError("trajectory file is missing", path=path)
+    try:
+        return record, TrajectoryLog.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=path) from None
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.strip("\n").splitlines()) if text.strip() else f"{prefix}(empty)"
+
+
+def _where(step: dict[str, Any]) -> str:
+    index = step.get("subtask_index")
+    return f" (subtask {index})" if index is not None else ""
+
+
+def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
+    """One trajectory step as readable text."""
+    kind = step.get("type", "?")
+    if kind == "RetrievalStep":
+        skills = step.get("skills") or []
+        found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
+                          f"{s.get('source_task_id') or '?'} (position {s.get('source_position')})"
+                          + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in skills)
+        return f"[retrieve{_where(step)}] by {step.get('query_kind')}: {step.get('query', '')[:200]!r}\n" \
+               + (found or "    (no skills)")
+    if kind == "PlanStep":
+        what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
+        return f"[plan {step.get('subtask_index')}] {what}"
+    if kind == "ActionStep":
+        flags = [f for f in ("error", "format_error", "done") if step.get(f)]
+        head = f"[step {step.get('index')}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
+        parts = [head]
+        if step.get("thought", "").strip() and step.get("action") is not None:
+            parts.append("  thought:\n" + _indent(truncate(step["thought"], max_chars)))
+        if step.get("action") is not None:
+            parts.append("  action:\n" + _indent(step["action"]))
+        else:
+            parts.append("  reply:\n" + _indent(truncate(step.get("reply", ""), max_chars)))
+        parts.append("  observation:\n" + _indent(truncate(step.get("observation", ""), max_chars)))
+        return "\n".join(parts)
+    if kind == "SummaryStep":
+        return f"[summary {step.get('subtask_index')}]\n" + _indent(truncate(step.get("summary", ""), max_chars))
+    if kind == "InductionStep":
+        name = step.get("skill_name") or "-"
+        reason = f": {step['reason']}" if step.get("reason") else ""
+        return f"[induce{_where(step)}] {step.get('status')} {name} ({step.get('skill_id') or 'no id'}){reason}"
+    return f"[{kind}] {json.dumps(step, default=str)[:max_chars]}"
+
+
+def format_trajectory(record: TaskRecord, trajectory: TrajectoryLog, *, max_chars: int = 2000) -> str:
+    """A task's record and trajectory as readable text (observations cut to ``max_chars``)."""
+    score = trajectory.score
+    checks = "\n".join(f"    [{'x' if c.get('passed') else ' '}] {c.get('requirement')}"
+                       + (f": {c['detail']}" if c.get("detail") else "") for c in score.get("checks", []))
+    head = [
+        f"task {record.task_id} (position {record.position}, difficulty {record.difficulty}, "
+        f"template {record.template})",
+        f"instruction: {trajectory.instruction}",
+        f"result: {'SUCCESS' if record.success else 'FAILURE'} reward {record.reward:.3f}, exit {record.exit_status}, "
+        f"{record.steps} steps, {record.subtasks} subtasks, {record.latency_s:.2f} s, "
+        f"{record.prompt_tokens:,}+{record.completion_tokens:,} tokens in {record.model_calls} calls",
+    ]
+    if checks:
+        head.append("checks:\n" + checks)
+    body = [format_step(step, max_chars) for step in trajectory.steps]
+    return "\n".join(head) + "\n\n" + "\n\n".join(body) + "\n"
