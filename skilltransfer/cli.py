@@ -15,7 +15,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 def main() -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # returns typer.Exit's code instead of raising it in this mode
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
@@ -29,6 +29,8 @@ def main() -> None:
         if type(exc).__name__ == "Abort":
             raise SystemExit(130) from None
         raise
+    if isinstance(code, int) and code:
+        raise SystemExit(code)
 
 
 # Subcommands register themselves on `app` when their module is imported.

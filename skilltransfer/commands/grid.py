@@ -1,0 +1,158 @@
+"""``skilltransfer grid SPEC``: run an experiment grid (envs x models x conditions x seeds) concurrently, resumably."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from skilltransfer.cli import app
+from skilltransfer.errors import InputError
+
+if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
+    from skilltransfer.experiments.grid import GridState, GridSummary
+
+_ADVANCED = "Advanced"
+
+
+def _duration(seconds: float | None) -> str:
+    return "?" if seconds is None else str(timedelta(seconds=int(seconds)))
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
+
+
+class GridView:
+    """The live progress view: a task bar plus streams done, tasks done, failures, tokens, calls and ETA.
+
+    On a terminal it redraws in place; otherwise (logs, CI) it prints the status line every ``log_every_s`` seconds.
+    """
+
+    def __init__(self, state: GridState, title: str, console: Console, *, log_every_s: float = 30.0) -> None:
+        self.state = state
+        self.title = title
+        self.console = console
+        self.log_every_s = log_every_s
+        self._last_log = time.monotonic()
+        self._live = Live(get_renderable=self.render, console=console, refresh_per_second=2, transient=False,
+                          redirect_stdout=False, redirect_stderr=False) if console.is_terminal else None
+
+    def line(self) -> Text:
+        s = self.state.snapshot()
+        return Text.assemble(
+            (f"{self.title}  ", "bold"),
+            f"streams {s['finished']}/{s['streams']} done, {s['running']} running, ",
+            (f"{s['failed']} failed", "red" if s["failed"] else ""),
+            f"  tasks {s['tasks_done']}/{s['tasks']}  tokens {_tokens(s['tokens'])}  calls {s['model_calls']}"
+            f"  elapsed {_duration(s['elapsed_s'])}  ETA {_duration(s['eta_s'])}")
+
+    def render(self) -> Group:
+        s = self.state.snapshot()
+        return Group(ProgressBar(total=max(1, s["tasks"]), completed=s["tasks_done"], width=40), self.line())
+
+    def refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+        elif time.monotonic() - self._last_log >= self.log_every_s:
+            self._last_log = time.monotonic()
+            self.console.print(self.line(), soft_wrap=True)
+
+    def __enter__(self) -> GridView:
+        if self._live is not None:
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+        else:
+            self.console.print(self.line(), soft_wrap=True)
+
+
+def _print_summary(summary: GridSummary, console: Console) -> None:
+    counts = summary.counts
+    console.print(f"grid {summary.out}: {counts['done']} streams run, {counts['skipped']} already finished, "
+                  f"{counts['failed']} failed; {summary.tasks_ran} tasks run now, {summary.model_calls} model calls, "
+                  f"{_tokens(summary.tokens)} tokens in {_duration(summary.seconds)} ({summary.backend})",
+                  soft_wrap=True)
+    if summary.failed:
+        table = Table(title="Failed streams (rerun the same command to retry them)")
+        table.add_column("stream", overflow="fold")
+        table.add_column("tasks", justify="right")
+        table.add_column("error", overflow="fold")
+        for outcome in summary.failed:
+            table.add_row(outcome.run, f"{outcome.tasks_done}/{outcome.tasks_total}", outcome.error or "")
+        console.print(table)
+        console.print(f"tracebacks: {summary.out / 'status.json'}", soft_wrap=True)
+
+
+@app.command()
+def grid(
+    spec: Annotated[str, typer.Argument(help="A grid spec YAML file, or a ready-made spec name "
+                                             "(paper-table2, cross-level, utility-split, order-reshuffle, "
+                                             "prompt-ablation).")],
+    out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (default runs/grid-<name>).")] = None,
+    max_concurrency: Annotated[int | None, typer.Option("--max-concurrency", "-j", min=1,
+                                                        help="Streams running at once.")] = None,
+    config: Annotated[list[str] | None, typer.Option("--config", "-c", help="Override: key.path=value (YAML value) "
+                                                     "or a YAML file merged in; repeatable, applied in order.")] = None,
+    task_limit: Annotated[int | None, typer.Option(min=1, help="Run only the first N tasks of each stream.")] = None,
+    embedder: Annotated[str | None, typer.Option(help="Embedder: minilm, hash[:DIM] or a model folder.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the streams and exit.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
+    backend: Annotated[str, typer.Option(help="thread (this process) or ray (Ray tasks; pip install ray).",
+                                         rich_help_panel=_ADVANCED)] = "thread",
+    address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).",
+                                                rich_help_panel=_ADVANCED)] = None,
+    ray_cpus: Annotated[float, typer.Option(min=0.01, help="CPUs Ray reserves per stream.",
+                                            rich_help_panel=_ADVANCED)] = 1.0,
+) -> Any:
+    """Run every stream of a grid spec; rerunning resumes (finished streams are skipped, failed ones retried).
+
+    \f
+    Returns the `GridSummary` (None for --dry-run).
+    """
+    from skilltransfer.experiments.grid import run_grid
+    from skilltransfer.experiments.plan import plan_streams
+    from skilltransfer.experiments.spec import load_spec
+
+    if backend not in ("thread", "ray"):
+        raise InputError(f"--backend: unknown backend {backend!r}; choose one of: thread, ray")
+    flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": task_limit,
+                             "embedder": embedder}
+    grid_spec = load_spec(spec, config or [], **flags)
+    console = Console(file=sys.stderr)
+    if dry_run:
+        plans = plan_streams(grid_spec)
+        for plan in plans:
+            after = f"  (after {plan.depends_on})" if plan.depends_on else ""
+            typer.echo(f"{plan.run}{after}")
+        typer.echo(f"{len(plans)} streams -> {grid_spec.out_dir}")
+        return None
+
+    def view(state: GridState) -> GridView:
+        return GridView(state, f"grid {grid_spec.name}", console)
+
+    try:
+        summary = run_grid(grid_spec, backend=backend, address=address,  # type: ignore[arg-type]
+                           progress=None if quiet else view, ray_cpus_per_stream=ray_cpus)
+    except KeyboardInterrupt:
+        console.print(f"interrupted: committed tasks are kept in {grid_spec.out_dir}; rerun the same command to "
+                      "resume", soft_wrap=True)
+        raise SystemExit(130) from None
+    _print_summary(summary, Console(file=sys.stdout, width=max(120, Console().width)))
+    if summary.failed:  # SystemExit, not typer.Exit: click returns (not raises) Exit codes when not standalone
+        raise SystemExit(1)
+    return summary
+
+
+__all__ = ["GridView", "grid"]

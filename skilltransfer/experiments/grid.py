@@ -1,0 +1,303 @@
+"""The grid runner: independent streams run concurrently, resumably, with failures isolated.
+
+Each stream stays sequential (its memory evolves task by task); streams run side by side in threads (or as Ray
+tasks, see ``skilltransfer.experiments.ray_backend``). Streams on one endpoint share its concurrency limit: models are
+built once per spec entry and shared by the streams (the OpenAI client also keys its limiter by endpoint URL).
+
+The output folder holds ``grid.json`` (the resolved spec and the streams), ``status.json`` (each stream's state,
+task counts and error) and one `run_stream` run folder per stream. Rerunning resumes: finished streams are skipped
+without building anything, unfinished ones resume from their last committed task, failed ones are retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.grid_stream import (
+    LockedEmbedder,
+    StreamOutcome,
+    build_base_model,
+    committed_tasks,
+    execute_stream,
+    finished_records,
+    list_tasks,
+    needs_embedder,
+    stream_model,
+)
+from skilltransfer.experiments.launch import single_thread_faiss
+from skilltransfer.experiments.plan import StreamPlan, plan_streams
+from skilltransfer.experiments.spec import GridSpec
+from skilltransfer.experiments.stream import TaskRecord
+from skilltransfer.memory.library import atomic_write_text
+from skilltransfer.protocols import TaskSpec
+
+GRID_FORMAT_VERSION = 1
+Backend = Literal["thread", "ray"]
+
+
+# --------------------------------------------------------------------------------------------- grid state
+@dataclass
+class GridSummary:
+    """What ``run_grid`` did: the output folder and each stream's outcome (in plan order)."""
+
+    out: Path
+    outcomes: list[StreamOutcome]
+    seconds: float
+    backend: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[StreamOutcome]:
+        return [o for o in self.outcomes if o.state == "failed"]
+
+    @property
+    def tasks_ran(self) -> int:
+        return sum(o.ran for o in self.outcomes)
+
+    @property
+    def model_calls(self) -> int:
+        return sum(o.model_calls for o in self.outcomes)
+
+    @property
+    def tokens(self) -> int:
+        return sum(o.tokens for o in self.outcomes)
+
+
+class GridState:
+    """Thread-safe live state of a grid: outcomes, counters for the progress view, and ``status.json``."""
+
+    def __init__(self, out: Path, plans: Sequence[StreamPlan], totals: dict[str, int]) -> None:
+        self.out = out
+        self.plans = list(plans)
+        self.totals = totals
+        self.outcomes: dict[str, StreamOutcome] = {p.run: StreamOutcome(p.run, "pending", totals[p.run])
+                                                   for p in plans}
+        self.start = time.perf_counter()
+        self.new_tasks = 0
+        self.tokens = 0
+        self.model_calls = 0
+        self._lock = threading.Lock()
+
+    def on_task(self, run: str, record: TaskRecord) -> None:
+        """Count one newly committed task of a running stream."""
+        with self._lock:
+            outcome = self.outcomes[run]
+            if outcome.state != "running":
+                return
+            outcome.tasks_done += 1
+            self.new_tasks += 1
+            self.tokens += record.prompt_tokens + record.completion_tokens
+            self.model_calls += record.model_calls
+
+    def set(self, outcome: StreamOutcome, *, save: bool = True) -> None:
+        """Record a stream's new state (and write ``status.json`` unless ``save`` is False)."""
+        with self._lock:
+            self.outcomes[outcome.run] = outcome
+        if save:
+            self.save()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters for the progress view."""
+        with self._lock:
+            outcomes = list(self.outcomes.values())
+            elapsed = time.perf_counter() - self.start
+            tasks_done = sum(o.tasks_done for o in outcomes)
+            remaining = sum(o.tasks_total - o.tasks_done for o in outcomes if o.state in ("pending", "running"))
+            rate = self.new_tasks / elapsed if elapsed > 0 and self.new_tasks else 0.0
+            return {"streams": len(outcomes), "finished": sum(o.state in ("done", "skipped") for o in outcomes),
+                    "running": sum(o.state == "running" for o in outcomes),
+                    "failed": sum(o.state == "failed" for o in outcomes),
+                    "tasks": sum(o.tasks_total for o in outcomes), "tasks_done": tasks_done,
+                    "new_tasks": self.new_tasks, "tokens": self.tokens, "model_calls": self.model_calls,
+                    "elapsed_s": elapsed, "eta_s": remaining / rate if rate else None}
+
+    def save(self) -> None:
+        """Write ``status.json`` atomically."""
+        with self._lock:
+            rows = {run: asdict(o) for run, o in self.outcomes.items()}
+        payload = {"format_version": GRID_FORMAT_VERSION, "updated": _now(), "streams": rows}
+        atomic_write_text(self.out / "status.json", json.dumps(payload, indent=1) + "\n")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_grid_file(spec: GridSpec, plans: Sequence[StreamPlan], totals: dict[str, int]) -> None:
+    """``grid.json``: the resolved spec (API keys left out) and every stream."""
+    streams = [{"run": p.run, "phase": p.phase, "env": p.env_label, "model": p.model_label, "condition": p.condition,
+                "order_seed": p.order_seed, "induction_variant": p.induction_variant,
+                "library_filter": p.library_filter, "library": p.library, "depends_on": p.depends_on,
+                "tasks": totals[p.run]} for p in plans]
+    spec_data = json.loads(spec.model_dump_json(exclude={"phases": {"__all__": {"models": {"__all__": {"api_key"}}}}}))
+    payload = {"format_version": GRID_FORMAT_VERSION, "created": _now(), "spec": spec_data, "streams": streams}
+    atomic_write_text(spec.out_dir / "grid.json", json.dumps(payload, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------------------------- scheduling
+class ThreadBackend:
+    """Runs streams in daemon threads of this process, sharing models and embedders per spec entry."""
+
+    name = "thread"
+
+    def __init__(self, plans: Sequence[StreamPlan]) -> None:
+        self._models: dict[str, Any] = {}
+        self._embedders: dict[tuple[str, bool], Any] = {}
+        self._done: queue.Queue[StreamOutcome] = queue.Queue()
+        single_thread_faiss()  # OpenMP threads of concurrent searches only fight over the cores
+        for plan in plans:  # build everything up front: a bad model/embedder setting fails before any stream runs
+            self._model(plan)
+            if needs_embedder(plan):
+                self._embedder(plan)
+
+    def _model(self, plan: StreamPlan) -> Any:
+        key = plan.model.model_dump_json()
+        if key not in self._models:
+            self._models[key] = build_base_model(plan.model)
+        return self._models[key]
+
+    def _embedder(self, plan: StreamPlan) -> Any:
+        from skilltransfer.memory.embedders import make_embedder
+
+        key = (plan.embedder, plan.embedder_cache)
+        if key not in self._embedders:
+            self._embedders[key] = LockedEmbedder(make_embedder(plan.embedder, cache=plan.embedder_cache))
+        return self._embedders[key]
+
+    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], state: GridState) -> None:
+        model = stream_model(self._model(plan), plan.model)
+        embedder = self._embedder(plan) if needs_embedder(plan) else None
+
+        def work() -> None:
+            try:
+                outcome = execute_stream(plan, out, tasks, model, embedder, on_task=state.on_task)
+            finally:
+                if model is not self._model(plan):
+                    model.cache.close()
+            self._done.put(outcome)
+
+        threading.Thread(target=work, name=f"stream:{plan.run}", daemon=True).start()
+
+    def wait(self, timeout: float) -> StreamOutcome | None:
+        try:
+            return self._done.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        for model in self._models.values():
+            if hasattr(model, "close"):
+                model.close()
+
+
+def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], state: GridState, backend: Any,
+             max_concurrency: int, on_tick: Callable[[], None] | None = None, tick_s: float = 0.25) -> None:
+    """Run the pending streams, at most ``max_concurrency`` at once, each after the stream it depends on."""
+    pending = [p for p in plans if state.outcomes[p.run].state == "pending"]
+    running = 0
+    while pending or running:
+        launched = False
+        for plan in list(pending):
+            if running >= max_concurrency:
+                break
+            dep = state.outcomes[plan.depends_on].state if plan.depends_on else "done"
+            if dep in ("pending", "running"):
+                continue
+            pending.remove(plan)
+            launched = True
+            if dep == "failed":
+                state.set(StreamOutcome(plan.run, "failed", len(tasks[plan.run]),
+                                        error=f"source stream {plan.depends_on} failed"), save=False)
+                continue
+            state.set(StreamOutcome(plan.run, "running", len(tasks[plan.run]),
+                                    tasks_done=state.outcomes[plan.run].tasks_done), save=False)
+            backend.submit(plan, state.out, tasks[plan.run], state)
+            running += 1
+        if launched:  # one status.json write per round of launches
+            state.save()
+        if not running:
+            if pending:  # unreachable with plans in phase order; never spin
+                for plan in pending:
+                    state.set(StreamOutcome(plan.run, "failed", len(tasks[plan.run]), error="unresolved dependency"))
+            break
+        outcome = backend.wait(tick_s)
+        if on_tick is not None:
+            on_tick()
+        if outcome is not None:
+            running -= 1
+            state.set(outcome)
+
+
+def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None = None,
+             progress: Callable[[GridState], Any] | None = None, ray_cpus_per_stream: float = 1.0) -> GridSummary:
+    """Run every unfinished stream of ``spec`` (see the module docstring).
+
+    Args:
+        spec: the resolved grid.
+        backend: "thread" (this process) or "ray" (Ray tasks; ``address`` of a running cluster, default local).
+        progress: a context-manager factory given the live state (the CLI passes a rich view); None: silent.
+        ray_cpus_per_stream: CPUs Ray reserves per stream.
+
+    Raises:
+        InputError: a bad spec, env, model or embedder setting (before any stream runs).
+    """
+    start = time.perf_counter()
+    out = spec.out_dir
+    plans = plan_streams(spec)
+    by_listing: dict[str, list[TaskSpec]] = {}
+    tasks: dict[str, list[TaskSpec]] = {}
+    for plan in plans:
+        key = json.dumps([plan.env_name, plan.env.args, plan.env.split, plan.order_seed, plan.task_limit],
+                         sort_keys=True, default=str)
+        if key not in by_listing:
+            by_listing[key] = list_tasks(plan)
+        tasks[plan.run] = by_listing[key]
+    totals = {run: len(ts) for run, ts in tasks.items()}
+    state = GridState(out, plans, totals)
+    for plan in plans:
+        records = finished_records(plan, out, [t.id for t in tasks[plan.run]])
+        if records is not None:
+            state.outcomes[plan.run] = StreamOutcome(plan.run, "skipped", totals[plan.run], tasks_done=len(records),
+                                                     successes=sum(r.success for r in records))
+        else:
+            state.outcomes[plan.run].tasks_done = committed_tasks(out / plan.run)
+    todo = [p for p in plans if state.outcomes[p.run].state == "pending"]
+    runner: Any
+    if backend == "ray":
+        from skilltransfer.experiments.ray_backend import RayBackend
+
+        runner = RayBackend(todo, address=address, cpus_per_stream=ray_cpus_per_stream)
+    elif backend == "thread":
+        runner = ThreadBackend(todo)  # builds models and embedders: bad settings fail here, before any output
+    else:
+        raise InputError(f"unknown backend {backend!r}; choose one of: thread, ray")
+    out.mkdir(parents=True, exist_ok=True)
+    write_grid_file(spec, plans, totals)
+    state.save()
+    view = progress(state) if progress is not None else None
+    try:
+        if view is not None:
+            view.__enter__()
+        schedule(plans, tasks, state, runner, spec.max_concurrency,
+                 on_tick=getattr(view, "refresh", None) if view is not None else None)
+    finally:
+        if view is not None:
+            view.__exit__(*sys.exc_info())
+        runner.close()
+        state.save()
+        with contextlib.suppress(OSError):  # each stream removed its own work folder
+            (out / ".work").rmdir()
+    outcomes = [state.outcomes[p.run] for p in plans]
+    counts = {s: sum(o.state == s for o in outcomes) for s in ("done", "skipped", "failed")}
+    return GridSummary(out, outcomes, round(time.perf_counter() - start, 3), runner.name, counts)
