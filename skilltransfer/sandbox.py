@@ -1,19 +1,29 @@
 """Run agent code in a separate, limited, persistent worker process (see ``skilltransfer.sandbox_worker``).
 
-Layers, from the kernel up (the first three need the harness to run as root; ``SandboxRunner.isolation`` says
+Layers, from the kernel up (the first four need the harness to run as root; ``SandboxRunner.isolation`` says
 which are active):
 
 * private network, mount and PID namespaces: no network interfaces but loopback; every mount read-only except the
   workspace and the runner's private temp folder (so writes to ``/tmp``, ``/dev/shm``, the repo... fail with EROFS,
   from Python or any subprocess); killing the worker tears the PID namespace down, so children that daemonised or
   forked without end die and are reaped too;
+* reads confined to what the worker needs: every top-level folder but the system ones (``/usr``, ``/etc``,
+  ``/lib*``, ``/bin``, ``/sbin``, ``/dev``, ``/sys``, ``/proc``), i.e. ``/root``, ``/home``, ``/tmp``, ``/var``,
+  ``/work``, ``/opt``..., plus ``/dev/shm``, is covered with an empty tmpfs, and only the Python installation
+  (``sys.prefix``, ``sys.base_prefix``, site-packages and other interpreter ``sys.path`` entries, editable installs),
+  the ``skilltransfer`` package folder, the setup function's module and the workspace/temp folder are bind-mounted
+  back (read-only but the last two). Other episodes' workspaces, the repo, the harness's caches and history are
+  absent; top-level files are covered with ``/dev/null``; ``/proc`` shows only the namespace's own processes;
 * a private unprivileged uid/gid per worker (``Limits.uid_base`` upwards) owning the workspace, so ``RLIMIT_NPROC``
-  (ignored for root) stops fork bombs and files elsewhere are not writable. The worker keeps the single capability
-  CAP_DAC_READ_SEARCH so it can read the Python installation (which may live under ``/root``); nothing else;
+  (ignored for root) stops fork bombs and files elsewhere are not writable. No capability is kept (when reads are
+  not confined, CAP_DAC_READ_SEARCH is kept so the Python installation under ``/root`` stays readable);
 * resource limits: address space (``memory_mb``), CPU seconds per call, file size, processes, no core dumps;
 * a minimal environment (PATH, LANG, HOME = workspace, TMPDIR, PYTHONPATH): no API keys or other harness secrets;
 * a Python audit hook refusing writes outside the workspace/temp folder and internet sockets or DNS lookups (the
-  only file/network layer when not root);
+  only file/network layer when not root); when the mount namespace does not confine reads (not root), it also
+  refuses opening files for reading and listing folders outside the workspace, temp folder, the readable paths
+  above and ``/usr``, ``/lib*``, ``/bin``, ``/sbin``, ``/etc``, ``/dev``, ``/proc/self`` (best effort: C code and
+  subprocesses are not audited);
 * a per-call wall-clock limit enforced by the harness, and killing the worker's process group (plus, with a private
   uid, every process of that uid) on timeout, crash, restart and close.
 
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import importlib.util
 import itertools
 import json
 import math
@@ -109,6 +120,20 @@ def _python_path() -> str:
         if os.path.exists(path) and not any(path.startswith(s) for s in standard) and path not in entries:
             entries.append(path)
     return os.pathsep.join(entries)
+
+
+def _readable_paths(setup: str | None) -> list[str]:
+    """What the worker may read besides its workspace: Python, site-packages, this package, the setup's module."""
+    paths = [sys.prefix, sys.base_prefix, *site.getsitepackages(), str(Path(__file__).resolve().parent)]
+    top = (setup or "").partition(":")[0].split(".")[0]
+    if top:
+        with contextlib.suppress(ImportError, ValueError):
+            spec = importlib.util.find_spec(top)
+            if spec is not None and spec.submodule_search_locations:
+                paths.extend(spec.submodule_search_locations)
+            elif spec is not None and spec.origin and os.path.isabs(spec.origin):
+                paths.append(spec.origin)
+    return sorted({os.path.realpath(path) for path in paths if os.path.exists(path)})
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
@@ -197,7 +222,8 @@ class SandboxRunner:
         self._to_worker, self._from_worker = down_w, up_r
         config = {"workspace": str(self.workspace), "tmpdir": str(self.tmpdir), "setup": self.setup,
                   "setup_kwargs": base64.b64encode(pickle.dumps(self.setup_kwargs)).decode(),
-                  "limits": asdict(self.limits), "uid": self.uid, "gid": self.uid}
+                  "limits": asdict(self.limits), "uid": self.uid, "gid": self.uid,
+                  "readable": _readable_paths(self.setup)}
         try:
             self._send(config)
             reply = self._receive(self.limits.startup_s)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ import pytest
 
 from skilltransfer.envs.base import WorkspaceEpisode, completion_function, read_answer
 from skilltransfer.protocols import Score, TaskSpec
-from skilltransfer.sandbox import Limits, SandboxError, SandboxRunner, check_code_loads
+from skilltransfer.sandbox import Limits, SandboxError, SandboxRunner, _readable_paths, check_code_loads
 
 LIMITS = Limits(wall_s=2.0, cpu_s=2.0, memory_mb=1024, max_processes=32, max_output_chars=2_000, file_size_mb=8)
 SETUP = "skilltransfer.sandbox:scratch_setup"
@@ -270,3 +272,100 @@ def test_without_privilege_drop_python_layers_still_hold(workspace: Path, tmp_pa
         assert sandbox.execute("import os\nos._exit(0)").crashed
         _still_works(sandbox)
         assert not (tmp_path / "x").exists()
+
+
+@pytest.fixture
+def planted(tmp_path: Path):
+    """Secret files where agent code has no business reading: the harness's cache, the repo, another episode."""
+    marker = f"planted-secret-{os.getpid()}-{time.monotonic_ns()}"  # the files' content; their names differ
+    name = f".probe-{os.getpid()}-{time.monotonic_ns()}.txt"
+    cache = Path.home() / ".cache" / "skilltransfer"
+    made_cache = not cache.exists()
+    cache.mkdir(parents=True, exist_ok=True)
+    files = [cache / name, Path(__file__).resolve().parent / name,
+             tmp_path / "other-episode" / "secret.txt"]
+    files[-1].parent.mkdir()
+    shm = Path(tempfile.mkdtemp(dir="/dev/shm")) if Path("/dev/shm").is_dir() else None
+    if shm is not None:  # another episode's workspace in shared memory
+        files.append(shm / "secret.txt")
+    for path in files:
+        path.write_text(marker)
+    yield marker, files
+    for path in files:
+        path.unlink(missing_ok=True)
+    if shm is not None:
+        shm.rmdir()
+    if made_cache:
+        with contextlib.suppress(OSError):
+            cache.rmdir()
+
+
+def _try_reads(sandbox: SandboxRunner, files: list[Path]) -> str:
+    code = "import os\n"
+    for path in files:
+        code += (f"try:\n    print(open({str(path)!r}).read())\nexcept OSError as exc:\n"
+                 f"    print('refused', type(exc).__name__)\n")
+    result = sandbox.execute(code)
+    assert result.error is None
+    return result.output
+
+
+def test_reads_outside_the_episode_are_refused(workspace: Path, planted: tuple[str, list[Path]]) -> None:
+    marker, files = planted
+    for limits in (LIMITS, Limits(wall_s=2.0, cpu_s=2.0, memory_mb=1024, drop_privileges=False)):
+        with SandboxRunner(workspace, SETUP, limits=limits) as sandbox:
+            output = _try_reads(sandbox, files)
+            assert marker not in output
+            assert output.split().count("refused") == len(files)
+            (workspace / "mine.txt").write_text("own data")
+            assert sandbox.execute("print(open('mine.txt').read())").output == "own data\n"
+            assert sandbox.execute("import json, numpy\nprint(json.dumps([1]))").output == "[1]\n"
+            _still_works(sandbox)
+
+
+def test_listing_outside_the_episode_is_refused_without_namespaces(workspace: Path) -> None:
+    limits = Limits(wall_s=2.0, cpu_s=2.0, memory_mb=1024, drop_privileges=False)
+    repo = Path(__file__).resolve().parents[1]
+    with SandboxRunner(workspace, SETUP, limits=limits) as sandbox:
+        for folder in (repo, Path.home(), repo / "tests"):
+            result = sandbox.execute(f"import os\nprint(os.listdir({str(folder)!r}))")
+            assert "PermissionError" in (result.error or ""), folder
+        assert sandbox.execute("import os\nprint(os.listdir('.'))").error is None
+
+
+@pytest.mark.skipif(not ROOT, reason="the mount namespace needs root")
+def test_file_system_shows_only_what_the_worker_needs(workspace: Path, planted: tuple[str, list[Path]]) -> None:
+    marker, files = planted
+    repo = Path(__file__).resolve().parents[1]
+    with SandboxRunner(workspace, SETUP, limits=LIMITS) as sandbox:
+        assert sandbox.isolation["reads_confined"] is True
+        assert sandbox.isolation["read_capability"] is False  # no open_by_handle_at around the hidden files
+        visible = [*map(str, _readable_paths(SETUP)), str(sandbox.workspace), str(sandbox.tmpdir)]
+        for folder in (repo.parent, repo, Path.home(), Path("/tmp"), Path(tempfile.gettempdir())):
+            listed = sandbox.execute(f"import os\nprint(sorted(os.listdir({str(folder)!r})))")
+            assert listed.error is None
+            needed = {Path(p).relative_to(folder).parts[0] for p in visible if Path(p).is_relative_to(folder)}
+            assert set(eval(listed.output)) <= needed, folder  # noqa: S307 - a printed list of names
+        shell = " ; ".join(f"cat {path}" for path in files)
+        result = sandbox.execute(f"import subprocess\nsubprocess.run(['sh', '-c', {shell!r}])")
+        assert marker not in result.output
+        assert "No such file" in result.output
+        pids = sandbox.execute("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+        assert eval(pids.output) == [1, 2]  # noqa: S307 - only the namespace's own processes
+        top_files = [str(path) for path in Path("/").iterdir() if path.is_file() and not path.is_symlink()]
+        result = sandbox.execute(f"print([open(p, 'rb').read() for p in {top_files!r}])")
+        assert eval(result.output) == [b""] * len(top_files)  # noqa: S307 - e.g. /container_info.json is empty
+        result = sandbox.execute("import subprocess\nprint(subprocess.run(['tesseract', '--version']).returncode)")
+        assert result.output.strip().splitlines()[0] == "0"
+
+
+@pytest.mark.skipif(not ROOT, reason="the mount namespace needs root")
+def test_workspace_in_dev_shm_and_setup_module_outside_the_package(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as folder, \
+            SandboxRunner(Path(folder), TOY_SETUP, {"greeting": "hey"}, limits=LIMITS) as sandbox:
+        assert sandbox.isolation["reads_confined"] is True
+        assert sandbox.execute("print(greet('Di'))").output == "hey, Di\n"
+        assert sandbox.execute("open('new.txt', 'w').write('x')").error is None
+        assert (Path(folder) / "new.txt").read_text() == "x"
+        listed = sandbox.execute(f"import os\nprint(os.listdir({str(Path(__file__).resolve().parent)!r}))")
+        assert eval(listed.output) == [Path(__file__).name]  # noqa: S307 - the setup's module, nothing else
