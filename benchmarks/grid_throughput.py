@@ -137,7 +137,8 @@ def run(data: dict[str, Any], envs: int | None = None) -> tuple[float, float, Gr
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--streams", type=int, default=32)
-    parser.add_argument("--tasks", type=int, default=4, help="tasks per stream")
+    parser.add_argument("--tasks", type=int, default=16,
+                        help="tasks per stream (short streams are dominated by start-up and finish ramps)")
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--conditions", default="subtask+text", help="comma-separated; streams cycle through them")
     parser.add_argument("--sequential-sample", type=int, default=2,
