@@ -271,3 +271,12 @@ def test_minilm_on_demo_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert nearest[off]["specificity"] == 0.0
     assert nearest[off]["utility"] == 0.0
     assert pairs[off]["abstractness"] == max(row["abstractness"] for row in pairs.values())
+
+
+def test_jsonl_tasks_with_unicode_line_separators_stay_one_record_each(tmp_path: Path) -> None:
+    from skilltransfer.metrics import load_task_texts
+
+    path = tmp_path / "tasks.jsonl"
+    records = [{"instruction": "first\u2028still the first task"}, {"instruction": "second\x85task"}]
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
+    assert load_task_texts(path) == [r["instruction"] for r in records]

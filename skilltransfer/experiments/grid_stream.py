@@ -23,6 +23,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.experiments.stream import CONDITIONS, TaskRecord, run_stream
 from skilltransfer.llm.config import ModelConfig
+from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.protocols import TaskSpec
 
 State = Literal["pending", "running", "done", "skipped", "failed"]
@@ -80,20 +81,12 @@ def stream_model(base: Any, config: ModelConfig) -> Any:
     return CachedModel(base, ResponseCache(config.cache_path, config.cache_mode))
 
 
-class LockedEmbedder:
+class LockedEmbedder(EmbedderWrapper):
     """An embedder shared by threads: one ``embed`` at a time (tokenizers are not re-entrant)."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._lock = threading.Lock()
-
-    @property
-    def id(self) -> str:
-        return str(self.inner.id)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
 
     def embed(self, texts: list[str]) -> Any:
         with self._lock:

@@ -308,12 +308,9 @@ class LocalModel:
 
     def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
         """The request as sent (model alias, messages, params); does not start the server."""
-        merged = {**self.config.params, **params}
-        extra = {**self.config.extra_body, **merged.pop("extra_body", {})}
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages), **merged}
-        if extra:
-            body["extra_body"] = extra
-        return body
+        from skilltransfer.llm.openai_client import build_request_body
+
+        return build_request_body(self.config, self.model, messages, params)
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         completion: Completion = self._ensure().complete(messages, **params)

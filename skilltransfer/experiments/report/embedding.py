@@ -9,27 +9,19 @@ import numpy as np
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.memory.embedders import HashEmbedder, make_embedder
+from skilltransfer.memory.embedders import EmbedderWrapper, HashEmbedder, make_embedder
 
 _HASH_ID = re.compile(r"hash:dim=(\d+):char=([01])")
 _KNOWN_IDS = {"st:all-MiniLM-L6-v2": "minilm"}
 """Embedder ids whose spec can be recovered without the config's ``embedder`` field."""
 
 
-class MemoEmbedder:
+class MemoEmbedder(EmbedderWrapper):
     """Wraps an embedder with an in-memory cache by text (the runs of one env share their task instructions)."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._rows: dict[str, np.ndarray] = {}
-
-    @property
-    def id(self) -> str:
-        return str(self.inner.id)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._rows))
