@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from skilltransfer.envs.base import WorkspaceEpisode, completion_function
+from skilltransfer.envs.base import WorkspaceEpisode, completion_function, temporary_workdir
 from skilltransfer.protocols import Check, Score, TaskSpec
 
 STATE = "counter.json"
@@ -67,7 +66,7 @@ class TinyEnv:
         self.sandboxed = sandboxed
         self.targets = list(targets)
         self.start_value = start
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="tinyenv-"))
+        self.workdir = Path(workdir) if workdir else temporary_workdir("tinyenv-")
         self._counter = itertools.count()
 
     def tasks(self, split: str | None = None) -> list[TaskSpec]:

@@ -9,12 +9,14 @@ typically provides ``apis`` (the env's API), ``docs(...)`` and ``complete_task(a
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import io
 import json
 import os
 import shutil
+import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +62,13 @@ def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n... [{len(text) - limit} characters truncated] ...\n{text[-half:]}"
+
+
+def temporary_workdir(prefix: str) -> Path:
+    """A fresh temp folder for an env's episode workspaces, removed when the process exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def write_answer(workspace: Path, answer: Any) -> None:

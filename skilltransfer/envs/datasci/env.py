@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.base import WorkspaceEpisode
+from skilltransfer.envs.base import WorkspaceEpisode, temporary_workdir
 from skilltransfer.envs.datasci.api import docs_text
 from skilltransfer.envs.datasci.domains import DOMAINS
 from skilltransfer.envs.datasci.scoring import score_answer
@@ -130,7 +130,7 @@ class DataSciEnv:
         """A fresh workspace holding the task domain's data files (its data lake), and an episode running in it."""
         self._question(task)
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="skilltransfer-datasci-"))
+            self._workdir = temporary_workdir("skilltransfer-datasci-")
         self._workdir.mkdir(parents=True, exist_ok=True)
         workspace = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self._workdir))
         self.world.write(workspace, [task.metadata["domain"]])

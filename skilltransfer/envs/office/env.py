@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.base import WorkspaceEpisode
+from skilltransfer.envs.base import WorkspaceEpisode, temporary_workdir
 from skilltransfer.envs.office import files
 from skilltransfer.envs.office.apps import docs_overview
 from skilltransfer.envs.office.checks import CheckContext, run_checks
@@ -114,7 +114,7 @@ class OfficeEnv:
     @property
     def workdir(self) -> Path:
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="skilltransfer-office-"))
+            self._workdir = temporary_workdir("skilltransfer-office-")
         self._workdir.mkdir(parents=True, exist_ok=True)
         return self._workdir
 
