@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from skilltransfer.envs.base import InProcessRunner, resolve
+from skilltransfer.envs.base import InProcessRunner
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.launch import build_env, select_tasks
 from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.experiments.stream import CONDITIONS, TaskRecord, run_stream
 from skilltransfer.llm.config import ModelConfig
@@ -29,33 +30,21 @@ from skilltransfer.protocols import TaskSpec
 State = Literal["pending", "running", "done", "skipped", "failed"]
 
 
-def make_env(name: str, **kwargs: Any) -> Any:
-    """An env by registry name, ``officebench[:path]`` or ``module:Class`` (a plug-in env)."""
-    from skilltransfer.envs.registry import OFFICEBENCH, get_env
-
-    if ":" in name and not name.startswith(OFFICEBENCH):
-        try:
-            cls = resolve(name)
-        except (ImportError, AttributeError) as exc:
-            raise InputError(f"env class {name!r} cannot be imported ({type(exc).__name__}: {exc})") from None
-        return cls(**kwargs)
-    return get_env(name, **kwargs)
+def make_env(plan: StreamPlan, workdir: Path) -> Any:
+    """The stream's env (``launch.build_env``: registry name, ``officebench[:path]`` or ``module:Class``)."""
+    return build_env(plan.env_name, plan.env.args, {"workdir": workdir})
 
 
 def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
     """The stream's tasks: the env's (split) tasks in ``stream_order(order_seed)``, cut to ``task_limit``."""
-    from skilltransfer.envs.registry import stream_order
-
     workdir = Path(tempfile.mkdtemp(prefix="grid-tasks-"))
     try:
-        env = make_env(plan.env_name, workdir=workdir, **plan.env.args)
-        tasks = stream_order(env.tasks(plan.env.split) if plan.env.split else env.tasks(), plan.order_seed)
+        env = make_env(plan, workdir)
+        return select_tasks(env, order_seed=plan.order_seed, limit=plan.task_limit, split=plan.env.split)
+    except InputError as exc:
+        raise InputError(f"stream {plan.run}: {exc}") from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if not tasks:
-        raise InputError(f"stream {plan.run}: env {plan.env_name!r} has no tasks"
-                         + (f" in split {plan.env.split!r}" if plan.env.split else ""))
-    return tasks[: plan.task_limit] if plan.task_limit else tasks
 
 
 def needs_embedder(plan: StreamPlan) -> bool:
@@ -190,7 +179,7 @@ def execute_stream(plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], model
         if plan.library is not None and not Path(plan.library).exists():
             raise InputError(f"library {plan.library} does not exist"
                              + (f" (source stream {plan.depends_on} has no memory)" if plan.depends_on else ""))
-        env = GuardedEnv(make_env(plan.env_name, workdir=workdir, **plan.env.args))
+        env = GuardedEnv(make_env(plan, workdir))
         summary = run_stream(env, model, plan.stream_config(out), embedder=embedder if needs_embedder(plan) else None,
                              tasks=tasks, on_task=record)
         outcome.state = "done"

@@ -135,33 +135,44 @@ def default_out(env: EnvOptions, condition: str, model: ModelOptions, runs_dir: 
 
 
 def make_env(options: EnvOptions) -> Any:
-    """Instantiate the env named by ``options.spec`` (see the module docstring).
-
-    Raises:
-        InputError: unknown name, a class that cannot be imported, or constructor arguments it refuses.
-    """
-    spec = options.spec
+    """Instantiate the env named by ``options.spec`` (see the module docstring) from the ``run`` flags."""
     defaults: dict[str, Any] = {"seed": options.seed, "sandboxed": options.sandboxed}
     if options.workdir is not None:
         Path(options.workdir).mkdir(parents=True, exist_ok=True)
         defaults["workdir"] = Path(options.workdir)
+    return build_env(options.spec, options.kwargs(), defaults)
+
+
+def build_env(spec: str, kwargs: dict[str, Any], defaults: dict[str, Any] | None = None) -> Any:
+    """An env by registry name, ``officebench[:path]`` or ``module:Class`` (a plug-in env class).
+
+    Args:
+        spec: the env spec.
+        kwargs: constructor arguments, always passed.
+        defaults: arguments (seed, sandboxed, workdir) passed to a plug-in class only if its constructor takes them;
+            ``seed`` is not passed to the real OfficeBench source.
+
+    Raises:
+        InputError: unknown name, a class that cannot be imported, or constructor arguments it refuses.
+    """
+    defaults = dict(defaults or {})
     if spec in ENVS:
-        return get_env(spec, **{**defaults, **options.kwargs()})
+        return get_env(spec, **{**defaults, **kwargs})
     if spec == OFFICEBENCH or spec.startswith(OFFICEBENCH + ":"):
-        defaults.pop("seed")
-        return get_env(spec, **{**defaults, **options.kwargs()})
+        defaults.pop("seed", None)
+        return get_env(spec, **{**defaults, **kwargs})
     if ":" not in spec:
         raise InputError(f"Unknown env {spec!r}. Available: {', '.join(ENVS)}, {OFFICEBENCH}[:<tasks folder>] "
                          "or module:Class")
     try:
         cls = resolve(spec)
     except (ImportError, AttributeError) as exc:
-        raise InputError(f"env {spec!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"env class {spec!r} cannot be imported: {type(exc).__name__}: {exc}") from None
     params = inspect.signature(cls).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         defaults = {k: v for k, v in defaults.items() if k in params}
     try:
-        env = cls(**{**defaults, **options.kwargs()})
+        env = cls(**{**defaults, **kwargs})
     except TypeError as exc:
         raise InputError(f"env {spec!r} refused its arguments: {exc}") from None
     if not callable(getattr(env, "tasks", None)) or not callable(getattr(env, "start", None)):
