@@ -160,39 +160,38 @@ def test_free_text_fields_only_need_to_contain_the_required_text(env: AppsEnv) -
     assert score.success, score
 
 
+API_ERROR_CASES = [
+    ("apis.email.show_inbox()",
+     "missing required argument(s): access_token"),
+    ("apis.email.show_inbox(access_token='nope')",
+     "Invalid or expired access token for email"),
+    ("apis.email.login(username='x@y.z', password='p')",
+     "No email account with username"),
+    (LOGIN.replace("{app}", "email") + "apis.email.show_inbox(access_token=tok, page_limit=50)",
+     "page_limit must be an integer between 1 and 20"),
+    ("apis.email.show_inbox(tok)",
+     "keyword arguments only"),
+    ("apis.email.show_inbox(access_token=tok, folder='x')",
+     "unexpected argument(s) folder"),
+    ("apis.email.send_mail(access_token=tok)",
+     "has no API 'send_mail'"),
+    ("apis.calendar.show_events(access_token=tok)",
+     "Invalid or expired access token for calendar"),
+    ("apis.email.show_email(access_token=tok, email_id=99999)",
+     "No email with id 99999"),
+    ("apis.email.logout(access_token=tok)\napis.email.show_inbox(access_token=tok)",
+     "Invalid or expired access token"),
+]
+"""(action, text its error observation must contain); run in this order in one episode."""
+
+
 def test_api_errors_are_clear(env: AppsEnv) -> None:
     task = env.tasks()[0]
     with env.start(task) as episode:
-        obs = episode.step("apis.email.show_inbox()")
-        assert obs.error
-        assert "missing required argument(s): access_token" in obs.output
-        obs = episode.step("apis.email.show_inbox(access_token='nope')")
-        assert obs.error
-        assert "Invalid or expired access token for email" in obs.output
-        obs = episode.step("apis.email.login(username='x@y.z', password='p')")
-        assert obs.error
-        assert "No email account with username" in obs.output
-        obs = episode.step(LOGIN.replace("{app}", "email") + "apis.email.show_inbox(access_token=tok, page_limit=50)")
-        assert obs.error
-        assert "page_limit must be an integer between 1 and 20" in obs.output
-        obs = episode.step("apis.email.show_inbox(tok)")
-        assert obs.error
-        assert "keyword arguments only" in obs.output
-        obs = episode.step("apis.email.show_inbox(access_token=tok, folder='x')")
-        assert obs.error
-        assert "unexpected argument(s) folder" in obs.output
-        obs = episode.step("apis.email.send_mail(access_token=tok)")
-        assert obs.error
-        assert "has no API 'send_mail'" in obs.output
-        obs = episode.step("apis.calendar.show_events(access_token=tok)")
-        assert obs.error
-        assert "Invalid or expired access token for calendar" in obs.output
-        obs = episode.step("apis.email.show_email(access_token=tok, email_id=99999)")
-        assert obs.error
-        assert "No email with id 99999" in obs.output
-        obs = episode.step("apis.email.logout(access_token=tok)\napis.email.show_inbox(access_token=tok)")
-        assert obs.error
-        assert "Invalid or expired access token" in obs.output
+        for action, message in API_ERROR_CASES:
+            obs = episode.step(action)
+            assert obs.error, action
+            assert message in obs.output, (action, obs.output)
 
 
 def test_pagination_covers_everything_once(env: AppsEnv, tmp_path: Path) -> None:
