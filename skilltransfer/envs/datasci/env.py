@@ -10,7 +10,7 @@ from typing import Any
 from skilltransfer.envs.base import WorkspaceEpisode, temporary_workdir
 from skilltransfer.envs.datasci.api import docs_text
 from skilltransfer.envs.datasci.domains import DOMAINS
-from skilltransfer.envs.datasci.scoring import score_answer
+from skilltransfer.envs.datasci.scoring import SuccessRule, score_answer
 from skilltransfer.envs.datasci.solutions import assemble
 from skilltransfer.envs.datasci.templates import TEMPLATES, Question
 from skilltransfer.envs.datasci.world import World, generate_world
@@ -34,17 +34,23 @@ class DataSciEnv:
         workdir: where episode workspaces are created (default: a temporary folder).
         sandboxed: run agent code in the sandbox (default) or in-process (tests).
         limits: sandbox limits, passed through.
-        instances_per_template: questions per (domain, template) pair; 2 gives 108 tasks.
+        instances_per_template: questions per (domain, template) pair; 2 gives 132 tasks.
         dev_every: every n-th task of the stream is in the "dev" split, the rest in "test".
         keep: keep episode workspaces after close.
+        success_thresholds: answer type -> minimal KramaBench score for success, over ``DEFAULT_THRESHOLDS``
+            (see ``skilltransfer.envs.datasci.scoring``).
     """
 
     name = "datasci"
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
-                 instances_per_template: int = 2, dev_every: int = 5, keep: bool = False) -> None:
+                 instances_per_template: int = 2, dev_every: int = 5, keep: bool = False,
+                 success_thresholds: dict[str, float] | None = None) -> None:
         if instances_per_template < 1 or dev_every < 1:
             raise InputError("instances_per_template and dev_every must be >= 1")
+        if success_thresholds is not None and not isinstance(success_thresholds, dict):
+            raise InputError("success_thresholds must be a JSON object: answer type -> threshold")
+        self.success_rule = SuccessRule(success_thresholds or {})
         self.seed = seed
         self.sandboxed = sandboxed
         self.limits = limits
@@ -81,7 +87,6 @@ class DataSciEnv:
                             "subprocedures": list(question.subprocedures),
                             "subtask_questions": [q for q, _ in question.subtasks] + [question.instruction],
                             "answer_type": question.answer_type,
-                            "ordered": question.ordered,
                             "files": [data.main_path, data.lookup_path],
                         },
                     ), question))
@@ -119,12 +124,13 @@ class DataSciEnv:
     def answer_key(self, task: TaskSpec) -> dict[str, Any]:
         """The expected answer and how it is scored (harness side only)."""
         q = self._question(task)
-        return {"answer": q.answer, "answer_type": q.answer_type, "ordered": q.ordered, "tolerance": q.tolerance}
+        return {"answer": q.answer, "answer_type": q.answer_type,
+                "success_threshold": self.success_rule.threshold(q.answer_type)}
 
     def score(self, task: TaskSpec, answer: Any) -> Score:
-        """Score an answer to ``task`` (see ``skilltransfer.envs.datasci.scoring``)."""
+        """Score an answer to ``task``: KramaBench's score, success per ``success_thresholds`` (see ``scoring``)."""
         q = self._question(task)
-        return score_answer(answer, q.answer, q.answer_type, ordered=q.ordered, tolerance=q.tolerance)
+        return score_answer(answer, q.answer, q.answer_type, rule=self.success_rule)
 
     def start(self, task: TaskSpec) -> WorkspaceEpisode:
         """A fresh workspace holding the task domain's data files (its data lake), and an episode running in it."""

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from skilltransfer.envs.datasci.domains import DomainSpec
+from skilltransfer.envs.datasci.kramabench import APPROX_RELATIVE
 from skilltransfer.envs.datasci.world import DomainData, Record
 
 GAP = 1e-6
@@ -34,12 +35,16 @@ class Question:
     subprocedures: tuple[str, ...]
     subtasks: tuple[tuple[str, Any], ...]
     pipeline: tuple[str, ...]
-    ordered: bool = False
-    tolerance: float = 0.01
 
 
 def plural(word: str) -> str:
     return f"{word[:-1]}ies" if word.endswith("y") else f"{word}s"
+
+
+def _spread(values: list[float], gap: float) -> bool:
+    """Every two values differ by more than ``gap`` relative to the larger one."""
+    ordered = sorted(abs(v) for v in values)
+    return all(b - a > gap * b for a, b in zip(ordered, ordered[1:], strict=False))
 
 
 def _separated(values: list[float], k: int = 1) -> bool:
@@ -58,6 +63,17 @@ def _threshold(values: list[float], lo_q: float, hi_q: float, rng: random.Random
     if not ordered[i] + GAP * max(abs(ordered[i]), 1) < t < ordered[i + 1] - GAP * max(abs(ordered[i + 1]), 1):
         return None
     return t
+
+
+def _winner(totals: dict[str, float]) -> str | None:
+    """The key with the largest total, if there are two or more and it is clearly ahead of the runner-up."""
+    if len(totals) < 2 or not _separated(list(totals.values())):
+        return None
+    return max(totals, key=lambda k: totals[k])
+
+
+def _whole_year(year: int) -> tuple[date, date]:
+    return date(year, 1, 1), date(year, 12, 31)
 
 
 def _day_range(spec: DomainSpec, rng: random.Random, min_days: int, max_days: int) -> tuple[date, date]:
@@ -213,7 +229,6 @@ def top_groups_by_total(d: DomainData, rng: random.Random) -> Question | None:
          (f"What is the total {s.measure} per {s.group_label}?", _rounded(totals))),
         (*_load(d), *_units(d), *_join(d), f'totals = group_aggregate(df, "{s.group_field}", "value_std", "sum")',
          f"answer = list(top_k(totals, {k}).index)"),
-        ordered=True,
     )
 
 
@@ -246,10 +261,10 @@ def max_category_in_group(d: DomainData, rng: random.Random) -> Question | None:
     in_year = [r for r in d.records if r.day.year == year]
     selected = [r for r in in_year if d.groups.get(r.key) == group]
     totals = _totals(selected, lambda r: r.category)
-    if len(totals) < 2 or not _separated(list(totals.values())):
+    best = _winner(totals)
+    if best is None:
         return None
-    best = max(totals, key=lambda c: totals[c])
-    start, end = date(year, 1, 1), date(year, 12, 31)
+    start, end = _whole_year(year)
     return Question(
         "max_category_in_group",
         f"In {year}, which {s.cat_label} had the highest total {s.measure} (in {s.canonical_unit}) among the "
@@ -276,7 +291,8 @@ def share_above_threshold(d: DomainData, rng: random.Random) -> Question | None:
     return Question(
         "share_above_threshold",
         f"Of the {s.nouns} in {d.folder} dated between {start.isoformat()} and {end.isoformat()} (both inclusive) "
-        f"that have a recorded {s.measure}, what percentage exceed {t} {s.canonical_unit}? Round to 2 decimals.",
+        f"that have a recorded {s.measure}, what percentage exceed {t} {s.canonical_unit}? Answer with a number of "
+        f"percent without the % sign, rounded to 2 decimals.",
         100 * above / len(valued), "numeric_approximate",
         _procs("load_and_clean_csv", "dedupe_rows", "normalise_units", "parse_mixed_dates", "filter_by_date_range"),
         (_unique_q(d), (f"How many distinct {s.nouns} in that date range have a recorded {s.measure}?", len(valued)),
@@ -324,8 +340,62 @@ def max_value_record(d: DomainData, rng: random.Random) -> Question | None:
     )
 
 
+def yearly_means(d: DomainData, rng: random.Random) -> Question | None:
+    s = d.spec
+    cat = rng.choice(s.categories)
+    first = rng.randint(s.years[0], s.years[1] - 2)
+    years = (first, first + 1, first + 2)
+    by_year = {y: _values([r for r in d.records if r.category == cat and r.day.year == y]) for y in years}
+    if any(len(v) < 3 for v in by_year.values()):
+        return None
+    means = [statistics.fmean(by_year[y]) for y in years]
+    if min(means) < 1 or not _spread(means, 3 * APPROX_RELATIVE):  # rounding stays far below the 1 % tolerance,
+        return None                                                 # and no answer item can match two years
+    return Question(
+        "yearly_means",
+        f"What was the average {s.measure} of {cat} {s.nouns} in {d.folder} in each year from {years[0]} to "
+        f"{years[-1]}, in {s.canonical_unit}? Answer with a list of numbers, one per year in chronological order, "
+        f"rounded to 2 decimals.", means, "list_approximate",
+        _procs("load_and_clean_csv", "dedupe_rows", "normalise_units", "parse_mixed_dates", "filter_by_date_range",
+               "group_aggregate"),
+        (_unique_q(d),
+         (f"How many distinct {cat} {s.nouns} dated {years[0]} to {years[-1]} have a recorded {s.measure}?",
+          sum(len(v) for v in by_year.values())),
+         ("How many of them are dated in each of those years?", {str(y): len(by_year[y]) for y in years})),
+        (*_load(d), *_units(d), *_dates(d, date(years[0], 1, 1), date(years[-1], 12, 31)),
+         f'sel = df[df["{s.cat_col}"] == "{cat.lower()}"]',
+         'means = group_aggregate(sel, sel["date"].dt.year, "value_std", "mean")',
+         "answer = [round(float(v), 2) for v in means.sort_index()]"),
+    )
+
+
+def top_combination(d: DomainData, rng: random.Random) -> Question | None:
+    s = d.spec
+    year = _year(d, rng)
+    in_year = [r for r in d.records if r.day.year == year]
+    totals = _totals(in_year, lambda r: f"{r.category} in {d.groups[r.key]}" if r.key in d.groups else None)
+    best = _winner(totals)
+    if best is None:
+        return None
+    start, end = _whole_year(year)
+    return Question(
+        "top_combination",
+        f"In {year}, which combination of {s.cat_label} and {s.group_label} had the highest total {s.measure} (in "
+        f"{s.canonical_unit}) among the {s.nouns} in {d.folder}? Answer as '<{s.cat_label}> in <{s.group_label}>'.",
+        best, "string_approximate",
+        _procs("load_and_clean_csv", "dedupe_rows", "normalise_units", "parse_mixed_dates", "filter_by_date_range",
+               *_join_procs(d), "group_aggregate", "top_k"),
+        (_unique_q(d), (f"How many distinct {s.nouns} are dated in {year}?", len(in_year)),
+         (f"What is their total {s.measure} per {s.cat_label} and {s.group_label}?", _rounded(totals))),
+        (*_load(d), *_units(d), *_dates(d, start, end), *_join(d),
+         f'totals = group_aggregate(df, ["{s.cat_col}", "{s.group_field}"], "value_std", "sum")',
+         "category, group = top_k(totals, 1).index[0]",
+         'answer = f"{category} in {group}"'),
+    )
+
+
 TEMPLATES: dict[str, Callable[[DomainData, random.Random], Question | None]] = {
     f.__name__: f for f in (category_mean, count_in_range, busiest_month, top_groups_by_total,
                             groups_above_threshold, max_category_in_group, share_above_threshold, count_missing,
-                            max_value_record)
+                            max_value_record, yearly_means, top_combination)
 }
