@@ -10,6 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MISSING_TOKENS = ("", "NA", "n/a", "-")
+"""How a missing value is written in the value column."""
+DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d", "%m/%d/%Y", "%d %b %Y", "%B %d, %Y", "%Y%m%d")
+"""strftime formats of the date column, drawn uniformly per row (ISO twice as often)."""
+DATE_FORMAT_DOCS: dict[str, str] = {
+    "%Y-%m-%d": "`YYYY-MM-DD` (`2023-04-05`)",
+    "%m/%d/%Y": "`MM/DD/YYYY`, month first (`04/05/2023` is 5 April 2023)",
+    "%d %b %Y": "`DD Mon YYYY` (`05 Apr 2023`)",
+    "%B %d, %Y": "`Month DD, YYYY` (`April 05, 2023`)",
+    "%Y%m%d": "`YYYYMMDD` (`20230405`)",
+}
+"""How the domain READMEs write each date format (month names in English)."""
+
 
 @dataclass(frozen=True)
 class DomainSpec:

@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from skilltransfer.envs.datasci.domains import DOMAINS, DomainSpec
+from skilltransfer.envs.datasci.domains import DATE_FORMATS, DOMAINS, MISSING_TOKENS, DomainSpec
+from skilltransfer.envs.datasci.readme import domain_readme
 
-MISSING_TOKENS = ("", "NA", "n/a", "-")
-DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d", "%m/%d/%Y", "%d %b %Y", "%B %d, %Y", "%Y%m%d")
 ORPHAN_KEYS = 2
 """Keys used in the main file but absent from the lookup file."""
 DUPLICATE_SHARE = 0.06
@@ -144,7 +143,7 @@ def generate_domain(spec: DomainSpec, seed: int) -> DomainData:
     data = DomainData(spec, records, lookup)
     data.files[data.main_path] = buffer.getvalue()
     data.files[data.lookup_path] = _render_lookup(spec, lookup, rng)
-    data.files[f"{data.folder}/README.md"] = _readme(spec)
+    data.files[f"{data.folder}/README.md"] = domain_readme(spec)
     return data
 
 
@@ -177,21 +176,6 @@ def _render_lookup(spec: DomainSpec, lookup: dict[str, str], rng: random.Random)
         records.append(item)
     assert spec.lookup_records is not None
     return json.dumps({"source": spec.title, spec.lookup_records: records}, indent=1, ensure_ascii=False) + "\n"
-
-
-def _readme(spec: DomainSpec) -> str:
-    units = ", ".join(f"`{u}`" for u, _ in spec.units)
-    factors = "; ".join(f"1 {u} = {f:g} {spec.canonical_unit}" for u, f in spec.units if f != 1.0)
-    return (
-        f"# {spec.title}\n\n"
-        f"- `{spec.main_file}`: one row per {spec.noun}, entered by hand by several teams. `{spec.id_col}` "
-        f"identifies a {spec.noun}; the export repeats some {spec.nouns} (count each {spec.noun} once).\n"
-        f"- `{spec.value_col}` is the {spec.measure}, in the unit given by `{spec.unit_col}` ({units}; {factors}). "
-        f"A {spec.noun} without a recorded {spec.measure} still counts as a {spec.noun}.\n"
-        f"- `{spec.date_col}` is the date; `{spec.cat_col}` is the {spec.cat_label}.\n"
-        f"- `{spec.key_col}` refers to `{spec.lookup_key}` in `{spec.lookup_file}`, which gives each one's "
-        f"{spec.group_label}. A few are not listed there: leave them out of per-{spec.group_label} results.\n"
-    )
 
 
 @dataclass
