@@ -51,6 +51,7 @@ class ModelOptions:
     cache: str | None = None
     cache_mode: str | None = None
     script: str | None = None
+    retry_budget_s: float | None = None
 
     def config(self) -> dict[str, Any]:
         """The ``ModelConfig`` fields these options set (for ``make_model``)."""
@@ -65,7 +66,7 @@ class ModelOptions:
             params["max_tokens"] = self.max_tokens
         data: dict[str, Any] = {"name": self.name, "base_url": self.base_url, "api_key": self.api_key,
                                 "model": self.model, "cache_path": self.cache, "cache_mode": self.cache_mode,
-                                "script": self.script}
+                                "script": self.script, "retry_budget_s": self.retry_budget_s}
         data = {k: v for k, v in data.items() if v is not None}
         if params:
             data["params"] = params
