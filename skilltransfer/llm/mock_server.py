@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, read_text
 from skilltransfer.llm.testing import approx_tokens, messages_tokens
 from skilltransfer.protocols import Message
 
@@ -59,14 +59,13 @@ def load_replies(path: str | Path) -> list[str] | list[ReplyRule]:
     {"match": REGEX, "reply": TEXT} (first rule matching the last message wins; omit "match" for a default).
 
     Raises:
-        InputError: on a missing file or a bad line (names the file and line).
+        InputError: on a missing, unreadable or non-UTF-8 file, a file without replies, or a bad line
+            (names the file and line).
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError("replies file does not exist", path=path)
     replies: list[str] = []
     rules: list[ReplyRule] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path, what="replies file").splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -89,6 +88,8 @@ def load_replies(path: str | Path) -> list[str] | list[ReplyRule]:
                              path=path, line=number)
     if replies and rules:
         raise InputError("mixes ordered replies and match rules; use one kind per file", path=path)
+    if not replies and not rules:
+        raise InputError("replies file holds no replies (one JSON string or rule per line)", path=path)
     return rules or replies
 
 

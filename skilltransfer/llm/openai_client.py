@@ -105,6 +105,9 @@ class OpenAIChatModel:
         base_url = config.resolved_base_url()
         if not base_url:
             raise InputError("model 'openai' needs an endpoint: set --base-url or OPENAI_BASE_URL")
+        if not base_url.startswith(("http://", "https://")) or not base_url.split("://", 1)[1].strip("/"):
+            raise InputError(f"model 'openai': endpoint {base_url!r} is not an http(s) URL: set --base-url or "
+                             "OPENAI_BASE_URL to e.g. http://127.0.0.1:8000/v1")
         model = config.resolved_model()
         if not model:
             raise InputError(f"model 'openai' needs a model id for {base_url}: set --model or SKILLTRANSFER_MODEL")
