@@ -22,9 +22,14 @@ def main() -> None:
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except Exception as exc:
-        # Usage errors from Typer's (possibly vendored) click: show the one-line message, exit 2.
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
-            exc.show()
+        # Usage errors from Typer's (possibly vendored) click: one `error:` line naming the option, exit 2.
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command group: its help
+            exc.show()  # type: ignore[attr-defined]
+            raise SystemExit(exc.exit_code) from None  # type: ignore[attr-defined]
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+            print(f"error: {' '.join(exc.format_message().split())}{hint}", file=sys.stderr)
             raise SystemExit(exc.exit_code) from None
         if type(exc).__name__ == "Abort":
             raise SystemExit(130) from None

@@ -1,11 +1,14 @@
-"""Shared fixtures: hash embedder (never loads a model), paths to shared data."""
+"""Shared fixtures: hash embedder (never loads a model), paths to shared data, a fake clock for retry waits."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from skilltransfer.llm import retry
 from skilltransfer.memory.embedders import HashEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,3 +26,33 @@ def officebench_tasks() -> Path:
     if not OFFICEBENCH_TASKS.is_dir():
         pytest.skip("../shared/officebench/tasks is absent")
     return OFFICEBENCH_TASKS
+
+
+class FakeClock:
+    """The retry layer's clock in tests: ``sleep`` returns at once and moves the clock on by the wait.
+
+    ``now`` is the real monotonic time plus every wait so far, so a retry budget is measured on waits that never
+    happen (a 6-minute outage costs no real time) and still runs out in real time when waits are zero.
+    """
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+        self._offset = 0.0
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        return time.monotonic() + self._offset
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.waits.append(seconds)
+            self._offset += seconds
+
+
+@pytest.fixture(autouse=True)
+def fast_retry_waits(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Every test: retry waits are virtual (see `FakeClock`); request the fixture to read the clock or the waits."""
+    clock = FakeClock()
+    monkeypatch.setattr(retry, "_sleep", clock.sleep)
+    monkeypatch.setattr(retry, "_now", clock.now)
+    return clock

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -355,6 +356,13 @@ def test_file_system_shows_only_what_the_worker_needs(workspace: Path, planted: 
         top_files = [str(path) for path in Path("/").iterdir() if path.is_file() and not path.is_symlink()]
         result = sandbox.execute(f"print([open(p, 'rb').read() for p in {top_files!r}])")
         assert eval(result.output) == [b""] * len(top_files)  # noqa: S307 - e.g. /container_info.json is empty
+
+
+@pytest.mark.skipif(not ROOT, reason="the mount namespace needs root")
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract-ocr is not installed (apt-get install "
+                    "tesseract-ocr); the office env's OCR app needs it")
+def test_tools_on_the_path_still_run_in_the_namespace(workspace: Path) -> None:
+    with SandboxRunner(workspace, SETUP, limits=LIMITS) as sandbox:
         result = sandbox.execute("import subprocess\nprint(subprocess.run(['tesseract', '--version']).returncode)")
         assert result.output.strip().splitlines()[0] == "0"
 

@@ -9,7 +9,6 @@ import typer
 
 from skilltransfer.cli import app
 from skilltransfer.envs import registry
-from skilltransfer.errors import InputError
 
 envs_app = typer.Typer(no_args_is_help=True, help="List environments and show their tasks.")
 app.add_typer(envs_app, name="envs")
@@ -43,16 +42,12 @@ def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) 
 
 @envs_app.command("show")
 def show_env(env: str = typer.Argument(..., help="apps, office, datasci or officebench[:<tasks folder>]."),
-             limit: int = typer.Option(20, "--limit", "-n", help="Show at most this many tasks (0: all)."),
+             limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most this many tasks (0: all)."),
              split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
              seed: int = typer.Option(0, help="Generation seed of the env.")) -> list[str]:
     """Print an env's tasks: id, difficulty, template and instruction."""
-    if limit < 0:
-        raise InputError(f"--limit must be >= 0, got {limit}")
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
-    tasks = list(registry.get_env(env, **kwargs).tasks())
-    if split is not None:
-        tasks = [task for task in tasks if task.split == split]
+    tasks = list(registry.get_env(env, **kwargs).tasks(split))  # an unknown split is refused by the env
     shown = tasks if limit == 0 else tasks[:limit]
     for task in shown:
         instruction = " ".join(task.instruction.split())

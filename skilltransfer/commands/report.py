@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from skilltransfer.cli import app
+from skilltransfer.errors import check_output_path
 from skilltransfer.experiments.report import Report, make_report
 
 _ADVANCED = "Advanced"
@@ -26,14 +27,15 @@ def report(
                                                  "folder) instead of each run's own.", rich_help_panel=_ADVANCED)]
     = None,
     utility: Annotated[bool, typer.Option(help="Run the skill-utility analyses (Fig. 5).")] = True,
-    density_bins: Annotated[int, typer.Option(help="Stream bins of the transfer density (Fig. 6).",
+    density_bins: Annotated[int, typer.Option(min=2, help="Stream bins of the transfer density (Fig. 6).",
                                               rich_help_panel=_ADVANCED)] = 50,
-    utility_bins: Annotated[int, typer.Option(help="Equal-size task bins of Fig. 5a/b.",
+    utility_bins: Annotated[int, typer.Option(min=2, help="Equal-size task bins of Fig. 5a/b.",
                                               rich_help_panel=_ADVANCED)] = 10,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", rich_help_panel=_ADVANCED)] = 0,
     cache: Annotated[bool, typer.Option(help="Use the on-disk embedding cache.", rich_help_panel=_ADVANCED)] = False,
 ) -> Report:
     """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs."""
+    check_output_path(out, flag="--out")
     result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
                                   density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=cache)
     console = Console(stderr=True)

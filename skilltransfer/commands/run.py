@@ -43,6 +43,9 @@ def run(
                                                    rich_help_panel=_MODEL)] = None,
     script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL); needs --model "
                                                      "scripted.", rich_help_panel=_MODEL)] = None,
+    retry_budget: Annotated[float | None, typer.Option(help="Seconds a model call keeps retrying rate limits, 5xx "
+                                                            "and connection errors (default 300).",
+                                                       rich_help_panel=_MODEL)] = None,
     embedder: Annotated[str, typer.Option(help="Retrieval embedder: minilm, hash:DIM (test double) or a "
                                                "sentence-transformers folder.", rich_help_panel=_AGENT)] = "minilm",
     library: Annotated[Path | None, typer.Option(help="Retrieve from this frozen library (a run's memory folder, a "
@@ -76,7 +79,8 @@ def run(
                        args=list(env_arg or [])),
         model=ModelOptions(name=model, base_url=base_url, api_key=api_key, model=model_name,
                            temperature=temperature, max_tokens=max_tokens, cache=str(cache) if cache else None,
-                           cache_mode=cache_mode, script=str(script) if script else None),
+                           cache_mode=cache_mode, script=str(script) if script else None,
+                           retry_budget_s=retry_budget),
         condition=condition, out=out, embedder=embedder, limit=limit, order_seed=order_seed, split=split,
         library=str(library) if library else None, library_filter=library_filter,
         induction_prompt=induction_prompt, max_steps=max_steps, max_subtasks=max_subtasks, top_k=top_k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from skilltransfer.cli import app
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import load_library
 from skilltransfer.metrics.scoring import SKILL_TEXTS, ScoreReport, score_library, write_report
@@ -70,12 +71,14 @@ def score(
         raise InputError(f"--specificity must be one of {', '.join(SPECIFICITY_MODES)}, got {specificity!r}")
     if skill_text not in SKILL_TEXTS:
         raise InputError(f"--skill-text must be one of {', '.join(SKILL_TEXTS)}, got {skill_text!r}")
-    if not tau > 0:
-        raise InputError(f"--tau must be > 0, got {tau}")
+    if not (math.isfinite(tau) and tau > 0):
+        raise InputError(f"--tau must be a number > 0, got {tau}")
     if top is not None and top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
     if out is not None and out.suffix not in (".json", ".csv"):
         raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
+    if out is not None:
+        check_output_path(out, flag="--out", folder=False)
     skills = load_library(library)
     task_texts = load_task_texts(tasks, field=field)
     model = make_embedder(embedder, cache=cache)

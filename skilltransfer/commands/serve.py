@@ -43,10 +43,10 @@ def serve(
     model_path: Annotated[Path | None, typer.Option("--model-path", help="A GGUF file (default: the bundled "
                                                     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled on first use).")
                           ] = None,
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: a free one).")] = 0,
-    ctx: Annotated[int, typer.Option("--ctx", help="Context size in tokens (reduced if it does not fit in memory).")
-                   ] = 8192,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads (default: all cores).",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    ctx: Annotated[int, typer.Option("--ctx", min=512, help="Context size in tokens (reduced if it does not fit in "
+                                     "memory).")] = 8192,
+    threads: Annotated[int | None, typer.Option("--threads", min=1, help="CPU threads (default: all cores).",
                                                 rich_help_panel="Advanced")] = None,
     ram_cache: Annotated[bool, typer.Option("--ram-cache", help="Keep past prompts' KV states in RAM (for several "
                                             "interleaved conversations; slower per call).",

@@ -20,7 +20,8 @@ def show(
     task: Annotated[str | None, typer.Option(help="Print this task's trajectory (task id or stream position).")]
     = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    max_chars: Annotated[int, typer.Option(help="Cut long observations to this many characters (--task).")] = 2000,
+    max_chars: Annotated[int, typer.Option(min=1, help="Cut long observations to this many characters (--task).")]
+    = 2000,
 ) -> RunSummary | str:
     """Print a run's summary (success with bootstrap CI, latency, tokens, skills), or a task's trajectory."""
     if task is not None:

@@ -5,26 +5,29 @@ Env specs: a registered name (``apps``, ``office``, ``datasci``), real OfficeBen
 or ``module:Class`` for your own env class (importable from ``sys.path``; it needs ``tasks()`` and ``start(task)``,
 see ``skilltransfer/envs/base.py``). The class gets ``seed``, ``sandboxed`` and ``workdir`` (when set) if its
 constructor accepts them, plus any ``--env-arg key=value`` (values parsed as JSON when they parse, else kept as
-strings).
+strings; checked against the constructor's parameters and annotations by `check_env_args`).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 import time
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from skilltransfer.envs.base import resolve
-from skilltransfer.envs.registry import ENVS, OFFICEBENCH, get_env, stream_order
-from skilltransfer.errors import InputError
+from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, env_class, get_env, stream_order
+from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.experiments.stream import (
     StreamConfig,
     StreamSummary,
@@ -51,6 +54,7 @@ class ModelOptions:
     cache: str | None = None
     cache_mode: str | None = None
     script: str | None = None
+    retry_budget_s: float | None = None
 
     def config(self) -> dict[str, Any]:
         """The ``ModelConfig`` fields these options set (for ``make_model``)."""
@@ -58,6 +62,8 @@ class ModelOptions:
             raise InputError("--script is only for the scripted test double: add --model scripted")
         params: dict[str, Any] = {}
         if self.temperature is not None:
+            if not (math.isfinite(self.temperature) and self.temperature >= 0):
+                raise InputError(f"--temperature must be a number >= 0, got {self.temperature}")
             params["temperature"] = self.temperature
         if self.max_tokens is not None:
             if self.max_tokens < 1:
@@ -65,7 +71,7 @@ class ModelOptions:
             params["max_tokens"] = self.max_tokens
         data: dict[str, Any] = {"name": self.name, "base_url": self.base_url, "api_key": self.api_key,
                                 "model": self.model, "cache_path": self.cache, "cache_mode": self.cache_mode,
-                                "script": self.script}
+                                "script": self.script, "retry_budget_s": self.retry_budget_s}
         data = {k: v for k, v in data.items() if v is not None}
         if params:
             data["params"] = params
@@ -143,12 +149,67 @@ def make_env(options: EnvOptions) -> Any:
     return build_env(options.spec, options.kwargs(), defaults)
 
 
+def env_class_of(spec: str) -> Any:
+    """The class (or factory) behind an env spec: a registry name, ``officebench[:path]`` or ``module:Class``.
+
+    Raises:
+        InputError: an unknown name, or a target that cannot be imported or called.
+    """
+    if spec in ENVS:
+        return env_class(spec)
+    officebench = spec == OFFICEBENCH or spec.startswith(OFFICEBENCH + ":")
+    if ":" not in spec and not officebench:
+        raise InputError(f"Unknown env {spec!r}. Available: {', '.join(ENVS)}, {OFFICEBENCH}[:<tasks folder>] "
+                         "or module:Class")
+    try:
+        cls = resolve(OFFICEBENCH_CLASS if officebench else spec)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InputError(f"env class {spec!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+    try:
+        inspect.signature(cls)
+    except (TypeError, ValueError):
+        raise InputError(f"env {spec!r} is not a class: give module:Class of an env class") from None
+    return cls
+
+
+def check_env_args(cls: Any, kwargs: dict[str, Any], spec: str) -> dict[str, Any]:
+    """``kwargs`` checked against the constructor of ``cls``: names it takes, values of its annotated types.
+
+    Values are validated (and coerced) as pydantic's lax mode does: ``"3"`` becomes 3 for an ``int`` parameter,
+    ``"abc"`` is refused. Unannotated or ``Any`` parameters take anything.
+
+    Raises:
+        InputError: an argument the constructor does not take, or a value of the wrong type (both named).
+    """
+    signature = inspect.signature(cls)
+    try:
+        signature.bind_partial(**kwargs)
+    except TypeError as exc:
+        raise InputError(f"env {spec!r} refused its arguments: {exc}") from None
+    try:
+        hints = typing.get_type_hints(cls.__init__ if isinstance(cls, type) else cls)
+    except Exception:  # noqa: BLE001 - annotations that do not resolve: the constructor judges the values
+        hints = {}
+    checked = dict(kwargs)
+    for key, value in kwargs.items():
+        if key not in hints or key not in signature.parameters:
+            continue
+        try:
+            checked[key] = TypeAdapter(hints[key]).validate_python(value)
+        except ValidationError as exc:
+            raise InputError(f"env {spec!r}: argument {key}={json.dumps(value, default=str)}: "
+                             f"{exc.errors()[0]['msg']}") from None
+        except PydanticSchemaGenerationError:
+            continue
+    return checked
+
+
 def build_env(spec: str, kwargs: dict[str, Any], defaults: dict[str, Any] | None = None) -> Any:
     """An env by registry name, ``officebench[:path]`` or ``module:Class`` (a plug-in env class).
 
     Args:
         spec: the env spec.
-        kwargs: constructor arguments, always passed.
+        kwargs: constructor arguments, always passed (checked by `check_env_args`).
         defaults: arguments (seed, sandboxed, workdir) passed to a plug-in class only if its constructor takes them;
             ``seed`` is not passed to the real OfficeBench source.
 
@@ -156,18 +217,13 @@ def build_env(spec: str, kwargs: dict[str, Any], defaults: dict[str, Any] | None
         InputError: unknown name, a class that cannot be imported, or constructor arguments it refuses.
     """
     defaults = dict(defaults or {})
+    cls = env_class_of(spec)
+    kwargs = check_env_args(cls, kwargs, spec)
     if spec in ENVS:
         return get_env(spec, **{**defaults, **kwargs})
     if spec == OFFICEBENCH or spec.startswith(OFFICEBENCH + ":"):
         defaults.pop("seed", None)
         return get_env(spec, **{**defaults, **kwargs})
-    if ":" not in spec:
-        raise InputError(f"Unknown env {spec!r}. Available: {', '.join(ENVS)}, {OFFICEBENCH}[:<tasks folder>] "
-                         "or module:Class")
-    try:
-        cls = resolve(spec)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"env class {spec!r} cannot be imported: {type(exc).__name__}: {exc}") from None
     params = inspect.signature(cls).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         defaults = {k: v for k, v in defaults.items() if k in params}
@@ -370,8 +426,17 @@ def run_request(request: RunRequest, *, progress: bool = True, console: Console 
     """Build the env, stream, model and embedder of ``request`` and run (or resume) it (see `launch`)."""
     from skilltransfer.llm import make_model
     from skilltransfer.memory.embedders import make_embedder
+    from skilltransfer.memory.library import load_library
 
     config = request.stream_config()
+    check_output_path(request.folder, flag="--out")
+    for name in ("config.json", "results.jsonl"):
+        if (request.folder / name).exists() and not (request.folder / name).is_file():
+            raise InputError("not a file, so --out is not a run folder; use another --out", path=request.folder / name)
+    if request.env.workdir is not None:
+        check_output_path(request.env.workdir, flag="--workdir")
+    if request.library is not None:  # a bad library fails here, before the run folder is written
+        load_library(request.library)
     env = make_env(request.env)
     tasks = select_tasks(env, order_seed=request.order_seed, limit=request.limit, split=request.split)
     model = make_model(request.model.config())

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, check_output_path, read_text
 from skilltransfer.experiments.stream import CONDITIONS, LibraryFilter
 from skilltransfer.induction.inducer import PromptVariant
 from skilltransfer.llm import MODELS
@@ -147,7 +147,7 @@ def recursive_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str,
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path, what="grid spec"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML ({getattr(exc, 'problem', exc)})", path=path,
@@ -236,7 +236,7 @@ def _check_env_name(name: str, where: str) -> None:
 
         try:
             resolve(name)
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError, ValueError) as exc:
             raise InputError(f"{where}: env class {name!r} cannot be imported ({type(exc).__name__}: {exc})") from None
         return
     raise InputError(f"{where}: unknown env {name!r}; choose one of: {ENV_CHOICES}")
@@ -418,7 +418,8 @@ def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> Gr
             also set in every phase, so a flag wins over the spec.
 
     Raises:
-        InputError: a missing file, bad YAML, an unknown key/env/condition/model field, or a bad value.
+        InputError: a missing file, bad YAML, an unknown key/env/condition/model field, a bad value, or an output
+            folder that cannot be created.
     """
     path = find_spec(spec)
     data = _envs_as_mapping(_read_yaml(path))
@@ -432,4 +433,6 @@ def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> Gr
         if key.split(".")[0] not in GRID_KEYS and isinstance(phases, list):  # a flag beats every phase's setting
             for i in range(len(phases)):
                 data = apply_override(data, f"phases.{i}.{key}={json.dumps(value)}")
-    return build_spec(data, source=path)
+    grid = build_spec(data, source=path)
+    check_output_path(grid.out or f"runs/grid-{grid.name}", flag="out")
+    return grid

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from skilltransfer.agents.agent import Agent, AgentResult
 from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.agents.prompts import AgentPrompts
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, read_text
 from skilltransfer.induction.inducer import Inducer, InductionConfig, PromptVariant
 from skilltransfer.memory.library import atomic_write_text, load_library
 from skilltransfer.memory.skill import SkillFormat, UsageStats
@@ -207,7 +207,7 @@ def read_records(path: Path) -> list[TaskRecord]:
     if not path.is_file():
         return []
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path, what="results file").splitlines(), start=1):
         if line.strip():
             try:
                 records.append(TaskRecord.model_validate_json(line))

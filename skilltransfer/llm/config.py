@@ -31,14 +31,19 @@ class ModelConfig(BaseModel):
     """Sampling params sent with every call (temperature, top_p, max_tokens, seed, stop, ...)."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Extra JSON merged into the request body (e.g. reasoning_effort, chat_template_kwargs)."""
-    timeout_s: float = 120.0
+    timeout_s: float = Field(default=120.0, gt=0)
     """Per-request timeout in seconds; a timeout is retried like a 5xx."""
-    max_retries: int = 4
-    """Retries after the first attempt on 429/5xx/timeouts/connection errors; then a clear error."""
-    backoff_base_s: float = 1.0
-    """First backoff wait; doubles each retry (with full jitter), capped by backoff_max_s. 0 disables waits (tests)."""
-    backoff_max_s: float = 30.0
-    """Cap on one backoff wait (a server's Retry-After is honoured up to this cap)."""
+    retry_budget_s: float = Field(default=300.0, ge=0)
+    """How long one call keeps retrying 429/5xx/timeouts/connection errors/unparsable bodies (seconds from its first
+    attempt), so a run rides out a rate-limit window or a short outage; then a clear error."""
+    max_retries: int | None = Field(default=None, ge=0)
+    """Most retries after the first attempt, whichever of this and retry_budget_s ends first; None: the budget only."""
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    """First backoff window; doubles each retry (full jitter: a uniform wait in the window), capped by backoff_max_s.
+    0 disables waits (tests; set max_retries too, or a down endpoint is called in a tight loop for the budget)."""
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    """Cap on one backoff wait. A server's Retry-After (seconds or HTTP date) is honoured even when longer; one that
+    lies beyond the remaining budget ends the call at once."""
     max_concurrency: int = 8
     """At most this many requests in flight per endpoint in this process (shared by all models on that URL)."""
     tokenizer: str | None = None

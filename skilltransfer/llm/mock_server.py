@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, read_text
 from skilltransfer.llm.testing import approx_tokens, messages_tokens
 from skilltransfer.protocols import Message
 
@@ -59,14 +59,13 @@ def load_replies(path: str | Path) -> list[str] | list[ReplyRule]:
     {"match": REGEX, "reply": TEXT} (first rule matching the last message wins; omit "match" for a default).
 
     Raises:
-        InputError: on a missing file or a bad line (names the file and line).
+        InputError: on a missing, unreadable or non-UTF-8 file, a file without replies, or a bad line
+            (names the file and line).
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError("replies file does not exist", path=path)
     replies: list[str] = []
     rules: list[ReplyRule] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path, what="replies file").splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -89,6 +88,8 @@ def load_replies(path: str | Path) -> list[str] | list[ReplyRule]:
                              path=path, line=number)
     if replies and rules:
         raise InputError("mixes ordered replies and match rules; use one kind per file", path=path)
+    if not replies and not rules:
+        raise InputError("replies file holds no replies (one JSON string or rule per line)", path=path)
     return rules or replies
 
 
@@ -121,11 +122,13 @@ class MockServer:
         fault_rate: chance in [0, 1] that a request gets a fault drawn from ``fault_kinds`` (seeded).
         fault_kinds: the faults to draw from (see `FAULT_KINDS`).
         fault_plan: faults for the first requests in order (None = no fault), applied before ``fault_rate``.
+        fault_fn: called per request after ``fault_plan``; a fault kind to inject or None (e.g. an outage window
+            on a fake clock), before ``fault_rate``.
         seed: seeds fault draws and garbage text.
         report_usage: False omits ``usage`` (clients must count tokens themselves).
         api_key: if set, requests without ``Authorization: Bearer <api_key>`` get 401.
         models: if set, requests for other model ids get 404.
-        retry_after_s: the Retry-After header sent with 429s.
+        retry_after_s: the Retry-After header sent with 429s: seconds, or a string sent as is (an HTTP date).
         hang_s: how long a "timeout" fault stalls before answering.
         port: 0 picks a free port.
     """
@@ -133,9 +136,9 @@ class MockServer:
     def __init__(self, replies: Sequence[str] | Sequence[ReplyRule] | ReplyFn | str | Path | None = None, *,
                  latency_s: float = 0.0, tokens_per_s: float | None = None, fault_rate: float = 0.0,
                  fault_kinds: Sequence[str] = TRANSPORT_FAULTS, fault_plan: Sequence[str | None] = (),
-                 seed: int = 0, report_usage: bool = True, api_key: str | None = None,
-                 models: Sequence[str] | None = None, retry_after_s: float = 0.0, hang_s: float = 30.0,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 fault_fn: Callable[[], str | None] | None = None, seed: int = 0, report_usage: bool = True,
+                 api_key: str | None = None, models: Sequence[str] | None = None, retry_after_s: float | str = 0.0,
+                 hang_s: float = 30.0, host: str = "127.0.0.1", port: int = 0) -> None:
         for kind in [*fault_kinds, *(k for k in fault_plan if k is not None)]:
             if kind not in FAULT_KINDS:
                 raise InputError(f"Unknown fault kind {kind!r}. Available: {', '.join(FAULT_KINDS)}")
@@ -153,6 +156,7 @@ class MockServer:
             self._queue = [str(r) for r in replies]
         self.latency_s, self.tokens_per_s = latency_s, tokens_per_s
         self.fault_rate, self.fault_kinds, self.fault_plan = fault_rate, tuple(fault_kinds), list(fault_plan)
+        self.fault_fn = fault_fn
         self.report_usage, self.api_key = report_usage, api_key
         self.models = list(models) if models is not None else None
         self.retry_after_s, self.hang_s = retry_after_s, hang_s
@@ -181,13 +185,14 @@ class MockServer:
         return f"http://{self.host}:{self.port}/v1"
 
     def model(self, **overrides: Any) -> OpenAIChatModel:
-        """A real `OpenAIChatModel` for this server with zero backoff waits (tests); ``overrides`` are config fields."""
+        """A real `OpenAIChatModel` for this server with zero backoff waits and at most 8 retries (tests);
+        ``overrides`` are config fields."""
         from skilltransfer.llm.config import ModelConfig
         from skilltransfer.llm.openai_client import OpenAIChatModel
 
         fields: dict[str, Any] = {"base_url": self.url, "model": (self.models or ["mock"])[0],
                                   "api_key": self.api_key or "mock", "backoff_base_s": 0.0, "backoff_max_s": 0.0,
-                                  **overrides}
+                                  "max_retries": 8, **overrides}
         return OpenAIChatModel(ModelConfig(**fields))
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
@@ -258,6 +263,8 @@ class MockServer:
         index = len(self.requests) - 1
         if index < len(self.fault_plan):
             return self.fault_plan[index]
+        if self.fault_fn is not None and (fault := self.fault_fn()) is not None:
+            return fault
         if self.fault_rate > 0 and self.fault_kinds and self._rng.random() < self.fault_rate:
             return self._rng.choice(self.fault_kinds)
         return None
@@ -289,7 +296,8 @@ class MockServer:
             self.faults.append(fault)
         if fault == "rate_limit":
             return _error(429, "rate_limit_exceeded", "Rate limit reached",
-                          headers={"Retry-After": f"{self.retry_after_s:g}"})
+                          headers={"Retry-After": self.retry_after_s if isinstance(self.retry_after_s, str)
+                                   else f"{self.retry_after_s:g}"})
         if fault == "server_error":
             return _error(500, "server_error", "The server had an error while processing your request")
         if fault == "timeout":

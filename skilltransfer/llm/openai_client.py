@@ -13,7 +13,13 @@ import openai
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError, call_with_retries
+from skilltransfer.llm.retry import (
+    ModelCallError,
+    RetryPolicy,
+    TransientModelError,
+    call_with_retries,
+    parse_retry_after,
+)
 from skilltransfer.llm.testing import approx_tokens
 from skilltransfer.protocols import Completion, Message
 
@@ -65,11 +71,10 @@ class TokenCounter:
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after") if exc.response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+    """The wait a 429/5xx asks for: ``retry-after-ms`` (OpenAI), else ``Retry-After`` (seconds or HTTP date)."""
+    headers = exc.response.headers if exc.response is not None else {}
+    milliseconds = parse_retry_after(headers.get("retry-after-ms"))
+    return milliseconds / 1000 if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
 
 
 def build_request_body(config: ModelConfig, model: str, messages: list[Message],
@@ -87,26 +92,30 @@ class OpenAIChatModel:
     """Chat completions over an OpenAI-compatible HTTP endpoint (vLLM, llama.cpp server, OpenAI, the mock server).
 
     Transient failures (429, 5xx, timeouts, dropped connections, unparsable bodies) are retried with exponential
-    backoff and jitter, honouring Retry-After; a bad key (401/403), an unknown model (404), a rejected request (4xx)
-    or a spent retry budget raise a one-line `ModelCallError` (an `InputError`). At most ``max_concurrency`` calls
-    per endpoint are in flight across all threads of the process.
+    backoff and full jitter, honouring Retry-After, for up to ``retry_budget_s`` per call; a bad key (401/403), an
+    unknown model (404), a rejected request (4xx) or a spent retry budget raise a one-line `ModelCallError` (an
+    `InputError`). At most ``max_concurrency`` calls per endpoint are in flight across all threads of the process.
 
     Args:
         config: endpoint, key, model id, params, timeouts, retry and concurrency settings.
-        sleep: the wait function used between retries (tests pass a recorder).
+        sleep: the wait function used between retries (default: `skilltransfer.llm.retry`'s; tests pass a recorder).
     """
 
-    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] | None = None) -> None:
         base_url = config.resolved_base_url()
         if not base_url:
             raise InputError("model 'openai' needs an endpoint: set --base-url or OPENAI_BASE_URL")
+        if not base_url.startswith(("http://", "https://")) or not base_url.split("://", 1)[1].strip("/"):
+            raise InputError(f"model 'openai': endpoint {base_url!r} is not an http(s) URL: set --base-url or "
+                             "OPENAI_BASE_URL to e.g. http://127.0.0.1:8000/v1")
         model = config.resolved_model()
         if not model:
             raise InputError(f"model 'openai' needs a model id for {base_url}: set --model or SKILLTRANSFER_MODEL")
         self.config = config
         self.base_url = base_url
         self.model = model
-        self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s)
+        self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s,
+                                  budget_s=config.retry_budget_s)
         self.counter = TokenCounter(config.tokenizer)
         self._sleep = sleep
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)

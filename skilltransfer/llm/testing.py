@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from skilltransfer.errors import InputError
 from skilltransfer.protocols import Completion, Message
 
 ScriptFn = Callable[[list[Message]], str]
 
 
-class ScriptExhausted(RuntimeError):
-    """The scripted model was called more times than it has outputs."""
+class ScriptExhausted(InputError, RuntimeError):
+    """The scripted model was called more times than it has outputs (its script is too short: one line, exit 2)."""
 
 
 def approx_tokens(text: str) -> int:
@@ -63,7 +64,8 @@ class ScriptedModel:
             text = self._fn(list(messages))
         else:
             if index >= len(self._outputs):
-                raise ScriptExhausted(f"ScriptedModel ran out of outputs after {len(self._outputs)} calls")
+                raise ScriptExhausted(f"scripted model ran out of replies after {len(self._outputs)} calls; "
+                                      "add replies (or a default rule) to its script")
             self.calls.append(list(messages))
             text = self._outputs[index]
         if self.latency_s:

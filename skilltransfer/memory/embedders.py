@@ -244,8 +244,8 @@ def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = Fa
         embedder = SentenceTransformerEmbedder(minilm_path(), name="all-MiniLM-L6-v2")
     elif spec == "hash" or spec.startswith("hash:"):
         dim = spec.split(":", 1)[1] if ":" in spec else "256"
-        if not dim.isdigit() or int(dim) < 8:
-            raise InputError(f"bad embedder {spec!r}: use hash or hash:DIM with DIM >= 8")
+        if not dim.isdigit() or not 8 <= int(dim) <= 65536:
+            raise InputError(f"bad embedder {spec!r}: use hash or hash:DIM with 8 <= DIM <= 65536")
         embedder = HashEmbedder(int(dim))
     elif Path(spec).exists():
         embedder = SentenceTransformerEmbedder(spec)

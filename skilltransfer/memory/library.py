@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, read_text
 from skilltransfer.memory.skill import Skill
 
 SKILL_FILE = "SKILL.md"
@@ -45,13 +45,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def read_utf8(path: Path) -> str:
-    """Read a file as UTF-8; a decoding error becomes an ``InputError`` naming the file and line."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", path=path, line=line) from None
+    """Read a file as UTF-8 (`skilltransfer.errors.read_text`): a missing, unreadable or non-UTF-8 file
+    becomes an ``InputError`` naming the file and line."""
+    return read_text(path)
 
 
 def _validation_message(exc: ValidationError) -> str:
