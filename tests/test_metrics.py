@@ -12,6 +12,7 @@ from skilltransfer.metrics import (
     best_match,
     binned_spearman,
     bootstrap_ci,
+    equal_size_bins,
     specificity,
     task_reference,
     transfer_density,
@@ -274,6 +275,24 @@ def test_binned_spearman() -> None:
     assert math.isnan(binned_spearman(x, np.ones(100)).rho)
     with pytest.raises(ValueError, match="at least"):
         binned_spearman([1, 2], [1, 2], n_bins=10)
+
+
+def test_equal_size_binning_conventions() -> None:
+    assert [len(b) for b in equal_size_bins(23, 10)] == [3, 3, 3, 2, 2, 2, 2, 2, 2, 2]
+    assert [len(b) for b in equal_size_bins(23, 10, "spread")] == [3, 2, 2, 3, 2, 2, 3, 2, 2, 2]
+    for binning in ("first", "spread"):
+        parts = equal_size_bins(23, 10, binning)
+        np.testing.assert_array_equal(np.concatenate(parts), np.arange(23))  # contiguous, in rank order
+        assert [len(b) for b in equal_size_bins(30, 10, binning)] == [3] * 10  # a multiple: both agree
+    # n = 23 points, 10 bins: y is 1 only at ranks 5, 6 and 10, which the two conventions bin differently
+    x = np.arange(23.0)
+    y = np.isin(x, [5, 6, 10]).astype(float)
+    first, spread = binned_spearman(x, y, 10), binned_spearman(x, y, 10, "spread")
+    assert [b.y_mean for b in first.bins][:5] == pytest.approx([0, 1 / 3, 1 / 3, 1 / 2, 0])
+    assert [b.y_mean for b in spread.bins][:5] == pytest.approx([0, 0, 1, 0, 1 / 2])
+    assert first.rho - spread.rho == pytest.approx(-0.2626, abs=1e-3)
+    with pytest.raises(ValueError, match="binning"):
+        equal_size_bins(23, 10, "last")
 
 
 def test_transfer_density_hand_cases() -> None:
