@@ -45,8 +45,8 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
         groups = ", ".join(f"{name} {vals['mean_utility']:.3f} (n={vals['n']})" for name, vals in summary[key].items())
         console.print(f"mean utility {key.replace('_', ' ')}: {groups}")
     console.print(f"off-domain (OFF): {summary['n_off_domain']} of {summary['n_skills']} skills have a best match "
-                  f"below {report.off_domain_threshold:.3f}, the 5th percentile of the tasks' cosine to their "
-                  f"{report.knn_k}-th nearest task")
+                  f"below {report.off_domain_threshold:.3f}, the 5th percentile of each task's cosine to its k-th "
+                  f"nearest task (k = {report.knn_k})")
 
 
 @app.command()
