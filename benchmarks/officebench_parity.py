@@ -147,21 +147,17 @@ def up_mailbox_text(where: Where, username: str) -> str:
     return listing or "No emails found."
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def up_contain_text(content: str, keywords: list[Any]) -> bool:
+    """Lower-cased substring search; once a keyword parses as a float, thousands commas leave the content."""
     content = content.lower()
     for keyword in keywords:
         if not isinstance(keyword, str):
             raise Crash(f"AttributeError: keyword {keyword!r} has no lower()")
-        if _is_number(keyword.lower()):
+        try:
+            float(keyword.lower())
             content = content.replace(",", "")
+        except ValueError:
+            pass
         if keyword.lower() not in content:
             return False
     return True

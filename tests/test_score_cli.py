@@ -96,7 +96,7 @@ def test_off_domain_marked_in_table_json_and_csv(tmp_path: Path, monkeypatch: py
             assert code == 0, err
         assert "OFF" in out
         data = json.loads(out_json.read_text())
-        rule = data["off_domain"]
+        rule = data["off_domain_rule"]
         assert rule["k"] == 2  # 4 tasks: ceil(sqrt 4)
         assert rule["quantile"] == 0.05
         flags = {row["name"]: row["off_domain"] for row in data["skills"]}

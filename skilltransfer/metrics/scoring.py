@@ -85,7 +85,7 @@ class ScoreReport:
         return {"format_version": REPORT_FORMAT_VERSION, "embedder": self.embedder, "tau": self.tau,
                 "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                 "n_reference": self.n_reference, "sampled": self.sampled, "seed": self.seed,
-                "off_domain": self.off_domain_rule(),
+                "off_domain_rule": self.off_domain_rule(),
                 "skills": [{key: asdict(row)[key] for key in keys} for row in self.ranked()],
                 "summary": self.summary}
 
