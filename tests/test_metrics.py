@@ -12,13 +12,14 @@ from skilltransfer.metrics import (
     best_match,
     binned_spearman,
     bootstrap_ci,
+    equal_size_bins,
     specificity,
     task_reference,
     transfer_density,
     utility,
     utility_scores,
 )
-from skilltransfer.metrics.utility import _sample_pairs, _sampled_pair_cosines, _unit_rows
+from skilltransfer.metrics.utility import OFF_DOMAIN_QUANTILE, _sample_pairs, _sampled_pair_cosines, _unit_rows, knn_k
 
 R2 = 1 / math.sqrt(2)
 # Three tasks: t1 and t2 orthogonal, t3 halfway between. Pair cosines: (1,2)=0, (1,3)=(2,3)=1/sqrt(2).
@@ -88,6 +89,73 @@ def test_nearest_mode_hand_values() -> None:
     np.testing.assert_array_equal(spec, [1.0, 0.0])
     # pairs: .8 covers all three pair cosines; .5 covers only the 0 one
     np.testing.assert_allclose(specificity(skills, TASKS3), [1.0, 1 / 3])
+
+
+def test_knn_k() -> None:
+    assert [knn_k(n) for n in (2, 3, 4, 10, 300, 10_000)] == [1, 2, 2, 4, 18, 100]
+
+
+def test_knn_mode_hand_values() -> None:
+    # four tasks: e1, e2, e3 and t4 = (e1 + e2)/sqrt 2; N = 4 -> k = 2. Other-task cosines, best first:
+    # t1 (.707, 0, 0), t2 (.707, 0, 0), t3 (0, 0, 0), t4 (.707, .707, 0): 2nd nearest = 0, 0, 0, .707
+    tasks = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [R2, R2, 0, 0]])
+    reference = task_reference(tasks, mode="knn")
+    assert reference.k == 2
+    np.testing.assert_allclose(reference.values, [0, 0, 0, R2], atol=1e-6)
+    skills = np.array([[0.6, 0, 0, 0.8], [0.8, 0, 0, 0.6], [0, 0, 0, 1], [-1, 0, 0, 0]])  # best .6, .8, 0, 0
+    scores = utility_scores(skills, tasks, specificity_mode="knn")
+    np.testing.assert_allclose(scores.specificity, [0.75, 1.0, 0.75, 0.75])
+    assert scores.knn_k == 2
+    # nearest (k = 1) reference .707, .707, 0, .707: only the .8 skill beats the three near tasks
+    np.testing.assert_allclose(specificity(skills, tasks, specificity_mode="nearest"), [0.25, 1.0, 0.25, 0.25])
+
+
+def test_knn_reference_matches_brute_force() -> None:
+    rng = np.random.default_rng(6)
+    tasks = _unit_rows(rng.normal(size=(37, 5)), "tasks")
+    gram = tasks.astype(np.float64) @ tasks.T.astype(np.float64)
+    np.fill_diagonal(gram, -np.inf)
+    kth = -np.sort(-gram, axis=1)[:, knn_k(37) - 1]
+    for block_elems in (37, 100, 1 << 20):
+        np.testing.assert_allclose(task_reference(tasks, mode="knn", block_elems=block_elems).values, np.sort(kth),
+                                   atol=1e-6)
+
+
+def _clustered(rng: np.random.Generator, n_clusters: int, per: int, dim: int, noise: float) -> np.ndarray:
+    centres = np.eye(dim)[:n_clusters]
+    return np.repeat(centres, per, axis=0) + noise * rng.normal(size=(n_clusters * per, dim))
+
+
+def test_off_domain_skill_near_zero_and_flagged_in_every_mode() -> None:
+    rng = np.random.default_rng(7)
+    tasks = _clustered(rng, 4, 25, 16, 0.15)  # four topics of 25 near-duplicate tasks
+    in_domain = _clustered(rng, 4, 3, 16, 0.15)  # three skills about each topic
+    off_domain = np.eye(16)[10:13] + 0.05 * rng.normal(size=(3, 16))  # directions no task uses
+    skills = np.vstack([in_domain, off_domain])
+    for mode in ("pairs", "nearest", "knn"):
+        scores = utility_scores(skills, tasks, specificity_mode=mode)
+        np.testing.assert_array_equal(scores.off_domain, [False] * 12 + [True] * 3)
+    pairs = utility_scores(skills, tasks)
+    assert pairs.utility[12:].max() > pairs.utility[:12].max()  # pairs is fooled: the topics are mutually dissimilar
+    knn = utility_scores(skills, tasks, specificity_mode="knn")
+    assert knn.utility[12:].max() < 0.05
+    assert knn.utility[:12].min() > 0.05
+    assert len(set(knn.utility[:12].tolist())) == 12  # no ties among the in-domain skills
+
+
+def test_off_domain_flag_is_knn_specificity_below_the_quantile() -> None:
+    rng = np.random.default_rng(8)
+    tasks = _clustered(rng, 5, 20, 12, 0.2)
+    skills = rng.normal(size=(400, 12))
+    knn = utility_scores(skills, tasks, specificity_mode="knn")
+    np.testing.assert_array_equal(knn.off_domain, knn.specificity < OFF_DOMAIN_QUANTILE)
+    assert 0 < knn.off_domain.sum() < 400
+    reference = task_reference(tasks, mode="knn")
+    assert knn.off_domain_threshold == reference.quantile_floor(OFF_DOMAIN_QUANTILE) == reference.values[4]
+    pairs = utility_scores(skills, tasks, domain_reference=reference)
+    np.testing.assert_array_equal(pairs.off_domain, knn.off_domain)
+    with pytest.raises(ValueError, match="domain_reference"):
+        utility_scores(skills, tasks, domain_reference=task_reference(tasks))
 
 
 def test_small_tau_is_stable() -> None:
@@ -207,6 +275,24 @@ def test_binned_spearman() -> None:
     assert math.isnan(binned_spearman(x, np.ones(100)).rho)
     with pytest.raises(ValueError, match="at least"):
         binned_spearman([1, 2], [1, 2], n_bins=10)
+
+
+def test_equal_size_binning_conventions() -> None:
+    assert [len(b) for b in equal_size_bins(23, 10)] == [3, 3, 3, 2, 2, 2, 2, 2, 2, 2]
+    assert [len(b) for b in equal_size_bins(23, 10, "spread")] == [3, 2, 2, 3, 2, 2, 3, 2, 2, 2]
+    for binning in ("first", "spread"):
+        parts = equal_size_bins(23, 10, binning)
+        np.testing.assert_array_equal(np.concatenate(parts), np.arange(23))  # contiguous, in rank order
+        assert [len(b) for b in equal_size_bins(30, 10, binning)] == [3] * 10  # a multiple: both agree
+    # n = 23 points, 10 bins: y is 1 only at ranks 5, 6 and 10, which the two conventions bin differently
+    x = np.arange(23.0)
+    y = np.isin(x, [5, 6, 10]).astype(float)
+    first, spread = binned_spearman(x, y, 10), binned_spearman(x, y, 10, "spread")
+    assert [b.y_mean for b in first.bins][:5] == pytest.approx([0, 1 / 3, 1 / 3, 1 / 2, 0])
+    assert [b.y_mean for b in spread.bins][:5] == pytest.approx([0, 0, 1, 0, 1 / 2])
+    assert first.rho - spread.rho == pytest.approx(-0.2626, abs=1e-3)
+    with pytest.raises(ValueError, match="binning"):
+        equal_size_bins(23, 10, "last")
 
 
 def test_transfer_density_hand_cases() -> None:

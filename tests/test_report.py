@@ -15,6 +15,7 @@ from skilltransfer.cli import app, main
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report import EmbedderResolver, load_run, make_report
 from skilltransfer.experiments.report.figures import draw_all
+from skilltransfer.experiments.report.utility import utility_bins
 from skilltransfer.experiments.stream import StreamConfig, run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
@@ -154,6 +155,11 @@ def test_utility_tables_match_score_library(runs_dir: Path, built) -> None:
         spec = binned_spearman([r["mean_specificity"] for r in level_rows], [r["success"] for r in level_rows], 10)
         comp = report.table("fig5b_components").where(level=level, component="specificity")
         assert [c["mean_value"] for c in comp] == pytest.approx([b.x_mean for b in spec.bins])
+        spread_bins, spread_corr = utility_bins(tasks, 10, "spread")
+        spread = binned_spearman([r["mean_utility"] for r in level_rows], [r["success"] for r in level_rows], 10,
+                                 "spread")
+        assert [b["n"] for b in spread_bins.where(level=level)] == [b.n for b in spread.bins]
+        assert spread_corr.where(level=level)[0]["rho"] == pytest.approx(spread.rho, nan_ok=True)
     kinds = report.table("fig5cde_utility_by_kind")
     assert {(r["level"], r["format"]) for r in kinds.where(env="tiny-b")} == \
         {("task", "text"), ("task", "code"), ("subtask", "text"), ("subtask", "code")}
@@ -242,6 +248,9 @@ def test_cli_single_run_and_errors(small_runs: Path, tmp_path: Path, monkeypatch
     assert not (tmp_path / "x").exists()
     code, err = run_cli([str(single), "--out", str(tmp_path / "x"), "--metric", "speed"], monkeypatch, capsys)
     assert (code, err.strip()) == (2, "error: unknown metric 'speed'; choose one of: success, reward")
+    code, err = run_cli([str(single), "--out", str(tmp_path / "x"), "--utility-binning", "last"], monkeypatch, capsys)
+    assert (code, err.strip()) == (2, "error: unknown utility binning 'last'; choose one of: first, spread")
+    assert not (tmp_path / "x").exists()
 
 
 def test_broken_logs_name_the_file_and_line(small_runs: Path, tmp_path: Path) -> None:

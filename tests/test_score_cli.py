@@ -19,7 +19,7 @@ from skilltransfer.metrics.scoring import ScoreReport
 REPO = Path(__file__).resolve().parent.parent
 DEMO_LIBRARY = REPO / "data" / "demo_library"
 DEMO_TASKS = REPO / "data" / "demo_tasks.jsonl"
-SKILL_KEYS = {"id", "name", "description", "specificity", "abstractness", "utility", "best_match"}
+SKILL_KEYS = {"id", "name", "description", "specificity", "abstractness", "utility", "best_match", "off_domain"}
 
 TASKS = ["Email the quarterly report to Alice.", "Sum the Amount column in expenses.xlsx.",
          "Create a calendar event for the team meeting on Monday.", "Write the totals into summary.docx."]
@@ -71,13 +71,43 @@ def test_cli_prints_ranked_table(library: Path, tasks: Path, monkeypatch: pytest
                                  capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli([str(library), "--tasks", str(tasks), "--embedder", "hash:64"], monkeypatch, capsys)
     assert code == 0, err
-    for header in ("rank", "name", "specificity", "abstractness", "utility", "best-match cos"):
+    for header in ("rank", "name", "specificity", "abstractness", "utility", "best-match cos", "domain"):
         assert header in out
     for name in ("send-email", "sum-column", "bake-bread"):
         assert name in out
     assert "3 skills x 4 tasks" in out
     assert "tau 0.1" in out
     assert "mean utility by level: subtask" in out
+    assert "off-domain (OFF):" in out
+
+
+def test_off_domain_marked_in_table_json_and_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    tasks = tmp_path / "similar.txt"  # four variants of one task: every task's 2nd-nearest task is close
+    tasks.write_text("".join(f"Email the quarterly report to {name}.\n" for name in ("Alice", "Bob", "Carol", "Dan")))
+    bread = tmp_path / "bread"  # one skill sharing no word with the tasks, one matching them
+    write_skill(bread, "bake-bread", "Knead dough, proof overnight, bake a sourdough loaf in a Dutch oven.")
+    write_skill(bread, "email-report", "Email the quarterly report to Alice.")
+    for mode in ("pairs", "nearest", "knn"):
+        out_json, out_csv = tmp_path / f"{mode}.json", tmp_path / f"{mode}.csv"
+        for out_file in (out_json, out_csv):
+            code, out, err = run_cli([str(bread), "--tasks", str(tasks), "--embedder", "hash:64", "--specificity",
+                                      mode, "--out", str(out_file)], monkeypatch, capsys)
+            assert code == 0, err
+        assert "OFF" in out
+        data = json.loads(out_json.read_text())
+        rule = data["off_domain_rule"]
+        assert rule["k"] == 2  # 4 tasks: ceil(sqrt 4)
+        assert rule["quantile"] == 0.05
+        flags = {row["name"]: row["off_domain"] for row in data["skills"]}
+        assert flags == {"bake-bread": True, "email-report": False}
+        for row in data["skills"]:
+            assert row["off_domain"] == (row["best_match"] < rule["threshold"])
+        assert data["summary"]["n_off_domain"] == 1
+        rows = {row["name"]: row for row in csv.DictReader(out_csv.open())}
+        assert rows["bake-bread"]["off_domain"] == "true"
+        assert rows["email-report"]["off_domain"] == "false"
+        assert float(rows["bake-bread"]["off_domain_threshold"]) == pytest.approx(rule["threshold"])
 
 
 def test_cli_top_limits_table(library: Path, tasks: Path, monkeypatch: pytest.MonkeyPatch,

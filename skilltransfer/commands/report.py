@@ -31,13 +31,17 @@ def report(
                                               rich_help_panel=_ADVANCED)] = 50,
     utility_bins: Annotated[int, typer.Option(min=2, help="Equal-size task bins of Fig. 5a/b.",
                                               rich_help_panel=_ADVANCED)] = 10,
+    utility_binning: Annotated[str, typer.Option(help="Which utility bins take the extra tasks when the count is not "
+                                                 "a multiple: first (np.array_split) or spread (rank i in bin "
+                                                 "floor(i*bins/n)).", rich_help_panel=_ADVANCED)] = "first",
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", rich_help_panel=_ADVANCED)] = 0,
     cache: Annotated[bool, typer.Option(help="Use the on-disk embedding cache.", rich_help_panel=_ADVANCED)] = False,
 ) -> Report:
     """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs."""
     check_output_path(out, flag="--out")
     result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
-                                  density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=cache)
+                                  density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=cache,
+                                  utility_binning=utility_binning)
     console = Console(stderr=True)
     console.print(f"{len(result.runs)} runs -> {written.markdown}, {written.html}, {len(written.csv)} CSV files, "
                   f"{len(written.figures)} figures in {out / 'figures'}")

@@ -29,9 +29,10 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
     table.add_column("name", overflow="fold")
     for column in ("specificity", "abstractness", "utility", "best-match cos"):
         table.add_column(column, justify="right")
+    table.add_column("domain")
     for rank, row in enumerate(shown, start=1):
         table.add_row(str(rank), row.name, f"{row.specificity:.3f}", f"{row.abstractness:.3f}",
-                      f"{row.utility:.3f}", f"{row.best_match:.3f}")
+                      f"{row.utility:.3f}", f"{row.best_match:.3f}", "OFF" if row.off_domain else "")
     console.print(table)
     summary = report.summary
     sample = f", {report.n_reference:,} sampled pairs" if report.sampled else ""
@@ -44,6 +45,9 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
     for key in ("by_level", "by_format"):
         groups = ", ".join(f"{name} {vals['mean_utility']:.3f} (n={vals['n']})" for name, vals in summary[key].items())
         console.print(f"mean utility {key.replace('_', ' ')}: {groups}")
+    console.print(f"off-domain (OFF): {summary['n_off_domain']} of {summary['n_skills']} skills have a best match "
+                  f"below {report.off_domain_threshold:.3f}, the 5th percentile of each task's cosine to its k-th "
+                  f"nearest task (k = {report.knn_k})")
 
 
 @app.command()
@@ -54,7 +58,7 @@ def score(
     embedder: Annotated[str, typer.Option(help="minilm, hash:DIM (test double) or a sentence-transformers folder.")]
     = DEFAULT_EMBEDDER,
     tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
-    specificity: Annotated[str, typer.Option("--specificity", help="pairs (paper) or nearest.")] = "pairs",
+    specificity: Annotated[str, typer.Option("--specificity", help="pairs (paper), nearest or knn.")] = "pairs",
     skill_text: Annotated[str, typer.Option("--skill-text", help="Embed the description or description+body.")]
     = "description",
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",

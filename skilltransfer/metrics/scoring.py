@@ -15,7 +15,7 @@ import numpy as np
 from skilltransfer.errors import InputError
 from skilltransfer.memory.library import atomic_write_text
 from skilltransfer.memory.skill import Skill
-from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES, utility_scores
+from skilltransfer.metrics.utility import DEFAULT_TAU, OFF_DOMAIN_QUANTILE, SPECIFICITY_MODES, utility_scores
 
 REPORT_FORMAT_VERSION = 1
 SKILL_TEXTS = ("description", "description+body")
@@ -45,6 +45,8 @@ class SkillScore:
     abstractness: float
     utility: float
     best_match: float
+    off_domain: bool = False
+    """Best match below the task set's own 5th-percentile k-th-neighbour cosine (see ``metrics.utility``)."""
 
 
 @dataclass
@@ -62,16 +64,28 @@ class ScoreReport:
     seed: int
     skills: list[SkillScore]
     summary: dict[str, Any] = field(default_factory=dict)
+    knn_k: int = 0
+    """Neighbour rank k of the off-domain reference (and of "knn" specificity)."""
+    off_domain_threshold: float = float("nan")
+    """Best matches below this cosine are flagged off-domain."""
 
     def ranked(self) -> list[SkillScore]:
         """Skills by descending utility (ties: by name)."""
         return sorted(self.skills, key=lambda row: (-row.utility, row.name))
 
+    def off_domain_rule(self) -> dict[str, Any]:
+        """How the off-domain flag was decided (recorded in the JSON report)."""
+        return {"rule": f"best_match < the {OFF_DOMAIN_QUANTILE:g} quantile of each task's cosine to its k-th "
+                        "nearest other task", "k": self.knn_k, "quantile": OFF_DOMAIN_QUANTILE,
+                "threshold": self.off_domain_threshold}
+
     def to_dict(self) -> dict[str, Any]:
-        keys = ("id", "name", "description", "level", "format", "specificity", "abstractness", "utility", "best_match")
+        keys = ("id", "name", "description", "level", "format", "specificity", "abstractness", "utility", "best_match",
+                "off_domain")
         return {"format_version": REPORT_FORMAT_VERSION, "embedder": self.embedder, "tau": self.tau,
                 "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                 "n_reference": self.n_reference, "sampled": self.sampled, "seed": self.seed,
+                "off_domain_rule": self.off_domain_rule(),
                 "skills": [{key: asdict(row)[key] for key in keys} for row in self.ranked()],
                 "summary": self.summary}
 
@@ -80,11 +94,13 @@ class ScoreReport:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(["rank", "id", "name", "level", "format", "specificity", "abstractness", "utility",
-                         "best_match", "description", "embedder", "tau", "specificity_mode", "skill_text", "n_tasks"])
+                         "best_match", "off_domain", "description", "embedder", "tau", "specificity_mode", "skill_text",
+                         "n_tasks", "off_domain_threshold"])
         for rank, row in enumerate(self.ranked(), start=1):
             writer.writerow([rank, row.id, row.name, row.level, row.format, row.specificity, row.abstractness,
-                             row.utility, row.best_match, row.description, self.embedder, self.tau,
-                             self.specificity_mode, self.skill_text, self.n_tasks])
+                             row.utility, row.best_match, str(row.off_domain).lower(), row.description, self.embedder,
+                             self.tau, self.specificity_mode, self.skill_text, self.n_tasks,
+                             self.off_domain_threshold])
         return buffer.getvalue()
 
 
@@ -107,6 +123,7 @@ def summarize(rows: list[SkillScore], n_tasks: int) -> dict[str, Any]:
             "mean_specificity": float(np.mean([r.specificity for r in rows])),
             "mean_abstractness": float(np.mean([r.abstractness for r in rows])),
             "mean_best_match": float(np.mean([r.best_match for r in rows])),
+            "n_off_domain": sum(r.off_domain for r in rows),
             "by_level": _group_means(rows, "level"), "by_format": _group_means(rows, "format")}
 
 
@@ -119,7 +136,7 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
         task_texts: the task instructions (at least two).
         embedder: anything with ``embed(list[str]) -> np.ndarray`` and an ``id``.
         tau: abstractness temperature.
-        specificity_mode: "pairs" (paper) or "nearest".
+        specificity_mode: "pairs" (paper), "nearest" or "knn".
         text: "description" (default; what retrieval matches) or "description+body".
         seed: pair-sampling seed (used only above 10^7 task pairs).
     """
@@ -137,11 +154,12 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
     rows = [SkillScore(id=skill.id, name=skill.name, description=skill.description, level=skill.level,
                        format=skill.format, specificity=float(scores.specificity[i]),
                        abstractness=float(scores.abstractness[i]), utility=float(scores.utility[i]),
-                       best_match=float(scores.best_match[i]))
+                       best_match=float(scores.best_match[i]), off_domain=bool(scores.off_domain[i]))
             for i, skill in enumerate(skills)]
     return ScoreReport(embedder=str(embedder.id), tau=float(tau), specificity_mode=specificity_mode, skill_text=text,
                        n_tasks=len(task_texts), n_reference=scores.n_reference, sampled=scores.sampled, seed=seed,
-                       skills=rows, summary=summarize(rows, len(task_texts)))
+                       skills=rows, summary=summarize(rows, len(task_texts)), knn_k=scores.knn_k,
+                       off_domain_threshold=scores.off_domain_threshold)
 
 
 def write_report(report: ScoreReport, path: str | Path) -> Path:

@@ -64,12 +64,33 @@ class BinnedSpearman:
                 "bins": [{"n": b.n, "x_mean": b.x_mean, "y_mean": b.y_mean} for b in self.bins]}
 
 
+BINNINGS = ("first", "spread")
+"""Equal-size binning conventions of :func:`binned_spearman` when n is not a multiple of the bin count."""
+
+
+def equal_size_bins(n: int, n_bins: int, binning: str = "first") -> list[np.ndarray]:
+    """Split ranks 0..n-1 into ``n_bins`` contiguous bins whose sizes differ by at most one.
+
+    "first" (default, ``np.array_split``): the first ``n mod n_bins`` bins get one rank more (n = 23, 10 bins:
+    3,3,3,2,2,2,2,2,2,2). "spread": rank i goes to bin ``floor(i * n_bins / n)``, so the larger bins are spread
+    over the range (3,2,2,3,2,2,3,2,2,2), the convention of :func:`transfer_density` (``pandas.qcut`` on ranks
+    spreads them similarly). With few points per bin the choice moves rho noticeably.
+    """
+    if binning == "first":
+        return np.array_split(np.arange(n), n_bins)
+    if binning == "spread":
+        labels = np.arange(n) * n_bins // n
+        return [np.flatnonzero(labels == b) for b in range(n_bins)]
+    raise ValueError(f"unknown binning {binning!r}; choose one of {', '.join(BINNINGS)}")
+
+
 def binned_spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-                    n_bins: int = 10) -> BinnedSpearman:
+                    n_bins: int = 10, binning: str = "first") -> BinnedSpearman:
     """Sort points by x, split them into ``n_bins`` equal-size bins, and correlate per-bin mean x with mean y.
 
-    When the count is not a multiple of ``n_bins``, the first bins get one point more (``np.array_split``).
-    Ties in x keep input order (stable sort). rho/p are NaN when a bin mean is constant across bins.
+    When the count is not a multiple of ``n_bins``, ``binning`` decides which bins get one point more
+    (:func:`equal_size_bins`: "first", the default, as ``np.array_split``; or "spread"). Ties in x keep input order
+    (stable sort). rho/p are NaN when a bin mean is constant across bins.
     """
     xs = np.asarray(x, dtype=np.float64).ravel()
     ys = np.asarray(y, dtype=np.float64).ravel()
@@ -80,8 +101,8 @@ def binned_spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
     if xs.size < n_bins:
         raise ValueError(f"need at least n_bins={n_bins} points, got {xs.size}")
     order = np.argsort(xs, kind="stable")
-    bins = [Bin(n=len(part), x_mean=float(xs[part].mean()), y_mean=float(ys[part].mean()))
-            for part in np.array_split(order, n_bins)]
+    bins = [Bin(n=len(ranks), x_mean=float(xs[order[ranks]].mean()), y_mean=float(ys[order[ranks]].mean()))
+            for ranks in equal_size_bins(xs.size, n_bins, binning)]
     x_means = [b.x_mean for b in bins]
     y_means = [b.y_mean for b in bins]
     if np.ptp(x_means) == 0 or np.ptp(y_means) == 0:

@@ -9,6 +9,15 @@ With ``c_j`` the cosine between a skill and the j-th of N task instructions (all
   i.e. the skill's best match beats that task's nearest other task. Under "pairs", a skill unrelated to every task
   still scores high when the tasks are mutually dissimilar (and its flat, low relevance also gives high abstractness),
   so an irrelevant skill can get a high utility; "nearest" compares it with how close tasks are to each other.
+* ``specificity`` ("knn", k-nearest-neighbour): the fraction of tasks i with ``max_j c_j >= rho_i``, where
+  ``rho_i`` is the cosine between t_i and its k-th most similar other task, ``k = min(N - 1, ceil(sqrt(N)))``
+  (:func:`knn_k`). "nearest" is k = 1: benchmark task sets hold groups of near-duplicate instances (one template,
+  several values), so every task's nearest neighbour is a near-copy and few skills reach it (mass ties at 0);
+  the sqrt(N)-th neighbour steps out of such groups while staying local (k -> inf, k / N -> 0, the usual k-NN
+  density rule), so in-domain skills spread over (0, 1] and an unrelated skill still scores near 0.
+* ``off_domain``: under every mode, a skill is flagged off-domain when its best match is below the 5th percentile of
+  the task set's own ``rho_i`` (:data:`OFF_DOMAIN_QUANTILE`), i.e. when its "knn" specificity is below 0.05: it is
+  less related to its closest task than 95 % of the tasks are to their k-th nearest task.
 * ``abstractness = exp(H(softmax(c / tau))) / N`` with natural-log entropy H (the perplexity of the skill's relevance
   distribution over tasks, divided by N), in (0, 1]; 1 when the skill is equally similar to every task.
   ``tau`` defaults to 0.1 (:data:`DEFAULT_TAU`).
@@ -20,13 +29,16 @@ time with a streaming log-sum-exp, so memory stays bounded for 100,000 skills x 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-SpecificityMode = Literal["pairs", "nearest"]
-SPECIFICITY_MODES: tuple[str, ...] = ("pairs", "nearest")
+SpecificityMode = Literal["pairs", "nearest", "knn"]
+SPECIFICITY_MODES: tuple[str, ...] = ("pairs", "nearest", "knn")
+OFF_DOMAIN_QUANTILE = 0.05
+"""A skill whose best match is below this quantile of the tasks' k-th-neighbour cosines is flagged off-domain."""
 DEFAULT_TAU = 0.1
 """Softmax temperature of abstractness (cosines are divided by it before the softmax)."""
 DEFAULT_MAX_PAIRS = 10**7
@@ -52,12 +64,14 @@ class TaskReference:
     """The sorted task-side cosines that a skill's best match is compared with.
 
     Attributes:
-        mode: "pairs" (pair cosines, i < k) or "nearest" (each task's cosine to its nearest other task).
+        mode: "pairs" (pair cosines, i < k), "nearest" (each task's cosine to its nearest other task) or "knn" (each
+            task's cosine to its k-th nearest other task).
         values: sorted ascending float32.
         n_tasks: N.
         n_pairs_total: N(N-1)/2.
         sampled: True when ``values`` is a sample of the pairs rather than all of them.
         seed: the sampling seed (recorded even when unused).
+        k: the neighbour rank of "nearest" (1) and "knn"; 0 for "pairs".
     """
 
     mode: str
@@ -66,11 +80,18 @@ class TaskReference:
     n_pairs_total: int
     sampled: bool
     seed: int
+    k: int = 0
 
     def specificity(self, best_match: np.ndarray) -> np.ndarray:
         """Share of reference values <= each best match (ties count as covered), via one searchsorted."""
         best = np.asarray(best_match, dtype=np.float32)
         return np.searchsorted(self.values, best, side="right").astype(np.float64) / len(self.values)
+
+    def quantile_floor(self, q: float) -> float:
+        """The smallest reference value v with ``specificity(v) >= q``: best matches below it have a share < q."""
+        if not 0 < q <= 1:
+            raise ValueError(f"quantile must be in (0, 1], got {q}")
+        return float(self.values[max(0, math.ceil(q * len(self.values) - 1e-9) - 1)])
 
 
 def _row_blocks(n: int, size: int) -> list[tuple[int, int]]:
@@ -118,13 +139,19 @@ def _sampled_pair_cosines(tasks: np.ndarray, lo: np.ndarray, hi: np.ndarray, blo
     return out
 
 
-def _nearest_other_cosines(tasks: np.ndarray, block: int) -> np.ndarray:
+def knn_k(n_tasks: int) -> int:
+    """The neighbour rank of "knn" specificity: ``min(N - 1, ceil(sqrt(N)))`` (at least 1)."""
+    return max(1, min(n_tasks - 1, math.ceil(math.sqrt(n_tasks))))
+
+
+def _kth_other_cosines(tasks: np.ndarray, k: int, block: int) -> np.ndarray:
+    """Each task's cosine to its k-th most similar other task (k = 1: its nearest other task)."""
     n = len(tasks)
     out = np.empty(n, dtype=np.float32)
     for start, end in _row_blocks(n, block):
         gram = tasks[start:end] @ tasks.T
         gram[np.arange(end - start), np.arange(start, end)] = -np.inf
-        out[start:end] = gram.max(axis=1)
+        out[start:end] = gram.max(axis=1) if k == 1 else np.partition(gram, n - k, axis=1)[:, n - k]
     return out
 
 
@@ -134,7 +161,7 @@ def task_reference(task_vecs: np.ndarray, *, mode: str = "pairs", max_pairs: int
 
     Args:
         task_vecs: N x d task-instruction embeddings (N >= 2).
-        mode: "pairs" (paper) or "nearest".
+        mode: "pairs" (paper), "nearest" or "knn".
         max_pairs: above this many pairs, sample this many pairs uniformly (seeded, with replacement).
         seed: sampling seed.
         block_elems: Gram-matrix entries held at once.
@@ -148,8 +175,9 @@ def task_reference(task_vecs: np.ndarray, *, mode: str = "pairs", max_pairs: int
     n_pairs = n * (n - 1) // 2
     block = max(1, block_elems // n)
     sampled = False
-    if mode == "nearest":
-        values = _nearest_other_cosines(tasks, block)
+    k = {"pairs": 0, "nearest": 1, "knn": knn_k(n)}[mode]
+    if k:
+        values = _kth_other_cosines(tasks, k, block)
     elif n_pairs <= max_pairs:
         values = _exact_pair_cosines(tasks, block)
     else:
@@ -158,7 +186,8 @@ def task_reference(task_vecs: np.ndarray, *, mode: str = "pairs", max_pairs: int
         method = "gram" if n * n <= 32 * max_pairs else "gather"
         values = _sampled_pair_cosines(tasks, lo, hi, block, method)
     values.sort()
-    return TaskReference(mode=mode, values=values, n_tasks=n, n_pairs_total=n_pairs, sampled=sampled, seed=seed)
+    return TaskReference(mode=mode, values=values, n_tasks=n, n_pairs_total=n_pairs, sampled=sampled, seed=seed,
+                         k=k)
 
 
 def best_match_and_abstractness(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float = DEFAULT_TAU,
@@ -233,22 +262,30 @@ class UtilityScores:
     """How many pair (or nearest-task) cosines specificity was measured against."""
     sampled: bool
     seed: int
+    off_domain: np.ndarray
+    """True where the best match is below :attr:`off_domain_threshold` (see the module docstring)."""
+    off_domain_threshold: float
+    """The 5th percentile of the tasks' k-th-neighbour cosines (k = :attr:`knn_k`)."""
+    knn_k: int
 
 
 def utility_scores(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float = DEFAULT_TAU,
                    specificity_mode: str = "pairs", max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0,
-                   reference: TaskReference | None = None, skill_block: int | None = None,
-                   task_block: int | None = None, block_elems: int = DEFAULT_BLOCK_ELEMS) -> UtilityScores:
-    """Specificity, abstractness, utility and best-match cosine of every skill against one task set.
+                   reference: TaskReference | None = None, domain_reference: TaskReference | None = None,
+                   skill_block: int | None = None, task_block: int | None = None,
+                   block_elems: int = DEFAULT_BLOCK_ELEMS) -> UtilityScores:
+    """Specificity, abstractness, utility, best-match cosine and off-domain flag of every skill against one task set.
 
     Args:
         skill_vecs: M x d skill embeddings (rows are normalised if they are not unit length).
         task_vecs: N x d task-instruction embeddings, N >= 2.
         tau: abstractness temperature.
-        specificity_mode: "pairs" (paper, default) or "nearest".
+        specificity_mode: "pairs" (paper, default), "nearest" or "knn".
         max_pairs: exact pair enumeration up to this many pairs, else a seeded sample of this size.
         seed: pair-sampling seed.
-        reference: a precomputed :func:`task_reference` for these tasks (reused across libraries).
+        reference: a precomputed :func:`task_reference` for these tasks and this mode (reused across libraries).
+        domain_reference: a precomputed "knn" :func:`task_reference` for the off-domain flag (computed when absent;
+            the same object as ``reference`` under "knn").
         skill_block: skills per tile; task_block: tasks per tile; block_elems: tile budget otherwise.
     """
     if reference is None:
@@ -256,18 +293,26 @@ def utility_scores(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float 
                                    block_elems=block_elems)
     elif reference.mode != specificity_mode or reference.n_tasks != len(task_vecs):
         raise ValueError("reference was computed for another mode or task set")
+    if domain_reference is None:
+        domain_reference = reference if reference.mode == "knn" else task_reference(
+            task_vecs, mode="knn", block_elems=block_elems)
+    elif domain_reference.mode != "knn" or domain_reference.n_tasks != len(task_vecs):
+        raise ValueError("domain_reference must be a 'knn' reference for the same task set")
     best, abstract = best_match_and_abstractness(skill_vecs, task_vecs, tau=tau, skill_block=skill_block,
                                                  task_block=task_block, block_elems=block_elems)
     spec = reference.specificity(best.astype(np.float32))
+    threshold = domain_reference.quantile_floor(OFF_DOMAIN_QUANTILE)
     return UtilityScores(specificity=spec, abstractness=abstract, utility=spec * abstract, best_match=best,
                          tau=float(tau), specificity_mode=specificity_mode, n_tasks=reference.n_tasks,
-                         n_reference=len(reference.values), sampled=reference.sampled, seed=reference.seed)
+                         n_reference=len(reference.values), sampled=reference.sampled, seed=reference.seed,
+                         off_domain=best.astype(np.float32) < np.float32(threshold),
+                         off_domain_threshold=threshold, knn_k=domain_reference.k)
 
 
 def specificity(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, specificity_mode: str = "pairs",
                 max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0,
                 block_elems: int = DEFAULT_BLOCK_ELEMS) -> np.ndarray:
-    """Specificity of each skill (see the module docstring for both modes)."""
+    """Specificity of each skill (see the module docstring for the three modes)."""
     reference = task_reference(task_vecs, mode=specificity_mode, max_pairs=max_pairs, seed=seed,
                                block_elems=block_elems)
     best, _ = best_match_and_abstractness(skill_vecs, task_vecs, block_elems=block_elems)

@@ -17,7 +17,8 @@ from skilltransfer.experiments.report.writer import Written, write_report
 
 def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: str = "success",
                 embedder: str | None = None, utility: bool = True, density_bins: int = 50,
-                utility_bins: int = 10, seed: int = 0, cache: bool = False) -> tuple[Report, Written]:
+                utility_bins: int = 10, seed: int = 0, cache: bool = False,
+                utility_binning: str = "first") -> tuple[Report, Written]:
     """Load the runs under ``paths``, compute the report and write it to ``out``.
 
     Args:
@@ -30,6 +31,7 @@ def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: 
         utility_bins: equal-size bins of the utility analyses.
         seed: bootstrap seed.
         cache: keep embeddings in the on-disk embedding cache.
+        utility_binning: which utility bins take the extra tasks: "first" (``np.array_split``) or "spread".
 
     Raises:
         InputError: no runs under a path, broken logs, an embedder that cannot be rebuilt, bad settings.
@@ -37,7 +39,7 @@ def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: 
     runs = load_runs([Path(p) for p in paths])
     resolver = EmbedderResolver(embedder, cache=cache) if utility else None
     report = build_report(runs, embedder_of=resolver, metric=metric, density_bins=density_bins,
-                          utility_n_bins=utility_bins, seed=seed)
+                          utility_n_bins=utility_bins, seed=seed, utility_binning=utility_binning)
     return report, write_report(report, out)
 
 

@@ -19,6 +19,7 @@ from skilltransfer.experiments.report.utility import (
     utility_bins,
     utility_by_kind,
 )
+from skilltransfer.metrics.stats import BINNINGS
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Report:
 
 def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | None = None,
                  metric: str = "success", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
-                 seed: int = 0) -> Report:
+                 seed: int = 0, utility_binning: str = "first") -> Report:
     """Compute the report's tables.
 
     Args:
@@ -47,22 +48,27 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         density_bins: stream bins of the transfer-density analysis (capped at the stream length).
         utility_n_bins: equal-size bins of the utility analyses.
         seed: bootstrap seed.
+        utility_binning: which of those bins take the extra tasks ("first" or "spread", see ``equal_size_bins``).
 
     Raises:
-        InputError: unknown metric, or bins below 2.
+        InputError: unknown metric or binning, or bins below 2.
     """
     if metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
     if density_bins < 2 or utility_n_bins < 2:
         raise InputError("bins must be at least 2")
+    if utility_binning not in BINNINGS:
+        raise InputError(f"unknown utility binning {utility_binning!r}; choose one of: {', '.join(BINNINGS)}")
     tables = [table2(runs, metric, seed), budget_curves(runs, metric), by_difficulty(runs, metric, seed)]
     if embedder_of is not None:
         scores = score_runs(runs, embedder_of)
         tasks = task_utility(runs, scores, metric)
-        tables += [tasks, *utility_bins(tasks, utility_n_bins), component_bins(tasks, utility_n_bins),
+        tables += [tasks, *utility_bins(tasks, utility_n_bins, utility_binning),
+                   component_bins(tasks, utility_n_bins, utility_binning),
                    utility_by_kind(runs, scores, seed)]
     density, heatmaps = transfer_heatmaps(runs, density_bins)
     tables += [density, skill_counts(runs, density_bins, metric)]
-    settings = {"metric": metric, "density_bins": density_bins, "utility_bins": utility_n_bins, "seed": seed,
+    settings = {"metric": metric, "density_bins": density_bins, "utility_bins": utility_n_bins,
+                "utility_binning": utility_binning, "seed": seed,
                 "bootstrap_resamples": 10000, "utility": embedder_of is not None}
     return Report(runs, {t.name: t for t in tables}, heatmaps, metric, settings)

@@ -58,21 +58,23 @@ def _levels(tasks: Table) -> list[str]:
     return [level for level in ("task", "subtask") if tasks.where(level=level)]
 
 
-def utility_bins(tasks: Table, n_bins: int = N_BINS) -> tuple[Table, Table]:
+def utility_bins(tasks: Table, n_bins: int = N_BINS, binning: str = "first") -> tuple[Table, Table]:
     """Fig. 5a: per level, tasks ranked by mean retrieved utility in ``n_bins`` equal bins; success per bin and the
     Spearman correlation of the bin means (``binned_spearman``). Levels with fewer than ``n_bins`` tasks are left out.
     """
+    convention = "np.array_split: the first bins take the extra tasks" if binning == "first" else \
+        "rank i in bin floor(i * bins / n): the extra tasks spread over the range"
     bins = Table("fig5a_utility_bins", "Success by utility bin (Fig. 5a)",
                  ["level", "bin", "n", "mean_utility", "success_pct"],
                  note=f"task_utility rows of a level (in table order) sorted by mean_utility (stable) and split into "
-                      f"{n_bins} equal bins (np.array_split).")
+                      f"{n_bins} equal bins ({convention}).")
     corr = Table("fig5a_spearman", "Spearman correlation of utility and success over the bins (Fig. 5a)",
                  ["level", "n_tasks", "n_bins", "rho", "p_value"], note="binned_spearman(mean_utility, success).")
     for level in _levels(tasks):
         rows = tasks.where(level=level)
         if len(rows) < n_bins:
             continue
-        result = binned_spearman([r["mean_utility"] for r in rows], [r["success"] for r in rows], n_bins)
+        result = binned_spearman([r["mean_utility"] for r in rows], [r["success"] for r in rows], n_bins, binning)
         for index, b in enumerate(result.bins, start=1):
             bins.rows.append({"level": level, "bin": index, "n": b.n, "mean_utility": b.x_mean,
                               "success_pct": 100 * b.y_mean})
@@ -81,7 +83,7 @@ def utility_bins(tasks: Table, n_bins: int = N_BINS) -> tuple[Table, Table]:
     return bins, corr
 
 
-def component_bins(tasks: Table, n_bins: int = N_BINS) -> Table:
+def component_bins(tasks: Table, n_bins: int = N_BINS, binning: str = "first") -> Table:
     """Fig. 5b: success per bin of mean retrieved specificity and of mean retrieved abstractness, per level."""
     table = Table("fig5b_components", "Success vs specificity and abstractness (Fig. 5b)",
                   ["level", "component", "bin", "n", "mean_value", "success_pct", "rho", "p_value"],
@@ -92,7 +94,8 @@ def component_bins(tasks: Table, n_bins: int = N_BINS) -> Table:
         if len(rows) < n_bins:
             continue
         for component in COMPONENTS:
-            result = binned_spearman([r[f"mean_{component}"] for r in rows], [r["success"] for r in rows], n_bins)
+            result = binned_spearman([r[f"mean_{component}"] for r in rows], [r["success"] for r in rows], n_bins,
+                                     binning)
             for index, b in enumerate(result.bins, start=1):
                 table.rows.append({"level": level, "component": component, "bin": index, "n": b.n,
                                    "mean_value": b.x_mean, "success_pct": 100 * b.y_mean, "rho": result.rho,
