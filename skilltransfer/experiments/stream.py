@@ -308,7 +308,7 @@ class _LiveTrajectory:
         self.interval_s = PARTIAL_WRITE_S if interval_s is None else interval_s
         self.clock = clock
         self.result: AgentResult | None = None
-        self._last = float("-inf")
+        self._last = clock()  # the first write comes PARTIAL_WRITE_S into the task (fast tasks write once)
 
     def on_event(self, event: AgentEvent) -> None:
         self.result = event.result
