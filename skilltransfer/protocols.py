@@ -42,7 +42,12 @@ class Completion:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat LLM policy."""
+    """A chat LLM policy.
+
+    Optional members (not part of the structural check; read with ``getattr`` through wrappers by
+    ``skilltransfer.llm.context``): ``context_window: int | None``, the most tokens (prompt + completion) one call may
+    use (None: unknown), and ``count_prompt_tokens(messages) -> int``, the prompt tokens as the server counts them.
+    """
 
     def complete(self, messages: list[Message], **params: Any) -> Completion: ...
 

@@ -20,7 +20,9 @@ STATE = "counter.json"
 DOCS = """apis.counter.get() -> int: the current counter value.
 apis.counter.add(n: int) -> int: add n (an int) to the counter; returns the new value.
 apis.counter.reset() -> int: set the counter to 0.
+apis.counter.history() -> str: a long log of past counter readings.
 complete_task(answer=None): call when the task is finished."""
+HISTORY_LINES = 40
 
 
 def _read(workspace: Path) -> int:
@@ -45,7 +47,10 @@ def setup(workspace: Path, **_: Any) -> dict[str, Any]:
         _write(workspace, 0)
         return 0
 
-    counter = SimpleNamespace(get=lambda: _read(workspace), add=add, reset=reset)
+    def history() -> str:  # a long observation (about 2,400 characters)
+        return "\n".join(f"reading {i}: the counter was checked and found as before" for i in range(HISTORY_LINES))
+
+    counter = SimpleNamespace(get=lambda: _read(workspace), add=add, reset=reset, history=history)
     return {"apis": SimpleNamespace(counter=counter), "complete_task": completion_function(workspace)}
 
 
@@ -57,13 +62,16 @@ class TinyEnv:
         start: the counter's initial value.
         workdir: where workspaces are created (a temp dir by default).
         sandboxed: run agent code in ``skilltransfer.sandbox`` (default: in-process).
+        docs_padding: characters of extra notes appended to the API docs (a system prompt too long for a window).
     """
 
     name = "tiny"
 
     def __init__(self, targets: list[int] | tuple[int, ...] = (3, 5, 2), *, start: int = 0,
-                 workdir: Path | None = None, sandboxed: bool = False) -> None:
+                 workdir: Path | None = None, sandboxed: bool = False, docs_padding: int = 0) -> None:
         self.sandboxed = sandboxed
+        self.docs = DOCS + ("\nNotes: " + "the counter is an integer. " * (docs_padding // 27 + 1))[:docs_padding + 8] \
+            if docs_padding else DOCS
         self.targets = list(targets)
         self.start_value = start
         self.workdir = Path(workdir) if workdir else temporary_workdir("tinyenv-")
@@ -88,7 +96,7 @@ class TinyEnv:
             checks = (Check(f"counter == {target}", value_ok, f"counter is {_read(ws)}"), Check("completed", done))
             return Score(reward=float(value_ok and done), success=value_ok and done, checks=checks)
 
-        return WorkspaceEpisode(task, workspace, setup=f"{__name__}:setup", docs=DOCS, evaluator=evaluate,
+        return WorkspaceEpisode(task, workspace, setup=f"{__name__}:setup", docs=self.docs, evaluator=evaluate,
                                 sandboxed=self.sandboxed)
 
     def reference_solution(self, task: TaskSpec) -> str:
@@ -188,3 +196,22 @@ class CounterScript:
         if n_actions == 0 and not subtask:
             return "Look first.\n```python\nprint(apis.counter.get())\n```"
         return f"Set it.\n```python\napis.counter.reset()\napis.counter.add({target})\ncomplete_task()\n```"
+
+
+class HistoryScript(CounterScript):
+    """`CounterScript` whose executor first reads the long counter history ``reads`` times (long observations)."""
+
+    def __init__(self, induction: Any = TEXT_SKILL, *, reads: int = 6, fail_at: int | None = None) -> None:
+        super().__init__(induction, fail_at=fail_at)
+        self.reads = reads
+
+    def execute(self, messages: list[dict[str, Any]]) -> str:  # type: ignore[override]
+        import re
+
+        first = messages[1]["content"]
+        dropped = re.search(r"\[(\d+) earlier steps? dropped to fit the context\]", first)  # context fitting
+        n_actions = sum(1 for m in messages if m["role"] == "assistant") + (int(dropped.group(1)) if dropped else 0)
+        reading = "# Current subtask" in first and "Read the current counter" in first.split("# Current subtask")[1]
+        if not reading and n_actions < self.reads:
+            return f"Check the history (read {n_actions + 1}).\n```python\nprint(apis.counter.history())\n```"
+        return CounterScript.execute(messages)

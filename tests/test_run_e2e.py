@@ -7,41 +7,16 @@ import json
 import re
 
 import pytest
+from helpers_cli import TINY, cli, records_of, run_tiny, trajectory_of
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
-from typer.testing import CliRunner
 
-from skilltransfer.cli import app
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import CONDITIONS, FORMAT_VERSION, TaskRecord, TrajectoryLog, safe_task_id
+from skilltransfer.experiments.stream import CONDITIONS, FORMAT_VERSION, TaskRecord, safe_task_id
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import messages_tokens
 
-TINY = "helpers_tinyenv:TinyEnv"
 ROLE_LETTER = {"executor": "E", "planner": "P", "summarizer": "S", "induction": "I"}
-
-
-def cli(*args: str) -> object:
-    """Invoke the CLI in-process; user errors surface as the raised InputError."""
-    result = CliRunner().invoke(app, list(args))
-    if isinstance(result.exception, InputError):
-        raise result.exception
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result
-
-
-def run_tiny(server: MockServer, out, condition: str, targets=(3, 5, 2), *extra: str) -> object:
-    return cli("run", "--env", TINY, "--condition", condition, "--model", "openai", "--base-url", server.url,
-               "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128", "--out", str(out),
-               "--env-arg", f"targets={json.dumps(list(targets))}", "--no-sandbox", "--no-progress", *extra)
-
-
-def records_of(path) -> list[dict]:
-    return [json.loads(line) for line in (path / "results.jsonl").read_text().splitlines()]
-
-
-def trajectory_of(path, record) -> TrajectoryLog:
-    return TrajectoryLog.model_validate_json((path / record["trajectory"]).read_text())
 
 
 def _check_step_order(steps, *, memory: bool) -> None:

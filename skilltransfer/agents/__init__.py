@@ -1,8 +1,9 @@
 """Agents: the task-level ReAct agent and the subtask-level planner/executor/summarizer agent (one shared loop)."""
 
-from skilltransfer.agents.agent import Agent, AgentResult
+from skilltransfer.agents.agent import Agent, AgentEvent, AgentResult
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.exceptions import FormatError, LimitsExceeded, Submitted
+from skilltransfer.agents.context import ContextFit, ContextFitter
+from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Submitted
 from skilltransfer.agents.executor import Executor, ExecutorRun, parse_action
 from skilltransfer.agents.prompts import AgentPrompts, Prompt, load_prompt
 from skilltransfer.agents.roles import Planner, Summarizer, parse_plan
@@ -15,10 +16,12 @@ from skilltransfer.agents.steps import (
     RetrievalStep,
     Step,
     SummaryStep,
+    TrajectoryText,
 )
 
 __all__ = [
-    "ActionStep", "Agent", "AgentConfig", "AgentPrompts", "AgentResult", "CallLog", "Executor", "ExecutorRun",
-    "FormatError", "InductionStep", "LimitsExceeded", "ModelCall", "PlanStep", "Planner", "Prompt", "RetrievalStep",
-    "Step", "Submitted", "SummaryStep", "Summarizer", "load_prompt", "parse_action", "parse_plan",
+    "ActionStep", "Agent", "AgentConfig", "AgentEvent", "AgentPrompts", "AgentResult", "CallLog", "ContextExceeded",
+    "ContextFit", "ContextFitter", "Executor", "ExecutorRun", "FormatError", "InductionStep", "LimitsExceeded",
+    "ModelCall", "PlanStep", "Planner", "Prompt", "RetrievalStep", "Step", "Submitted", "SummaryStep", "Summarizer",
+    "TrajectoryText", "load_prompt", "parse_action", "parse_plan",
 ]

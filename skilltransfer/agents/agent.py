@@ -5,53 +5,34 @@ the agent calls ``complete_task``, 15 subtasks were run or the shared 50-step ex
 agent is the special case with the whole task as its single subtask and only the executor. With a memory, skills are
 retrieved before each (sub)task (top-k by description; code skills are also loaded into the episode's namespace) and,
 with an inducer, one skill is induced from each finished (sub-)trajectory and added to the memory right away.
+
+Every prompt is fitted to the model's context window (`skilltransfer.agents.context`). When one cannot fit: an
+executor or planner prompt ends the task with exit status ``context_exceeded`` (the trajectory so far is kept and
+induced from, like any failed task); a summarizer prompt keeps the previous summary (``SummaryStep.status``); an
+induction prompt writes no skill (``InductionStep.status``). ``on_event`` receives `AgentEvent`s (task, subtask,
+step and model-call starts and ends) for progress displays and step-by-step trajectory writes.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.context import ContextFitter
+from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.roles import Planner, Summarizer
-from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, Step
+from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep
 from skilltransfer.memory.skill import Provenance
-from skilltransfer.protocols import ChatModel, Episode, Message
+from skilltransfer.protocols import ChatModel, Episode
+
+__all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
 NO_SUMMARY = "(nothing done yet)"
-
-
-@dataclass
-class AgentResult:
-    """Everything one task produced: typed steps, model calls, executor contexts and the exit status."""
-
-    task_id: str
-    steps: list[Step] = field(default_factory=list)
-    calls: CallLog = field(default_factory=CallLog)
-    contexts: list[list[Message]] = field(default_factory=list)
-    """The final message list of each executor run (one per subtask)."""
-    exit_status: str = ""
-    """"submitted", "planner_done", "planner_format_error", "subtask_limit" or "limits_exceeded"."""
-    latency_s: float = 0.0
-
-    @property
-    def actions(self) -> list[ActionStep]:
-        return [s for s in self.steps if isinstance(s, ActionStep)]
-
-    @property
-    def n_subtasks(self) -> int:
-        return len({s.subtask_index for s in self.actions}) if self.actions else 0
-
-    @property
-    def retrievals(self) -> list[RetrievalStep]:
-        return [s for s in self.steps if isinstance(s, RetrievalStep)]
-
-    @property
-    def inductions(self) -> list[InductionStep]:
-        return [s for s in self.steps if isinstance(s, InductionStep)]
 
 
 class Agent:
@@ -63,29 +44,51 @@ class Agent:
         inducer: induces one skill per finished (sub-)trajectory into ``memory`` (``skilltransfer.induction.Inducer``);
             None (or a read-only memory) disables induction.
         config: agent settings; keyword arguments override its fields.
+        on_event: called with each `AgentEvent` (may be set later as the ``on_event`` attribute).
     """
 
     def __init__(self, model: ChatModel, *, memory: Any = None, inducer: Any = None,
-                 config: AgentConfig | None = None, **kwargs: Any) -> None:
+                 config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
+                 **kwargs: Any) -> None:
         self.model = model
         self.memory = memory
         self.inducer = inducer
         self.config = AgentConfig.model_validate({**(config or AgentConfig()).model_dump(), **kwargs})
         self.prompts = AgentPrompts.load(self.config.prompt_dir)
+        self.on_event = on_event
 
     def run(self, episode: Episode, *, stream_position: int | None = None, run_id: str | None = None) -> AgentResult:
         """Solve one task; the episode is left open (the caller evaluates and closes it)."""
         start = time.perf_counter()
-        result = AgentResult(task_id=episode.task.id)
+        fitter = ContextFitter(dict(self.config.role_max_tokens), self.config.context_keep_steps)
+        result = AgentResult(task_id=episode.task.id, calls=CallLog(fitter=fitter))
+        state: dict[str, Any] = {"subtask": None}
+        result.calls.on_event = lambda kind, data: self._relay(result, state, kind, data)
         origin = {"stream_position": stream_position, "run_id": run_id}
+        self._relay(result, state, "task_start", {})
         try:
             if self.config.level == "task":
                 self._run_task(episode, result, origin)
             else:
-                self._run_subtasks(episode, result, origin)
+                self._run_subtasks(episode, result, origin, state)
         finally:
             result.latency_s = time.perf_counter() - start
+            self._relay(result, state, "task_end", {})
         return result
+
+    def _relay(self, result: AgentResult, state: dict[str, Any], kind: str, data: dict[str, Any]) -> None:
+        """Turn a call log / executor event into an `AgentEvent` (and keep the executor's steps as they come)."""
+        if kind == "subtask_start":
+            state["subtask"] = data["index"]
+        step = data.get("step")
+        if kind == "step_end" and isinstance(step, ActionStep):
+            result.pending.append(step)
+        if self.on_event is None:
+            return
+        index = data.get("index") if kind == "step_start" else (step.index if isinstance(step, ActionStep) else None)
+        self.on_event(AgentEvent(kind, result.task_id, result, subtask_index=state["subtask"], step_index=index,
+                                 step_limit=self.config.step_limit, role=data.get("role"),
+                                 tokens=int(data.get("tokens", 0))))
 
     # ----------------------------------------------------------------- the two levels
     def _run_task(self, episode: Episode, result: AgentResult, origin: dict[str, Any]) -> None:
@@ -98,7 +101,8 @@ class Agent:
         result.exit_status = run.exit_status
         self._induce(episode, result, instruction, run.steps, None, origin)
 
-    def _run_subtasks(self, episode: Episode, result: AgentResult, origin: dict[str, Any]) -> None:
+    def _run_subtasks(self, episode: Episode, result: AgentResult, origin: dict[str, Any],
+                      state: dict[str, Any]) -> None:
         instruction, cfg, calls = episode.task.instruction, self.config, result.calls
         planner = Planner(self.model, self.prompts, cfg, calls)
         summarizer = Summarizer(self.model, self.prompts, cfg, calls)
@@ -110,12 +114,17 @@ class Agent:
             if used >= cfg.step_limit:
                 result.exit_status = "limits_exceeded"
                 break
-            plan = planner.next(episode.docs(), instruction, summary, history, index=index,
-                                steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index)
+            try:
+                plan = planner.next(episode.docs(), instruction, summary, history, index=index,
+                                    steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index)
+            except ContextExceeded:
+                result.exit_status = "context_exceeded"
+                break
             result.steps.append(plan)
             if plan.decision != "subtask" or plan.subtask is None:
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
+            self._relay(result, state, "subtask_start", {"index": index})
             by_subtask = cfg.retrieval_query == "subtask"
             query, kind = (plan.subtask, "subtask") if by_subtask else (instruction, "instruction")
             skills = self._retrieve(episode, result, query, kind, index)
@@ -127,17 +136,21 @@ class Agent:
             self._record(result, run)
             self._induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(f"{index + 1}. {plan.subtask} -> {run.exit_status}: {run.result.strip()[:300]}")
-            if run.exit_status == "submitted":
-                result.exit_status = "submitted"
+            if run.exit_status in ("submitted", "context_exceeded"):
+                result.exit_status = run.exit_status
                 break
             if used < cfg.step_limit and index + 1 < cfg.subtask_limit:
-                step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index)
+                try:
+                    step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index)
+                except ContextExceeded:
+                    step = SummaryStep(index, summary, self.prompts.summarizer.id, status="context_exceeded")
                 result.steps.append(step)
                 summary = step.summary
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:
         result.steps.extend(run.steps)
+        result.pending.clear()
         result.contexts.append(run.messages)
 
     # ----------------------------------------------------------------- memory: read before, write after
@@ -158,9 +171,10 @@ class Agent:
                                 "source_position": skill.provenance.stream_position,
                                 "load_error": load_errors.get(skill.id)})
         result.steps.append(step)
+        result.calls.skills = [skill.render() for skill, _ in hits]  # context fitting may cut the worst-ranked
         if not hits:
             return ""
-        return self.prompts.skills_section.render(skills="\n".join(skill.render() for skill, _ in hits))
+        return self.prompts.skills_section.render(skills="\n".join(result.calls.skills))
 
     def _induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
                 index: int | None, origin: dict[str, Any]) -> None:
@@ -170,8 +184,13 @@ class Agent:
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from
         provenance = Provenance(source_task_id=episode.task.id, subtask_index=index, **origin)
-        induced = self.inducer.induce(goal, actions, level=self.config.level, calls=result.calls,
-                                      provenance=provenance)
+        try:
+            induced = self.inducer.induce(goal, actions, level=self.config.level, calls=result.calls,
+                                          provenance=provenance)
+        except ContextExceeded as exc:
+            result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,
+                                              status="context_exceeded", reason=exc.message))
+            return
         step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status="unparseable",
                              reason=induced.error, reply=induced.reply, prompt_tokens=induced.prompt_tokens,
                              completion_tokens=induced.completion_tokens)

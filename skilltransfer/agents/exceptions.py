@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentSignal(Exception):
     """Base of the loop's control-flow exceptions; ``message`` is what the loop records or shows the model."""
@@ -25,3 +27,14 @@ class Submitted(AgentSignal):
 
 class LimitsExceeded(AgentSignal):
     """A step or subtask budget ran out."""
+
+
+class ContextExceeded(AgentSignal):
+    """A prompt cannot fit the model's context window, even after fitting, or the endpoint refused it as too long.
+
+    ``fit`` is the fitting log of the attempt (None when the endpoint refused a prompt the fitter let through).
+    """
+
+    def __init__(self, message: str, *, fit: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.fit = fit

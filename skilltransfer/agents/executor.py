@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.exceptions import FormatError, LimitsExceeded, Submitted
+from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Submitted
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog
 from skilltransfer.envs.base import truncate
@@ -37,7 +37,7 @@ class ExecutorRun:
     steps: list[ActionStep] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     exit_status: str = ""
-    """"submitted" (complete_task called), "subtask_done" or "limits_exceeded"."""
+    """"submitted" (complete_task called), "subtask_done", "limits_exceeded" or "context_exceeded"."""
     result: str = ""
     """The final observation, or the executor's ``SUBTASK DONE`` report."""
 
@@ -77,6 +77,7 @@ class Executor:
         system = self.system_prompt(episode, subtask_mode=subtask_mode)
         run = ExecutorRun(messages=[{"role": "system", "content": system}, {"role": "user", "content": task_message}])
         while True:
+            steps_before = len(run.steps)
             try:
                 self._step(run, episode, subtask_index, first_index, budget, subtask_mode)
             except FormatError as exc:
@@ -89,11 +90,19 @@ class Executor:
                 run.exit_status = "limits_exceeded"
                 run.result = exc.message
                 return run
+            except ContextExceeded as exc:
+                run.exit_status = "context_exceeded"
+                run.result = exc.message
+                return run
+            finally:
+                if len(run.steps) > steps_before:
+                    self.calls.emit("step_end", step=run.steps[-1])
 
     def _step(self, run: ExecutorRun, episode: Episode, subtask_index: int | None, first_index: int, budget: int,
               subtask_mode: bool) -> None:
         if len(run.steps) >= budget:
             raise LimitsExceeded(f"step limit reached ({first_index + len(run.steps)} executor steps)")
+        self.calls.emit("step_start", index=first_index + len(run.steps), subtask_index=subtask_index)
         completion = self.calls.complete(self.model, run.messages, "executor", **self.config.model_params)
         reply = completion.text
         run.messages.append({"role": "assistant", "content": reply})

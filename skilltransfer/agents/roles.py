@@ -6,7 +6,7 @@ import re
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.prompts import AgentPrompts
-from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, render_actions
+from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Message
 
 _PLAN = re.compile(r"^[ \t>*#_-]*(?:(SUBTASK)[ \t*_]*:[ \t*_]*(.*)|(DONE)\b.*)$", re.MULTILINE | re.IGNORECASE)
@@ -70,12 +70,13 @@ class Summarizer:
     def summarize(self, instruction: str, summary: str, subtask: str, actions: list[ActionStep], *,
                   index: int) -> SummaryStep:
         """Return the updated running summary (the previous one is kept if the model replies with nothing)."""
-        trajectory = render_actions(actions, self.config.max_observation_chars)
+        trajectory = TrajectoryText(actions, self.config.max_observation_chars)
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.summarizer.render()},
             {"role": "user", "content": self.prompts.summarizer_user.render(
-                instruction=instruction, summary=summary, subtask=subtask, trajectory=trajectory)}]
-        completion = self.calls.complete(self.model, messages, "summarizer", **self.config.model_params)
+                instruction=instruction, summary=summary, subtask=subtask, trajectory=trajectory.render())}]
+        completion = self.calls.complete(self.model, messages, "summarizer", trajectory=trajectory,
+                                         **self.config.model_params)
         text = completion.text.strip() or summary
         return SummaryStep(index, text, self.prompts.summarizer.id, completion.prompt_tokens,
                            completion.completion_tokens)

@@ -3,15 +3,27 @@
 A trajectory is a flat, ordered list of steps: ``RetrievalStep`` (skills read from memory), ``PlanStep`` (the planner's
 decision), ``ActionStep`` (one ReAct step: model reply, code, observation), ``SummaryStep`` (the running summary after
 a subtask) and ``InductionStep`` (the skill written to memory after a (sub)task).
+
+`CallLog` is the one place every model call of a task goes through (all roles): it adds the role's completion budget,
+fits the prompt to the context window (`skilltransfer.agents.context`), records the call and reports events.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note, elide_observation, elide_reply
+from skilltransfer.agents.exceptions import ContextExceeded
+from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.protocols import ChatModel, Completion, Message
+
+EventSink = Callable[[str, dict[str, Any]], None]
+"""Receives ``(kind, data)`` events: "call_start"/"call_end" (role, tokens) from `CallLog`, "step_start"/"step_end"
+from the executor."""
 
 
 @dataclass
@@ -24,6 +36,11 @@ class ModelCall:
     completion_tokens: int
     latency_s: float
     usage_source: str = "server"
+    context_fit: dict[str, Any] | None = None
+    """What context fitting did to the prompt (see `skilltransfer.agents.context.ContextFit`); None when the model's
+    window is unknown."""
+    error: str | None = None
+    """Why the call was not answered ("context_exceeded: ..."); its token counts are then 0."""
 
     @property
     def dependency(self) -> int:
@@ -37,16 +54,68 @@ class ModelCall:
 
 @dataclass
 class CallLog:
-    """Every model call made while solving one task (all roles), in order."""
+    """Every model call made while solving one task (all roles), in order.
+
+    Args:
+        calls: the calls so far.
+        fitter: fits each prompt to the model's window and adds the role's ``max_tokens`` (None: neither).
+        on_event: receives call and step events (progress display, step-by-step trajectory writes).
+        skills: the retrieved skills currently in the prompts, rendered, best first (fitting may cut the worst).
+    """
 
     calls: list[ModelCall] = field(default_factory=list)
+    fitter: ContextFitter | None = None
+    on_event: EventSink | None = None
+    skills: Sequence[str] = ()
 
-    def complete(self, model: ChatModel, messages: list[Message], role: str, **params: Any) -> Completion:
-        """Call the model and record the call's tokens and latency."""
-        completion = model.complete(messages, **params)
+    def emit(self, kind: str, **data: Any) -> None:
+        """Report an event to ``on_event`` (if any)."""
+        if self.on_event is not None:
+            self.on_event(kind, data)
+
+    def complete(self, model: ChatModel, messages: list[Message], role: str, *, trajectory: Trajectory | None = None,
+                 **params: Any) -> Completion:
+        """Fit the prompt, call the model and record the call's tokens, latency and fitting.
+
+        Args:
+            model: the model to call.
+            messages: the prompt.
+            role: "executor", "planner", "summarizer" or "induction".
+            trajectory: the rendered (sub-)trajectory inside ``messages``, which fitting may re-render with steps
+                elided (summarizer, induction).
+            **params: sampling parameters.
+
+        Raises:
+            ContextExceeded: the prompt cannot fit, or the endpoint refused it as too long (the call is recorded
+                with its ``error``).
+        """
+        fit = None
+        if self.fitter is not None:
+            params, budget = self.fitter.params(model, role, params)
+            try:
+                messages, fitted = self.fitter.fit(model, messages, budget, trajectory=trajectory, skills=self.skills)
+            except ContextExceeded as exc:
+                self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}"))
+                raise
+            fit = fitted.to_dict() if fitted is not None else None
+        self.emit("call_start", role=role)
+        start = time.perf_counter()
+        try:
+            completion = model.complete(messages, **params)
+        except ContextLengthError as exc:
+            self.calls.append(ModelCall(role, 0, 0, time.perf_counter() - start, "none", fit,
+                                        f"context_exceeded: {exc}"))
+            raise ContextExceeded(str(exc), fit=fit) from exc
         self.calls.append(ModelCall(role, int(completion.prompt_tokens), int(completion.completion_tokens),
-                                    float(completion.latency_s), completion.usage_source))
+                                    float(completion.latency_s), completion.usage_source, fit))
+        self.emit("call_end", role=role, tokens=int(completion.prompt_tokens) + int(completion.completion_tokens))
         return completion
+
+    @property
+    def fitted_calls(self) -> int:
+        """Calls whose prompt fitting changed."""
+        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills")
+        return sum(1 for c in self.calls if c.context_fit and any(c.context_fit.get(k) for k in keys))
 
     @property
     def prompt_tokens(self) -> int:
@@ -126,6 +195,8 @@ class SummaryStep(_Step):
     prompt_id: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    status: str = "ok"
+    """"ok", or "context_exceeded" (the summarizer's prompt could not fit: the previous summary is kept)."""
 
 
 @dataclass
@@ -135,7 +206,8 @@ class InductionStep(_Step):
     subtask_index: int | None
     prompt_id: str
     status: str
-    """"added", "merged", "dropped", "pruned" (memory's AddResult.action) or "unparseable"."""
+    """"added", "merged", "dropped", "pruned" (memory's AddResult.action), "unparseable", or "context_exceeded" (the
+    induction prompt could not fit: no skill)."""
     skill_id: str | None = None
     skill_name: str | None = None
     target_id: str | None = None
@@ -148,20 +220,63 @@ class InductionStep(_Step):
 Step = RetrievalStep | PlanStep | ActionStep | SummaryStep | InductionStep
 
 
-def render_actions(steps: list[ActionStep], max_observation_chars: int = 2000) -> str:
-    """A (sub-)trajectory as readable text: each step's thought, code and (cut) observation."""
+def render_actions(steps: list[ActionStep], max_observation_chars: int = 2000, *, elided_observations: int = 0,
+                   elided_replies: int = 0, dropped: int = 0) -> str:
+    """A (sub-)trajectory as readable text: each step's thought, code and (cut) observation.
+
+    Args:
+        steps: the action steps.
+        max_observation_chars: each observation is cut (head and tail kept) to this many characters.
+        elided_observations: the observations of this many first steps become one line each (context fitting).
+        elided_replies: the thought and code of this many first steps become one line each.
+        dropped: this many first steps are left out (one line says so).
+    """
     from skilltransfer.envs.base import truncate
 
     if not steps:
         return "(no actions)"
-    parts = []
+    parts = [dropped_note(dropped)] if dropped else []
     for number, step in enumerate(steps, start=1):
+        if number <= dropped:
+            continue
         head = f"## Step {number}"
         thought = f"Thought: {step.thought.strip()}\n" if step.thought.strip() else ""
         if step.action is None:
             action = "Action: (none: format error)\n" if step.format_error else f"Reply: {step.reply.strip()}\n"
         else:
             action = f"Action:\n```python\n{step.action.strip()}\n```\n"
+        if number <= elided_replies:
+            thought, action = "", f"Reply: {elide_reply(step.reply.strip())}\n"
         observation = truncate(step.observation.strip(), max_observation_chars)
+        if number <= elided_observations:
+            observation = elide_observation(observation)
         parts.append(f"{head}\n{thought}{action}Observation:\n{observation}\n")
     return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class TrajectoryText:
+    """A (sub-)trajectory as rendered into a prompt (summarizer, induction), re-renderable with steps elided.
+
+    Args:
+        steps: the action steps.
+        max_observation_chars: the per-observation cut.
+        max_chars: the whole text is cut (head and tail kept) to this many characters (None: no cut).
+    """
+
+    steps: list[ActionStep]
+    max_observation_chars: int = 2000
+    max_chars: int | None = None
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    def render(self, elided_observations: int = 0, elided_replies: int = 0, *, dropped: int = 0) -> str:
+        """The text, with the observations/replies of the first steps elided to one line each, the first ``dropped``
+        steps left out."""
+        from skilltransfer.envs.base import truncate
+
+        text = render_actions(self.steps, self.max_observation_chars, elided_observations=elided_observations,
+                              elided_replies=elided_replies, dropped=dropped)
+        return truncate(text, self.max_chars) if self.max_chars is not None else text

@@ -9,7 +9,9 @@ import typer
 from rich.console import Console
 
 from skilltransfer.cli import app
+from skilltransfer.commands.show import summary_table
 from skilltransfer.experiments.launch import EnvOptions, LaunchResult, ModelOptions, RunRequest, run_request
+from skilltransfer.experiments.summary import summarize_run
 
 _MODEL = "Model"
 _AGENT = "Agent and memory"
@@ -35,8 +37,13 @@ def run(
     model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint (env: SKILLTRANSFER_MODEL); a GGUF "
                                                         "path for local.", rich_help_panel=_MODEL)] = None,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature.", rich_help_panel=_MODEL)] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Most completion tokens per call.", rich_help_panel=_MODEL)]
-    = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most completion tokens per call, for every role (default: "
+                                                        "per role, executor 1024, planner 96, summarizer 256, "
+                                                        "induction 768).", rich_help_panel=_MODEL)] = None,
+    context_window: Annotated[int | None, typer.Option(help="The model's context window in tokens (env: "
+                                                            "SKILLTRANSFER_CONTEXT_WINDOW). Default: asked from the "
+                                                            "endpoint's /v1/models; for local, the server's context "
+                                                            "size (8192).", rich_help_panel=_MODEL)] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache (resume without paying twice).",
                                                rich_help_panel=_MODEL)] = None,
     cache_mode: Annotated[str | None, typer.Option(help="rw (default), ro (replay: a miss is an error) or off.",
@@ -72,22 +79,33 @@ def run(
                                                            "values); repeatable.", rich_help_panel=_ENV)] = None,
     progress: Annotated[bool, typer.Option(help="Show the progress bar (one line per task without a terminal).")]
     = True,
+    heartbeat: Annotated[float, typer.Option(help="Without a terminal: a progress line at most every this many "
+                                                  "seconds while a task runs (0: none).", min=0)] = 30.0,
 ) -> LaunchResult:
     """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
     request = RunRequest(
         env=EnvOptions(env, seed=seed, sandboxed=sandbox, workdir=str(workdir) if workdir else None,
                        args=list(env_arg or [])),
         model=ModelOptions(name=model, base_url=base_url, api_key=api_key, model=model_name,
-                           temperature=temperature, max_tokens=max_tokens, cache=str(cache) if cache else None,
+                           temperature=temperature, max_tokens=max_tokens, context_window=context_window,
+                           cache=str(cache) if cache else None,
                            cache_mode=cache_mode, script=str(script) if script else None,
                            retry_budget_s=retry_budget),
         condition=condition, out=out, embedder=embedder, limit=limit, order_seed=order_seed, split=split,
         library=str(library) if library else None, library_filter=library_filter,
         induction_prompt=induction_prompt, max_steps=max_steps, max_subtasks=max_subtasks, top_k=top_k)
     console = Console(stderr=True)
-    result = run_request(request, progress=progress, console=console)
+    result = run_request(request, progress=progress, console=console, heartbeat_s=heartbeat)
     records = result.summary.records
     console.print(f"done: {len(result.summary.ran)} tasks run now, {len(records)}/{len(result.tasks)} finished, "
-                  f"success {sum(r.success for r in records)}/{len(records)} in {result.wall_s:.1f} s; "
-                  f"see: skilltransfer show {request.folder}", highlight=False)
+                  f"success {sum(r.success for r in records)}/{len(records)} in {result.wall_s:.1f} s", highlight=False)
+    folder = result.summary.path
+    out = Console(width=max(100, Console().width))
+    out.print(summary_table(summarize_run(folder)))
+    paths = [("results", folder / "results.jsonl"), ("trajectories", folder / "trajectories"),
+             ("memory", folder / "memory")]
+    for label, path in paths:
+        if path.exists():
+            out.print(f"{label}: {path}", highlight=False, soft_wrap=True)
+    out.print(f"more: skilltransfer show {folder} [--task ID]", highlight=False, soft_wrap=True)
     return result

@@ -33,10 +33,15 @@ def show(
     if as_json:
         typer.echo(json.dumps(summary.to_dict(), indent=2))
         return summary
+    Console(width=max(100, Console().width)).print(summary_table(summary))
+    return summary
+
+
+def summary_table(summary: RunSummary) -> Table:
+    """A run's summary as a two-column table (what ``show`` prints, and ``run`` at its end)."""
     table = Table(title=f"Run {summary.run}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("", overflow="fold")
     for label, value in summary_rows(summary):
         table.add_row(label, value)
-    Console(width=max(100, Console().width)).print(table)
-    return summary
+    return table

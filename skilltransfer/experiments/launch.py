@@ -1,5 +1,5 @@
 """What ``skilltransfer run`` does, as library functions: build the env, the model and the embedder from user
-options, pick the stream, and run it with a progress bar.
+options, pick the stream, and run it with a progress display (`skilltransfer.experiments.progress`).
 
 Env specs: a registered name (``apps``, ``office``, ``datasci``), real OfficeBench (``officebench[:<tasks folder>]``),
 or ``module:Class`` for your own env class (importable from ``sys.path``; it needs ``tasks()`` and ``start(task)``,
@@ -23,20 +23,19 @@ from typing import Any
 
 from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from skilltransfer.envs.base import resolve
 from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, env_class, get_env, stream_order
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.experiments.progress import StreamProgress
 from skilltransfer.experiments.stream import (
     StreamConfig,
     StreamSummary,
-    TaskRecord,
     parse_condition,
     read_records,
     run_stream,
 )
-from skilltransfer.protocols import Completion, Message, TaskSpec
+from skilltransfer.protocols import TaskSpec
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
@@ -51,6 +50,7 @@ class ModelOptions:
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    context_window: int | None = None
     cache: str | None = None
     cache_mode: str | None = None
     script: str | None = None
@@ -69,9 +69,12 @@ class ModelOptions:
             if self.max_tokens < 1:
                 raise InputError(f"--max-tokens must be >= 1, got {self.max_tokens}")
             params["max_tokens"] = self.max_tokens
+        if self.context_window is not None and self.context_window < 256:
+            raise InputError(f"--context-window must be >= 256 tokens, got {self.context_window}")
         data: dict[str, Any] = {"name": self.name, "base_url": self.base_url, "api_key": self.api_key,
                                 "model": self.model, "cache_path": self.cache, "cache_mode": self.cache_mode,
-                                "script": self.script, "retry_budget_s": self.retry_budget_s}
+                                "script": self.script, "retry_budget_s": self.retry_budget_s,
+                                "context_window": self.context_window}
         data = {k: v for k, v in data.items() if v is not None}
         if params:
             data["params"] = params
@@ -88,11 +91,12 @@ class ModelOptions:
         return self.model or self.resolved_name()
 
     def record(self) -> str:
-        """What ``config.json`` records: ``name[:model id]`` plus sampling params (no endpoint, key or cache, so a
-        run may resume against another endpoint serving the same model)."""
+        """What ``config.json`` records: ``name[:model id]`` plus sampling params and a given context window (no
+        endpoint, key or cache, so a run may resume against another endpoint serving the same model)."""
         label = f"{self.resolved_name()}:{self.model}" if self.model else self.resolved_name()
         params = self.config().get("params", {})
-        return " ".join([label, *(f"{k}={v}" for k, v in sorted(params.items()))])
+        window = [f"context_window={self.context_window}"] if self.context_window is not None else []
+        return " ".join([label, *(f"{k}={v}" for k, v in sorted(params.items())), *window])
 
 
 @dataclass
@@ -248,79 +252,6 @@ def select_tasks(env: Any, *, order_seed: int = 0, limit: int | None = None, spl
     return ordered[:limit] if limit is not None else ordered
 
 
-class StreamProgress:
-    """A rich progress bar over a stream: task i/N, success so far, tokens (updated after every model call when
-    the model is wrapped with ``watch``), elapsed time and ETA. Without a terminal it prints one line per task.
-
-    Args:
-        total: tasks in the stream.
-        done: records already in the run folder (a resumed run starts from them).
-        console: where to draw (default stderr).
-    """
-
-    def __init__(self, total: int, done: Sequence[TaskRecord] = (), console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
-        self.records = list(done)
-        self.total = total
-        self.live_tokens = 0
-        """Tokens of the model calls of the current, unfinished task."""
-        self.calls = 0
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                                 console=self.console, transient=False)
-        self._task = self.progress.add_task("tasks", total=total, completed=len(self.records), stats=self._stats())
-
-    def _stats(self) -> str:
-        n = len(self.records)
-        ok = sum(r.success for r in self.records)
-        tokens = sum(r.prompt_tokens + r.completion_tokens for r in self.records) + self.live_tokens
-        rate = f"{ok / n:.0%}" if n else "-"
-        return f"success {ok}/{n} ({rate}) | tokens {tokens:,}"
-
-    def __enter__(self) -> StreamProgress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def __call__(self, record: TaskRecord) -> None:
-        """Count a finished task (``run_stream``'s ``on_task``)."""
-        self.records.append(record)
-        self.live_tokens = 0
-        self.progress.update(self._task, advance=1, stats=self._stats())
-        if not self.console.is_terminal:  # no live bar in a log file: one line per task instead
-            self.console.print(f"[{len(self.records)}/{self.total}] {record.task_id}: "
-                               f"{'success' if record.success else 'failure'} in {record.latency_s:.1f} s | "
-                               f"{self._stats()}", highlight=False, soft_wrap=True)
-
-    def on_call(self, completion: Completion) -> None:
-        """Count one model call of the current task."""
-        self.calls += 1
-        self.live_tokens += completion.prompt_tokens + completion.completion_tokens
-        self.progress.update(self._task, stats=self._stats())
-
-    def watch(self, model: Any) -> WatchedModel:
-        """``model`` wrapped so that every call updates the bar."""
-        return WatchedModel(model, self)
-
-
-class WatchedModel:
-    """A ChatModel that reports each completion to a `StreamProgress` (everything else is the inner model's)."""
-
-    def __init__(self, inner: Any, bar: StreamProgress) -> None:
-        self.inner = inner
-        self.bar = bar
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        completion: Completion = self.inner.complete(messages, **params)
-        self.bar.on_call(completion)
-        return completion
-
-
 def single_thread_faiss() -> None:
     """Search the (small) skill memory on one thread: FAISS's OpenMP threads only compete with the model server for
     the cores (measured: ~27 ms per search on a busy 2-core machine, under 1 ms on one thread)."""
@@ -341,7 +272,7 @@ class LaunchResult:
 
 
 def launch(env: Any, model: Any, config: StreamConfig, tasks: Sequence[TaskSpec], *, embedder: Any = None,
-           progress: bool = True, console: Console | None = None) -> LaunchResult:
+           progress: bool = True, console: Console | None = None, heartbeat_s: float = 30.0) -> LaunchResult:
     """Run (or resume) a stream with a progress bar, closing the model and embedder afterwards.
 
     Args:
@@ -352,6 +283,7 @@ def launch(env: Any, model: Any, config: StreamConfig, tasks: Sequence[TaskSpec]
         embedder: the retrieval embedder (closed at the end when it has ``close()``).
         progress: draw the progress bar.
         console: where to draw (default stderr).
+        heartbeat_s: without a terminal, least seconds between heartbeat lines while a task runs.
     """
     parse_condition(config.condition)
     single_thread_faiss()
@@ -359,8 +291,9 @@ def launch(env: Any, model: Any, config: StreamConfig, tasks: Sequence[TaskSpec]
     try:
         done = [r for r in read_records(config.path / "results.jsonl") if r.task_id in {t.id for t in tasks}]
         if progress:
-            with StreamProgress(len(tasks), done, console) as bar:
-                summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar)
+            with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) as bar:
+                summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar,
+                                     on_event=bar.on_event)
         else:
             summary = run_stream(env, model, config, embedder=embedder, tasks=tasks)
     finally:
@@ -422,7 +355,8 @@ class RunRequest:
             "embedder": self.embedder})
 
 
-def run_request(request: RunRequest, *, progress: bool = True, console: Console | None = None) -> LaunchResult:
+def run_request(request: RunRequest, *, progress: bool = True, console: Console | None = None,
+                heartbeat_s: float = 30.0) -> LaunchResult:
     """Build the env, stream, model and embedder of ``request`` and run (or resume) it (see `launch`)."""
     from skilltransfer.llm import make_model
     from skilltransfer.memory.embedders import make_embedder
@@ -447,4 +381,5 @@ def run_request(request: RunRequest, *, progress: bool = True, console: Console 
     console = console or Console(stderr=True)
     console.print(f"run {request.folder} | {len(tasks)} tasks | {config.condition} | model {config.model}",
                   highlight=False)
-    return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console)
+    return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
+                  heartbeat_s=heartbeat_s)

@@ -7,6 +7,12 @@ task is committed in this order: trajectory, memory snapshot (``memory.next`` pl
 results line (the commit point), then the snapshot replaces ``memory``. Rerunning the same command resumes: committed
 tasks are skipped, an uncommitted snapshot is discarded, so the memory is exactly the one after the last committed
 task.
+
+While a task runs its trajectory file is rewritten as it grows (status "running", at most every
+``PARTIAL_WRITE_S`` seconds); an error that ends the task mid-way writes it once more (status "aborted", with the
+error) before the run stops, so a crash, Ctrl-C or an endpoint that stays down leaves the partial trajectory on disk.
+A task whose prompt cannot fit the model's window is not an error: it ends with exit status ``context_exceeded`` and
+is recorded like any failed task.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -25,9 +32,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skilltransfer.agents.agent import Agent, AgentResult
+from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.errors import InputError, read_text
 from skilltransfer.induction.inducer import Inducer, InductionConfig, PromptVariant
 from skilltransfer.memory.library import atomic_write_text, load_library
@@ -36,6 +44,8 @@ from skilltransfer.memory.store import MemoryConfig, SkillMemory
 from skilltransfer.protocols import ChatModel, Score, TaskSpec
 
 FORMAT_VERSION = 1
+PARTIAL_WRITE_S = 2.0
+"""Least seconds between two writes of a running task's trajectory file."""
 CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
     "task": ("task", None), "task+text": ("task", "text"), "task+code": ("task", "code"),
     "subtask": ("subtask", None), "subtask+text": ("subtask", "text"), "subtask+code": ("subtask", "code"),
@@ -161,6 +171,8 @@ class TaskRecord(BaseModel):
     """Sum over the task's model calls of P*C + C(C+1)/2 (P prompt, C completion tokens)."""
     peak_context: int
     """Largest single prompt of the task, in tokens."""
+    context_fitted_calls: int = 0
+    """Model calls whose prompt was shortened to fit the context window (elided steps or cut skills)."""
     tokens_by_role: dict[str, dict[str, int]]
     """Per role (executor, planner, summarizer, induction): calls, prompt/completion tokens and dependency."""
     retrieved: list[RetrievedSkill]
@@ -177,7 +189,15 @@ class TrajectoryLog(BaseModel):
     task_id: str
     position: int
     instruction: str
-    score: dict[str, Any]
+    status: Literal["running", "aborted", "finished"] = "finished"
+    """"running": written while the task runs (a process killed mid-task leaves it so); "aborted": an error ended
+    the task (see ``error``; the run stopped and resuming redoes the task); "finished": scored and recorded."""
+    exit_status: str = ""
+    """The agent's exit status (empty while running)."""
+    error: str | None = None
+    """The error that aborted the task."""
+    score: dict[str, Any] = Field(default_factory=dict)
+    """reward, success and checks (empty until the task is scored)."""
     steps: list[dict[str, Any]]
     calls: list[dict[str, Any]]
     contexts: list[list[dict[str, Any]]]
@@ -279,10 +299,40 @@ def _open_memory(cfg: StreamConfig, fmt: SkillFormat | None, embedder: Any, task
 
 
 # --------------------------------------------------------------------------------------------- records
+class _LiveTrajectory:
+    """Writes one task's trajectory file while it runs (see the module docstring)."""
+
+    def __init__(self, path: Path, task: TaskSpec, position: int, *, interval_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.path, self.task, self.position = path, task, position
+        self.interval_s = PARTIAL_WRITE_S if interval_s is None else interval_s
+        self.clock = clock
+        self.result: AgentResult | None = None
+        self._last = clock()  # the first write comes PARTIAL_WRITE_S into the task (fast tasks write once)
+
+    def on_event(self, event: AgentEvent) -> None:
+        self.result = event.result
+        if event.kind in ("step_end", "call_end") and self.clock() - self._last >= self.interval_s:
+            self.write("running")
+
+    def write(self, status: Literal["running", "aborted", "finished"], *, score: dict[str, Any] | None = None,
+              error: str | None = None) -> None:
+        result = self.result
+        log = TrajectoryLog(task_id=self.task.id, position=self.position, instruction=self.task.instruction,
+                            status=status, exit_status=result.exit_status if result is not None else "",
+                            error=error, score=score or {},
+                            steps=[s.to_dict() for s in result.steps_so_far()] if result is not None else [],
+                            calls=[c.to_dict() for c in result.calls.calls] if result is not None else [],
+                            contexts=result.contexts if result is not None else [])
+        atomic_write_text(self.path, log.model_dump_json(indent=1) + "\n")
+        self._last = self.clock()
+
+
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
             memory: SkillMemory | None, trajectory: str) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
-    for call in result.calls.calls:
+    answered = [call for call in result.calls.calls if call.error is None]
+    for call in answered:
         row = by_role.setdefault(call.role, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "dependency": 0})
         row["calls"] += 1
         row["prompt_tokens"] += call.prompt_tokens
@@ -300,9 +350,10 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     return TaskRecord(run=cfg.run, condition=cfg.condition, position=position, task_id=task.id,
                       difficulty=task.difficulty, template=task.template, reward=score.reward, success=score.success,
                       exit_status=result.exit_status, steps=len(result.actions), subtasks=result.n_subtasks,
-                      latency_s=round(result.latency_s, 4), model_calls=len(calls.calls),
+                      latency_s=round(result.latency_s, 4), model_calls=len(answered),
                       prompt_tokens=calls.prompt_tokens, completion_tokens=calls.completion_tokens,
-                      dependency=calls.dependency, peak_context=calls.peak_context, tokens_by_role=by_role,
+                      dependency=calls.dependency, peak_context=calls.peak_context,
+                      context_fitted_calls=calls.fitted_calls, tokens_by_role=by_role,
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory)
 
@@ -329,9 +380,20 @@ def _check_resume(path: Path, log: RunConfigLog) -> None:
 
 
 # --------------------------------------------------------------------------------------------- the runner
+def _fan_out(*sinks: Callable[[AgentEvent], None] | None) -> Callable[[AgentEvent], None]:
+    live = [sink for sink in sinks if sink is not None]
+
+    def send(event: AgentEvent) -> None:
+        for sink in live:
+            sink(event)
+
+    return send
+
+
 def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: Any = None,
                tasks: Sequence[TaskSpec] | None = None, induction_model: ChatModel | None = None,
-               on_task: Callable[[TaskRecord], None] | None = None) -> StreamSummary:
+               on_task: Callable[[TaskRecord], None] | None = None,
+               on_event: Callable[[AgentEvent], None] | None = None) -> StreamSummary:
     """Run ``tasks`` (default ``env.tasks()``) in order under ``config.condition``, resuming a partial run.
 
     Args:
@@ -342,6 +404,7 @@ def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: An
         tasks: the stream, in order.
         induction_model: the model that induces skills (default: ``model``).
         on_task: called with each new record after it is committed.
+        on_event: called with each agent event (task/subtask/step/call starts and ends) of the tasks run now.
 
     Raises:
         InputError: unknown condition, a run folder started with other settings, a bad library.
@@ -377,22 +440,24 @@ def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: An
     for position, task in enumerate(tasks):
         if task.id in finished:
             continue
+        trajectory = f"trajectories/{safe_task_id(task.id)}.json"
+        live = _LiveTrajectory(run_dir / trajectory, task, position)
+        agent.on_event = _fan_out(live.on_event, on_event)
         episode = env.start(task)
         try:
             result = agent.run(episode, stream_position=position, run_id=config.run)
             score = episode.evaluate()
+        except BaseException as exc:
+            live.write("aborted", error=" ".join(f"{type(exc).__name__}: {exc}".split())[:1000])
+            raise
         finally:
             episode.close()
         if memory is not None:
             retrieved_ids = [s["id"] for step in result.retrievals for s in step.skills if s["id"] in memory]
             memory.record_retrieval(retrieved_ids, score.success)
-        trajectory = f"trajectories/{safe_task_id(task.id)}.json"
-        traj = TrajectoryLog(task_id=task.id, position=position, instruction=task.instruction,
-                             score={"reward": score.reward, "success": score.success,
-                                    "checks": [asdict(c) for c in score.checks]},
-                             steps=[s.to_dict() for s in result.steps], calls=[c.to_dict() for c in result.calls.calls],
-                             contexts=result.contexts)
-        atomic_write_text(run_dir / trajectory, traj.model_dump_json(indent=1) + "\n")
+        live.result = result
+        live.write("finished", score={"reward": score.reward, "success": score.success,
+                                      "checks": [asdict(c) for c in score.checks]})
         record = _record(config, position, task, result, score, memory, trajectory)
         if memory is not None:
             _commit_memory(run_dir, memory, task.id)

@@ -12,7 +12,7 @@ from typing import Any
 
 from skilltransfer.envs.base import truncate
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, TrajectoryLog, read_records
+from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, TrajectoryLog, read_records, safe_task_id
 
 CI_LEVEL = 0.95
 
@@ -46,6 +46,8 @@ class RunSummary:
     dependency: int
     peak_context: int
     exit_status: dict[str, int]
+    context_fitted_calls: int
+    """Model calls whose prompt was shortened to fit the context window."""
     skills_written: int
     """Inductions the memory added as new skills."""
     skills_merged: int
@@ -114,6 +116,7 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         dependency=sum(r.dependency for r in records),
         peak_context=max((r.peak_context for r in records), default=0),
         exit_status=dict(Counter(r.exit_status for r in records).most_common()),
+        context_fitted_calls=sum(r.context_fitted_calls for r in records),
         skills_written=induced["added"], skills_merged=induced["merged"], skills_pruned=induced["pruned"],
         skills_dropped=induced["dropped"], skills_unparseable=induced["unparseable"],
         retrievals=sum(len(r.retrieved) for r in records),
@@ -146,6 +149,8 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("steps", f"{s.mean_steps:.1f} actions, {s.mean_subtasks:.1f} subtasks per task"),
         ("dependency", f"{s.dependency:,} (peak context {s.peak_context:,} tokens)"),
         ("exit status", status),
+        ("context", f"{s.context_fitted_calls:,} calls shortened to fit the window; "
+                    f"{s.exit_status.get('context_exceeded', 0)} tasks ended context_exceeded"),
         ("skills", f"{s.skills_written} written, {s.skills_merged} merged, {s.skills_pruned} pruned, "
                    f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable; memory holds {s.memory_size}"),
         ("retrieved", f"{s.retrievals} retrievals of {s.distinct_retrieved} distinct skills"),
@@ -153,22 +158,25 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------------------------- trajectories
-def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord, TrajectoryLog]:
-    """The record and trajectory of one finished task (``task_id`` may also be its stream position).
+def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord | None, TrajectoryLog]:
+    """The record and trajectory of one task (``task_id`` may also be its stream position); an unfinished task
+    whose partial trajectory is on disk (running, or aborted by an error) comes without a record.
 
     Raises:
-        InputError: the task is not finished in this run, or its trajectory file is missing or broken.
+        InputError: the task has neither a record nor a trajectory in this run, or its trajectory is missing/broken.
     """
     run_dir = Path(run_dir)
-    _load_config(run_dir)
+    config = _load_config(run_dir)
     records = read_records(run_dir / "results.jsonl")
     record = next((r for r in records if r.task_id == task_id), None)
     if record is None and task_id.isdigit():
         record = next((r for r in records if r.position == int(task_id)), None)
-    if record is None:
+    if record is None and task_id.isdigit() and int(task_id) < len(config.task_ids):
+        task_id = config.task_ids[int(task_id)]
+    path = run_dir / (record.trajectory if record is not None else f"trajectories/{safe_task_id(task_id)}.json")
+    if record is None and not path.is_file():
         shown = ", ".join(r.task_id for r in records[:5]) + (", ..." if len(records) > 5 else "")
         raise InputError(f"task {task_id!r} is not finished in this run (finished: {shown or 'none'})", path=run_dir)
-    path = run_dir / record.trajectory
     if not path.is_file():
         raise InputError("trajectory file is missing", path=path)
     try:
@@ -212,7 +220,8 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
         parts.append("  observation:\n" + _indent(truncate(step.get("observation", ""), max_chars)))
         return "\n".join(parts)
     if kind == "SummaryStep":
-        return f"[summary {step.get('subtask_index')}]\n" + _indent(truncate(step.get("summary", ""), max_chars))
+        kept = " (context_exceeded: previous summary kept)" if step.get("status") == "context_exceeded" else ""
+        return f"[summary {step.get('subtask_index')}]{kept}\n" + _indent(truncate(step.get("summary", ""), max_chars))
     if kind == "InductionStep":
         name = step.get("skill_name") or "-"
         reason = f": {step['reason']}" if step.get("reason") else ""
@@ -220,19 +229,34 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
     return f"[{kind}] {json.dumps(step, default=str)[:max_chars]}"
 
 
-def format_trajectory(record: TaskRecord, trajectory: TrajectoryLog, *, max_chars: int = 2000) -> str:
-    """A task's record and trajectory as readable text (observations cut to ``max_chars``)."""
+def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, max_chars: int = 2000) -> str:
+    """A task's record and trajectory as readable text (observations cut to ``max_chars``); without a record (an
+    unfinished task), the trajectory's status and error."""
     score = trajectory.score
     checks = "\n".join(f"    [{'x' if c.get('passed') else ' '}] {c.get('requirement')}"
                        + (f": {c['detail']}" if c.get("detail") else "") for c in score.get("checks", []))
-    head = [
-        f"task {record.task_id} (position {record.position}, difficulty {record.difficulty}, "
-        f"template {record.template})",
-        f"instruction: {trajectory.instruction}",
-        f"result: {'SUCCESS' if record.success else 'FAILURE'} reward {record.reward:.3f}, exit {record.exit_status}, "
-        f"{record.steps} steps, {record.subtasks} subtasks, {record.latency_s:.2f} s, "
-        f"{record.prompt_tokens:,}+{record.completion_tokens:,} tokens in {record.model_calls} calls",
-    ]
+    if record is None:
+        head = [f"task {trajectory.task_id} (position {trajectory.position}): not finished, trajectory "
+                f"{trajectory.status}" + (f" ({trajectory.error})" if trajectory.error else ""),
+                f"instruction: {trajectory.instruction}"]
+    else:
+        head = [
+            f"task {record.task_id} (position {record.position}, difficulty {record.difficulty}, "
+            f"template {record.template})",
+            f"instruction: {trajectory.instruction}",
+            f"result: {'SUCCESS' if record.success else 'FAILURE'} reward {record.reward:.3f}, exit "
+            f"{record.exit_status}, {record.steps} steps, {record.subtasks} subtasks, {record.latency_s:.2f} s, "
+            f"{record.prompt_tokens:,}+{record.completion_tokens:,} tokens in {record.model_calls} calls",
+        ]
+    fitted = [c["context_fit"] for c in trajectory.calls if c.get("context_fit")]
+    changed = [f for f in fitted if f.get("elided_steps") or f.get("dropped_steps") or f.get("cut_skills")]
+    if changed:
+        head.append(f"context: {len(changed)} of {len(trajectory.calls)} calls shortened to fit the "
+                    f"{fitted[0]['window']:,}-token window (up to {max(f['elided_steps'] for f in changed)} steps "
+                    f"elided, {max(f.get('dropped_steps', 0) for f in changed)} dropped)")
+    refused = [c["error"] for c in trajectory.calls if c.get("error")]
+    if refused:
+        head.append(f"last failed call: {refused[-1]}")
     if checks:
         head.append("checks:\n" + checks)
     body = [format_step(step, max_chars) for step in trajectory.steps]

@@ -17,8 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from skilltransfer.agents.prompts import Prompt, load_prompt
-from skilltransfer.agents.steps import ActionStep, CallLog, render_actions
-from skilltransfer.envs.base import truncate
+from skilltransfer.agents.steps import ActionStep, CallLog, TrajectoryText
 from skilltransfer.memory.skill import Provenance, Skill, SkillFormat, SkillLevel, parse_code_signature
 from skilltransfer.protocols import ChatModel
 
@@ -141,15 +140,19 @@ class Inducer:
             goal: the trajectory's goal: the task instruction (task level) or the subtask text (subtask level).
             actions: the trajectory's action steps.
             level: recorded on the skill.
-            calls: the task's call log (the call is recorded with role "induction").
+            calls: the task's call log (the call is recorded with role "induction"; it fits the prompt to the
+                model's window, eliding the oldest steps first).
             provenance: where the trajectory came from.
+
+        Raises:
+            ContextExceeded: the prompt cannot fit the model's window even with the trajectory elided.
         """
-        trajectory = truncate(render_actions(actions, self.config.max_observation_chars),
-                              self.config.max_trajectory_chars)
+        trajectory = TrajectoryText(actions, self.config.max_observation_chars, self.config.max_trajectory_chars)
         messages = [{"role": "system", "content": self.system.text},
-                    {"role": "user", "content": self.user.render(goal=goal.strip(), trajectory=trajectory,
+                    {"role": "user", "content": self.user.render(goal=goal.strip(), trajectory=trajectory.render(),
                                                                  format=self.config.format)}]
-        completion = calls.complete(self.model, messages, "induction", **self.config.model_params)
+        completion = calls.complete(self.model, messages, "induction", trajectory=trajectory,
+                                    **self.config.model_params)
         out = Induced(None, self.prompt_id, completion.text, prompt_tokens=completion.prompt_tokens,
                       completion_tokens=completion.completion_tokens)
         try:

@@ -3,7 +3,9 @@
 Modes: ``off`` (pass through), ``rw`` (answer hits from disk, record misses: an interrupted run resumes without
 paying twice) and ``ro`` (replay: every call must hit, a miss is an error). The key is the SHA-256 of the canonical
 JSON of the request (model, messages, params, extra_body) plus its occurrence number within this wrapper, so a run
-that repeats an identical request gets the same sequence of answers on replay.
+that repeats an identical request gets the same sequence of answers on replay. The cache also records what context
+fitting asked the model (its context window and each prompt's token count), so a replay fits prompts identically
+without the model.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ CREATE TABLE IF NOT EXISTS responses (
     completion TEXT NOT NULL,
     created REAL NOT NULL,
     PRIMARY KEY (key, seq)
+);
+CREATE TABLE IF NOT EXISTS facts (
+    key TEXT PRIMARY KEY,
+    value INTEGER
 )
 """
 
@@ -66,7 +72,7 @@ class ResponseCache:
             self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
             if self.mode == "rw":
                 self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute(_SCHEMA)
+                self._db.executescript(_SCHEMA)
                 self._db.commit()
             self._db.execute("SELECT 1 FROM responses LIMIT 1")
         except sqlite3.DatabaseError as exc:
@@ -94,6 +100,22 @@ class ResponseCache:
         with self._lock, self._db:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
                              (key, seq, request_blob, blob, time.time()))
+
+    def fact(self, key: str) -> tuple[bool, int | None]:
+        """(known, value) of a recorded fact (a context window, a prompt's token count)."""
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT value FROM facts WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:  # a cache written before facts were recorded
+            return False, None
+        return (True, row[0]) if row is not None else (False, None)
+
+    def put_fact(self, key: str, value: int | None) -> None:
+        """Record a fact (rw mode only; ignored in ro mode)."""
+        if self.mode != "rw":
+            return
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO facts VALUES (?, ?)", (key, value))
 
     def __len__(self) -> int:
         with self._lock:
@@ -128,6 +150,34 @@ class CachedModel:
             body: dict[str, Any] = self.inner.request_body(messages, **params)
             return body
         return {"model": self.model, "messages": list(messages), **params}
+
+    @property
+    def context_window(self) -> int | None:
+        """The inner model's window, recorded; a replay answers the recorded one without asking the model."""
+        from skilltransfer.llm.context import context_window
+
+        known, value = self.cache.fact("context_window")
+        if self.cache.mode == "ro":
+            return value
+        window = context_window(self.inner)
+        if not known or value != window:
+            self.cache.put_fact("context_window", window)
+        return window
+
+    def count_prompt_tokens(self, messages: list[Message]) -> int:
+        """The inner model's count of a prompt, recorded by the messages' hash; a replay answers the recorded count
+        (or `estimate_tokens`' when the prompt was never counted)."""
+        from skilltransfer.llm.context import count_prompt_tokens
+
+        key = "tokens:" + request_key({"messages": list(messages)})
+        known, value = self.cache.fact(key)
+        if known and value is not None:
+            return int(value)
+        if self.cache.mode == "ro":
+            return count_prompt_tokens(None, messages)[0]
+        count = count_prompt_tokens(self.inner, messages)[0]
+        self.cache.put_fact(key, count)
+        return count
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         request = self.request_body(messages, **params)

@@ -52,6 +52,10 @@ class ModelConfig(BaseModel):
     """SQLite response cache file; None disables caching."""
     cache_mode: CacheMode = "rw"
     """off, rw (read-write: resume without paying twice) or ro (replay: a miss is an error)."""
+    context_window: int | None = Field(default=None, ge=256)
+    """The model's context window in tokens (env: SKILLTRANSFER_CONTEXT_WINDOW). "openai": None asks the endpoint's
+    ``/v1/models`` once (vLLM ``max_model_len``, llama.cpp ``n_ctx``, ...), else the window is unknown (no fitting).
+    "local": the embedded server's context size (overrides ``ctx``)."""
     ctx: int = 8192
     """Context size for the embedded local server (llama.cpp n_ctx)."""
     threads: int | None = None
@@ -99,6 +103,23 @@ class ModelConfig(BaseModel):
     def resolved_api_key(self) -> str | None:
         """The key from the config, else OPENAI_API_KEY, else None."""
         return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def resolved_context_window(self) -> int | None:
+        """The window from the config, else SKILLTRANSFER_CONTEXT_WINDOW, else None.
+
+        Raises:
+            InputError: the env var is not an integer >= 256.
+        """
+        if self.context_window is not None:
+            return self.context_window
+        raw = os.environ.get("SKILLTRANSFER_CONTEXT_WINDOW", "").strip()
+        if not raw:
+            return None
+        if not raw.isdigit() or int(raw) < 256:
+            from skilltransfer.errors import InputError
+
+            raise InputError(f"SKILLTRANSFER_CONTEXT_WINDOW must be an integer >= 256, got {raw!r}")
+        return int(raw)
 
     def resolved_model(self) -> str | None:
         """The model id from the config, else SKILLTRANSFER_MODEL, else None."""

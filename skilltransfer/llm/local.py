@@ -13,6 +13,7 @@ import atexit
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
+from skilltransfer.llm.context import PromptCounter
 from skilltransfer.protocols import Completion, Message
 
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -192,17 +194,32 @@ class LocalServer:
         self.ram_cache = ram_cache
         self.alias = MODEL_ALIAS if model_path is None else Path(model_path).stem
         self.process: subprocess.Popen[bytes] | None = None
+        self._n_ctx: int | None = None
+
+    @property
+    def n_ctx(self) -> int:
+        """The context size the server runs with: ``ctx`` reduced by `fit_ctx` (decided once)."""
+        if self._n_ctx is None:
+            self._n_ctx = fit_ctx(self.ctx)
+        return self._n_ctx
 
     @property
     def url(self) -> str:
         """The OpenAI base URL of the running server."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` by the served model's own tokenizer (``POST /extras/tokenize/count``)."""
+        body = json.dumps({"input": text}).encode("utf-8")
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/extras/tokenize/count", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return int(json.loads(response.read().decode("utf-8"))["count"])
+
     def command(self, model_path: Path) -> list[str]:
         """The server command line."""
-        ctx = fit_ctx(self.ctx)
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", self.alias,
-                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(ctx),
+                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
                 "--cache", str(self.ram_cache), "--cache_type", "ram", "--verbose", str(self.verbose)]
 
@@ -278,9 +295,13 @@ class LocalServer:
 class LocalModel:
     """ChatModel over the embedded server, started on the first call and stopped by ``close()`` or at exit.
 
+    The context window is the server's n_ctx; prompts are counted exactly by the server's tokenizer (each message
+    content once, cached) plus the chat-template overhead per message learnt from the server's reported usage.
+
     Args:
-        config: ``model`` may name a GGUF path (default: the bundled model); ``ctx``/``threads`` size the server;
-            params, timeouts and retries apply as for "openai"; calls are sent one at a time (the server is serial).
+        config: ``model`` may name a GGUF path (default: the bundled model); ``context_window`` (else ``ctx``) and
+            ``threads`` size the server; params, timeouts and retries apply as for "openai"; calls are sent one at
+            a time (the server is serial).
         server: an already running `LocalServer` to use instead (not stopped by ``close``).
     """
 
@@ -288,11 +309,27 @@ class LocalModel:
         self.config = config or ModelConfig(name="local")
         model_path = self.config.model
         self._own = server is None
-        self.server = server or LocalServer(model_path, ctx=self.config.ctx, threads=self.config.threads,
+        ctx = self.config.resolved_context_window() or self.config.ctx
+        self.server = server or LocalServer(model_path, ctx=ctx, threads=self.config.threads,
                                             ram_cache=self.config.ram_cache)
         self.model = self.server.alias
         self._client: Any = None
         self._lock = threading.Lock()
+        self.prompt_counter = PromptCounter(self._count_text, exact=True)
+        self.prompt_count_source = "server"
+
+    @property
+    def context_window(self) -> int:
+        """The server's context size (known before it starts)."""
+        return self.server.n_ctx
+
+    def _count_text(self, text: str) -> int:
+        self._ensure()
+        return self.server.count_tokens(text)
+
+    def count_prompt_tokens(self, messages: list[Message]) -> int:
+        """Exact prompt tokens of ``messages`` (starts the server if needed)."""
+        return self.prompt_counter.count(messages)
 
     def _ensure(self) -> Any:
         with self._lock:
@@ -314,6 +351,8 @@ class LocalModel:
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         completion: Completion = self._ensure().complete(messages, **params)
+        if completion.usage_source == "server":
+            self.prompt_counter.observe(messages, completion.prompt_tokens)
         return completion
 
     def close(self) -> None:

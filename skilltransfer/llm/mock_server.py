@@ -9,6 +9,9 @@ faults and scripted replies, so the real ``openai`` client path is exercised end
 
 Replies are a list (served in order; running out answers HTTP 400), a callable ``fn(messages) -> str | dict``
 (run in-process, one call at a time), or a JSONL file (see `load_replies`). Without replies it echoes the last message.
+With ``context_window`` it enforces a context limit like a real server: prompt tokens (`messages_tokens`) plus
+``max_tokens`` above the window answer HTTP 400 with vLLM's (default), OpenAI's or llama.cpp's error body, and
+``/v1/models`` reports the window as vLLM does (``max_model_len``) unless ``advertise_window=False``.
 
 Run standalone: ``python -m skilltransfer.llm.mock_server --port 8011 --latency-ms 200 --replies replies.jsonl``.
 """
@@ -42,6 +45,7 @@ TRANSPORT_FAULTS = ("rate_limit", "server_error", "timeout", "disconnect", "garb
 CONTENT_FAULTS = ("garbage_text", "truncated")
 """Faults delivered as a normal answer: junk content, or content cut short with finish_reason "length"."""
 FAULT_KINDS = TRANSPORT_FAULTS + CONTENT_FAULTS
+CONTEXT_ERROR_STYLES = ("vllm", "openai", "llamacpp")
 
 ReplyFn = Callable[[list[Message]], "str | dict[str, Any]"]
 
@@ -130,6 +134,9 @@ class MockServer:
         models: if set, requests for other model ids get 404.
         retry_after_s: the Retry-After header sent with 429s: seconds, or a string sent as is (an HTTP date).
         hang_s: how long a "timeout" fault stalls before answering.
+        context_window: enforce this context limit (None: unlimited).
+        context_error: the wording of a context-limit refusal: "vllm", "openai" or "llamacpp".
+        advertise_window: report ``context_window`` in ``/v1/models``.
         port: 0 picks a free port.
     """
 
@@ -138,10 +145,14 @@ class MockServer:
                  fault_kinds: Sequence[str] = TRANSPORT_FAULTS, fault_plan: Sequence[str | None] = (),
                  fault_fn: Callable[[], str | None] | None = None, seed: int = 0, report_usage: bool = True,
                  api_key: str | None = None, models: Sequence[str] | None = None, retry_after_s: float | str = 0.0,
-                 hang_s: float = 30.0, host: str = "127.0.0.1", port: int = 0) -> None:
+                 hang_s: float = 30.0, context_window: int | None = None, context_error: str = "vllm",
+                 advertise_window: bool = True, host: str = "127.0.0.1", port: int = 0) -> None:
         for kind in [*fault_kinds, *(k for k in fault_plan if k is not None)]:
             if kind not in FAULT_KINDS:
                 raise InputError(f"Unknown fault kind {kind!r}. Available: {', '.join(FAULT_KINDS)}")
+        if context_error not in CONTEXT_ERROR_STYLES:
+            raise InputError(f"Unknown context error style {context_error!r}. Available: "
+                             f"{', '.join(CONTEXT_ERROR_STYLES)}")
         if isinstance(replies, str | Path):
             replies = load_replies(replies)
         self._fn: ReplyFn | None = None
@@ -160,6 +171,10 @@ class MockServer:
         self.report_usage, self.api_key = report_usage, api_key
         self.models = list(models) if models is not None else None
         self.retry_after_s, self.hang_s = retry_after_s, hang_s
+        self.context_window, self.context_error, self.advertise_window = context_window, context_error, \
+            advertise_window
+        self.context_refusals = 0
+        """Requests refused because they did not fit ``context_window``."""
         self.host, self.port = host, port
         self._rng = random.Random(seed)
         self.requests: list[dict[str, Any]] = []
@@ -256,8 +271,34 @@ class MockServer:
 
     async def _models(self, _request: web.Request) -> web.Response:
         ids = self.models or ["mock"]
-        return web.json_response({"object": "list", "data": [{"id": i, "object": "model", "owned_by": "mock"}
+        extra = {"max_model_len": self.context_window} if self.context_window and self.advertise_window else {}
+        return web.json_response({"object": "list", "data": [{"id": i, "object": "model", "owned_by": "mock", **extra}
                                                              for i in ids]})
+
+    def _context_refusal(self, messages: list[Message], max_tokens: Any) -> web.Response | None:
+        """The 400 a real server sends when prompt + completion exceed ``context_window`` (None when it fits)."""
+        if self.context_window is None:
+            return None
+        prompt = messages_tokens(messages)
+        completion = max_tokens if isinstance(max_tokens, int) else 0
+        window = self.context_window
+        if prompt + completion <= window:
+            return None
+        self.context_refusals += 1
+        if self.context_error == "llamacpp":
+            return web.json_response({"error": {
+                "code": 400, "message": f"request ({prompt} tokens) exceeds the available context size ({window} "
+                                        "tokens), try increasing it",
+                "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": window}}, status=400)
+        if self.context_error == "openai":
+            return _error(400, "context_length_exceeded",
+                          f"This model's maximum context length is {window} tokens. However, your messages resulted "
+                          f"in {prompt + completion} tokens. Please reduce the length of the messages.")
+        return web.json_response({
+            "object": "error", "type": "BadRequestError", "param": None, "code": 400,
+            "message": f"This model's maximum context length is {window} tokens. However, you requested "
+                       f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
+                       "Please reduce the length of the messages or completion."}, status=400)
 
     def _next_fault(self) -> str | None:
         index = len(self.requests) - 1
@@ -291,6 +332,9 @@ class MockServer:
             return _error(400, "invalid_request_error", "'messages' must be a non-empty list")
         if self.models is not None and model not in self.models:
             return _error(404, "model_not_found", f"The model '{model}' does not exist")
+        refusal = self._context_refusal(messages, body.get("max_tokens") or body.get("max_completion_tokens"))
+        if refusal is not None:
+            return refusal
         fault = self._next_fault()
         if fault is not None:
             self.faults.append(fault)
@@ -364,11 +408,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-usage", action="store_true", help="omit usage from answers")
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--context-window", type=int, default=None, help="refuse prompts over this many tokens")
+    parser.add_argument("--context-error", default="vllm", help="refusal wording: vllm, openai or llamacpp")
     args = parser.parse_args(argv)
     try:
         server = MockServer(args.replies, latency_s=args.latency_ms / 1000, tokens_per_s=args.tokens_per_s,
                             fault_rate=args.fault_rate, fault_kinds=[k for k in args.faults.split(",") if k],
-                            seed=args.seed, report_usage=not args.no_usage, api_key=args.api_key, port=args.port)
+                            seed=args.seed, report_usage=not args.no_usage, api_key=args.api_key, port=args.port,
+                            context_window=args.context_window, context_error=args.context_error)
     except InputError as exc:
         parser.exit(2, f"error: {exc}\n")
     with server:

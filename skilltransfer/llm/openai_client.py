@@ -1,10 +1,12 @@
-"""A ChatModel over any OpenAI-compatible endpoint: retries, a per-endpoint concurrency limit, usage fallback."""
+"""A ChatModel over any OpenAI-compatible endpoint: retries, a per-endpoint concurrency limit, usage fallback, and
+what it knows of the context window (configured, probed once from ``/v1/models``, or learnt from a refusal)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import openai
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
+from skilltransfer.llm.context import PromptCounter, classify_context_error, estimate_tokens, window_from_models
 from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,
@@ -117,6 +120,13 @@ class OpenAIChatModel:
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s,
                                   budget_s=config.retry_budget_s)
         self.counter = TokenCounter(config.tokenizer)
+        exact = self.counter.source == "tokenizer"
+        self.prompt_counter = PromptCounter(self.counter.count if exact else estimate_tokens, exact=exact)
+        """Counts prompts for context fitting (learns the chat-template overhead from the server's usage)."""
+        self.prompt_count_source = "tokenizer" if exact else "estimate"
+        self._window = config.resolved_context_window()
+        self._probed = self._window is not None
+        self._window_lock = threading.Lock()
         self._sleep = sleep
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)
         self._client = openai.OpenAI(base_url=base_url, api_key=config.resolved_api_key() or "sk-no-key",
@@ -125,6 +135,52 @@ class OpenAIChatModel:
     def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
         """The full request (model, messages, params, extra_body): what is sent, logged and cache-keyed."""
         return build_request_body(self.config, self.model, messages, params)
+
+    @property
+    def context_window(self) -> int | None:
+        """The configured window, else what ``/v1/models`` reports (asked once), lowered to what a context-length
+        refusal reported; None when unknown."""
+        if not self._probed:
+            with self._window_lock:
+                if not self._probed:
+                    self._window = self._probe_window()
+                    self._probed = True
+        return self._window
+
+    def count_prompt_tokens(self, messages: list[Message]) -> int:
+        """Prompt tokens of ``messages``: tokenizer.json counts if configured, else `estimate_tokens`, plus the
+        per-message template overhead (both corrected by the server's reported usage)."""
+        return self.prompt_counter.count(messages)
+
+    def _get_json(self, url: str) -> Any:
+        request = urllib.request.Request(url, headers={
+            "Authorization": f"Bearer {self.config.resolved_api_key() or 'sk-no-key'}"})
+        with urllib.request.urlopen(request, timeout=min(10.0, self.config.timeout_s)) as response:
+            return json.loads(response.read().decode("utf-8"))
+
+    def _probe_window(self) -> int | None:
+        """Ask ``/v1/models`` (and llama.cpp's ``/props`` for its running n_ctx); any failure means unknown."""
+        try:
+            payload = self._get_json(f"{self.base_url.rstrip('/')}/models")
+        except (OSError, ValueError):
+            return None
+        entries = payload.get("data") if isinstance(payload, dict) else None
+        if isinstance(entries, list) and any(isinstance(e, dict) and "meta" in e for e in entries):
+            try:  # llama.cpp's server: the running context size, which may be below n_ctx_train
+                props = self._get_json(f"{self.base_url.rstrip('/').removesuffix('/v1')}/props")
+                n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
+                if isinstance(n_ctx, int) and n_ctx > 0:
+                    return n_ctx
+            except (OSError, ValueError, AttributeError):
+                pass
+        return window_from_models(payload, self.model)
+
+    def _learn_window(self, window: int | None) -> None:
+        if window is None:
+            return
+        with self._window_lock:
+            self._probed = True
+            self._window = window if self._window is None else min(self._window, window)
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         body = self.request_body(messages, **params)
@@ -144,6 +200,7 @@ class OpenAIChatModel:
         usage = response.usage
         if usage is not None and usage.prompt_tokens is not None:
             prompt_tokens, completion_tokens, source = usage.prompt_tokens, usage.completion_tokens or 0, "server"
+            self.prompt_counter.observe(messages, prompt_tokens)
         else:
             prompt_tokens = self.counter.count_messages(messages)
             completion_tokens, source = self.counter.count(text), self.counter.source
@@ -172,6 +229,10 @@ class OpenAIChatModel:
             raise ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
                                  "set --model / SKILLTRANSFER_MODEL, or check --base-url ends in /v1") from exc
         except openai.APIStatusError as exc:
+            too_long = classify_context_error(exc.status_code, exc.message, exc.body)
+            if too_long is not None:
+                self._learn_window(too_long.window)
+                raise too_long from exc
             if exc.status_code >= 500 or exc.status_code == 408:
                 raise TransientModelError("server_error", f"HTTP {exc.status_code}",
                                           retry_after_s=_retry_after(exc)) from exc

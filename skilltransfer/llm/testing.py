@@ -39,17 +39,26 @@ class ScriptedModel:
         outputs: the replies in order, or a callable from the messages to the reply.
         model: model id reported in completions.
         latency_s: artificial latency per call (sleep), default none.
+        context_window: the window it reports (None: unknown); prompts are counted as it reports usage
+            (`messages_tokens`).
 
     Raises:
         ScriptExhausted: on a call after the list is used up.
     """
 
-    def __init__(self, outputs: Sequence[str] | ScriptFn, *, model: str = "scripted", latency_s: float = 0.0) -> None:
+    def __init__(self, outputs: Sequence[str] | ScriptFn, *, model: str = "scripted", latency_s: float = 0.0,
+                 context_window: int | None = None) -> None:
         self._fn: ScriptFn | None = outputs if callable(outputs) else None
         self._outputs = list(outputs) if not callable(outputs) else []
         self.model = model
         self.latency_s = latency_s
+        self.context_window = context_window
+        self.prompt_count_source = "approx"
         self.calls: list[list[Message]] = []
+
+    def count_prompt_tokens(self, messages: list[Message]) -> int:
+        """The prompt tokens this double reports for ``messages``."""
+        return messages_tokens(messages)
 
     @property
     def remaining(self) -> int | None:

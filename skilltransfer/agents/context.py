@@ -1,0 +1,283 @@
+"""Context fitting: every prompt, of every role, is made to fit the model's window before it is sent.
+
+The policy (deterministic: the same messages, window and counts give the same prompt):
+
+1. The completion budget is the call's ``max_tokens`` (the call's params, else the model's own params, else the
+   role's ``AgentConfig.role_max_tokens`` entry, which is then sent as ``max_tokens``). The prompt may use
+   ``window - budget - margin`` tokens, margin = 16 + window // 64 (144 at 8,192; 48 at 2,048).
+2. If the prompt fits, it is sent unchanged. Otherwise the first of these variants that fits is sent:
+   a. the system prompt and the task message (everything up to the first user message) stay verbatim; of the steps
+      after it (a step = a model reply and the observation messages after it), the last ``keep_steps`` stay
+      verbatim and older **observations** are elided to one line each, oldest first, in blocks of 4 steps (so the
+      prompt prefix, and llama.cpp's reusable KV cache, changes only every few steps);
+   b. then older **replies** are elided the same way;
+   c. then the elided older steps are **dropped**, oldest first, in blocks of 4; the task message then ends with
+      one line saying how many earlier steps were dropped;
+   d. then the kept steps are elided too, oldest first, and then dropped, down to the last step alone;
+   e. then retrieved **skills** are cut, worst-ranked first, to their heading line.
+   A rendered (sub-)trajectory inside one message (the summarizer's and the inducer's prompts) is fitted the same
+   way, step by step (blocks of 1), down to its last step, whose observation may finally be elided too.
+3. If no variant fits, `ContextExceeded` is raised: the caller ends the (sub)task with status ``context_exceeded``.
+
+Each call is logged as ``context_fit`` (window, budget, tokens before/after, elided and dropped steps, elided
+replies, cut skills, how tokens were counted) in the call's record in the trajectory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from skilltransfer.agents.exceptions import ContextExceeded
+from skilltransfer.llm.context import configured_params, context_window, count_prompt_tokens
+from skilltransfer.protocols import Message
+
+CONVERSATION_BLOCK = 4
+"""Older steps of a conversation are elided in blocks of this many (KV-cache friendly)."""
+_GIST_CHARS = 60
+
+
+def margin_tokens(window: int) -> int:
+    """Tokens kept free beyond the prompt and the completion budget (template/count slack)."""
+    return 16 + window // 64
+
+
+def _gist(text: str) -> str:
+    """The first informative line of a text, cut to ``_GIST_CHARS`` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if not (line.endswith(":") and len(line) <= 24) and not line.startswith("```"):
+            return line if len(line) <= _GIST_CHARS else line[: _GIST_CHARS - 3] + "..."
+    return ""
+
+
+def _shorter(original: str, elided: str) -> str:
+    return elided if len(elided) < len(original) else original
+
+
+def elide_observation(text: str) -> str:
+    """An observation as one line (the original when that is not shorter)."""
+    lines = text.count("\n") + 1
+    return _shorter(text, f"[elided observation: {lines} lines, {len(text):,} chars, began {_gist(text)!r}]")
+
+
+def elide_reply(text: str) -> str:
+    """A model reply (thought and code) as one line (the original when that is not shorter)."""
+    code = text.split("```", 2)
+    first = _gist(code[1].partition("\n")[2]) if len(code) > 1 else _gist(text)
+    return _shorter(text, f"[elided reply, began {first!r}]")
+
+
+def cut_skill(text: str) -> str:
+    """A rendered skill reduced to its heading line."""
+    head = text.strip().splitlines()[0] if text.strip() else ""
+    return _shorter(text, f"{head} [cut to fit the context]\n")
+
+
+def dropped_note(n: int) -> str:
+    """The line that stands for ``n`` dropped steps."""
+    return f"[{n} earlier step{'s' if n != 1 else ''} dropped to fit the context]"
+
+
+class Trajectory(Protocol):
+    """A (sub-)trajectory rendered inside one message, which the fitter may re-render with steps elided."""
+
+    @property
+    def n_steps(self) -> int: ...
+
+    def render(self, elided_observations: int = 0, elided_replies: int = 0, *, dropped: int = 0) -> str: ...
+
+
+@dataclass
+class ContextFit:
+    """What fitting did to one call's prompt (logged as ``context_fit``)."""
+
+    window: int
+    budget: int
+    """Completion tokens reserved (the call's max_tokens)."""
+    tokens_before: int
+    tokens_after: int
+    elided_steps: int = 0
+    """Steps whose observation was elided (dropped steps included)."""
+    elided_replies: int = 0
+    dropped_steps: int = 0
+    """Oldest steps left out altogether."""
+    cut_skills: int = 0
+    counted_by: str = "model"
+    """How tokens were counted: "server" (the model server's tokenizer), "tokenizer" (a local tokenizer.json),
+    "estimate" (`skilltransfer.llm.context.estimate_tokens`), "approx" (a test double's chars / 4)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.elided_steps or self.elided_replies or self.dropped_steps or self.cut_skills)
+
+
+Variant = tuple[int, int, int, int]
+"""(steps dropped, steps with elided observations, steps with elided replies, skills cut); steps count from the
+oldest."""
+
+
+def _blocked(limit: int, block: int) -> list[int]:
+    return list(range(block, limit, block)) + ([limit] if limit > 0 else [])
+
+
+def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
+             elide_last_observation: bool = False) -> list[Variant]:
+    """The fitting ladder, least changed first (see the module docstring).
+
+    Args:
+        n_steps: steps after the verbatim head.
+        keep_steps: the last steps kept verbatim while older ones are elided and dropped.
+        n_skills: retrieved skills that may be cut.
+        block: older steps are elided and dropped this many at a time.
+        elide_last_observation: finally elide the last step's observation too (a trajectory to summarise or learn
+            from; never the executor's own conversation, which must see its last observation).
+    """
+    older = max(0, n_steps - keep_steps)
+    last = max(0, n_steps - 1)
+    ladder: list[Variant] = [(0, 0, 0, 0)]
+    ladder += [(0, e, 0, 0) for e in _blocked(older, block)]
+    ladder += [(0, older, a, 0) for a in _blocked(older, block)]
+    ladder += [(d, older, older, 0) for d in _blocked(older, block)]
+    ladder += [(older, e, e, 0) for e in range(older + 1, last + 1)]
+    ladder += [(d, last, last, 0) for d in range(older + 1, last + 1)]
+    if elide_last_observation and n_steps:
+        ladder.append((last, n_steps, last, 0))
+    final = ladder[-1]
+    ladder += [(*final[:3], c) for c in range(1, n_skills + 1)]
+    return ladder
+
+
+def _split_conversation(messages: Sequence[Message]) -> tuple[int, list[list[int]]]:
+    """(length of the verbatim head, message indices of each step)."""
+    head = next((i + 1 for i, m in enumerate(messages) if m.get("role") == "user"), len(messages))
+    steps: list[list[int]] = []
+    for index in range(head, len(messages)):
+        if messages[index].get("role") == "assistant" or not steps:
+            steps.append([index])
+        else:
+            steps[-1].append(index)
+    return head, steps
+
+
+def _apply_skills(messages: list[Message], skills: Sequence[str], cut: int) -> list[Message]:
+    if not cut:
+        return messages
+    out = []
+    for message in messages:
+        content = str(message.get("content") or "")
+        for skill in list(skills)[len(skills) - cut:]:
+            if skill and skill in content:
+                content = content.replace(skill, cut_skill(skill))
+        out.append({**message, "content": content})
+    return out
+
+
+def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[str]) -> list[Message]:
+    dropped, elided_obs, elided_replies, cut = variant
+    head, steps = _split_conversation(messages)
+    out = [dict(m) for m in messages]
+    for number, indices in enumerate(steps):
+        for index in indices:
+            content = str(out[index].get("content") or "")
+            if out[index].get("role") == "assistant":
+                if number < elided_replies:
+                    out[index]["content"] = elide_reply(content)
+            elif number < elided_obs:
+                out[index]["content"] = elide_observation(content)
+    if dropped:
+        gone = {index for indices in steps[:dropped] for index in indices}
+        out[head - 1]["content"] = f"{out[head - 1].get('content') or ''}\n\n{dropped_note(dropped)}"
+        out = [m for index, m in enumerate(out) if index not in gone]
+    return _apply_skills(out, skills, cut)
+
+
+@dataclass
+class ContextFitter:
+    """Applies the module's policy for one agent (see the module docstring).
+
+    Args:
+        role_max_tokens: completion budget per role, sent as ``max_tokens`` unless the call or the model sets it.
+        keep_steps: steps kept verbatim at the end of a conversation.
+    """
+
+    role_max_tokens: dict[str, int]
+    keep_steps: int = 4
+
+    def params(self, model: Any, role: str, params: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+        """The call's params (with the role's ``max_tokens`` added when nobody set one) and its completion budget."""
+        for source in (params, configured_params(model)):
+            for key in ("max_tokens", "max_completion_tokens"):
+                if isinstance(source.get(key), int):
+                    return params, int(source[key])
+        budget = self.role_max_tokens.get(role)
+        if budget is None:
+            return params, None
+        return {**params, "max_tokens": budget}, budget
+
+    def fit(self, model: Any, messages: list[Message], budget: int | None, *, trajectory: Trajectory | None = None,
+            skills: Sequence[str] = ()) -> tuple[list[Message], ContextFit | None]:
+        """The messages to send and what was done (None when the model's window is unknown).
+
+        Raises:
+            ContextExceeded: no variant fits (``fit`` holds the log of the attempt).
+        """
+        window = context_window(model)
+        if window is None:
+            return messages, None
+        reserved = budget if budget is not None else min(1024, window // 4)
+        available = window - reserved - margin_tokens(window)
+        before, counted_by = count_prompt_tokens(model, messages)
+        fit = ContextFit(window, reserved, before, before, counted_by=counted_by)
+        if before <= available:
+            return messages, fit
+        build, ladder = self._ladder(messages, trajectory, skills)
+
+        def size(index: int) -> int:
+            return count_prompt_tokens(model, build(ladder[index]))[0]
+
+        found = _first_fitting(len(ladder), size, available)
+        if found is None:
+            fit.tokens_after = size(len(ladder) - 1) if len(ladder) > 1 else before
+            fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[-1]
+            raise ContextExceeded(f"the prompt needs {fit.tokens_after:,} tokens even with everything elidable elided; "
+                                  f"the window leaves {available:,} (window {window:,} - completion {reserved:,} - "
+                                  f"margin {margin_tokens(window)})", fit=fit.to_dict())
+        fitted = build(ladder[found])
+        fit.tokens_after = count_prompt_tokens(model, fitted)[0]
+        fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[found]
+        return fitted, fit
+
+    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, skills: Sequence[str]
+                ) -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
+        present = [s for s in skills if s and any(s in str(m.get("content") or "") for m in messages)]
+        full = trajectory.render() if trajectory is not None else None
+        if trajectory is not None and full and any(full in str(m.get("content") or "") for m in messages):
+            def build_trajectory(variant: Variant) -> list[Message]:
+                text = trajectory.render(variant[1], variant[2], dropped=variant[0])
+                out = [{**m, "content": str(m.get("content") or "").replace(full, text)} for m in messages]
+                return _apply_skills(out, present, variant[3])
+
+            return build_trajectory, variants(trajectory.n_steps, 1, len(present), 1, elide_last_observation=True)
+        _, steps = _split_conversation(messages)
+        return (lambda v: _conversation_variant(messages, v, present),
+                variants(len(steps), self.keep_steps, len(present), CONVERSATION_BLOCK))
+
+
+def _first_fitting(n: int, size: Callable[[int], int], available: int) -> int | None:
+    """The first ladder index whose prompt fits (binary search; sizes do not grow along the ladder)."""
+    if n <= 1 or size(n - 1) > available:
+        return None
+    low, high = 1, n - 1
+    while low < high:
+        middle = (low + high) // 2
+        if size(middle) <= available:
+            high = middle
+        else:
+            low = middle + 1
+    return low

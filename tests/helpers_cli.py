@@ -1,0 +1,38 @@
+"""Running the CLI in-process against the mock server over the counter world (a test helper)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from skilltransfer.cli import app
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.stream import TrajectoryLog
+from skilltransfer.llm.mock_server import MockServer
+
+TINY = "helpers_tinyenv:TinyEnv"
+
+
+def cli(*args: str) -> object:
+    """Invoke the CLI in-process; user errors surface as the raised InputError."""
+    result = CliRunner().invoke(app, list(args))
+    if isinstance(result.exception, InputError):
+        raise result.exception
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def run_tiny(server: MockServer, out, condition: str, targets=(3, 5, 2), *extra: str) -> object:
+    """``skilltransfer run`` of the counter world against ``server`` (hash embedder, no sandbox, no bar)."""
+    return cli("run", "--env", TINY, "--condition", condition, "--model", "openai", "--base-url", server.url,
+               "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128", "--out", str(out),
+               "--env-arg", f"targets={json.dumps(list(targets))}", "--no-sandbox", "--no-progress", *extra)
+
+
+def records_of(path) -> list[dict]:
+    return [json.loads(line) for line in (path / "results.jsonl").read_text().splitlines()]
+
+
+def trajectory_of(path, record) -> TrajectoryLog:
+    return TrajectoryLog.model_validate_json((path / record["trajectory"]).read_text())
