@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun
@@ -60,7 +60,9 @@ class Agent:
     def run(self, episode: Episode, *, stream_position: int | None = None, run_id: str | None = None) -> AgentResult:
         """Solve one task; the episode is left open (the caller evaluates and closes it)."""
         start = time.perf_counter()
-        fitter = ContextFitter(dict(self.config.role_max_tokens), self.config.context_keep_steps)
+        budgets = self.config.role_max_tokens
+        fitter = ContextFitter(dict(ROLE_MAX_TOKENS if budgets is None else budgets), self.config.context_keep_steps,
+                               cap_to_window=budgets is None)
         result = AgentResult(task_id=episode.task.id, calls=CallLog(fitter=fitter))
         state: dict[str, Any] = {"subtask": None}
         result.calls.on_event = lambda kind, data: self._relay(result, state, kind, data)

@@ -36,9 +36,10 @@ class AgentConfig(BaseModel):
     """A folder of replacement agent prompt files (same file names as ``skilltransfer/agents/prompts``)."""
     model_params: dict[str, Any] = Field(default_factory=dict)
     """Extra sampling parameters passed to every ``ChatModel.complete`` call of the agent."""
-    role_max_tokens: dict[str, int] = Field(default_factory=lambda: dict(ROLE_MAX_TOKENS))
+    role_max_tokens: dict[str, int] | None = None
     """Completion budget per role (executor, planner, summarizer, induction), sent as ``max_tokens`` unless the call's
-    or the model's params set ``max_tokens``; context fitting reserves it. A role left out gets no ``max_tokens``."""
+    or the model's params set ``max_tokens``; context fitting reserves it. A role left out gets no ``max_tokens``.
+    None: ``ROLE_MAX_TOKENS``, each capped at a quarter of the model's context window."""
     context_keep_steps: int = Field(default=4, ge=1)
     """Context fitting keeps the last this-many executor steps verbatim while eliding older ones (see
     ``skilltransfer.agents.context``)."""

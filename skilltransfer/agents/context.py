@@ -3,7 +3,8 @@
 The policy (deterministic: the same messages, window and counts give the same prompt):
 
 1. The completion budget is the call's ``max_tokens`` (the call's params, else the model's own params, else the
-   role's ``AgentConfig.role_max_tokens`` entry, which is then sent as ``max_tokens``). The prompt may use
+   role's ``AgentConfig.role_max_tokens`` entry, which is then sent as ``max_tokens``; the default entries are capped
+   at a quarter of the window). The prompt may use
    ``window - budget - margin`` tokens, margin = 16 + window // 64 (144 at 8,192; 48 at 2,048).
 2. If the prompt fits, it is sent unchanged. Otherwise the first of these variants that fits is sent:
    a. the system prompt and the task message (everything up to the first user message) stay verbatim; of the steps
@@ -204,10 +205,13 @@ class ContextFitter:
     Args:
         role_max_tokens: completion budget per role, sent as ``max_tokens`` unless the call or the model sets it.
         keep_steps: steps kept verbatim at the end of a conversation.
+        cap_to_window: cap a role's budget at a quarter of the model's window.
     """
 
     role_max_tokens: dict[str, int]
     keep_steps: int = 4
+    cap_to_window: bool = True
+    """Cap each role's budget at a quarter of the window (the defaults are; budgets a user set are not)."""
 
     def params(self, model: Any, role: str, params: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
         """The call's params (with the role's ``max_tokens`` added when nobody set one) and its completion budget."""
@@ -218,6 +222,9 @@ class ContextFitter:
         budget = self.role_max_tokens.get(role)
         if budget is None:
             return params, None
+        window = context_window(model)
+        if self.cap_to_window and window is not None:  # a small window keeps room for the prompt
+            budget = min(budget, max(64, window // 4))
         return {**params, "max_tokens": budget}, budget
 
     def fit(self, model: Any, messages: list[Message], budget: int | None, *, trajectory: Trajectory | None = None,
