@@ -237,7 +237,7 @@ class SandboxRunner:
         self._proc: subprocess.Popen[bytes] | None = None
         self._to_worker = self._from_worker = -1
         self._nonce = ""
-        self._quota_floor = 0
+        self._quota_floor = (0, 0)
         self._quota_kill: Usage | None = None
         self._quota_lock = threading.Lock()
         self.closed = False
@@ -337,20 +337,21 @@ class SandboxRunner:
     # -- workspace quota ----------------------------------------------------------------------------------------
 
     def usage(self) -> Usage:
-        """Disk usage of the workspace and temp folder now."""
-        return measure([self.workspace, self.tmpdir], self.limits.max_workspace_entries)
+        """Disk usage of the workspace and temp folder now (entries counted up to 4x the entry limit)."""
+        return measure([self.workspace, self.tmpdir], 4 * self.limits.max_workspace_entries)
 
     def _over_quota(self) -> Usage | None:
-        """The usage when the folders grew past the quota (and past the level of the last stop, so that an agent over
-        its quota can still run actions that delete files); None otherwise."""
+        """The usage when the folders grew past the quota, and past their level when the quota last stopped the
+        worker (so that an agent over its quota can still run actions that delete files); None otherwise."""
         with self._quota_lock:
             usage = self.usage()
-            if usage.bytes <= self.limits.workspace_quota_mb << 20 and not usage.truncated:
-                self._quota_floor = 0
+            if usage.bytes <= self.limits.workspace_quota_mb << 20 and \
+                    usage.entries <= self.limits.max_workspace_entries:
+                self._quota_floor = (0, 0)
                 return None
-            if usage.bytes <= self._quota_floor and not usage.truncated:
+            if not usage.truncated and usage.bytes <= self._quota_floor[0] and usage.entries <= self._quota_floor[1]:
                 return None
-            self._quota_floor = usage.bytes
+            self._quota_floor = (usage.bytes, usage.entries)
             return usage
 
     def check_quota(self) -> None:
@@ -368,10 +369,11 @@ class SandboxRunner:
             _kill_uid(self.uid)
 
     def _quota_message(self, usage: Usage) -> str:
-        size = f"more than {self.limits.max_workspace_entries} files" if usage.truncated else f"{usage.mib:.0f} MiB"
-        return (f"QuotaExceeded: the workspace grew to {size}, over its quota of {self.limits.workspace_quota_mb} MiB "
-                f"and {self.limits.max_workspace_entries} files; the action was stopped and the sandbox restarted, so "
-                "all variables and imports were lost (files in the workspace are kept: delete what is not needed).")
+        entries = f"more than {usage.entries - 1}" if usage.truncated else str(usage.entries)
+        return (f"QuotaExceeded: the workspace grew to {usage.mib:.0f} MiB in {entries} files and folders, over its "
+                f"quota of {self.limits.workspace_quota_mb} MiB and {self.limits.max_workspace_entries} files; the "
+                "action was stopped and the sandbox restarted, so all variables and imports were lost (files in the "
+                "workspace are kept: delete what is not needed to go on).")
 
     # -- messaging ----------------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import tempfile
@@ -23,6 +24,16 @@ SETUP = "office_tools.apps:setup"
 PACKAGES = {"office_tools": "skilltransfer.envs.office.office_tools"}
 """The agent-side package (apps over the testbed's files), importable as ``office_tools`` in the sandbox."""
 DEV_FRACTION = 0.25
+
+
+def _make_writable(workspace: Path) -> None:
+    """A copied testbed keeps its source's modes: a read-only benchmark copy must become the agent's to change."""
+    for folder, _, names in os.walk(workspace):
+        os.chmod(folder, 0o755)
+        for name in names:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o644)
 
 
 class NoReferenceSolutionError(LookupError):
@@ -136,6 +147,7 @@ class OfficeEnv:
             real = self._real[task.id]
             if real.testbed.is_dir():
                 files.copy_tree(real.testbed, workspace)
+                _make_writable(workspace)
             for folder in ("data", "emails", "calendar"):
                 (workspace / folder).mkdir(exist_ok=True)
         else:
