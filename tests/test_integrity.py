@@ -202,6 +202,20 @@ def test_the_toolkit_cannot_be_imported_to_regenerate_answers(tmp_path: Path, en
     assert not records[0]["success"]
 
 
+@pytest.mark.parametrize("name", ["datasci"])
+def test_without_namespaces_the_audit_hook_still_refuses_the_toolkit(tmp_path: Path, name: str) -> None:
+    """The layer a non-root harness has: no mount namespace, the audit hook refuses reading the package."""
+    env = make_env(name, tmp_path / "ws", limits=Limits(drop_privileges=False))
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: cheat_plan(env, task)}, name="hook-only")
+    assert "IMPORTED []" in observations[task.id][0]
+    assert not records[0]["success"]
+    with env.start(task) as episode:
+        assert episode.runner.isolation["reads_confined"] is False
+        probe = f"print(open({str(REPO / 'skilltransfer' / 'envs' / 'datasci' / 'env.py')!r}).read()[:50])"
+        assert "reading outside the workspace is not allowed" in episode.step(probe).output
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["apps", "datasci"])
 def test_control_the_import_cheat_passes_without_the_sandbox(tmp_path: Path, name: str) -> None:
