@@ -249,6 +249,27 @@ def test_a_subprocess_cannot_import_the_toolkit_either(tmp_path: Path, env: Any)
     assert not records[0]["success"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["apps", "office", "datasci"])
+def test_reference_solutions_pass_through_the_stubs_in_the_sandbox(tmp_path: Path, name: str) -> None:
+    """Existing behaviour: one task per template solved by its reference program, sandboxed and in-process alike."""
+    sandboxed, local = make_env(name, tmp_path / "a"), make_env(name, tmp_path / "b", sandboxed=False)
+    firsts: dict[str, TaskSpec] = {}
+    for task in sandboxed.tasks():
+        if not task.metadata.get("requires"):  # OCR tasks need tesseract
+            firsts.setdefault(task.template, task)
+    for task in firsts.values():
+        outputs = []
+        for env in (sandboxed, local):
+            with env.start(task) as episode:
+                observation = episode.step(env.reference_solution(task))
+                assert not observation.error, (task.id, observation.output)
+                score = episode.evaluate()
+                assert (score.success, score.reward) == (True, 1.0), (task.id, score)
+                outputs.append(observation.output)
+        assert outputs[0] == outputs[1], task.id
+
+
 # --------------------------------------------------------------------------------------------- 2. world storage
 
 
