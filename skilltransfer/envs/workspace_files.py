@@ -13,7 +13,6 @@ import io
 import os
 import stat
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 MAX_FILE_BYTES = 64 << 20
@@ -33,13 +32,14 @@ class UnsafeFileError(OSError):
     """A workspace file that the harness will not read (missing, a link, not a regular file, too large...)."""
 
 
-def _parts(relative: str | PurePosixPath) -> list[str]:
+def _parts(relative: str | PurePosixPath, *, folder: bool = False) -> list[str]:
+    """The path's components; ``folder``: the root itself ("." or "") is allowed."""
     raw = str(relative)
     path = PurePosixPath(raw)
     if path.is_absolute() or "\x00" in raw:
         raise UnsafeFileError(f"{raw}: not a path inside the folder")
     parts = [part for part in path.parts if part not in ("", ".")]
-    if not parts or ".." in parts:
+    if (not parts and not folder) or ".." in parts:
         raise UnsafeFileError(f"{raw}: not a path inside the folder")
     return parts
 
@@ -78,23 +78,32 @@ def _open_parent(root: Path, parts: list[str], shown: str) -> int:
 
 
 def kind(root: Path, relative: str | PurePosixPath) -> str | None:
-    """What is at ``root/relative`` without following links: "file", "folder", "link", "other" or None (nothing)."""
+    """What is at ``root/relative`` without following links: "file", "folder", "other", "link" (the path or a folder
+    on it is a symbolic link) or None (nothing there)."""
     parts = _parts(relative)
     try:
-        fd = _open_parent(Path(root), parts, str(relative))
-    except UnsafeFileError:
+        fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    except OSError:
         return None
     try:
-        mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
+        for index, part in enumerate(parts):
+            mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                return "link"
+            if index == len(parts) - 1:
+                break
+            if not stat.S_ISDIR(mode):
+                return None  # a file where a folder should be
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
     except OSError:
         return None
     finally:
         os.close(fd)
     if stat.S_ISREG(mode):
         return "file"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    return "link" if stat.S_ISLNK(mode) else "other"
+    return "folder" if stat.S_ISDIR(mode) else "other"
 
 
 def read_bytes(root: Path, relative: str | PurePosixPath, max_bytes: int = MAX_FILE_BYTES) -> bytes:
@@ -133,15 +142,10 @@ def read_bytes(root: Path, relative: str | PurePosixPath, max_bytes: int = MAX_F
         os.close(fd)
 
 
-def read_text(root: Path, relative: str | PurePosixPath, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """A regular file's text (UTF-8, undecodable bytes replaced)."""
-    return read_bytes(root, relative, max_bytes).decode("utf-8", errors="replace")
-
-
 def list_files(root: Path, relative: str | PurePosixPath, suffix: str = "",
                max_entries: int = MAX_LISTING) -> list[str]:
     """Names of the regular files (no links) in the folder ``root/relative``, sorted; [] when it is not a folder."""
-    parts = _parts(relative)
+    parts = _parts(relative, folder=True)
     try:
         parent = _open_parent(Path(root), [*parts, "."], str(relative))
     except UnsafeFileError:
@@ -162,7 +166,7 @@ def list_files(root: Path, relative: str | PurePosixPath, suffix: str = "",
 
 def list_folders(root: Path, relative: str | PurePosixPath, max_entries: int = MAX_LISTING) -> list[str]:
     """Names of the sub-folders (no links) of ``root/relative``, sorted; [] when it is not a folder."""
-    parts = _parts(relative)
+    parts = _parts(relative, folder=True)
     try:
         parent = _open_parent(Path(root), [*parts, "."], str(relative))
     except UnsafeFileError:
@@ -191,30 +195,3 @@ def check_zip(data: bytes, shown: str, max_total: int = MAX_UNZIPPED_BYTES) -> i
     if total > max_total:
         raise UnsafeFileError(f"{shown}: expands to {total} bytes, over the {max_total}-byte limit (not read)")
     return io.BytesIO(data)
-
-
-def walk_files(root: Path, max_entries: int = MAX_LISTING) -> Iterator[str]:
-    """Relative paths of every regular file under ``root`` (links and special files skipped), at most
-    ``max_entries`` entries visited."""
-    stack = [""]
-    seen = 0
-    while stack:
-        relative = stack.pop()
-        try:
-            parent = _open_parent(Path(root), [*(_parts(relative) if relative else []), "."], relative or ".")
-        except UnsafeFileError:
-            continue
-        try:
-            with os.scandir(parent) as entries:
-                for entry in entries:
-                    seen += 1
-                    if seen > max_entries:
-                        raise UnsafeFileError(f"{root.name}: holds more than {max_entries} entries (not read)")
-                    path = f"{relative}/{entry.name}" if relative else entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(path)
-                    elif entry.is_file(follow_symlinks=False):
-                        yield path
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(parent)
