@@ -354,6 +354,12 @@ class SandboxRunner:
             self._quota_floor = (usage.bytes, usage.entries)
             return usage
 
+    def _settle_quota(self) -> None:
+        """After the quota stopped the worker: what its processes wrote while dying is not growth of the next one."""
+        with self._quota_lock:
+            usage = self.usage()
+            self._quota_floor = (max(usage.bytes, self._quota_floor[0]), max(usage.entries, self._quota_floor[1]))
+
     def check_quota(self) -> None:
         """Called by the quota watcher while the worker lives: kill it when the folders grew past the quota."""
         proc = self._proc
@@ -479,9 +485,12 @@ class SandboxRunner:
             problem = ""
         if reply is not None and isinstance(reply.get("output", ""), str):
             over = self._over_quota()
+            killed, self._quota_kill = self._quota_kill, None  # the watcher may have stopped it just after the reply
+            over = over or killed
             if over is None:
                 return reply, None
             self._restart()
+            self._settle_quota()
             message = self._quota_message(over)
             return None, ExecResult(output=str(reply.get("output", "")), error=message, quota_exceeded=True)
         quota, self._quota_kill = self._quota_kill, None
@@ -489,6 +498,7 @@ class SandboxRunner:
         self._restart()
         lost = "the sandbox was restarted, so all variables and imports were lost (files in the workspace are kept)."
         if quota is not None:
+            self._settle_quota()
             return None, ExecResult(output="", crashed=True, quota_exceeded=True, error=self._quota_message(quota))
         if problem == "timeout":
             return None, ExecResult(output="", timed_out=True, error=f"TimeoutError: the action did not finish "
