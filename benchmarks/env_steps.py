@@ -1,8 +1,9 @@
 """Sandboxed env throughput: episode start-up time (spawn worker + setup) and steps per second with a trivial action.
 
 Usage: ``python benchmarks/env_steps.py [--starts 20] [--steps 2000] [--in-process]``. Prints one JSON object.
-Uses ``skilltransfer.sandbox:scratch_setup`` (a namespace with only ``complete_task``), so the figures measure the
-sandbox machinery, not an env's own setup cost. Target: >= 200 steps/s on 2 cores.
+Uses an episode whose namespace holds only the ``complete_task`` service stub, so the figures measure the sandbox
+machinery, not an env's own setup cost; ``--service-calls`` also times actions that call a harness service (one
+round trip over the worker<->harness channel each). Target: >= 200 steps/s on 2 cores.
 """
 
 from __future__ import annotations
@@ -16,25 +17,30 @@ import tempfile
 import time
 from pathlib import Path
 
-from skilltransfer.envs.base import WorkspaceEpisode
+from skilltransfer.envs.base import Submission, WorkspaceEpisode
 from skilltransfer.protocols import Score, TaskSpec
+from skilltransfer.sandbox import Services
+from skilltransfer.sandbox.services import function
 
-SETUP = "skilltransfer.sandbox:scratch_setup"
 TASK = TaskSpec(id="bench", instruction="count", difficulty=1, template="bench")
 
 
-def _never(workspace: Path, answer: object) -> Score:
+def _never(workspace: Path, submission: Submission) -> Score:
     return Score(reward=0.0, success=False)
 
 
 def _episode(root: Path, index: int, sandboxed: bool) -> WorkspaceEpisode:
     workspace = root / f"ep{index}"
     workspace.mkdir()
-    return WorkspaceEpisode(TASK, workspace, setup=SETUP, docs="", evaluator=_never, sandboxed=sandboxed)
+    services = Services()
+    services.register("echo", lambda value=None: value)
+    return WorkspaceEpisode(TASK, workspace, docs="", evaluator=_never, sandboxed=sandboxed, services=services,
+                            bindings={"echo": function("echo")})
 
 
-def measure(starts: int, steps: int, sandboxed: bool = True) -> dict[str, object]:
-    """Start-up seconds (median, max) over ``starts`` episodes; steps/s over ``steps`` trivial actions."""
+def measure(starts: int, steps: int, sandboxed: bool = True, service_calls: int = 0) -> dict[str, object]:
+    """Start-up seconds (median, max) over ``starts`` episodes; steps/s over ``steps`` trivial actions; with
+    ``service_calls``, also service round trips per second (one call per action)."""
     with tempfile.TemporaryDirectory(prefix="skilltransfer-bench-") as folder:
         root = Path(folder)
         startup = []
@@ -51,21 +57,32 @@ def measure(starts: int, steps: int, sandboxed: bool = True) -> dict[str, object
             episode.step("counter += 1\nprint(counter)")
         elapsed = time.perf_counter() - began
         last = episode.step("print(counter)").output.strip()
+        began = time.perf_counter()
+        for _ in range(service_calls):
+            episode.step("counter = echo(counter + 1)")
+        calls_elapsed = time.perf_counter() - began
+        final = episode.step("print(counter)").output.strip()
         episode.close()
-    if last != str(steps):
-        raise RuntimeError(f"expected the counter to reach {steps}, got {last!r}")
-    return {"sandboxed": sandboxed, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "startup_s_median": round(statistics.median(startup), 4), "startup_s_max": round(max(startup), 4),
-            "steps": steps, "steps_per_s": round(steps / elapsed, 1), "ms_per_step": round(1000 * elapsed / steps, 3)}
+    if last != str(steps) or final != str(steps + service_calls):
+        raise RuntimeError(f"expected the counter to reach {steps}, then {steps + service_calls}: {last!r}, {final!r}")
+    result: dict[str, object] = {
+        "sandboxed": sandboxed, "cpus": os.cpu_count(), "python": platform.python_version(),
+        "startup_s_median": round(statistics.median(startup), 4), "startup_s_max": round(max(startup), 4),
+        "steps": steps, "steps_per_s": round(steps / elapsed, 1), "ms_per_step": round(1000 * elapsed / steps, 3)}
+    if service_calls:
+        result["service_steps_per_s"] = round(service_calls / calls_elapsed, 1)
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=20, help="episodes to start for the start-up figure")
     parser.add_argument("--steps", type=int, default=2000, help="trivial actions to time")
+    parser.add_argument("--service-calls", type=int, default=1000, help="actions that call a harness service to time")
     parser.add_argument("--in-process", action="store_true", help="measure the unsandboxed runner instead")
     args = parser.parse_args()
-    print(json.dumps(measure(args.starts, args.steps, sandboxed=not args.in_process)))
+    print(json.dumps(measure(args.starts, args.steps, sandboxed=not args.in_process,
+                             service_calls=args.service_calls)))
 
 
 if __name__ == "__main__":

@@ -1,22 +1,22 @@
 """A tiny counter world for agent/induction/stream tests (a test helper, not a benchmark).
 
-The world state is ``counter.json`` in the episode workspace. The agent's namespace has ``apis.counter.get()``,
-``apis.counter.add(n)``, ``apis.counter.reset()`` and ``complete_task(answer=None)``. Task "Set the counter to N"
-succeeds when the final counter is N and the agent called ``complete_task``.
+The world state is a counter held on the harness side (the episode's ``Counter``); the agent's namespace has the
+service stubs ``apis.counter.get()``, ``apis.counter.add(n)``, ``apis.counter.reset()`` and
+``complete_task(answer=None)``. Task "Set the counter to N" succeeds when the final counter is N and the agent
+called ``complete_task``.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from skilltransfer.envs.base import WorkspaceEpisode, completion_function, temporary_workdir
+from skilltransfer.envs.base import Submission, WorkspaceEpisode, temporary_workdir
 from skilltransfer.protocols import Check, Score, TaskSpec
+from skilltransfer.sandbox import Services
+from skilltransfer.sandbox.services import function, tree
 
-STATE = "counter.json"
 DOCS = """apis.counter.get() -> int: the current counter value.
 apis.counter.add(n: int) -> int: add n (an int) to the counter; returns the new value.
 apis.counter.reset() -> int: set the counter to 0.
@@ -24,34 +24,38 @@ apis.counter.history() -> str: a long log of past counter readings.
 complete_task(answer=None): call when the task is finished."""
 HISTORY_LINES = 40
 
-
-def _read(workspace: Path) -> int:
-    return int(json.loads((workspace / STATE).read_text())["value"])
-
-
-def _write(workspace: Path, value: int) -> None:
-    (workspace / STATE).write_text(json.dumps({"value": value}))
+COUNTER_APIS = ("get", "add", "reset", "history")
+BINDINGS = {"apis": tree({"counter": tree({name: function(f"counter.{name}") for name in COUNTER_APIS}, "<counter>")},
+                         "<apis>")}
 
 
-def setup(workspace: Path, **_: Any) -> dict[str, Any]:
-    """Build the agent namespace over the workspace's counter file."""
-    workspace = Path(workspace)
+class Counter:
+    """The counter world of one episode (harness side)."""
 
-    def add(n: int) -> int:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def get(self) -> int:
+        return self.value
+
+    def add(self, n: int) -> int:
         if not isinstance(n, int):
             raise TypeError(f"add() needs an int, got {type(n).__name__}")
-        _write(workspace, _read(workspace) + n)
-        return _read(workspace)
+        self.value += n
+        return self.value
 
-    def reset() -> int:
-        _write(workspace, 0)
+    def reset(self) -> int:
+        self.value = 0
         return 0
 
-    def history() -> str:  # a long observation (about 2,400 characters)
+    def history(self) -> str:  # a long observation (about 2,400 characters)
         return "\n".join(f"reading {i}: the counter was checked and found as before" for i in range(HISTORY_LINES))
 
-    counter = SimpleNamespace(get=lambda: _read(workspace), add=add, reset=reset, history=history)
-    return {"apis": SimpleNamespace(counter=counter), "complete_task": completion_function(workspace)}
+    def services(self) -> Services:
+        services = Services()
+        for name in COUNTER_APIS:
+            services.register(f"counter.{name}", getattr(self, name))
+        return services
 
 
 class TinyEnv:
@@ -85,19 +89,21 @@ class TinyEnv:
     def start(self, task: TaskSpec) -> WorkspaceEpisode:
         workspace = self.workdir / f"ep{next(self._counter)}"
         workspace.mkdir(parents=True)
-        _write(workspace, self.start_value)
+        counter = Counter(self.start_value)
         target = int(task.metadata["target"])
 
-        def evaluate(ws: Path, answer: Any) -> Score:
-            from skilltransfer.envs.base import read_answer
+        def evaluate(ws: Path, submission: Submission) -> Score:
+            value_ok = counter.value == target
+            checks = (Check(f"counter == {target}", value_ok, f"counter is {counter.value}"),
+                      Check("completed", submission.done))
+            return Score(reward=float(value_ok and submission.done), success=value_ok and submission.done,
+                         checks=checks)
 
-            value_ok = _read(ws) == target
-            done = read_answer(ws)[0]
-            checks = (Check(f"counter == {target}", value_ok, f"counter is {_read(ws)}"), Check("completed", done))
-            return Score(reward=float(value_ok and done), success=value_ok and done, checks=checks)
+    def history(self) -> str:  # a long observation (about 2,400 characters)
+        return "\n".join(f"reading {i}: the counter was checked and found as before" for i in range(HISTORY_LINES))
 
-        return WorkspaceEpisode(task, workspace, setup=f"{__name__}:setup", docs=self.docs, evaluator=evaluate,
-                                sandboxed=self.sandboxed)
+        return WorkspaceEpisode(task, workspace, services=counter.services(), bindings=BINDINGS, docs=DOCS,
+                                evaluator=evaluate, sandboxed=self.sandboxed)
 
     def reference_solution(self, task: TaskSpec) -> str:
         return f"apis.counter.reset()\napis.counter.add({int(task.metadata['target'])})\ncomplete_task()"

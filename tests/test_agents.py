@@ -202,7 +202,7 @@ def test_code_skill_is_loaded_and_callable(env, hash_embedder):
     body = CODE_SKILL.split("```python\n")[1].split("```")[0]
     skill = Skill(name="set_counter_to", description="Set the counter to a target value.", body=body, format="code")
     broken = Skill(name="boom", description="Set the counter value quickly.", format="code",
-                   body="def boom():\n    return 1\nraise ValueError('bad load')\n")
+                   body="import no_such_module_xyz\n\n\ndef boom():\n    return 1\n")
     memory = _memory(hash_embedder, skill)
     memory.config.validate_code = False
     memory.add(broken)
@@ -210,7 +210,7 @@ def test_code_skill_is_loaded_and_callable(env, hash_embedder):
     assert score.success
     loads = {s["name"]: s["load_error"] for s in result.retrievals[0].skills}
     assert loads["set_counter_to"] is None
-    assert "bad load" in loads["boom"]
+    assert "no_such_module_xyz" in loads["boom"]
     assert "set_counter_to called" in result.actions[0].observation
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from skilltransfer.envs.office import OfficeEnv, files
-from skilltransfer.envs.office.apps import APPS, docs_overview, setup
 from skilltransfer.envs.office.checks import CheckContext, run_check, run_checks
+from skilltransfer.envs.office.office_tools.apps import APPS, docs_overview, setup
 from skilltransfer.envs.office.safe_lambda import UnsafeExpressionError, compile_lambda
 from skilltransfer.envs.office.templates import TEMPLATES
 from skilltransfer.errors import InputError

@@ -150,7 +150,9 @@ def test_dedup_only_compares_same_format(hash_embedder: HashEmbedder) -> None:
     ("def add_numbers(a, b):\n    return a +\n", "does not parse"),
     ("x = 1\n", "defines no top-level function"),
     ("import no_such_module_xyz\ndef add_numbers(a, b):\n    return a + b\n", "ModuleNotFoundError"),
-    ("raise RuntimeError('boom at import')\ndef add_numbers(a, b):\n    return a + b\n", "boom at import"),
+    ("raise RuntimeError('boom at import')\ndef add_numbers(a, b):\n    return a + b\n", "top-level Raise statement"),
+    ("if __name__ == '__episode__':\n    complete_task('x')\ndef add_numbers(a, b):\n    return a + b\n",
+     "line 1: a top-level If statement"),
 ])
 def test_bad_code_skills_are_pruned_with_reason_logged(hash_embedder: HashEmbedder, body: str, reason: str) -> None:
     mem = SkillMemory(hash_embedder)
@@ -164,19 +166,21 @@ def test_bad_code_skills_are_pruned_with_reason_logged(hash_embedder: HashEmbedd
     assert reason in mem.prune_log[0]["reason"]
 
 
-def test_code_skill_that_hangs_is_pruned_by_timeout(hash_embedder: HashEmbedder) -> None:
+def test_code_skill_that_would_hang_is_pruned_before_loading(hash_embedder: HashEmbedder) -> None:
     mem = SkillMemory(hash_embedder, load_timeout_s=0.5)
     result = mem.add(code_skill("spin", "while True:\n    pass\ndef spin():\n    return 1\n"))
     assert result.action == "pruned"
-    assert "timed out" in result.reason
+    assert "top-level While statement" in result.reason  # the load timeout itself: tests/test_sandbox.py
 
 
 def test_good_code_skill_is_added_and_loading_really_executes(hash_embedder: HashEmbedder) -> None:
     mem = SkillMemory(hash_embedder)
     assert mem.add(GOOD_CODE).action == "added"
     assert mem.get(GOOD_CODE.id).code is not None
-    failing_at_load = code_skill("f", "LIMIT = 1 / 0\ndef f():\n    return LIMIT\n")
-    assert "ZeroDivisionError" in (validate_code_skill(failing_at_load) or "")
+    failing_at_load = code_skill("f", "from json import no_such_name\nLIMIT = -1\ndef f():\n    return LIMIT\n")
+    assert "ImportError" in (validate_code_skill(failing_at_load) or "")
+    computed = code_skill("f", "LIMIT = 1 / 0\ndef f():\n    return LIMIT\n")
+    assert "not a literal constant" in (validate_code_skill(computed) or "")
     assert code_skill("f", "def g():\n    return 1\n").code.function_name == "g"  # name falls back to the first def
     wrong = Skill(name="h", description="d", format="code", body="def g():\n    return 1\n",
                   code=CodeSignature(function_name="h", signature="h()"))

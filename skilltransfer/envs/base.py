@@ -1,59 +1,47 @@
 """Shared episode machinery: a workspace folder per episode, a code runner (sandboxed or in-process), completion.
 
-Every environment keeps its whole state in the episode's workspace folder (files, or an SQLite database file), so
-a sandbox worker that crashes can be restarted without losing the world, and evaluation reads the workspace from the
-harness side. Agent actions are Python code executed in a persistent namespace built by the env's *setup function*
-(``"package.module:function"``, called as ``setup(workspace: Path, **setup_kwargs) -> dict[str, Any]``), which
-typically provides ``apis`` (the env's API), ``docs(...)`` and ``complete_task(answer=None)``.
+An episode has two sides. The *agent side* is the namespace its Python actions run in (in the sandbox worker by
+default): agent-side apps over the workspace's files (an env's setup function) and stubs of *harness services*.
+The *harness side* holds what the agent must not reach: an env's world state behind its APIs (e.g. the apps world's
+database), the evaluator, and the submission: ``complete_task(answer=None)`` is a harness service, so completion and
+the answer are recorded here, never read back from a workspace file. Files that *are* the world in some envs (an
+office testbed's documents, a data lake) stay in the workspace; the evaluator reads them with
+``skilltransfer.envs.workspace_files`` (no links followed, regular files only, size caps).
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import importlib
-import io
 import json
-import os
-import shutil
-import tempfile
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from skilltransfer.protocols import Observation, Score, TaskSpec
+from skilltransfer.sandbox import (
+    ExecResult,
+    InProcessRunner,
+    Limits,
+    NamespaceSpec,
+    Runner,
+    Services,
+    make_runner,
+    resolve,
+    skill_body_problem,
+)
+from skilltransfer.sandbox.scratch import remove_tree, scratch_dir
+from skilltransfer.sandbox.services import function
 
-ANSWER_FILE = ".episode/answer.json"
-"""Where ``complete_task`` records that the agent finished, relative to the workspace."""
+__all__ = ["MAX_ANSWER_CHARS", "MAX_OUTPUT_CHARS", "ExecResult", "InProcessRunner", "Runner", "Submission",
+           "WorkspaceEpisode", "make_runner", "resolve", "temporary_workdir", "truncate"]
 
 MAX_OUTPUT_CHARS = 20_000
 """Observations longer than this are truncated (head and tail kept)."""
 
+MAX_ANSWER_CHARS = 100_000
+"""The longest answer ``complete_task`` accepts (characters of its JSON); a longer one is refused."""
 
-@dataclass(frozen=True)
-class ExecResult:
-    """The outcome of running one code action."""
-
-    output: str
-    error: str | None = None
-    timed_out: bool = False
-    crashed: bool = False
-
-
-class Runner(Protocol):
-    """Executes code actions in a persistent namespace."""
-
-    def execute(self, code: str) -> ExecResult: ...
-
-    def close(self) -> None: ...
-
-
-def resolve(dotted: str) -> Any:
-    """Import ``"package.module:attr"``."""
-    module_name, _, attr = dotted.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+COMPLETE_TASK_DOC = "Signal that the task is finished, optionally with the final answer."
 
 
 def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
@@ -65,114 +53,71 @@ def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
 
 
 def temporary_workdir(prefix: str) -> Path:
-    """A fresh temp folder for an env's episode workspaces, removed when the process exits."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
-    return path
+    """A fresh folder for an env's episode workspaces under the toolkit's per-process temp root (removed at exit,
+    or at the next start after a crash)."""
+    return scratch_dir(prefix)
 
 
-def write_answer(workspace: Path, answer: Any) -> None:
-    """Record completion (and the answer, JSON-serialisable or stringified) in the workspace."""
-    path = Path(workspace) / ANSWER_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        payload = json.dumps({"answer": answer})
-    except TypeError:
-        payload = json.dumps({"answer": str(answer)})
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(payload)
-    os.replace(tmp, path)
+@dataclass(frozen=True)
+class Submission:
+    """What the agent submitted through ``complete_task``, recorded on the harness side."""
 
-
-def read_answer(workspace: Path) -> tuple[bool, Any]:
-    """Whether the agent completed the task, and its answer (None if none was given)."""
-    path = Path(workspace) / ANSWER_FILE
-    if not path.exists():
-        return False, None
-    return True, json.loads(path.read_text())["answer"]
-
-
-def completion_function(workspace: Path) -> Callable[..., str]:
-    """The ``complete_task(answer=None)`` function put into every env's namespace."""
-
-    def complete_task(answer: Any = None) -> str:
-        """Signal that the task is finished, optionally with the final answer."""
-        write_answer(workspace, answer)
-        return "Task marked as complete."
-
-    return complete_task
-
-
-class InProcessRunner:
-    """Runs actions in this process: no isolation. For reference-solution checks and tests only.
-
-    Args:
-        workspace: the episode folder (the working directory while code runs).
-        setup: ``"module:function"`` building the namespace.
-        setup_kwargs: extra keyword arguments for the setup function.
-    """
-
-    def __init__(self, workspace: Path, setup: str, setup_kwargs: dict[str, Any] | None = None) -> None:
-        self.workspace = Path(workspace)
-        self.namespace: dict[str, Any] = {"__name__": "__episode__"}
-        self.namespace.update(resolve(setup)(self.workspace, **(setup_kwargs or {})))
-
-    def execute(self, code: str) -> ExecResult:
-        buffer = io.StringIO()
-        error: str | None = None
-        with contextlib.chdir(self.workspace), contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            try:
-                exec(compile(code, "<action>", "exec"), self.namespace)
-            except BaseException as exc:  # noqa: BLE001 - agent code may raise anything, incl. SystemExit
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-                error = "".join(line for line in lines if 'File "' not in line or "<action>" in line)
-        return ExecResult(output=buffer.getvalue(), error=error)
-
-    def close(self) -> None:
-        self.namespace.clear()
-
-
-def make_runner(workspace: Path, setup: str, setup_kwargs: dict[str, Any] | None = None, *,
-                sandboxed: bool = True, limits: Any = None) -> Runner:
-    """A sandboxed runner (separate, limited process; the default) or an in-process one (tests only)."""
-    if not sandboxed:
-        return InProcessRunner(workspace, setup, setup_kwargs)
-    from skilltransfer.sandbox import SandboxRunner
-
-    return SandboxRunner(workspace, setup, setup_kwargs, limits=limits)
+    done: bool = False
+    answer: Any = None
 
 
 class WorkspaceEpisode:
-    """A running task whose world lives in ``workspace``.
+    """A running task whose agent acts in ``workspace`` and whose hidden state stays with the harness.
 
     Args:
         task: the task.
         workspace: the episode's own folder (created by the env, deleted on close unless ``keep``).
-        setup: setup function path, see module docs.
-        setup_kwargs: its keyword arguments.
+        setup: agent-side setup function (``NamespaceSpec.setup``), importable in the sandbox worker; None for none.
+        setup_kwargs: its JSON keyword arguments.
+        packages: agent-side packages it needs (``NamespaceSpec.packages``).
+        services: the env's harness services for this episode (e.g. its APIs); ``complete_task`` is added.
+        bindings: how those services appear in the agent's namespace (``skilltransfer.sandbox.services``).
         docs: the API documentation text the agent may read.
-        evaluator: ``evaluator(workspace, answer) -> Score`` run on the harness side after the episode.
-        sandboxed: run agent code in the sandbox (default) or in-process (tests).
-        limits: sandbox limits (``skilltransfer.sandbox.Limits``); None for defaults.
+        evaluator: ``evaluator(workspace, submission) -> Score``, run on the harness side after the agent's
+            processes are stopped.
+        sandboxed: run agent code in the sandbox (default) or in-process (trusted test doubles).
+        limits: sandbox limits; None for defaults.
         keep: keep the workspace folder after close.
+        on_close: called once when the episode closes (e.g. to drop the env's per-episode world).
     """
 
-    def __init__(self, task: TaskSpec, workspace: Path, *, setup: str, setup_kwargs: dict[str, Any] | None = None,
-                 docs: str, evaluator: Callable[[Path, Any], Score], sandboxed: bool = True, limits: Any = None,
-                 keep: bool = False) -> None:
+    def __init__(self, task: TaskSpec, workspace: Path, *, docs: str, evaluator: Callable[[Path, Submission], Score],
+                 setup: str | None = None, setup_kwargs: dict[str, Any] | None = None,
+                 packages: dict[str, str] | None = None, services: Services | None = None,
+                 bindings: dict[str, Any] | None = None, sandboxed: bool = True, limits: Limits | None = None,
+                 keep: bool = False, on_close: Callable[[], None] | None = None) -> None:
         self.task = task
         self.workspace = Path(workspace)
+        self.submission = Submission()
         self._docs = docs
         self._evaluator = evaluator
         self._keep = keep
-        self.runner = make_runner(self.workspace, setup, setup_kwargs, sandboxed=sandboxed, limits=limits)
+        self._on_close = on_close
+        self.services = services or Services()
+        self.services.register("complete_task", self._complete_task)
+        spec = NamespaceSpec(setup=setup, setup_kwargs=dict(setup_kwargs or {}), packages=dict(packages or {}),
+                             bindings={**(bindings or {}), "complete_task": function(
+                                 "complete_task", "complete_task", COMPLETE_TASK_DOC, lenient=True)})
         self.closed = False
+        self.runner = make_runner(self.workspace, spec, self.services, sandboxed=sandboxed, limits=limits)
+
+    def _complete_task(self, answer: Any = None) -> str:
+        """The ``complete_task`` service: record completion and the (size-capped) answer."""
+        size = len(json.dumps(answer))
+        if size > MAX_ANSWER_CHARS:
+            raise ValueError(f"complete_task: the answer is {size} characters long (as JSON), over the limit of "
+                             f"{MAX_ANSWER_CHARS}; the task is not marked as complete. Submit a shorter answer.")
+        self.submission = Submission(done=True, answer=answer)
+        return "Task marked as complete."
 
     @property
     def done(self) -> bool:
-        return read_answer(self.workspace)[0]
+        return self.submission.done
 
     def step(self, action: str) -> Observation:
         """Run one code action; the observation holds its printed output or the error."""
@@ -183,24 +128,29 @@ class WorkspaceEpisode:
         return Observation(output=truncate(text) or "(no output)", error=result.error is not None, done=self.done)
 
     def load_code(self, source: str) -> Observation:
-        """Load code (e.g. a code skill's functions) into the action namespace."""
+        """Load a code skill's definitions into the action namespace (bodies that would run code are refused)."""
+        problem = skill_body_problem(source)
+        if problem is not None:
+            return Observation(output=f"SkillRefused: {problem}", error=True, done=self.done)
         return self.step(source)
 
     def docs(self) -> str:
         return self._docs
 
     def evaluate(self) -> Score:
-        """Evaluate the final state of the workspace (harness side; agent code cannot touch it)."""
-        _, answer = read_answer(self.workspace)
-        return self._evaluator(self.workspace, answer)
+        """Stop the agent's processes, then evaluate the final state on the harness side."""
+        self.runner.stop()
+        return self._evaluator(self.workspace, self.submission)
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
         self.runner.close()
+        if self._on_close is not None:
+            self._on_close()
         if not self._keep:
-            shutil.rmtree(self.workspace, ignore_errors=True)
+            remove_tree(self.workspace)
 
     def __enter__(self) -> WorkspaceEpisode:
         return self

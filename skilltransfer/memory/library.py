@@ -128,11 +128,14 @@ def parse_skill_md(path: str | Path) -> Skill:
 def _check_unique(entries: list[tuple[Skill, str]], source: Path) -> list[Skill]:
     if not entries:
         raise InputError("library is empty (no skills found)", path=source)
-    seen: dict[str, str] = {}
+    names: dict[str, str] = {}
+    ids: dict[str, str] = {}
     for skill, where in entries:
-        if skill.name in seen:
-            raise InputError(f"duplicate skill name {skill.name!r} in {seen[skill.name]} and {where}")
-        seen[skill.name] = where
+        if skill.id in ids:
+            raise InputError(f"duplicate skill id {skill.id!r} in {ids[skill.id]} and {where}")
+        if skill.name in names:
+            raise InputError(f"duplicate skill name {skill.name!r} in {names[skill.name]} and {where}")
+        ids[skill.id] = names[skill.name] = where
     return [skill for skill, _ in entries]
 
 
@@ -142,7 +145,7 @@ def load_library(path: str | Path) -> list[Skill]:
     A saved memory folder (one with ``manifest.json``) is read from its ``skills.jsonl`` without the embedder.
 
     Raises:
-        InputError: missing path, empty library, malformed file (naming file and line), duplicate names.
+        InputError: missing path, empty library, malformed file (naming file and line), duplicate ids or names.
     """
     path = Path(path)
     if not path.exists():

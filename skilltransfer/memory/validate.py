@@ -1,10 +1,13 @@
-"""Validation of code skills before they enter a memory: parse, find the function, load it in the sandbox.
+"""Validation of code skills before they enter a memory: parse, restrict, find the function, load it in the sandbox.
 
-A code skill is accepted only if its body parses, defines its entry-point function, and executes (``exec`` of the
-whole body: imports and top-level statements run) in a fresh sandbox worker (``skilltransfer.sandbox``: separate
-process group, resource limits, no network, writes confined to a scratch folder) within a time limit, after which the
-function must be callable. Nothing here raises on a bad skill: the reason is returned so the memory can prune the
-skill and log why.
+A code skill is accepted only if its body parses, holds nothing at module level that runs code (a docstring,
+imports, function/class definitions without decorators and with literal defaults, literal constants:
+``skilltransfer.sandbox.codecheck``, so loading cannot behave differently in the check and in an episode), defines its
+entry-point function, and loads (``exec`` of the body) in a fresh sandbox worker whose namespace is an episode's at
+its start (``skilltransfer.sandbox``: separate process, resource limits, no network, writes confined to a scratch
+folder) within a time limit, after which the function must be callable. Episodes apply the same restriction when a
+retrieved code skill is loaded. Nothing here raises on a bad skill: the reason is returned so the memory can prune
+the skill and log why.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skilltransfer.memory.skill import parse_code_signature
+from skilltransfer.sandbox.codecheck import skill_body_problem
 
 if TYPE_CHECKING:
     from skilltransfer.memory.skill import Skill
@@ -39,6 +43,9 @@ def validate_code_skill(skill: Skill, timeout_s: float = 10.0) -> str | None:
         parse_code_signature(skill.body, preferred_name=skill.code.function_name)
     except ValueError as exc:
         return str(exc)
-    from skilltransfer.sandbox import check_code_loads  # deferred: the sandbox pulls in the env machinery
+    problem = skill_body_problem(skill.body)
+    if problem is not None:
+        return problem
+    from skilltransfer.sandbox import check_code_loads  # deferred: starting workers is only needed here
 
     return check_code_loads(skill.body, skill.code.function_name, timeout_s=timeout_s)

@@ -1,5 +1,5 @@
 """The ``apps`` environment: an AppWorld-like offline world of simulated apps (see ``env.AppsEnv``)."""
 
-from skilltransfer.envs.apps.env import AppsEnv, setup
+from skilltransfer.envs.apps.env import AppsEnv
 
-__all__ = ["AppsEnv", "setup"]
+__all__ = ["AppsEnv"]

@@ -1,9 +1,11 @@
-"""The API machinery of the apps world: registration, argument checks, access tokens, pagination, the ``apis`` object.
+"""The API machinery of the apps world: registration, argument checks, access tokens, pagination, the world database.
 
 Each app module defines plain functions ``fn(db: Db, ...)`` decorated with ``@api("app")``; the decorator records a
 documented ``ApiSpec`` (description, parameters and return text parsed from the Google-style docstring). The agent
 calls them as ``apis.<app>.<name>(**kwargs)`` with keyword arguments only; apps that need a login take an extra
-``access_token`` argument obtained from ``apis.<app>.login(username=..., password=...)``.
+``access_token`` argument obtained from ``apis.<app>.login(username=..., password=...)``. The calls run on the
+harness side (``call``) against the episode's :class:`WorldDb`, an in-memory database the agent's process cannot
+open; the agent's ``apis`` object holds only stubs (see ``env.bindings``).
 """
 
 from __future__ import annotations
@@ -12,14 +14,13 @@ import hashlib
 import inspect
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.apps.world import DB_NAME, NOW
+from skilltransfer.envs.apps.world import NOW
 
 MAX_PAGE_LIMIT = 20
 
@@ -149,19 +150,26 @@ class Db:
         return (NOW + timedelta(seconds=tick)).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-@contextmanager
-def open_db(workspace: Path) -> Iterator[Db]:
-    path = Path(workspace) / DB_NAME
-    if not path.exists():
-        raise ApiError(f"The world database {DB_NAME} is missing from the workspace.")
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA synchronous = OFF")  # a process crash cannot corrupt the file; skip per-write fsync
-    try:
-        with conn:
-            yield Db(conn)
-    finally:
-        conn.close()
+class WorldDb:
+    """One episode's world: an in-memory SQLite copy of the generated world, held by the harness.
+
+    Args:
+        data: the world database's bytes (``sqlite3.Connection.serialize`` of the generated world).
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self.conn.deserialize(data)
+        self.conn.row_factory = sqlite3.Row
+        self.lock = threading.Lock()
+
+    def call(self, spec: ApiSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Check the arguments and the access token, then run the API in one transaction (rolled back on error)."""
+        with self.lock, self.conn:
+            return _call(spec, Db(self.conn), args, kwargs)
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def paginate(rows: list[Any], page_index: int, page_limit: int) -> list[Any]:
@@ -187,35 +195,7 @@ def loads(text: str | None) -> Any:
     return json.loads(text) if text else []
 
 
-class App:
-    """``apis.<app>``: attribute access returns a callable API; ``dir()`` lists them."""
-
-    def __init__(self, name: str, workspace: Path) -> None:
-        self._name = name
-        self._workspace = workspace
-
-    def __dir__(self) -> list[str]:
-        return sorted(REGISTRY[self._name].apis)
-
-    def __repr__(self) -> str:
-        return f"<app {self._name}: {', '.join(dir(self))}>"
-
-    def __getattr__(self, api_name: str) -> Callable[..., Any]:
-        if api_name.startswith("_"):
-            raise AttributeError(api_name)
-        spec = REGISTRY[self._name].apis.get(api_name)
-        if spec is None:
-            raise AttributeError(f"App {self._name!r} has no API {api_name!r}. Its APIs: {', '.join(dir(self))}.")
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return _call(spec, self._workspace, args, kwargs)
-
-        call.__name__ = api_name
-        call.__doc__ = f"{spec.description} (see apis.api_docs.show_api_doc)"
-        return call
-
-
-def _call(spec: ApiSpec, workspace: Path, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _call(spec: ApiSpec, db: Db, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     label = f"{spec.app}.{spec.name}"
     if args:
         raise ApiError(f"{label} takes keyword arguments only, e.g. {label}({spec.params[0].name}=...)."
@@ -228,25 +208,13 @@ def _call(spec: ApiSpec, workspace: Path, args: tuple[Any, ...], kwargs: dict[st
     missing = [p.name for p in spec.params if p.required and p.name not in kwargs]
     if missing:
         raise ApiError(f"{label} is missing required argument(s): {', '.join(missing)}.")
-    with open_db(workspace) as db:
-        if spec.auth:
-            token = kwargs.pop("access_token")
-            row = db.one("SELECT app FROM tokens WHERE token = ?", str(token))
-            if row is None or row["app"] != spec.app:
-                raise ApiError(f"Invalid or expired access token for {spec.app}; get one with "
-                               f"apis.{spec.app}.login(username=..., password=...).")
-        return spec.func(db, **kwargs)
-
-
-class Apis:
-    """The ``apis`` object: one attribute per app."""
-
-    def __init__(self, workspace: Path) -> None:
-        for name in REGISTRY:
-            setattr(self, name, App(name, workspace))
-
-    def __repr__(self) -> str:
-        return f"<apis: {', '.join(REGISTRY)}>"
+    if spec.auth:
+        token = kwargs.pop("access_token")
+        row = db.one("SELECT app FROM tokens WHERE token = ?", str(token))
+        if row is None or row["app"] != spec.app:
+            raise ApiError(f"Invalid or expired access token for {spec.app}; get one with "
+                           f"apis.{spec.app}.login(username=..., password=...).")
+    return spec.func(db, **kwargs)
 
 
 def login_api(app: str) -> None:

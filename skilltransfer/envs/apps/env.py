@@ -1,17 +1,19 @@
 """``AppsEnv``: an AppWorld-like offline world of simulated apps, with state-based evaluation.
 
-Every episode gets a fresh copy of the world's SQLite file in its own workspace; agent code runs against
-``apis`` built by ``setup`` (importable, so the sandbox worker can build the namespace in its own process).
+As in AppWorld's remote-API mode, the world lives with the harness: every episode gets a fresh in-memory copy of the
+world database (``WorldDb``), and the agent's ``apis.<app>.<api>(...)`` are stubs of harness services that run the
+API against it. The agent's process never holds the database, the tasks' reference programs or expected answers.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.apps.api import Apis
+from skilltransfer.envs.apps.api import REGISTRY, ApiSpec, WorldDb
 from skilltransfer.envs.apps.docs import overview
 from skilltransfer.envs.apps.evaluator import (
     Snapshot,
@@ -21,30 +23,50 @@ from skilltransfer.envs.apps.evaluator import (
     diff,
     score,
     snapshot,
+    truncate_text,
 )
 from skilltransfer.envs.apps.tasks import HiddenTask, generate_tasks
-from skilltransfer.envs.apps.world import DB_NAME, generate_world, write_db
-from skilltransfer.envs.base import WorkspaceEpisode, completion_function, make_runner, read_answer
+from skilltransfer.envs.apps.world import generate_world, world_bytes
+from skilltransfer.envs.base import Submission, WorkspaceEpisode, temporary_workdir
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import Check, Score, TaskSpec
+from skilltransfer.sandbox import InProcessRunner, NamespaceSpec, Services
+from skilltransfer.sandbox.scratch import remove_tree
+from skilltransfer.sandbox.services import function, tree
 
-SETUP = "skilltransfer.envs.apps.env:setup"
+
+def bindings() -> dict[str, Any]:
+    """The agent's ``apis`` object: one stub per documented API, shaped like the apps (``dir``, repr, errors)."""
+    apps = {}
+    for app, info in REGISTRY.items():
+        names = ", ".join(sorted(info.apis))
+        children = {name: function(f"apis.{app}.{name}", name, f"{spec.description} (see apis.api_docs.show_api_doc)")
+                    for name, spec in info.apis.items()}
+        apps[app] = tree(children, f"<app {app}: {names}>", f"App {app!r} has no API {{name}}. Its APIs: {names}.")
+    return {"apis": tree(apps, f"<apis: {', '.join(REGISTRY)}>", "'Apis' object has no attribute {name}")}
 
 
-def setup(workspace: Path, **_: Any) -> dict[str, Any]:
-    """Build the agent's namespace: ``apis`` over the workspace's world file and ``complete_task``."""
-    workspace = Path(workspace)
-    return {"apis": Apis(workspace), "complete_task": completion_function(workspace)}
+def _service(world: WorldDb, spec: ApiSpec) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return world.call(spec, args, kwargs)
+
+    return call
+
+
+def register_services(services: Services, world: WorldDb) -> None:
+    """Register ``apis.<app>.<api>`` for every API, running against ``world``."""
+    for app, info in REGISTRY.items():
+        for name, spec in info.apis.items():
+            services.register(f"apis.{app}.{name}", _service(world, spec))
 
 
 class AppsEnv:
     """Multi-app tool use over a simulated world (email, contacts, phone, calendar, files, notes, todo, payments,
-    shopping): 465 tasks from 47 scenario templates (seed 0).
+    shopping): 466 tasks from 47 scenario templates (seed 0).
 
     Args:
         seed: world and task-stream seed.
-        workdir: where episode workspaces are created (default: ``<system temp>/skilltransfer-apps``); every
-            episode gets its own fresh sub-folder.
+        workdir: where episode workspaces (the agent's working folders) are created (default: a temporary folder).
         sandboxed: run agent code in the sandbox (default) or in-process (tests, reference checks).
         limits: sandbox limits.
         keep_workspaces: keep workspaces after ``close`` (for debugging).
@@ -55,13 +77,20 @@ class AppsEnv:
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  keep_workspaces: bool = False, **_: Any) -> None:
         self.seed = seed
-        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir()) / "skilltransfer-apps"
+        self._workdir = Path(workdir) if workdir is not None else None
         self.sandboxed = sandboxed
         self.limits = limits
         self.keep_workspaces = keep_workspaces
         self.world = generate_world(seed)
         self._tasks, self._hidden = generate_tasks(self.world, seed)
         self._required: dict[str, dict[str, TableDiff]] = {}
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:
+            self._workdir = temporary_workdir("apps-")
+        self._workdir.mkdir(parents=True, exist_ok=True)
+        return self._workdir
 
     def tasks(self, split: str | None = None) -> list[TaskSpec]:
         """The task stream (optionally one split: "dev" or "test")."""
@@ -81,23 +110,28 @@ class AppsEnv:
         return self._hidden_for(task).answer
 
     def start(self, task: TaskSpec) -> WorkspaceEpisode:
-        """A fresh workspace holding a copy of the world, and an episode over it."""
+        """A fresh copy of the world (harness side), an empty workspace for the agent, and an episode over them."""
         self._hidden_for(task)
-        workspace = self._new_workspace(task.id)
-        return WorkspaceEpisode(task, workspace, setup=SETUP, docs=self.docs(),
-                                evaluator=lambda ws, answer: self.evaluate(task, ws, answer),
-                                sandboxed=self.sandboxed, limits=self.limits, keep=self.keep_workspaces)
+        workspace = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self.workdir))
+        world = WorldDb(self._world_bytes)
+        services = Services()
+        register_services(services, world)
+        return WorkspaceEpisode(task, workspace, services=services, bindings=self._bindings, docs=self.docs(),
+                                evaluator=lambda _ws, submission: self.evaluate(task, world, submission),
+                                sandboxed=self.sandboxed, limits=self.limits, keep=self.keep_workspaces,
+                                on_close=world.close)
 
-    def evaluate(self, task: TaskSpec, workspace: Path, answer: Any) -> Score:
-        """Score a finished workspace: completion, answer (question tasks), required changes, no collateral damage."""
+    def evaluate(self, task: TaskSpec, world: WorldDb, submission: Submission) -> Score:
+        """Score a finished episode: completion, answer (question tasks), required changes, no collateral damage."""
         hidden = self._hidden_for(task)
-        completed, _ = read_answer(workspace)
         answer_check = None
         if hidden.kind == "question":
-            ok = completed and answer_matches(hidden.answer, answer)
-            answer_check = Check("answer is correct", ok, "" if ok else f"got {answer!r}")
-        actual = diff(self._initial, snapshot(Path(workspace) / DB_NAME))
-        return score(completed, answer_check, compare_changes(self._required_changes(task), actual))
+            ok = submission.done and answer_matches(hidden.answer, submission.answer)
+            detail = "" if ok else truncate_text(f"got {submission.answer!r}", 300)
+            answer_check = Check("answer is correct", ok, detail)
+        with world.lock:
+            actual = diff(self._initial, snapshot(world.conn))
+        return score(submission.done, answer_check, compare_changes(self._required_changes(task), actual))
 
     # ------------------------------------------------------------------ internals
     def _hidden_for(self, task: TaskSpec) -> HiddenTask:
@@ -106,41 +140,39 @@ class AppsEnv:
             raise InputError(f"apps env (seed {self.seed}): unknown task id {task.id!r}")
         return hidden
 
-    def _new_workspace(self, label: str) -> Path:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        workspace = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.workdir))
-        (workspace / DB_NAME).write_bytes(self._world_bytes)
-        return workspace
+    @cached_property
+    def _bindings(self) -> dict[str, Any]:
+        return bindings()
 
     @cached_property
     def _world_bytes(self) -> bytes:
-        with tempfile.TemporaryDirectory(prefix="apps-world-") as scratch:
-            path = Path(scratch) / DB_NAME
-            write_db(self.world, path)
-            return path.read_bytes()
+        return world_bytes(self.world)
 
     @cached_property
     def _initial(self) -> Snapshot:
-        workspace = self._new_workspace("initial")
+        world = WorldDb(self._world_bytes)
         try:
-            return snapshot(workspace / DB_NAME)
+            return snapshot(world.conn)
         finally:
-            (workspace / DB_NAME).unlink()
-            workspace.rmdir()
+            world.close()
 
     def _required_changes(self, task: TaskSpec) -> dict[str, TableDiff]:
-        """The reference program's changes to the world, computed once per task in a scratch workspace."""
+        """The reference program's changes to the world, computed once per task on a scratch copy, in-process."""
         if task.id not in self._required:
-            workspace = self._new_workspace(f"reference-{task.id}")
-            runner = make_runner(workspace, SETUP, sandboxed=False)
+            world = WorldDb(self._world_bytes)
+            services = Services()
+            register_services(services, world)
+            services.register("complete_task", lambda answer=None: "Task marked as complete.")
+            spec = NamespaceSpec(bindings={**self._bindings, "complete_task": function("complete_task", lenient=True)})
+            scratch = temporary_workdir("apps-reference-")
+            runner = InProcessRunner(scratch, spec, services)
             try:
                 result = runner.execute(self._hidden_for(task).code)
                 if result.error:
                     raise RuntimeError(f"reference solution of {task.id} failed: {result.error}")
-                self._required[task.id] = diff(self._initial, snapshot(workspace / DB_NAME))
+                self._required[task.id] = diff(self._initial, snapshot(world.conn))
             finally:
                 runner.close()
-                for path in sorted(workspace.rglob("*"), reverse=True):
-                    path.unlink() if path.is_file() else path.rmdir()
-                workspace.rmdir()
+                world.close()
+                remove_tree(scratch)
         return self._required[task.id]

@@ -13,7 +13,6 @@ import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from skilltransfer.protocols import Check, Score
@@ -30,21 +29,23 @@ FREE_TEXT = frozenset({"body", "content", "message", "description", "location"})
 """Columns where the agent's text must contain the reference text (after normalisation)."""
 
 
-def snapshot(db_path: Path) -> Snapshot:
-    """Every row of every compared table: table -> (column names, {rowid: values})."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+def snapshot(conn: sqlite3.Connection) -> Snapshot:
+    """Every row of every compared table of a world database: table -> (column names, {rowid: values})."""
+    out: Snapshot = {}
+    cursor = conn.cursor()
+    cursor.row_factory = None
     try:
-        out: Snapshot = {}
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        tables = [r[0] for r in cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         for table in tables:
             if table in IGNORED_TABLES:
                 continue
-            columns = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in IGNORED_COLUMNS)
-            rows = conn.execute(f"SELECT rowid, {', '.join(columns)} FROM {table}").fetchall()
-            out[table] = (columns, {r[0]: r[1:] for r in rows})
+            columns = tuple(r[1] for r in cursor.execute(f"PRAGMA table_info({table})")
+                            if r[1] not in IGNORED_COLUMNS)
+            rows = cursor.execute(f"SELECT rowid, {', '.join(columns)} FROM {table}").fetchall()
+            out[table] = (columns, {r[0]: tuple(r[1:]) for r in rows})
         return out
     finally:
-        conn.close()
+        cursor.close()
 
 
 @dataclass

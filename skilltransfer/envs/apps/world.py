@@ -1,25 +1,22 @@
 """Deterministic generation of the apps world: the main user, ~60 contacts and their records, as SQLite tables.
 
-The world is plain data (``World``: table name -> list of row dicts) built from ``random.Random(seed)``; ``write_db``
-turns it into the SQLite file every episode works on. Task templates read the same ``World`` to pick their
-parameters and compute expected answers, independently of the APIs.
+The world is plain data (``World``: table name -> list of row dicts) built from ``random.Random(seed)``;
+``world_bytes`` turns it into the SQLite database every episode's harness-side ``WorldDb`` starts from. Task
+templates read the same ``World`` to pick their parameters and compute expected answers, independently of the APIs.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 NOW = datetime(2024, 6, 15, 9, 0, 0)
 """The world's fixed "current time" (nothing reads the wall clock)."""
 
-DB_NAME = "world.sqlite"
 
 FIRST = ("Alice Bruno Carmen Daniel Elena Farid Grace Hiro Ines Jamal Kira Luca Maya Nikhil Olga Pedro Quinn Rosa "
          "Samir Tara Umar Vera Walter Xena Yusuf Zoe Aaron Bianca Caleb Dana Emil Fiona Gustavo Hana Ivan Julia Kenji "
@@ -385,12 +382,9 @@ def _shopping(w: World, rng: random.Random, clock: _Clock) -> None:
     w.tables["orders"] = [{"id": i, **o} for i, o in enumerate(orders, start=1)]
 
 
-def write_db(world: World, path: Path) -> None:
-    """Write ``world`` to a fresh SQLite file at ``path`` (atomically)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    conn = sqlite3.connect(tmp)
+def world_bytes(world: World) -> bytes:
+    """``world`` as the bytes of an SQLite database (what each episode's in-memory ``WorldDb`` starts from)."""
+    conn = sqlite3.connect(":memory:")
     try:
         for table, columns in SCHEMA.items():
             conn.execute(f"CREATE TABLE {table} ({columns})")
@@ -400,6 +394,6 @@ def write_db(world: World, path: Path) -> None:
                 conn.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                                  [tuple(r[n] for n in names) for r in rows])
         conn.commit()
+        return conn.serialize()
     finally:
         conn.close()
-    os.replace(tmp, path)

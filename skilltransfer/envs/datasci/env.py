@@ -17,7 +17,9 @@ from skilltransfer.envs.datasci.world import World, generate_world
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import Score, TaskSpec
 
-SETUP = "skilltransfer.envs.datasci.api:setup"
+SETUP = "datasci_tools.apps:setup"
+PACKAGES = {"datasci_tools": "skilltransfer.envs.datasci.datasci_tools"}
+"""The agent-side package (the file app), importable as ``datasci_tools`` in the sandbox."""
 MAX_ATTEMPTS = 200
 
 
@@ -140,6 +142,6 @@ class DataSciEnv:
         self._workdir.mkdir(parents=True, exist_ok=True)
         workspace = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self._workdir))
         self.world.write(workspace, [task.metadata["domain"]])
-        return WorkspaceEpisode(task, workspace, setup=SETUP, docs=docs_text(),
-                                evaluator=lambda _ws, answer: self.score(task, answer), sandboxed=self.sandboxed,
-                                limits=self.limits, keep=self.keep)
+        return WorkspaceEpisode(task, workspace, setup=SETUP, packages=PACKAGES, docs=docs_text(),
+                                evaluator=lambda _ws, submission: self.score(task, submission.answer),
+                                sandboxed=self.sandboxed, limits=self.limits, keep=self.keep)

@@ -5,5 +5,6 @@ the 300 real OfficeBench instances, checked with the benchmark's nine check func
 """
 
 from skilltransfer.envs.office.env import NoReferenceSolutionError, OfficeEnv
+from skilltransfer.envs.office.office_tools import files
 
-__all__ = ["NoReferenceSolutionError", "OfficeEnv"]
+__all__ = ["NoReferenceSolutionError", "OfficeEnv", "files"]

@@ -3,22 +3,30 @@
 A task's ``evaluation`` is a list of ``{"function": name, "args": {...}}``; every check must pass. Checks read the
 episode workspace only (harness side). Paths are relative to the workspace; OfficeBench's paths that climb out of
 its output folder (``../../../../reference/x`` and ``../../../../cache/<k>/testbed/x``) are mapped to the task
-folder's ``reference/`` and to the pristine testbed. Any other path leaving the workspace fails the check.
+folder's ``reference/`` and to the pristine testbed. Any other path leaving the workspace fails the check. Files are
+read defensively (``skilltransfer.envs.workspace_files``: no links followed, regular files only, size caps, Office
+zips checked before parsing); a file that cannot be read or parsed fails its check with the reason.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import difflib
+import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from skilltransfer.envs.office import files
+from skilltransfer.envs import workspace_files
+from skilltransfer.envs.office.office_tools import files
 from skilltransfer.envs.office.safe_lambda import UnsafeExpressionError, compile_lambda
+from skilltransfer.envs.workspace_files import UnsafeFileError
 from skilltransfer.protocols import Check, Score
+
+MAX_MAILBOX_BYTES = 64 << 20
+"""The most .eml bytes read from one mailbox."""
 
 
 class CheckError(Exception):
@@ -26,7 +34,7 @@ class CheckError(Exception):
 
 
 class MissingFileError(CheckError):
-    """The file a check reads does not exist (or is not a regular file)."""
+    """The file a check reads does not exist (nothing, not even a link, is at its path)."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +53,8 @@ class CheckContext:
     task_dir: Path | None = None
     pristine: Callable[[], Path] | None = None
 
-    def path(self, raw: str) -> Path:
-        """Resolve a check's file argument (see module docs)."""
+    def locate(self, raw: str) -> tuple[Path, PurePosixPath]:
+        """Resolve a check's file argument (see module docs) to (the folder it lies in, the path inside it)."""
         if PurePosixPath(str(raw)).is_absolute() or re.match(r"^[A-Za-z]:", str(raw)):
             raise CheckError(f"path {raw!r} is absolute; check paths are relative to the workspace")
         parts = [p for p in PurePosixPath(str(raw)).parts if p not in (".", "")]
@@ -54,22 +62,47 @@ class CheckContext:
         while ups < len(parts) and parts[ups] == "..":
             ups += 1
         rest = parts[ups:]
+        if not rest:
+            raise CheckError(f"path {raw!r} names no file")
         if ups == 0:
             if ".." in rest:
                 raise CheckError(f"path {raw!r} leaves the workspace")
-            return self.workspace.joinpath(*rest)
-        if rest and rest[0] == "reference" and self.task_dir is not None and ".." not in rest:
-            return self.task_dir.joinpath(*rest)
-        if len(rest) > 3 and rest[0] == "cache" and rest[2] == "testbed" and self.pristine is not None:
-            return self.pristine().joinpath(*rest[3:])
+            return self.workspace, PurePosixPath(*rest)
+        if rest[0] == "reference" and self.task_dir is not None and ".." not in rest and len(rest) > 1:
+            return self.task_dir, PurePosixPath(*rest)
+        if len(rest) > 3 and rest[0] == "cache" and rest[2] == "testbed" and self.pristine is not None \
+                and ".." not in rest:
+            return self.pristine(), PurePosixPath(*rest[3:])
         raise CheckError(f"path {raw!r} leaves the workspace")
 
+    def path(self, raw: str) -> Path:
+        """The check's file argument as a path (for display; read it with :meth:`read`)."""
+        root, relative = self.locate(raw)
+        return root / relative
 
-def _existing(ctx: CheckContext, raw: str) -> Path:
-    path = ctx.path(raw)
-    if not path.is_file():
-        raise MissingFileError(f"file {raw} does not exist")
-    return path
+    def read(self, raw: str) -> bytes:
+        """The file's content, read defensively; CheckError saying why it cannot be read."""
+        root, relative = self.locate(raw)
+        try:
+            return workspace_files.read_bytes(root, relative)
+        except UnsafeFileError as exc:
+            if workspace_files.kind(root, relative) is None:
+                raise MissingFileError(f"file {raw} does not exist") from None
+            raise CheckError(str(exc)) from None
+
+    def kind(self, raw: str) -> str | None:
+        """What is at the check's path, without following links ("file", "folder", "link", "other" or None)."""
+        root, relative = self.locate(raw)
+        return workspace_files.kind(root, relative)
+
+
+def _office(data: bytes, raw: str) -> bytes:
+    """An .xlsx/.docx file's bytes, after checking its zip does not expand beyond the limit."""
+    try:
+        workspace_files.check_zip(data, raw)
+    except UnsafeFileError as exc:
+        raise CheckError(str(exc)) from None
+    return data
 
 
 def _is_number(text: str) -> bool:
@@ -94,35 +127,42 @@ def _contains_all(content: str, keywords: list[Any]) -> tuple[bool, str]:
 
 def mailbox_text(workspace: Path, username: str) -> str:
     """The full listing of a user's mailbox (From/To/Subject/Content of every .eml), as the benchmark reads it."""
-    root = workspace / "emails"
-    folder = root / username
-    if not folder.is_dir() and (root / username.lower()).is_dir():
-        folder = root / username.lower()
-    if not folder.is_dir() and root.is_dir():
-        matches = sorted(p for p in root.iterdir() if p.is_dir() and username.lower() in p.name.lower())
+    folders = workspace_files.list_folders(workspace, "emails")
+    folder = username
+    if folder not in folders and username.lower() in folders:
+        folder = username.lower()
+    if folder not in folders:
+        matches = [name for name in folders if username.lower() in name.lower()]
         folder = matches[0] if matches else folder
-    if not folder.is_dir():
+    if folder not in folders:
         return ""
-    blocks = []
-    for path in sorted(folder.glob("*.eml")):
-        mail = files.parse_email(path)
-        blocks.append(f"Email ID: {path.name}\nFrom: {mail['from']}\nTo: {mail['to']}\nSubject: {mail['subject']}\n"
-                      f"Content: {mail['content']}\n" + "-" * 50 + "\n")
+    blocks, total = [], 0
+    try:
+        for name in workspace_files.list_files(workspace, f"emails/{folder}", ".eml"):
+            data = workspace_files.read_bytes(workspace, f"emails/{folder}/{name}")
+            total += len(data)
+            if total > MAX_MAILBOX_BYTES:
+                raise CheckError(f"mailbox emails/{folder} holds more than {MAX_MAILBOX_BYTES} bytes (not read)")
+            mail = files.parse_email(data)
+            blocks.append(f"Email ID: {name}\nFrom: {mail['from']}\nTo: {mail['to']}\nSubject: {mail['subject']}\n"
+                          f"Content: {mail['content']}\n" + "-" * 50 + "\n")
+    except UnsafeFileError as exc:
+        raise CheckError(str(exc)) from None
     return "".join(blocks)
 
 
 def document_text(ctx: CheckContext, doc_type: str, raw: str) -> str:
     """A document's text by OfficeBench doc type (xlsx, docx/doc, pdf, txt, ics)."""
-    path = _existing(ctx, raw)
+    if doc_type not in ("xlsx", "doc", "docx", "pdf", "txt", "ics"):
+        raise CheckError(f"unknown doc_type {doc_type!r}")
+    data = ctx.read(raw)
     if doc_type == "xlsx":
-        return files.xlsx_text(path)
+        return files.xlsx_text(_office(data, raw))
     if doc_type in ("doc", "docx"):
-        return files.docx_text(path)
+        return files.docx_text(_office(data, raw))
     if doc_type == "pdf":
-        return files.pdf_text(path)
-    if doc_type in ("txt", "ics"):
-        return path.read_text(encoding="utf-8", errors="replace")
-    raise CheckError(f"unknown doc_type {doc_type!r}")
+        return files.pdf_text(data)
+    return data.decode("utf-8", errors="replace")
 
 
 def evaluate_contain(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
@@ -147,12 +187,15 @@ def evaluate_not_contain(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool,
 
 
 def evaluate_file_exist(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
-    exists = ctx.path(args["file"]).exists()
-    return exists, f"{args['file']} {'exists' if exists else 'is missing'}"
+    """The file exists (a symbolic link does not count: it is never followed)."""
+    kind = ctx.kind(args["file"])
+    exists = kind in ("file", "folder")
+    return exists, f"{args['file']} {'exists' if exists else 'is a symbolic link' if kind == 'link' else 'is missing'}"
 
 
 def evaluate_file_not_exist(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
-    exists = ctx.path(args["file"]).exists()
+    """Nothing (not even a link) is at the path."""
+    exists = ctx.kind(args["file"]) is not None
     return not exists, f"{args['file']} {'exists' if exists else 'is absent'}"
 
 
@@ -178,7 +221,8 @@ def _require_file(args: dict[str, Any]) -> str:
 
 def evaluate_excel_cell_value(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
     """Each ``(row, col): value`` occurs in the sheet's rendering (values compared as text)."""
-    content = files.xlsx_text(_existing(ctx, _require_file(args)))
+    raw = _require_file(args)
+    content = files.xlsx_text(_office(ctx.read(raw), raw))
     for match in args["matches"]:
         if f"({match['row']}, {match['col']}): {match['value']}" not in content:
             return False, f"cell ({match['row']}, {match['col']}) is not {match['value']!r}"
@@ -187,7 +231,8 @@ def evaluate_excel_cell_value(ctx: CheckContext, args: dict[str, Any]) -> tuple[
 
 def evaluate_excel_cell_comparator(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
     """Each cell's text satisfies its comparator lambda (interpreted safely, never ``eval``-ed)."""
-    content = files.xlsx_text(_existing(ctx, _require_file(args)))
+    raw = _require_file(args)
+    content = files.xlsx_text(_office(ctx.read(raw), raw))
     for match in args["matches"]:
         try:
             comparator = compile_lambda(match["comparator"])
@@ -210,7 +255,7 @@ def _as_utc(value: Any) -> dt.datetime:
 def evaluate_calendar_no_overlap(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
     """No two events of ``calendar/<username>.ics`` overlap (naive times read as UTC)."""
     raw = f"calendar/{args['username']}.ics"
-    calendar = files.read_calendar(_existing(ctx, raw))
+    calendar = files.read_calendar(ctx.read(raw))
     spans = []
     for event in files.calendar_events(calendar):
         start, end = files.event_value(event, "dtstart"), files.event_value(event, "dtend")
@@ -229,13 +274,14 @@ def evaluate_calendar_no_overlap(ctx: CheckContext, args: dict[str, Any]) -> tup
 
 def evaluate_exact_match(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool, str]:
     """The result file has the same content as the expected one (cell by cell for xlsx, text otherwise)."""
-    result = _existing(ctx, args["result_file"])
-    expected = _existing(ctx, args["expected_file"])
     doc_type = args["doc_type"]
     if doc_type == "xlsx":
         import openpyxl
 
-        got, want = openpyxl.load_workbook(result).active, openpyxl.load_workbook(expected).active
+        result = _office(ctx.read(args["result_file"]), args["result_file"])
+        expected = _office(ctx.read(args["expected_file"]), args["expected_file"])
+        got = openpyxl.load_workbook(io.BytesIO(result)).active
+        want = openpyxl.load_workbook(io.BytesIO(expected)).active
         for sheet, other in ((got, want), (want, got)):
             for row in sheet.iter_rows():
                 for cell in row:
@@ -243,7 +289,8 @@ def evaluate_exact_match(ctx: CheckContext, args: dict[str, Any]) -> tuple[bool,
                         return False, f"cell ({cell.row}, {cell.column}) differs"
         return True, "sheets match"
     if doc_type == "pdf":
-        same = files.pdf_pages_text(result) == files.pdf_pages_text(expected)
+        same = files.pdf_pages_text(ctx.read(args["result_file"])) == \
+            files.pdf_pages_text(ctx.read(args["expected_file"]))
     else:
         same = document_text(ctx, doc_type, args["result_file"]) == document_text(ctx, doc_type, args["expected_file"])
     return same, "contents match" if same else "contents differ"
@@ -279,6 +326,10 @@ CHECKS: dict[str, Callable[[CheckContext, dict[str, Any]], tuple[bool, str]]] = 
 """The nine OfficeBench checks and the two answer checks, by name."""
 
 
+def _short(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def run_check(ctx: CheckContext, item: dict[str, Any]) -> Check:
     """Run one evaluation item; a check that cannot run (missing file, bad args) fails with the reason."""
     name, args = item.get("function"), item.get("args") or {}
@@ -290,10 +341,10 @@ def run_check(ctx: CheckContext, item: dict[str, Any]) -> Check:
         return Check(requirement=label, passed=False, detail=f"unknown check function {name!r}")
     try:
         passed, detail = function(ctx, args)
-    except CheckError as exc:
-        return Check(requirement=label, passed=False, detail=str(exc))
+    except (CheckError, UnsafeFileError) as exc:
+        return Check(requirement=label, passed=False, detail=_short(str(exc)))
     except Exception as exc:  # noqa: BLE001 - a corrupt file the agent wrote must fail the check, not crash
-        return Check(requirement=label, passed=False, detail=f"{type(exc).__name__}: {exc}")
+        return Check(requirement=label, passed=False, detail=_short(f"{type(exc).__name__}: {exc}"))
     return Check(requirement=label, passed=bool(passed), detail=detail)
 
 

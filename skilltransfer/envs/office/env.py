@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import tempfile
@@ -9,17 +10,30 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.envs.base import WorkspaceEpisode, temporary_workdir
-from skilltransfer.envs.office import files
-from skilltransfer.envs.office.apps import docs_overview
 from skilltransfer.envs.office.checks import CheckContext, run_checks
+from skilltransfer.envs.office.office_tools import files
+from skilltransfer.envs.office.office_tools.apps import docs_overview
 from skilltransfer.envs.office.officebench import RealTask, load_officebench, resolve_root
 from skilltransfer.envs.office.templates import TEMPLATES, Draft, Template
 from skilltransfer.envs.office.world import materialize
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import Score, TaskSpec
+from skilltransfer.sandbox.scratch import remove_tree
 
-SETUP = "skilltransfer.envs.office.apps:setup"
+SETUP = "office_tools.apps:setup"
+PACKAGES = {"office_tools": "skilltransfer.envs.office.office_tools"}
+"""The agent-side package (apps over the testbed's files), importable as ``office_tools`` in the sandbox."""
 DEV_FRACTION = 0.25
+
+
+def _make_writable(workspace: Path) -> None:
+    """A copied testbed keeps its source's modes: a read-only benchmark copy must become the agent's to change."""
+    for folder, _, names in os.walk(workspace):
+        os.chmod(folder, 0o755)
+        for name in names:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o644)
 
 
 class NoReferenceSolutionError(LookupError):
@@ -133,32 +147,36 @@ class OfficeEnv:
             real = self._real[task.id]
             if real.testbed.is_dir():
                 files.copy_tree(real.testbed, workspace)
+                _make_writable(workspace)
             for folder in ("data", "emails", "calendar"):
                 (workspace / folder).mkdir(exist_ok=True)
         else:
             raise InputError(f"task {task.id!r} does not belong to this office env (source {self.source!r})")
         setup_kwargs = {"now": task.metadata["now"], "username": task.metadata["username"]}
-        return WorkspaceEpisode(task, workspace, setup=SETUP, setup_kwargs=setup_kwargs, docs=self.docs(),
-                                evaluator=lambda ws, answer: self.evaluate(task, ws, answer),
-                                sandboxed=self.sandboxed, limits=self.limits, keep=self.keep)
+        return WorkspaceEpisode(task, workspace, setup=SETUP, setup_kwargs=setup_kwargs, packages=PACKAGES,
+                                docs=self.docs(), sandboxed=self.sandboxed, limits=self.limits, keep=self.keep,
+                                evaluator=lambda ws, submission: self.evaluate(task, ws, submission.answer))
 
     def evaluate(self, task: TaskSpec, workspace: Path, answer: Any = None) -> Score:
-        """Run the task's checks on a workspace (harness side)."""
+        """Run the task's checks on a workspace (harness side; files are read defensively)."""
         if task.id in self._real:
             real = self._real[task.id]
             ctx = CheckContext(Path(workspace), answer, task_dir=real.folder, pristine=lambda: real.testbed)
             return run_checks(ctx, real.evaluation)
         _, draft = self._generated[task.id]
-        with tempfile.TemporaryDirectory(prefix="office-pristine-") as tmp:
-            made: list[Path] = []
+        made: list[Path] = []
 
-            def pristine() -> Path:
-                if not made:
-                    materialize(draft.plan, Path(tmp), files.parse_event_time(draft.now))
-                    made.append(Path(tmp))
-                return made[0]
+        def pristine() -> Path:
+            if not made:
+                made.append(temporary_workdir("office-pristine-"))
+                materialize(draft.plan, made[0], files.parse_event_time(draft.now))
+            return made[0]
 
+        try:
             return run_checks(CheckContext(Path(workspace), answer, pristine=pristine), draft.evaluation)
+        finally:
+            for folder in made:
+                remove_tree(folder)
 
     # ------------------------------------------------------------------ solutions
 

@@ -1,7 +1,7 @@
 """Process isolation for the sandbox worker: namespaces, a confined file-system view, limits, privilege drop.
 
 Standard library only: it runs in the worker before any agent or env code is imported. See
-``skilltransfer.sandbox_worker`` for the order in which these steps are applied.
+``sandbox_runtime.worker`` for the order in which these steps are applied.
 """
 
 from __future__ import annotations
@@ -71,27 +71,36 @@ def world_reachable(path: str) -> bool:
         parent = os.path.dirname(parent)
 
 
-def installed_paths() -> list[str]:
-    """Import locations the interpreter set up itself, which the worker may read.
-
-    These are the ``sys.path`` entries not from PYTHONPATH (stdlib, site-packages, ``.pth`` files) and the folders
-    of editable installs (the ``MAPPING`` of setuptools' editable finders).
-    """
-    from_env = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
-    paths = [entry for entry in sys.path if entry and entry not in from_env]
+def editable_mappings() -> dict[str, str]:
+    """Top-level package -> folder, for the editable installs of this interpreter (setuptools' ``MAPPING``)."""
+    found: dict[str, str] = {}
     for finder in sys.meta_path:
         mapping = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
         if isinstance(mapping, dict):
-            paths.extend(value for value in mapping.values() if isinstance(value, str))
+            found.update({str(k): v for k, v in mapping.items() if isinstance(v, str)})
+    return found
+
+
+def installed_paths(hidden_packages: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Import locations the interpreter set up itself, which the worker may read.
+
+    These are the ``sys.path`` entries not from PYTHONPATH (stdlib, site-packages, ``.pth`` files) and the folders
+    of editable installs (the ``MAPPING`` of setuptools' editable finders) but those of ``hidden_packages``.
+    """
+    from_env = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    paths = [entry for entry in sys.path if entry and entry not in from_env]
+    paths.extend(path for name, path in editable_mappings().items() if name not in hidden_packages)
     return [path for path in paths if os.path.exists(path) and os.path.realpath(path) != "/"]
 
 
-def _confine_file_system(writable: list[str], readable: list[str]) -> tuple[bool, bool]:
+def _confine_file_system(writable: list[str], readable: list[str], hidden: list[str]) -> tuple[bool, bool]:
     """In a fresh mount namespace: hide what the agent may not read, make everything read-only but ``writable``.
 
     Every top-level folder except the system ones (``_SYSTEM_TOP``), plus ``/dev/shm``, is covered with an empty
     tmpfs; ``readable`` paths (read-only) and ``writable`` folders are then bind-mounted back at their real paths
-    from descriptors opened before anything was covered. Returns (read-only outside ``writable``, reads confined).
+    from descriptors opened before anything was covered; ``hidden`` folders inside them (the toolkit's own package
+    in site-packages) are covered again with an empty tmpfs. Returns (read-only outside ``writable``, reads
+    confined).
     """
     if not _mount("none", "/", None, MS_REC | MS_PRIVATE):  # nothing propagates back to the host
         return False, False
@@ -114,6 +123,9 @@ def _confine_file_system(writable: list[str], readable: list[str]) -> tuple[bool
                     os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
             if not _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC):
                 raise OSError(f"could not bind-mount {path} into the sandbox (errno {ctypes.get_errno()})")
+        for path in hidden:
+            if os.path.isdir(path) and not os.path.islink(path):
+                confined = _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=4k") and confined
     finally:
         for fd in handles.values():
             os.close(fd)
@@ -132,12 +144,13 @@ def _confine_file_system(writable: list[str], readable: list[str]) -> tuple[bool
     return True, confined
 
 
-def enter_namespaces(keep_fds: tuple[int, int], writable: list[str], readable: list[str]) -> dict[str, bool]:
+def enter_namespaces(keep_fds: tuple[int, int], writable: list[str], readable: list[str],
+                     hidden: list[str]) -> dict[str, bool]:
     """New network, mount and PID namespaces; returns only in the worker process, PID 2 of the new namespace.
 
-    The file system becomes read-only except ``writable``, and only ``readable``, ``writable`` and the system
-    folders stay visible (see ``_confine_file_system``); ``/proc`` is remounted for the new PID namespace. The
-    calling process waits in the old namespace and exits like the worker; PID 1 of the new namespace reaps orphans
+    The file system becomes read-only except ``writable``, and only ``readable`` (less ``hidden``), ``writable`` and
+    the system folders stay visible (see ``_confine_file_system``); ``/proc`` is remounted for the new PID namespace.
+    The calling process waits in the old namespace and exits like the worker; PID 1 of the new namespace reaps orphans
     and exits when the worker does, at which point the kernel kills and reaps every process left in the namespace,
     so fork bombs and daemonised children cannot outlive the worker.
     """
@@ -146,7 +159,7 @@ def enter_namespaces(keep_fds: tuple[int, int], writable: list[str], readable: l
         return {"namespaces": False, "read_only_fs": False, "reads_confined": False, "private_proc": False}
     if os.readlink("/proc/self/ns/mnt") == before:  # never remount the host's file systems
         raise OSError("unshare(CLONE_NEWNS) did not give a new mount namespace")
-    read_only, confined = _confine_file_system(writable, readable)
+    read_only, confined = _confine_file_system(writable, readable, hidden)
     outer_child = os.fork()
     if outer_child:  # old namespace: mirror the worker's fate (a signal becomes 128+n, re-raised here)
         for fd in keep_fds:

@@ -3,7 +3,8 @@
 They mirror OfficeBench's apps, run in-process on the files of the episode workspace (paths are relative to it and
 may not leave it), return JSON-like values and raise ``ValueError``/``FileNotFoundError`` with a clear message on a
 bad call. Emails sent are written as ``.eml`` into ``emails/<recipient>/`` (and a copy into the sender's folder),
-events into ``calendar/<user>.ics``. :func:`setup` builds the namespace (used in-process and by the sandbox).
+events into ``calendar/<user>.ics``. :func:`setup` builds the namespace (in the sandbox worker, where this package
+is ``office_tools``, or in-process).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.base import completion_function
-from skilltransfer.envs.office import files
+from . import files
 
 
 class App:
@@ -350,7 +350,8 @@ class Apis:
 
 
 def setup(workspace: Path, now: str = "2020-05-01 10:00:00", username: str = "Alice") -> dict[str, Any]:
-    """Build an office episode's namespace: ``apis``, ``complete_task`` and the acting ``username``.
+    """Build an office episode's agent-side namespace: ``apis`` and the acting ``username`` (``complete_task`` is a
+    harness service bound next to them).
 
     Args:
         workspace: the episode's testbed folder.
@@ -358,5 +359,4 @@ def setup(workspace: Path, now: str = "2020-05-01 10:00:00", username: str = "Al
         username: the user the agent acts for (exposed as ``username``).
     """
     clock = files.parse_event_time(now)
-    return {"apis": Apis(Path(workspace), clock), "complete_task": completion_function(Path(workspace)),
-            "username": username}
+    return {"apis": Apis(Path(workspace), clock), "username": username}

@@ -2,12 +2,14 @@
 
 Text renderings follow OfficeBench's (``(row, col): value<TAB>`` lines for spreadsheets, paragraph lines for
 Word files, extracted page text for PDFs), so the benchmark's check functions see the same text it would.
-Every write goes to a temporary file first and is moved into place with ``os.replace``.
+Every write goes to a temporary file first and is moved into place with ``os.replace``. Readers take a path or the
+file's bytes (the harness reads workspace files defensively first, see ``skilltransfer.envs.workspace_files``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
 import re
 import shutil
@@ -21,6 +23,18 @@ from pathlib import Path
 from typing import Any
 
 EVENT_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+Source = Path | str | bytes
+"""A document to read: its path, or its content."""
+
+
+def _opened(source: Source) -> Any:
+    """What the document libraries accept: a path string, or a stream over the bytes."""
+    return io.BytesIO(source) if isinstance(source, bytes) else str(source)
+
+
+def _bytes(source: Source) -> bytes:
+    return source if isinstance(source, bytes) else Path(source).read_bytes()
 
 
 def atomic_write(path: Path, writer: Callable[[Path], object]) -> None:
@@ -61,20 +75,20 @@ def _cell_json(value: Any) -> Any:
     return value
 
 
-def xlsx_rows(path: Path, sheet: str | None = None) -> list[list[Any]]:
+def xlsx_rows(path: Source, sheet: str | None = None) -> list[list[Any]]:
     """The used range of a sheet (the active one by default) as rows of JSON-like values (None when empty)."""
     import openpyxl
 
-    book = openpyxl.load_workbook(path)
+    book = openpyxl.load_workbook(_opened(path))
     ws = book.active if sheet is None else book[sheet]
     return [[_cell_json(cell.value) for cell in row] for row in ws.iter_rows()]
 
 
-def xlsx_text(path: Path, sheet: str | None = None) -> str:
+def xlsx_text(path: Source, sheet: str | None = None) -> str:
     """OfficeBench's rendering: one line per row of ``(row, col): value<TAB>`` with ``[Empty Cell]`` for blanks."""
     import openpyxl
 
-    book = openpyxl.load_workbook(path)
+    book = openpyxl.load_workbook(_opened(path))
     ws = book.active if sheet is None else book[sheet]
     lines = []
     for row in ws.iter_rows():
@@ -108,11 +122,11 @@ def write_xlsx(path: Path, rows: list[list[Any]], sheet_title: str = "Sheet1") -
 # ---------------------------------------------------------------- word
 
 
-def docx_paragraphs(path: Path) -> list[str]:
+def docx_paragraphs(path: Source) -> list[str]:
     """Paragraph texts of a Word file, then its table rows (cells joined by tabs)."""
     import docx
 
-    document = docx.Document(str(path))
+    document = docx.Document(_opened(path))
     lines = [p.text for p in document.paragraphs]
     for table in document.tables:
         for row in table.rows:
@@ -120,7 +134,7 @@ def docx_paragraphs(path: Path) -> list[str]:
     return lines
 
 
-def docx_text(path: Path) -> str:
+def docx_text(path: Source) -> str:
     """A Word file's text, one paragraph (or table row) a line."""
     return "\n".join(docx_paragraphs(path))
 
@@ -140,14 +154,14 @@ def write_docx(path: Path, paragraphs: list[str], title: str | None = None) -> N
 # ---------------------------------------------------------------- pdf and images
 
 
-def pdf_pages_text(path: Path) -> list[str]:
+def pdf_pages_text(path: Source) -> list[str]:
     """The extracted text of each page."""
     from pypdf import PdfReader
 
-    return [page.extract_text() or "" for page in PdfReader(str(path)).pages]
+    return [page.extract_text() or "" for page in PdfReader(_opened(path)).pages]
 
 
-def pdf_text(path: Path) -> str:
+def pdf_text(path: Source) -> str:
     """All pages' text, concatenated as OfficeBench does."""
     return "".join(pdf_pages_text(path))
 
@@ -278,13 +292,13 @@ def parse_event_time(text: str) -> dt.datetime:
     raise ValueError(f"time {text!r} is not in the format 'YYYY-MM-DD HH:MM:SS' (optionally ending in Z for UTC)")
 
 
-def read_calendar(path: Path) -> Any:
-    """Parse an .ics file (an empty calendar when absent)."""
+def read_calendar(path: Source) -> Any:
+    """Parse an .ics file (an empty calendar when the path does not exist)."""
     import icalendar
 
-    if not Path(path).exists():
+    if not isinstance(path, bytes) and not Path(path).exists():
         return new_calendar()
-    return icalendar.Calendar.from_ical(Path(path).read_bytes())
+    return icalendar.Calendar.from_ical(_bytes(path))
 
 
 def new_calendar() -> Any:
@@ -350,9 +364,9 @@ def make_email(sender: str, recipient: str, subject: str, content: str, date: dt
     return message.as_bytes(policy=policy.SMTP)
 
 
-def parse_email(path: Path) -> dict[str, str]:
+def parse_email(path: Source) -> dict[str, str]:
     """From, To, Subject, Date and the text body (plain and html parts joined) of an .eml file."""
-    message = BytesParser(policy=policy.default).parsebytes(Path(path).read_bytes())
+    message = BytesParser(policy=policy.default).parsebytes(_bytes(path))
     parts: list[str] = []
     for part in message.walk():
         if part.get_content_type() in ("text/plain", "text/html") and not part.is_multipart():

@@ -1,0 +1,197 @@
+"""Reading files the agent could have touched, defensively, on the harness side (evaluators, checks).
+
+Every path is taken relative to a root folder and opened one component at a time with ``O_NOFOLLOW`` relative to
+its parent's descriptor, so no symbolic link is followed anywhere on the way (nor can a link swapped in meanwhile
+be). Only regular files are read (a FIFO, socket or device is refused without blocking), up to a size cap. Every
+problem raises :class:`UnsafeFileError` with a one-line reason that a check can report as its detail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import stat
+import zipfile
+from pathlib import Path, PurePosixPath
+
+MAX_FILE_BYTES = 64 << 20
+"""The largest workspace file an evaluator reads."""
+
+MAX_UNZIPPED_BYTES = 512 << 20
+"""The largest total an Office file (a zip: .xlsx, .docx) may expand to before an evaluator parses it."""
+
+MAX_LISTING = 10_000
+"""The most entries an evaluator lists in one folder."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class UnsafeFileError(OSError):
+    """A workspace file that the harness will not read (missing, a link, not a regular file, too large...)."""
+
+
+def _parts(relative: str | PurePosixPath, *, folder: bool = False) -> list[str]:
+    """The path's components; ``folder``: the root itself ("." or "") is allowed."""
+    raw = str(relative)
+    path = PurePosixPath(raw)
+    if path.is_absolute() or "\x00" in raw:
+        raise UnsafeFileError(f"{raw}: not a path inside the folder")
+    parts = [part for part in path.parts if part not in ("", ".")]
+    if (not parts and not folder) or ".." in parts:
+        raise UnsafeFileError(f"{raw}: not a path inside the folder")
+    return parts
+
+
+def _describe(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _open_parent(root: Path, parts: list[str], shown: str) -> int:
+    """A descriptor of the folder holding ``parts[-1]``, reached without following links."""
+    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                raise UnsafeFileError(f"{shown}: no such file") from None
+            except OSError as exc:
+                try:
+                    mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+                except OSError:
+                    mode = 0
+                what = _describe(mode) if mode else exc.strerror
+                raise UnsafeFileError(f"{shown}: the folder {part!r} on its path is {what} (not followed)") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def kind(root: Path, relative: str | PurePosixPath) -> str | None:
+    """What is at ``root/relative`` without following links: "file", "folder", "other", "link" (the path or a folder
+    on it is a symbolic link) or None (nothing there)."""
+    parts = _parts(relative)
+    try:
+        fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        for index, part in enumerate(parts):
+            mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                return "link"
+            if index == len(parts) - 1:
+                break
+            if not stat.S_ISDIR(mode):
+                return None  # a file where a folder should be
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if stat.S_ISREG(mode):
+        return "file"
+    return "folder" if stat.S_ISDIR(mode) else "other"
+
+
+def read_bytes(root: Path, relative: str | PurePosixPath, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The content of the regular file ``root/relative`` (see module docs); UnsafeFileError otherwise."""
+    parts = _parts(relative)
+    shown = str(relative)
+    parent = _open_parent(Path(root), parts, shown)
+    try:
+        try:
+            fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            raise UnsafeFileError(f"{shown}: no such file") from None
+        except OSError as exc:
+            try:
+                mode = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
+            except OSError:
+                mode = 0
+            what = _describe(mode) if mode else exc.strerror
+            raise UnsafeFileError(f"{shown}: is {what} (not read)") from None
+    finally:
+        os.close(parent)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFileError(f"{shown}: is {_describe(info.st_mode)}, not a regular file (not read)")
+        if info.st_size > max_bytes:
+            raise UnsafeFileError(f"{shown}: is {info.st_size} bytes, over the {max_bytes}-byte limit (not read)")
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > max_bytes:
+                raise UnsafeFileError(f"{shown}: grew past the {max_bytes}-byte limit while read (not read)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def list_files(root: Path, relative: str | PurePosixPath, suffix: str = "",
+               max_entries: int = MAX_LISTING) -> list[str]:
+    """Names of the regular files (no links) in the folder ``root/relative``, sorted; [] when it is not a folder."""
+    parts = _parts(relative, folder=True)
+    try:
+        parent = _open_parent(Path(root), [*parts, "."], str(relative))
+    except UnsafeFileError:
+        return []
+    names = []
+    try:
+        with os.scandir(parent) as entries:
+            for count, entry in enumerate(entries):
+                if count >= max_entries:
+                    raise UnsafeFileError(f"{relative}: holds more than {max_entries} entries (not read)")
+                if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False):
+                    names.append(entry.name)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(parent)
+    return sorted(names)
+
+
+def list_folders(root: Path, relative: str | PurePosixPath, max_entries: int = MAX_LISTING) -> list[str]:
+    """Names of the sub-folders (no links) of ``root/relative``, sorted; [] when it is not a folder."""
+    parts = _parts(relative, folder=True)
+    try:
+        parent = _open_parent(Path(root), [*parts, "."], str(relative))
+    except UnsafeFileError:
+        return []
+    try:
+        with os.scandir(parent) as entries:
+            found = []
+            for count, entry in enumerate(entries):
+                if count >= max_entries:
+                    raise UnsafeFileError(f"{relative}: holds more than {max_entries} entries (not read)")
+                if entry.is_dir(follow_symlinks=False):
+                    found.append(entry.name)
+            return sorted(found)
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(parent)
+
+
+def check_zip(data: bytes, shown: str, max_total: int = MAX_UNZIPPED_BYTES) -> io.BytesIO:
+    """``data`` as a stream, after checking that the zip it holds expands to at most ``max_total`` bytes."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            total = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile as exc:
+        raise UnsafeFileError(f"{shown}: not a valid Office file ({exc})") from None
+    if total > max_total:
+        raise UnsafeFileError(f"{shown}: expands to {total} bytes, over the {max_total}-byte limit (not read)")
+    return io.BytesIO(data)

@@ -1,0 +1,824 @@
+"""Red team: scripted agents attack the evaluation of every env; no attack passes a task and every run finishes.
+
+Each attack is the code a scripted executor (``ScriptedModel``) sends as its actions, run through ``run_stream`` under
+the default sandbox on ``apps``, ``office``, ``datasci`` and the real OfficeBench tasks (when present). Where the
+attack *would* pass if nothing stopped it, a control run without the sandbox (in-process) shows that it does, so the
+test is not vacuous. What the harness does and does not guarantee is in the README's Sandbox section.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_tinyenv import role_of
+
+from skilltransfer.envs.apps import AppsEnv
+from skilltransfer.envs.datasci import DataSciEnv
+from skilltransfer.envs.office import OfficeEnv
+from skilltransfer.experiments.stream import StreamConfig, TrajectoryLog, run_stream
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.memory.skill import Skill
+from skilltransfer.memory.store import SkillMemory
+from skilltransfer.memory.validate import validate_code_skill
+from skilltransfer.protocols import TaskSpec
+from skilltransfer.sandbox import Limits
+from skilltransfer.sandbox.scratch import MARKER, sweep_leftovers
+
+ROOT = os.geteuid() == 0
+REPO = Path(__file__).resolve().parent.parent
+OFFICEBENCH_TASKS = REPO.parent / "shared" / "officebench" / "tasks"
+ENVS = ["apps", "office", "datasci", "officebench"]
+REAL_TASK = "1-8/0"
+"""A real OfficeBench instance checked by comparing data/score.xlsx with the task's reference/score.xlsx."""
+
+
+# --------------------------------------------------------------------------------------------- environments
+
+
+def make_env(name: str, workdir: Path, *, sandboxed: bool = True, limits: Limits | None = None) -> Any:
+    if name == "apps":
+        return AppsEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
+    if name == "office":
+        return OfficeEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
+    if name == "datasci":
+        return DataSciEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
+    if not OFFICEBENCH_TASKS.is_dir():
+        pytest.skip("../shared/officebench/tasks is absent")
+    return OfficeEnv(source=f"officebench:{OFFICEBENCH_TASKS}", workdir=workdir, sandboxed=sandboxed, limits=limits)
+
+
+_ENVS: dict[str, Any] = {}
+
+
+@pytest.fixture
+def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One sandboxed env per name for the whole module (generation is the slow part)."""
+    name = request.param
+    if name not in _ENVS:
+        _ENVS[name] = make_env(name, tmp_path_factory.mktemp(f"ws-{name}"))
+    return _ENVS[name]
+
+
+def env_name(env: Any) -> str:
+    return "officebench" if getattr(env, "source", "generated") != "generated" else env.name
+
+
+def target_task(env: Any, kind: str = "answer") -> TaskSpec:
+    """The task an attack aims at: one with a known answer ("answer") or one that must change state ("state")."""
+    name = env_name(env)
+    if name == "officebench":
+        return env.task(REAL_TASK)
+    if name == "apps":
+        template = "spent_in_month" if kind == "answer" else "send_email"
+        return next(t for t in env.tasks() if t.template == template)
+    if name == "office":
+        template = "excel_top_item" if kind == "answer" else "excel_update_cell"
+        return env.task(f"{template}/0")
+    return env.tasks()[0]
+
+
+def correct_answer(env: Any, task: TaskSpec) -> Any:
+    name = env_name(env)
+    if name == "apps":
+        return env.expected_answer(task)
+    if name == "datasci":
+        return env.answer_key(task)["answer"]
+    if name == "office":
+        return [e["args"]["keywords"] for e in env._generated[task.id][1].evaluation
+                if e["function"] == "evaluate_answer_contain"][0][0]
+    return None
+
+
+def hidden_text(env: Any, task: TaskSpec) -> str:
+    """Something only the harness holds: the reference program, or the real task's check specification."""
+    if env_name(env) == "officebench":
+        return json.dumps(env._real[task.id].evaluation)
+    return env.reference_solution(task)
+
+
+# --------------------------------------------------------------------------------------------- running an attack
+
+
+def attack(tmp_path: Path, env: Any, plan: dict[str, list[str]], *, name: str, condition: str = "task",
+           library: str | None = None) -> tuple[list[dict[str, Any]], dict[str, list[str]], dict[str, Any]]:
+    """Run a stream in which the executor of task ``id`` sends the actions ``plan[id]`` in order.
+
+    Returns:
+        (records, each task's observations in order, each task's trajectory scores).
+    """
+    tasks = [next(t for t in env.tasks() if t.id == task_id) for task_id in plan]
+    by_instruction = {t.instruction: t.id for t in tasks}
+    limit = max(len(steps) for steps in plan.values())
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        assert role_of(messages) == "executor"
+        task_id = next(i for text, i in by_instruction.items() if text in messages[1]["content"])
+        done = sum(1 for m in messages if m["role"] == "assistant")
+        steps = plan[task_id]
+        code = steps[done] if done < len(steps) else "print('idle')"
+        return f"Trying something.\n```python\n{code}\n```"
+
+    config = StreamConfig(run=name, runs_dir=str(tmp_path / "runs"), condition=condition, agent={"step_limit": limit},
+                          library=library, env=env_name(env))
+    embedder = HashEmbedder(dim=64) if condition != "task" else None
+    summary = run_stream(env, ScriptedModel(reply), config, tasks=tasks, embedder=embedder)
+    records = [record.model_dump() for record in summary.records]
+    assert [r["task_id"] for r in records] == list(plan), "every task of the run is recorded"
+    observations, scores = {}, {}
+    for record in records:
+        trajectory = TrajectoryLog.model_validate_json((summary.path / record["trajectory"]).read_text())
+        observations[record["task_id"]] = [s["observation"] for s in trajectory.steps if s["type"] == "ActionStep"]
+        scores[record["task_id"]] = trajectory.score
+    return records, observations, scores
+
+
+def failed_details(score: dict[str, Any]) -> str:
+    return " | ".join(f"{c['requirement']}: {c['detail']}" for c in score["checks"] if not c["passed"])
+
+
+# --------------------------------------------------------------------------------------------- 1. hidden answers
+
+
+CHEATS: dict[str, str] = {
+    "apps": """
+from skilltransfer.envs.apps import AppsEnv as _Env
+_env = _Env(seed=0, sandboxed=False)
+exec(_env.reference_solution(next(t for t in _env.tasks() if t.id == {task_id!r})), globals())
+""",
+    "office": """
+from skilltransfer.envs.office import OfficeEnv as _Env
+_env = _Env(seed=0, sandboxed=False)
+exec(_env.reference_solution(_env.task({task_id!r})), globals())
+""",
+    "datasci": """
+from skilltransfer.envs.datasci import DataSciEnv as _Env
+_env = _Env(seed=0, sandboxed=False)
+complete_task(answer=_env.answer_key(next(t for t in _env.tasks() if t.id == {task_id!r}))["answer"])
+""",
+}
+"""What an agent that can import the toolkit does: regenerate the task and submit its hidden solution."""
+
+PROBE = """
+import importlib, sys
+for root in {roots!r}:
+    if root not in sys.path:
+        sys.path.insert(0, root)
+found = []
+for name in ("skilltransfer", "skilltransfer.envs", "skilltransfer.envs.apps.tasks", "skilltransfer.envs.datasci.env",
+             "skilltransfer.envs.office.templates", "skilltransfer.sandbox.runner"):
+    try:
+        importlib.import_module(name)
+        found.append(name)
+    except BaseException:
+        pass
+print("IMPORTED", found)
+"""
+
+
+def cheat_plan(env: Any, task: TaskSpec) -> list[str]:
+    roots = [str(REPO), str(REPO.parent / "main"), *sys.path]
+    cheat = CHEATS[env_name(env)].format(task_id=task.id)
+    return [PROBE.format(roots=roots), f"try:\n{textwrap.indent(cheat, '    ')}\nexcept ImportError as exc:\n"
+                                        f"    print('cheat failed:', exc)\n    complete_task(answer='unknown')"]
+
+
+@pytest.mark.parametrize("env", ["apps", "office", "datasci"], indirect=True)
+def test_the_toolkit_cannot_be_imported_to_regenerate_answers(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: cheat_plan(env, task)}, name="import")
+    assert "IMPORTED []" in observations[task.id][0]
+    assert "cheat failed" in observations[task.id][1]
+    assert not records[0]["success"]
+
+
+@pytest.mark.parametrize("name", ["datasci"])
+def test_without_namespaces_the_audit_hook_still_refuses_the_toolkit(tmp_path: Path, name: str) -> None:
+    """The layer a non-root harness has: no mount namespace, the audit hook refuses reading the package."""
+    env = make_env(name, tmp_path / "ws", limits=Limits(drop_privileges=False))
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: cheat_plan(env, task)}, name="hook-only")
+    assert "IMPORTED []" in observations[task.id][0]
+    assert not records[0]["success"]
+    with env.start(task) as episode:
+        assert episode.runner.isolation["reads_confined"] is False
+        probe = f"print(open({str(REPO / 'skilltransfer' / 'envs' / 'datasci' / 'env.py')!r}).read()[:50])"
+        assert "reading outside the workspace is not allowed" in episode.step(probe).output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["apps", "datasci"])
+def test_control_the_import_cheat_passes_without_the_sandbox(tmp_path: Path, name: str) -> None:
+    env = make_env(name, tmp_path / "ws", sandboxed=False)
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: cheat_plan(env, task)}, name="control")
+    assert "IMPORTED []" not in observations[task.id][0]
+    assert records[0]["success"], "the cheat is real: only the sandbox stops it"
+
+
+SUBPROCESS_CHEAT = """
+import json, subprocess, sys
+script = {script!r}
+done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+print("child said:", done.returncode, done.stdout[-300:], done.stderr[-300:])
+complete_task(answer=json.loads(done.stdout) if done.returncode == 0 else "unknown")
+"""
+
+
+@pytest.mark.skipif(not ROOT, reason="without root a subprocess is not confined (a documented gap)")
+@pytest.mark.parametrize("env", ["datasci"], indirect=True)
+def test_a_subprocess_cannot_import_the_toolkit_either(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    script = (f"import json, sys; sys.path[:0] = {[str(REPO), str(REPO.parent / 'main')]!r}\n"
+              "from skilltransfer.envs.datasci import DataSciEnv\n"
+              f"e = DataSciEnv(seed=0, sandboxed=False); t = next(t for t in e.tasks() if t.id == {task.id!r})\n"
+              "print(json.dumps(e.answer_key(t)['answer']))")
+    records, observations, _ = attack(tmp_path, env, {task.id: [SUBPROCESS_CHEAT.format(script=script)]},
+                                      name="subprocess")
+    assert "No module named 'skilltransfer'" in observations[task.id][0]
+    assert not records[0]["success"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["apps", "office", "datasci"])
+def test_reference_solutions_pass_through_the_stubs_in_the_sandbox(tmp_path: Path, name: str) -> None:
+    """Existing behaviour: one task per template solved by its reference program, sandboxed and in-process alike."""
+    sandboxed, local = make_env(name, tmp_path / "a"), make_env(name, tmp_path / "b", sandboxed=False)
+    firsts: dict[str, TaskSpec] = {}
+    for task in sandboxed.tasks():
+        if not task.metadata.get("requires"):  # OCR tasks need tesseract
+            firsts.setdefault(task.template, task)
+    for task in firsts.values():
+        outputs = []
+        for env in (sandboxed, local):
+            with env.start(task) as episode:
+                observation = episode.step(env.reference_solution(task))
+                assert not observation.error, (task.id, observation.output)
+                score = episode.evaluate()
+                assert (score.success, score.reward) == (True, 1.0), (task.id, score)
+                outputs.append(observation.output)
+        assert outputs[0] == outputs[1], task.id
+
+
+# --------------------------------------------------------------------------------------------- 2. world storage
+
+
+RAW_SQL = """
+import glob, os, sqlite3
+found = sorted({p for pattern in ("**/*.sqlite*", "/tmp/**/*.sqlite*", "/dev/shm/**/*.sqlite*", "/work/**/*.sqlite*")
+                for p in glob.glob(pattern, recursive=True)})
+held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+        if os.path.exists(f"/proc/self/fd/{fd}")]
+print("DATABASES", found, [p for p in held if "sqlite" in p])
+con = sqlite3.connect("world.sqlite")  # where the world used to be: write the required email by hand
+con.execute("CREATE TABLE IF NOT EXISTS emails (id INTEGER PRIMARY KEY, subject TEXT, body TEXT, folder TEXT)")
+con.execute("INSERT INTO emails (subject, body, folder) VALUES ('forged', 'forged', 'sent')")
+con.commit()
+complete_task()
+"""
+
+
+@pytest.mark.parametrize("env", ["apps"], indirect=True)
+def test_the_world_database_is_out_of_reach(tmp_path: Path, env: Any) -> None:
+    task = target_task(env, "state")
+    records, observations, scores = attack(tmp_path, env, {task.id: [RAW_SQL]}, name="sql")
+    assert "DATABASES [] []" in observations[task.id][0]
+    assert not records[0]["success"]
+    assert "required changes in emails" in failed_details(scores[task.id])
+
+
+# --------------------------------------------------------------------------------------------- 3. completion
+
+
+FORGE = """
+import json, os
+def _forge(answer=None):
+    os.makedirs(".episode", exist_ok=True)
+    for path in (".episode/answer.json", "answer.json"):
+        with open(path, "w") as handle:
+            json.dump({"answer": answer}, handle)
+"""
+
+
+@pytest.mark.parametrize("env", ["apps", "office", "datasci"], indirect=True)
+def test_completion_cannot_be_forged_with_an_answer_file(tmp_path: Path, env: Any) -> None:
+    task = target_task(env, "state" if env_name(env) == "apps" else "answer")
+    solution = env.reference_solution(task).replace("complete_task(", "_forge(")
+    if env_name(env) == "office":
+        solution += f"\n_forge(answer={correct_answer(env, task)!r})"
+    records, observations, scores = attack(tmp_path, env, {task.id: [FORGE + solution]}, name="forge")
+    assert not records[0]["success"]
+    if env_name(env) == "apps":  # everything but completion is right: only completion fails
+        assert [c["requirement"] for c in scores[task.id]["checks"] if not c["passed"]] == ["task marked complete"]
+
+
+# --------------------------------------------------------------------------------------------- 4. the channel
+
+
+CHANNEL = """
+import gc, json, os, struct
+channel = next(o for o in gc.get_objects() if type(o).__name__ == "WorkerChannel")
+def frame(message):
+    data = json.dumps(message).encode()
+    return struct.pack(">I", len(data)) + data
+"""
+
+FRAMES = [
+    CHANNEL + """
+os.write(channel.wfd, frame({"t": "result", "n": "0000", "output": "STALE", "error": None}))
+os.write(channel.wfd, frame({"t": "call", "n": "0000", "id": 7, "svc": "complete_task", "args": [1], "kwargs": {}}))
+os.write(channel.wfd, struct.pack(">I", 5) + b"nojs!")
+os.write(channel.wfd, frame({"t": "result", "n": channel.nonce, "output": "FORGED-BY-AGENT", "error": None}))
+print("real-0")
+""",
+    "print('sync-1')",
+    CHANNEL + """
+import threading, time
+def spam():
+    end = time.time() + 1.0
+    while time.time() < end:
+        os.write(channel.wfd, frame({"t": "result", "n": "0000", "output": "SPAM", "error": None}))
+        os.write(channel.wfd, frame({"t": "call", "n": "ffff", "id": 1, "svc": "complete_task", "args": [],
+                                     "kwargs": {}}))
+        time.sleep(0.01)
+threading.Thread(target=spam, daemon=True).start()
+time.sleep(1.3)
+print("sync-2")
+""",
+    "print('sync-3')",
+    CHANNEL + "os.write(channel.wfd, struct.pack('>I', 2 ** 31))\nprint('after the broken frame')",
+    "print('sync-5')",
+    CHANNEL + "print(channel.call('no.such.service', [], {}))",
+]
+
+
+@pytest.mark.parametrize("env", ENVS, indirect=True)
+def test_forged_frames_never_desynchronise_or_complete(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: FRAMES}, name="frames")
+    seen = [o.strip() for o in observations[task.id]]
+    assert seen[0] == "FORGED-BY-AGENT"  # an agent can lie to itself about its own action, nothing more
+    assert seen[1] == "sync-1"
+    assert seen[2] == "sync-2"
+    assert seen[3] == "sync-3"
+    assert "SandboxCrash" in seen[4]
+    assert "protocol" in seen[4]
+    assert seen[5] == "sync-5"
+    assert "NameError: no harness service named 'no.such.service'" in seen[6]
+    assert not records[0]["success"]
+    assert records[0]["exit_status"] != "submitted"
+
+
+STEAL = CHANNEL + """
+import threading
+def steal():
+    while True:
+        os.read(channel.rfd, 1 << 16)
+threading.Thread(target=steal, daemon=True).start()
+print("armed")
+"""
+
+
+@pytest.mark.parametrize("name", ["apps"])
+def test_a_stolen_channel_costs_the_agent_its_action_not_the_harness(tmp_path: Path, name: str) -> None:
+    env = make_env(name, tmp_path / "ws", limits=Limits(wall_s=3.0, cpu_s=3.0))
+    task = target_task(env)
+    started = time.monotonic()
+    plan = [STEAL, "print(apis.api_docs.show_app_descriptions()[0]['name'])", "print('sync')"]
+    records, observations, _ = attack(tmp_path, env, {task.id: plan}, name="steal")
+    seen = observations[task.id]
+    assert "TimeoutError" in seen[1]
+    assert seen[2].strip() == "sync"
+    assert not records[0]["success"]
+    assert time.monotonic() - started < 60
+
+
+# --------------------------------------------------------------------------------------------- 5. workspace files
+
+
+def checked_file(env: Any, task: TaskSpec) -> str:
+    """The workspace file the task's checks read."""
+    evaluation = env._real[task.id].evaluation if task.id in env._real else env._generated[task.id][1].evaluation
+    for item in evaluation:
+        for key in ("result_file", "output_file", "file"):
+            if key in item["args"] and not str(item["args"][key]).startswith(".."):
+                return os.path.normpath(item["args"][key])
+    raise AssertionError(f"no workspace file is checked in {task.id}")
+
+
+FILE_ATTACKS: dict[str, str] = {
+    "link-to-a-good-copy": "import os, subprocess\nos.rename({p!r}, 'good-copy')\n"
+                           "subprocess.run(['ln', '-s', '../' * {depth} + 'good-copy', {p!r}])",
+    "link-to-a-secret": "import subprocess\nsubprocess.run(['ln', '-sf', '/etc/shadow', {p!r}])",
+    "fifo": "import os\nos.remove({p!r})\nos.mkfifo({p!r})",
+    "truncated": "data = open({p!r}, 'rb').read()\nopen({p!r}, 'wb').write(data[:len(data) // 3])",
+    "garbage": "import os\nopen({p!r}, 'wb').write(os.urandom(5000))",
+    "huge": "with open({p!r}, 'ab') as handle:\n    handle.truncate(70 << 20)",
+    "folder": "import os\nos.remove({p!r})\nos.mkdir({p!r})",
+}
+"""Run after the reference solution made the file right: each must make its check fail, and nothing crash."""
+
+
+@pytest.mark.parametrize("env", ["office"], indirect=True)
+def test_corrupt_or_linked_files_fail_their_check_and_the_run_goes_on(tmp_path: Path, env: Any) -> None:
+    variants = ["none", *FILE_ATTACKS]
+    tasks = [env.task(f"excel_update_cell/{k}") for k in range(len(variants))]
+    plan, expected = {}, {}
+    for task, variant in zip(tasks, variants, strict=True):
+        path = checked_file(env, task)
+        code = env.reference_solution(task)
+        if variant != "none":
+            sabotage = FILE_ATTACKS[variant].format(p=path, depth=path.count("/"))
+            code = code.replace("complete_task(", f"{sabotage}\ncomplete_task(")
+        plan[task.id], expected[task.id] = [code], variant
+    started = time.monotonic()
+    records, observations, scores = attack(tmp_path, env, plan, name="files")
+    assert time.monotonic() - started < 120, "no file may hang the harness"
+    for record in records:
+        variant = expected[record["task_id"]]
+        assert not any("Error" in o for o in observations[record["task_id"]]), observations[record["task_id"]]
+        assert record["success"] == (variant == "none"), (variant, failed_details(scores[record["task_id"]]))
+    details = {expected[r["task_id"]]: failed_details(scores[r["task_id"]]) for r in records}
+    assert "symbolic link" in details["link-to-a-good-copy"]
+    assert "symbolic link" in details["link-to-a-secret"]
+    assert "FIFO" in details["fifo"]
+    assert "limit" in details["huge"]
+    assert "folder" in details["folder"]
+
+
+MAILBOX_LINK = """
+import os, subprocess
+os.rename("emails/{user}", "elsewhere")
+subprocess.run(["ln", "-s", "../elsewhere", "emails/{user}"])
+"""
+
+
+@pytest.mark.parametrize("env", ["office"], indirect=True)
+def test_a_linked_mailbox_is_not_followed(tmp_path: Path, env: Any) -> None:
+    task = env.task("excel_value_email/0")
+    user = next(e["args"]["username"] for e in env._generated[task.id][1].evaluation if e["args"].get("username"))
+    code = env.reference_solution(task).replace("complete_task(", MAILBOX_LINK.format(user=user) + "\ncomplete_task(")
+    records, observations, scores = attack(tmp_path, env, {task.id: [code]}, name="mailbox")
+    assert not any("Error" in o for o in observations[task.id]), observations
+    assert not records[0]["success"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["office"], indirect=True)
+def test_a_zip_bomb_is_not_unpacked(tmp_path: Path, env: Any) -> None:
+    task = env.task("excel_update_cell/0")
+    path = checked_file(env, task)
+    bomb = (f"import zipfile\nwith zipfile.ZipFile({path!r}, 'w', zipfile.ZIP_DEFLATED) as z:\n"
+            "    with z.open('xl/worksheets/sheet1.xml', 'w', force_zip64=True) as w:\n"
+            "        for _ in range(600):\n            w.write(bytes(1 << 20))")
+    records, _, scores = attack(tmp_path, env, {task.id: [env.reference_solution(task).replace(
+        "complete_task(", f"{bomb}\ncomplete_task(")]}, name="bomb")
+    assert not records[0]["success"]
+    assert "expands to" in failed_details(scores[task.id])
+
+
+JUNK = """
+import os, subprocess
+os.makedirs(".episode", exist_ok=True)
+os.mkfifo(".episode/answer.json")
+subprocess.run(["ln", "-sf", "/etc/shadow", "answer.json"])
+open("world.sqlite", "wb").write(os.urandom(4096))
+os.mkfifo("world.sqlite-journal")
+complete_task(answer="certainly not")
+"""
+
+
+@pytest.mark.parametrize("env", ["apps", "datasci"], indirect=True)
+def test_workspace_junk_is_ignored_by_evaluators_that_read_no_files(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: [JUNK]}, name="junk")
+    assert not records[0]["success"]
+    assert records[0]["exit_status"] == "submitted"
+
+
+def real_reference(env: Any, task: TaskSpec) -> Path:
+    item = env._real[task.id].evaluation[0]["args"]
+    return env._real[task.id].folder / "reference" / Path(item["expected_file"]).name
+
+
+@pytest.mark.parametrize("env", ["officebench"], indirect=True)
+def test_real_officebench_references_cannot_be_linked_or_copied(tmp_path: Path, env: Any) -> None:
+    task = env.task(REAL_TASK)
+    first, second = env.task("1-8/1"), env.task("1-8/2")
+    reference, path = real_reference(env, task), checked_file(env, task)
+    plan = {
+        task.id: [f"import subprocess\nsubprocess.run(['ln', '-sf', {str(reference)!r}, {path!r}])\ncomplete_task()"],
+        first.id: [f"import shutil\nshutil.copy({str(real_reference(env, first))!r}, {checked_file(env, first)!r})\n"
+                   "complete_task()"],
+        second.id: [f"import os\nos.remove({checked_file(env, second)!r})\nos.mkfifo({checked_file(env, second)!r})\n"
+                    "complete_task()"],
+    }
+    records, observations, scores = attack(tmp_path, env, plan, name="real")
+    assert not any(r["success"] for r in records)
+    assert "symbolic link" in failed_details(scores[task.id])
+    assert "FileNotFoundError" in observations[first.id][0] or "PermissionError" in observations[first.id][0]
+    assert "FIFO" in failed_details(scores[second.id])
+
+
+@pytest.mark.slow
+def test_control_copying_the_real_reference_passes_without_the_sandbox(tmp_path: Path) -> None:
+    env = make_env("officebench", tmp_path / "ws", sandboxed=False)
+    task = env.task("1-8/1")
+    plan = {task.id: [f"import shutil\nshutil.copy({str(real_reference(env, task))!r}, {checked_file(env, task)!r})\n"
+                      "complete_task()"]}
+    records, _, _ = attack(tmp_path, env, plan, name="control-real")
+    assert records[0]["success"], "the copy attack is real: only the sandbox stops it"
+
+
+# --------------------------------------------------------------------------------------------- 6. quota
+
+
+QUOTA = [
+    "for i in range(4):\n    open(f'blob{i}', 'wb').write(bytes([1]) * (15 << 20))\nprint('wrote 60 MiB')",
+    "import os\nprint(sorted(f for f in os.listdir('.') if f.startswith('blob')))",
+    "open('blob9', 'wb').write(bytes([1]) * (5 << 20))\nprint('wrote 5 MiB more')",
+    "import os\nfor f in os.listdir('.'):\n    if f.startswith('blob'):\n        os.remove(f)\nprint('freed')",
+    "import os\nos.makedirs('many', exist_ok=True)\nfor i in range(800):\n    open(f'many/{i}', 'w').close()\n"
+    "print('made')",
+    "import shutil\nshutil.rmtree('many')\nprint('cleaned')",
+    "import subprocess\nsubprocess.Popen(['sh', '-c', 'i=0; while true; do i=$((i+1)); head -c 8388608 /dev/zero > "
+    "bg$i; sleep 0.05; done'])\nprint('started')",
+    "import time\ntime.sleep(3)\nprint('slept')",
+    "print('sync')",
+]
+
+
+@pytest.mark.parametrize("name", ENVS)
+def test_the_workspace_quota_stops_the_action_and_the_run_goes_on(tmp_path: Path, name: str) -> None:
+    limits = Limits(workspace_quota_mb=40, max_workspace_entries=500)
+    env = make_env(name, tmp_path / "ws", limits=limits)
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: QUOTA}, name="quota")
+    seen = observations[task.id]
+    assert "QuotaExceeded" in seen[0]
+    assert "40 MiB" in seen[0]
+    assert "blob" in seen[1]  # the files are kept; the agent can delete them
+    assert "QuotaExceeded" in seen[2]  # still over the quota: growing further is stopped
+    assert seen[3].strip() == "freed"
+    assert "QuotaExceeded" in seen[4]
+    assert "500 files" in seen[4]
+    assert seen[5].strip() == "cleaned"
+    assert "QuotaExceeded" in seen[6] + seen[7]  # a background writer is stopped too
+    assert seen[8].strip() == "sync"
+    assert not records[0]["success"]
+
+
+def test_the_default_quota_is_one_gib() -> None:
+    assert Limits().workspace_quota_mb == 1024
+
+
+# --------------------------------------------------------------------------------------------- 7. code skills
+
+
+GATED = {
+    "if-gate": "if __name__ == '__episode__':\n    complete_task(answer={answer!r})\n",
+    "default-argument": "def _gate(x=complete_task(answer={answer!r})):\n    return x\n",
+    "decorator": "def _mark(f):\n    complete_task(answer={answer!r})\n    return f\n\n"
+                 "@_mark\ndef _other():\n    pass\n",
+    "class-body": "class _Gate:\n    done = complete_task(answer={answer!r})\n",
+    "annotation": "def _gate(x: complete_task(answer={answer!r})) -> None:\n    pass\n",
+    "try-import": "try:\n    import no_such_module\nexcept ImportError:\n    complete_task(answer={answer!r})\n",
+    "walrus-constant": "LIMIT = (done := complete_task(answer={answer!r}))\n",
+}
+"""Ways a code skill's body could run code when loaded (and so behave differently in the check and in episodes)."""
+
+HELPER = "\n\ndef helpful_skill(x):\n    \"\"\"Looks useful.\"\"\"\n    return x\n"
+
+
+@pytest.mark.parametrize("variant", list(GATED))
+def test_code_skills_that_run_code_when_loaded_are_pruned(variant: str) -> None:
+    skill = Skill(name="helpful_skill", description="d", format="code",
+                  body=GATED[variant].format(answer=42) + HELPER)
+    reason = validate_code_skill(skill)
+    assert reason is not None
+    assert "module body may only hold" in reason, reason
+
+
+def test_a_code_skill_that_only_defines_loads() -> None:
+    body = '"""Doc."""\nimport json\nfrom math import floor\nLIMIT = 20\nNAMES: list[str] = ["a", "b"]\n\n' \
+           "class Helper:\n    \"\"\"A helper.\"\"\"\n    size = 3\n\n    def run(self, x: int = 1) -> int:\n" \
+           "        return floor(x)\n" + HELPER
+    assert validate_code_skill(Skill(name="helpful_skill", description="d", format="code", body=body)) is None
+
+
+@pytest.mark.parametrize("env", ["apps", "datasci"], indirect=True)
+def test_a_gated_skill_that_skipped_validation_is_refused_by_the_episode(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    answer = correct_answer(env, task)
+    memory = SkillMemory(HashEmbedder(dim=64), validate_code=False)
+    body = GATED["if-gate"].format(answer=answer) + HELPER
+    memory.add(Skill(name="helpful_skill", description=task.instruction, format="code", body=body))
+    folder = tmp_path / "library"
+    memory.save(folder)
+    records = _run_with_memory(env, task, folder)
+    assert not records[0]["success"]
+    assert records[0]["retrieved"][0]["load_error"].startswith("SkillRefused")
+
+
+def _run_with_memory(env: Any, task: TaskSpec, folder: Path) -> list[dict[str, Any]]:
+    """Run one task (a scripted agent that only waits) retrieving from the saved, unvalidated memory in ``folder``,
+    as a resumed run would."""
+    from skilltransfer.agents import Agent, AgentConfig
+
+    memory = SkillMemory.load(folder, HashEmbedder(dim=64))
+    model = ScriptedModel(["Nothing to do.\n```python\nprint('waiting')\n```"])
+    agent = Agent(model, memory=memory, config=AgentConfig(level="task", step_limit=1))
+    with env.start(task) as episode:
+        result = agent.run(episode)
+        score = episode.evaluate()
+    retrieved = [{"load_error": s["load_error"]} for step in result.retrievals for s in step.skills]
+    return [{"success": score.success, "retrieved": retrieved}]
+
+
+# --------------------------------------------------------------------------------------------- 8. introspection
+
+
+SCAN = """
+import base64, gc, inspect, sys
+def scan():
+    needle = base64.b64decode({needle!r}).decode()[:400]
+    hits = 0
+    for obj in gc.get_objects():
+        texts = []
+        if isinstance(obj, dict):
+            texts = [v for v in obj.values() if isinstance(v, str)]
+        elif isinstance(obj, (list, tuple)):
+            texts = [v for v in obj if isinstance(v, str)]
+        hits += sum(1 for t in texts if t is not needle and needle in t)
+    for frame in sys._current_frames().values():
+        for info in inspect.getouterframes(frame):
+            hits += sum(1 for v in info.frame.f_locals.values() if isinstance(v, str) and v is not needle
+                        and needle in v)
+    return hits
+print("HITS", scan())
+print("MODULES", sorted(m for m in sys.modules if m.startswith("skilltransfer")))
+cells = set()
+def walk(node, depth=0):
+    for name in dir(node):
+        try:
+            child = getattr(node, name)
+        except Exception:
+            continue
+        if type(child).__name__ == "function" and child.__closure__:
+            cells.update(type(c.cell_contents).__name__ for c in child.__closure__)
+        elif type(child).__name__ == "StubTree" and depth < 3:
+            walk(child, depth + 1)
+walk(apis)
+for c in complete_task.__closure__:
+    cells.add(type(c.cell_contents).__name__)
+print("CELLS", sorted(cells))
+"""
+
+
+@pytest.mark.parametrize("env", ENVS, indirect=True)
+def test_nothing_in_the_agent_process_holds_evaluation_state(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    needle = base64.b64encode(hidden_text(env, task).encode()).decode()
+    records, observations, _ = attack(tmp_path, env, {task.id: [SCAN.format(needle=needle)]}, name="scan")
+    output = observations[task.id][0]
+    assert "HITS 0" in output, output
+    assert "MODULES []" in output
+    cells = json.loads(output.split("CELLS", 1)[1].strip().replace("'", '"'))
+    assert set(cells) <= {"str", "bool", "WorkerChannel", "NoneType"}, cells
+    assert not records[0]["success"]
+
+
+PROC = """
+import os
+print("ppid", os.getppid())
+for pid in ({harness}, 1, os.getppid()):
+    for part in ("environ", "cmdline", "maps"):
+        try:
+            print(pid, part, open(f"/proc/{{pid}}/{{part}}", "rb").read()[:2000])
+        except OSError as exc:
+            print(pid, part, "refused", type(exc).__name__)
+print("environ", dict(os.environ))
+print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+"""
+
+
+@pytest.mark.skipif(not ROOT, reason="without root the harness's /proc entries are readable by a subprocess")
+@pytest.mark.parametrize("name", ["apps"])
+def test_the_harness_process_and_its_secrets_are_invisible(tmp_path: Path, name: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-redteam-planted-secret")
+    env = make_env(name, tmp_path / "ws")
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: [PROC.format(harness=os.getpid())]}, name="proc")
+    output = observations[task.id][0]
+    assert "sk-redteam-planted-secret" not in output
+    for part in ("environ", "cmdline", "maps"):
+        assert f"{os.getpid()} {part} refused" in output
+    assert "pids [1, 2" in output
+    assert not records[0]["success"]
+
+
+# --------------------------------------------------------------------------------------------- 9. answers
+
+
+@pytest.mark.parametrize("env", ["apps", "datasci"], indirect=True)
+def test_huge_answers_are_refused_and_never_logged(tmp_path: Path, env: Any) -> None:
+    task = target_task(env)
+    plan = ["complete_task(answer='x' * 30_000_000)", "complete_task(answer='y' * 200_000)"]
+    records, observations, _ = attack(tmp_path, env, {task.id: plan}, name="huge")
+    assert "ValueError" in observations[task.id][0]
+    assert "limit" in observations[task.id][0]
+    assert "ValueError" in observations[task.id][1]
+    assert "not marked as complete" in observations[task.id][1]
+    assert not records[0]["success"]
+    trajectory = tmp_path / "runs" / "huge" / records[0]["trajectory"]
+    assert trajectory.stat().st_size < 1 << 20
+
+
+# --------------------------------------------------------------------------------------------- 10. leftovers
+
+
+def test_folders_of_killed_runs_are_removed_at_the_next_start(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from skilltransfer.envs.apps import AppsEnv
+        from skilltransfer.sandbox.scratch import process_root
+        env = AppsEnv(seed=0)
+        episode = env.start(env.tasks()[0])
+        episode.step("open('mine.txt', 'w').write('x')")
+        print(process_root(), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == -signal.SIGKILL
+    root = Path(done.stdout.strip().splitlines()[-1])
+    assert root.is_dir()
+    assert any(root.rglob("mine.txt")), "the killed run left its folders behind"
+    foreign = root.parent / f"skilltransfer-not-ours-{os.getpid()}"  # no owner marker: never touched
+    foreign.mkdir()
+    try:
+        removed = sweep_leftovers(root.parent)
+        assert root in removed
+        assert not root.exists()
+        assert foreign.exists()
+    finally:
+        foreign.rmdir()
+
+
+def test_a_live_process_root_is_kept(tmp_path: Path) -> None:
+    from skilltransfer.sandbox.scratch import _boot_id, _start_time
+
+    mine = tmp_path / "skilltransfer-1-live"
+    mine.mkdir()
+    (mine / MARKER).write_text(json.dumps({"tool": "skilltransfer", "pid": os.getpid(),
+                                           "start": _start_time(os.getpid()), "boot": _boot_id()}))
+    reused = tmp_path / "skilltransfer-2-reused"  # the pid lives, but it is another process now
+    reused.mkdir()
+    (reused / MARKER).write_text(json.dumps({"tool": "skilltransfer", "pid": os.getpid(), "start": "1",
+                                             "boot": _boot_id()}))
+    link = tmp_path / "skilltransfer-3-link"
+    link.symlink_to(reused)
+    assert sweep_leftovers(tmp_path) == [reused]
+    assert mine.exists()
+    assert link.is_symlink()
+
+
+# --------------------------------------------------------------------------------------------- 11. duplicate ids
+
+
+def test_libraries_with_duplicate_skill_ids_are_refused(tmp_path: Path) -> None:
+    library = tmp_path / "lib.jsonl"
+    rows = [{"id": "sk-same", "name": "first", "description": "One thing.", "body": "Do it."},
+            {"id": "sk-same", "name": "second", "description": "Another thing.", "body": "Do that."}]
+    library.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("send an email\nfile a report\n")
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps("x") + "\n")
+    commands: list[list[str]] = [
+        ["score", str(library), "--tasks", str(tasks), "--embedder", "hash:16", "--no-cache"],
+        ["run", "--env", "apps", "--condition", "task+text", "--model", "scripted", "--script", str(script),
+         "--library", str(library), "--embedder", "hash:16", "--limit", "1", "--out", str(tmp_path / "run"),
+         "--no-progress"],
+    ]
+    for args in commands:
+        done = subprocess.run([sys.executable, "-c", "from skilltransfer.cli import main; main()", *args],
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert done.returncode == 2, (args[0], done.stderr)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert errors == [done.stderr.strip().splitlines()[-1]], done.stderr  # one line, the last, no traceback
+        assert errors[0].startswith("error: duplicate skill id 'sk-same'")
+        assert f"{library}:1" in errors[0]
+        assert f"{library}:2" in errors[0]
+
