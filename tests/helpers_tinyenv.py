@@ -99,10 +99,7 @@ class TinyEnv:
             return Score(reward=float(value_ok and submission.done), success=value_ok and submission.done,
                          checks=checks)
 
-    def history(self) -> str:  # a long observation (about 2,400 characters)
-        return "\n".join(f"reading {i}: the counter was checked and found as before" for i in range(HISTORY_LINES))
-
-        return WorkspaceEpisode(task, workspace, services=counter.services(), bindings=BINDINGS, docs=DOCS,
+        return WorkspaceEpisode(task, workspace, services=counter.services(), bindings=BINDINGS, docs=self.docs,
                                 evaluator=evaluate, sandboxed=self.sandboxed)
 
     def reference_solution(self, task: TaskSpec) -> str:

@@ -374,7 +374,7 @@ def test_file_system_shows_only_what_the_worker_needs(workspace: Path, planted: 
 @pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract-ocr is not installed (apt-get install "
                     "tesseract-ocr); the office env's OCR app needs it")
 def test_tools_on_the_path_still_run_in_the_namespace(workspace: Path) -> None:
-    with SandboxRunner(workspace, SETUP, limits=LIMITS) as sandbox:
+    with SandboxRunner(workspace, *scratch(), limits=LIMITS) as sandbox:
         result = sandbox.execute("import subprocess\nprint(subprocess.run(['tesseract', '--version']).returncode)")
         assert result.output.strip().splitlines()[0] == "0"
 
