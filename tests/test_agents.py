@@ -128,7 +128,7 @@ def test_subtask_agent_cycle(env):
 def test_subtask_agent_planner_done_and_format_retry(env):
     replies = iter(["hmm, let me think", "DONE"])
     model = ScriptedModel(lambda messages: next(replies))
-    result, score = solve(env, model, level="subtask")
+    result, score = solve(env, model, level="subtask", refuse_premature_done=False)
     assert result.exit_status == "planner_done"
     assert not score.success
     plan = result.steps[0]

@@ -118,7 +118,8 @@ class Agent:
                 break
             try:
                 plan = planner.next(episode.docs(), instruction, summary, history, index=index,
-                                    steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index)
+                                    steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index,
+                                    refuse_done=cfg.refuse_premature_done and not history)
             except ContextExceeded:
                 result.exit_status = "context_exceeded"
                 break

@@ -43,3 +43,12 @@ class AgentConfig(BaseModel):
     context_keep_steps: int = Field(default=4, ge=1)
     """Context fitting keeps the last this-many executor steps verbatim while eliding older ones (see
     ``skilltransfer.agents.context``)."""
+    stop: list[str] = Field(default_factory=lambda: ["\nObservation:"])
+    """Executor stop sequences (sent unless ``model_params`` has ``stop``): generation ends before the model invents
+    an observation. With any stop set, text after the first code block from an ``Observation`` line on is also cut
+    from the reply before it enters the context (the step log keeps the raw reply). [] turns both off."""
+    stuck_detection: bool = True
+    """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``."""
+    refuse_premature_done: bool = True
+    """Refuse once, with the reason, a planner ``DONE`` before any subtask ran and a ``SUBTASK DONE`` before the
+    subtask ran any code."""

@@ -38,3 +38,7 @@ class ContextExceeded(AgentSignal):
     def __init__(self, message: str, *, fit: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.fit = fit
+
+
+class Stuck(AgentSignal):
+    """The executor repeated itself after a stuck hint (see ``skilltransfer.agents.stuck``)."""

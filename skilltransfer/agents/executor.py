@@ -12,22 +12,53 @@ import re
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Submitted
+from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog
+from skilltransfer.agents.stuck import detect
 from skilltransfer.envs.base import truncate
 from skilltransfer.protocols import ChatModel, Episode, Message
 
 _CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*)\Z", re.DOTALL | re.IGNORECASE)
+_INVENTED = re.compile(r"^[ \t>*#]*Observation\b", re.MULTILINE | re.IGNORECASE)
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*)'")
 _SUBTASK_DONE = re.compile(r"^[ \t>*#]*SUBTASK[ _]DONE\b[ \t]*:?[ \t]*(.*)", re.MULTILINE | re.IGNORECASE | re.DOTALL)
 
 
-def parse_action(reply: str) -> tuple[str, str | None, int]:
-    """Split a reply into (thought, code of the first python block or None, number of code blocks)."""
+def parse_action(reply: str, *, complete: bool = True) -> tuple[str, str | None, int]:
+    """Split a reply into (thought, code of the first python block or None, number of code blocks).
+
+    A final ```python block without its closing fence counts as code when the reply ended normally (a stop sequence
+    cut the fence off), not when the token limit cut it (``complete=False``: the code is probably unfinished).
+    """
     blocks = list(_CODE_BLOCK.finditer(reply))
-    if not blocks:
+    if blocks:
+        return reply[: blocks[0].start()].strip(), blocks[0].group(1), len(blocks)
+    opened = _OPEN_BLOCK.search(reply) if complete else None
+    if opened is None or not opened.group(1).strip():
         return reply.strip(), None, 0
-    return reply[: blocks[0].start()].strip(), blocks[0].group(1), len(blocks)
+    return reply[: opened.start()].strip(), opened.group(1), 1
+
+
+def trim_reply(reply: str) -> str:
+    """The reply without what a model invents after its first code block: an ``Observation:`` it did not get (and
+    everything after it). The trimmed reply is what enters the context; the step log keeps the raw one."""
+    block = _CODE_BLOCK.search(reply)
+    invented = _INVENTED.search(reply, block.end()) if block else None
+    return reply[: invented.start()].rstrip() if invented else reply
+
+
+def import_hint(output: str, docs: str) -> str:
+    """A note for code that imports a name the env provides as an object (``import apis`` -> ModuleNotFoundError)."""
+    missing = _NO_MODULE.search(output)
+    if missing is None:
+        return ""
+    name = missing.group(1).split(".")[0]
+    if not re.search(rf"\b{re.escape(name)}\.", docs):
+        return ""
+    return (f"\n(note: `{name}` is not a module you can import: it is an object already defined in your namespace. "
+            f"Do not import it; call it directly, e.g. `{name}.<name>(...)` as the documentation shows.)")
 
 
 @dataclass
@@ -37,9 +68,13 @@ class ExecutorRun:
     steps: list[ActionStep] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     exit_status: str = ""
-    """"submitted" (complete_task called), "subtask_done", "limits_exceeded" or "context_exceeded"."""
+    """"submitted" (complete_task called), "subtask_done", "stuck", "limits_exceeded" or "context_exceeded"."""
     result: str = ""
     """The final observation, or the executor's ``SUBTASK DONE`` report."""
+    hinted_at: int | None = None
+    """Index (in ``steps``) of the step whose observation carried a stuck hint."""
+    refused_done: bool = False
+    """Whether a ``SUBTASK DONE`` before any action was already refused once."""
 
 
 class Executor:
@@ -90,6 +125,10 @@ class Executor:
                 run.exit_status = "limits_exceeded"
                 run.result = exc.message
                 return run
+            except Stuck as exc:
+                run.exit_status = "stuck"
+                run.result = exc.message
+                return run
             except ContextExceeded as exc:
                 run.exit_status = "context_exceeded"
                 run.result = exc.message
@@ -103,28 +142,61 @@ class Executor:
         if len(run.steps) >= budget:
             raise LimitsExceeded(f"step limit reached ({first_index + len(run.steps)} executor steps)")
         self.calls.emit("step_start", index=first_index + len(run.steps), subtask_index=subtask_index)
-        completion = self.calls.complete(self.model, run.messages, "executor", **self.config.model_params)
+        params = dict(self.config.model_params)
+        if self.config.stop:
+            params.setdefault("stop", list(self.config.stop))
+        completion = self.calls.complete(self.model, run.messages, "executor", **params)
         reply = completion.text
-        run.messages.append({"role": "assistant", "content": reply})
-        thought, code, n_blocks = parse_action(reply)
+        shown = trim_reply(reply) if self.config.stop else reply
+        run.messages.append({"role": "assistant", "content": shown})
+        thought, code, n_blocks = parse_action(shown, complete=completion.finish_reason != "length")
         step = ActionStep(index=first_index + len(run.steps), subtask_index=subtask_index, reply=reply,
                           thought=thought, action=code, observation="", prompt_tokens=completion.prompt_tokens,
                           completion_tokens=completion.completion_tokens, latency_s=completion.latency_s)
         run.steps.append(step)
         if code is None:
-            done = _SUBTASK_DONE.search(reply) if subtask_mode else None
-            if done is not None:
+            done = _SUBTASK_DONE.search(shown) if subtask_mode else None
+            if done is not None and not self._refuse_done(run, step):
                 step.observation = "(subtask marked done)"
                 raise Submitted(done.group(1).strip() or "(no report)", scope="subtask")
-            hint = " (or a `SUBTASK DONE: <result>` line when the subtask is finished)" if subtask_mode else ""
-            step.format_error = True
-            step.observation = self.prompts.format_error.render(subtask_hint=hint)
+            if done is None:
+                hint = " (or a `SUBTASK DONE: <result>` line when the subtask is finished)" if subtask_mode else ""
+                step.format_error = True
+                step.observation = self.prompts.format_error.render(subtask_hint=hint)
+            self._check_stuck(run, step)
             raise FormatError(step.observation)
         observation = episode.step(code)
         output = truncate(observation.output, self.config.max_observation_chars)
         if n_blocks > 1:
             output += f"\n(note: only the first of your {n_blocks} code blocks was run)"
+        if observation.error:
+            output += import_hint(output, run.messages[0]["content"])
         step.observation, step.error, step.done = output, observation.error, observation.done
-        run.messages.append({"role": "user", "content": self.prompts.observation.render(output=output)})
         if observation.done:
+            run.messages.append({"role": "user", "content": self.prompts.observation.render(output=output)})
             raise Submitted(output, scope="task")
+        self._check_stuck(run, step)
+        run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
+
+    def _refuse_done(self, run: ExecutorRun, step: ActionStep) -> bool:
+        """Refuse (once) a ``SUBTASK DONE`` sent before this subtask ran any code; the refusal is the observation."""
+        if not self.config.refuse_premature_done or run.refused_done or any(s.action for s in run.steps):
+            return False
+        run.refused_done = True
+        step.refused = "premature_subtask_done"
+        step.observation = self.prompts.premature_subtask_done.render()
+        return True
+
+    def _check_stuck(self, run: ExecutorRun, step: ActionStep) -> None:
+        """After a step: on a detected loop, append a hint the first time and end the run the second time."""
+        if not self.config.stuck_detection:
+            return
+        since = 0 if run.hinted_at is None else run.hinted_at
+        stuck = detect(run.steps[since:])
+        if stuck is None:
+            return
+        step.stuck = stuck.pattern
+        if run.hinted_at is not None:
+            raise Stuck(f"stuck: {stuck.pattern} after a hint (the last {stuck.length} steps repeat)")
+        run.hinted_at = len(run.steps) - 1
+        step.observation = f"{step.observation}\n(stuck: {stuck.hint})"

@@ -68,6 +68,8 @@ class AgentPrompts:
     planner_format_error: Prompt
     summarizer: Prompt
     summarizer_user: Prompt
+    premature_subtask_done: Prompt
+    premature_planner_done: Prompt
 
     @classmethod
     def load(cls, folder: str | Path | None = None) -> AgentPrompts:

@@ -38,27 +38,38 @@ class Planner:
         self.model, self.prompts, self.config, self.calls = model, prompts, config, calls
 
     def next(self, docs: str, instruction: str, summary: str, history: list[str], *, index: int, steps_left: int,
-             subtasks_left: int) -> PlanStep:
-        """Ask for the next subtask (re-asking after a malformed reply up to ``planner_retries`` times)."""
+             subtasks_left: int, refuse_done: bool = False) -> PlanStep:
+        """Ask for the next subtask (re-asking after a malformed reply up to ``planner_retries`` times).
+
+        Args:
+            refuse_done: refuse a ``DONE`` once, with the reason (no subtask has run yet), and ask again.
+        """
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.planner.render(docs=docs.strip())},
             {"role": "user", "content": self.prompts.planner_user.render(
                 instruction=instruction, summary=summary, history="\n".join(history) or "(none yet)",
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
         prompt_tokens = completion_tokens = 0
-        reply = ""
-        for _ in range(self.config.planner_retries + 1):
+        reply, refused, format_errors = "", None, 0
+        while format_errors <= self.config.planner_retries:
             completion = self.calls.complete(self.model, messages, "planner", **self.config.model_params)
             reply = completion.text
             prompt_tokens += completion.prompt_tokens
             completion_tokens += completion.completion_tokens
             decision = parse_plan(reply)
+            if decision is not None and decision[0] == "done" and refuse_done and refused is None:
+                refused = reply
+                messages += [{"role": "assistant", "content": reply},
+                             {"role": "user", "content": self.prompts.premature_planner_done.render()}]
+                continue
             if decision is not None:
                 return PlanStep(index, decision[0], decision[1], reply, self.prompts.planner.id, prompt_tokens,
-                                completion_tokens)
+                                completion_tokens, refused_reply=refused)
+            format_errors += 1
             messages += [{"role": "assistant", "content": reply},
                          {"role": "user", "content": self.prompts.planner_format_error.render()}]
-        return PlanStep(index, "format_error", None, reply, self.prompts.planner.id, prompt_tokens, completion_tokens)
+        return PlanStep(index, "format_error", None, reply, self.prompts.planner.id, prompt_tokens, completion_tokens,
+                        refused_reply=refused)
 
 
 class Summarizer:

@@ -165,6 +165,8 @@ class PlanStep(_Step):
     prompt_id: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    refused_reply: str | None = None
+    """A premature ``DONE`` that was refused before this decision, if any."""
 
 
 @dataclass
@@ -184,6 +186,10 @@ class ActionStep(_Step):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    stuck: str | None = None
+    """The loop pattern detected after this step (``skilltransfer.agents.stuck``), if any."""
+    refused: str | None = None
+    """Why the reply was refused (``"premature_subtask_done"``), if it was."""
 
 
 @dataclass

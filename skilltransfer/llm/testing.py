@@ -55,6 +55,8 @@ class ScriptedModel:
         self.context_window = context_window
         self.prompt_count_source = "approx"
         self.calls: list[list[Message]] = []
+        self.params: list[dict[str, Any]] = []
+        """The sampling parameters of each call, in order."""
 
     def count_prompt_tokens(self, messages: list[Message]) -> int:
         """The prompt tokens this double reports for ``messages``."""
@@ -68,6 +70,7 @@ class ScriptedModel:
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         start = time.perf_counter()
         index = len(self.calls)
+        self.params.append(dict(params))
         if self._fn is not None:
             self.calls.append(list(messages))
             text = self._fn(list(messages))

@@ -1,0 +1,164 @@
+"""Harness features against small-model failure modes: stop/trim of invented observations, unterminated code
+blocks, stuck detection, refusal of premature DONE / SUBTASK DONE, and the hint for importing a namespace object."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_tinyenv import TinyEnv, role_of
+
+from skilltransfer.agents import Agent, PlanStep
+from skilltransfer.agents.executor import import_hint, parse_action, trim_reply
+from skilltransfer.agents.steps import ActionStep
+from skilltransfer.agents.stuck import detect, normalise_code
+from skilltransfer.llm.testing import ScriptedModel
+
+
+@pytest.fixture
+def env(tmp_path):
+    return TinyEnv([4, 7], workdir=tmp_path / "ws")
+
+
+def solve(env, model, **kwargs):
+    episode = env.start(env.tasks()[0])
+    try:
+        return Agent(model, **kwargs).run(episode), episode.evaluate()
+    finally:
+        episode.close()
+
+
+def step(code: str | None, observation: str, *, error: bool = False) -> ActionStep:
+    return ActionStep(index=0, subtask_index=None, reply="", thought="", action=code, observation=observation,
+                      error=error)
+
+
+def test_parse_action_accepts_a_block_cut_by_a_stop_sequence_but_not_by_the_token_limit():
+    assert parse_action("Look.\n```python\nprint(1)\n") == ("Look.", "print(1)\n", 1)
+    assert parse_action("Look.\n```python\nprint(1)\n", complete=False)[1] is None
+    assert parse_action("Look.\n```python\n")[1] is None  # nothing after the fence is not code
+    assert parse_action("```python\nx = 1\n```\n```python\ny")[1:] == ("x = 1\n", 1)  # the closed one wins
+
+
+def test_trim_reply_cuts_an_invented_observation_after_the_code():
+    reply = "Read it.\n```python\nprint(x)\n```\nObservation: 42\nSo the answer is 42.\n```python\ncomplete_task(42)\n```"
+    assert trim_reply(reply) == "Read it.\n```python\nprint(x)\n```"
+    assert trim_reply("Observation: first I think\n```python\nx\n```") == "Observation: first I think\n```python\nx\n```"
+    assert trim_reply("no code, Observation: here") == "no code, Observation: here"
+
+
+def test_import_hint_only_for_documented_objects():
+    error = "Traceback...\nModuleNotFoundError: No module named 'apis'"
+    assert "already defined in your namespace" in import_hint(error, "call apis.email.login(...)")
+    assert import_hint("ModuleNotFoundError: No module named 'apis.word'", "apis.word.read()") != ""
+    assert import_hint("ModuleNotFoundError: No module named 'numpyy'", "call apis.email.login(...)") == ""
+    assert import_hint("NameError: x", "apis.x") == ""
+
+
+@pytest.mark.parametrize(("steps", "pattern"), [
+    ([step("f()", "ValueError: bad", error=True)] * 3, "repeated_error"),
+    ([step("f()  # try again", "ValueError: bad", error=True), step("f()", "ValueError:  bad", error=True),
+      step("\nf()\n", "ValueError: bad", error=True)], "repeated_error"),
+    ([step("print(1)", "1")] * 4, "repeated_action"),
+    ([step("a()", "E1", error=True), step("b()", "E2", error=True)] * 3, "alternation"),
+    ([step(None, "FORMAT ERROR")] * 3, "no_action"),
+    ([step(None, "FORMAT ERROR"), step("print('hello')", "hello")] * 3, "alternation"),
+])
+def test_stuck_patterns(steps, pattern):
+    assert detect(steps).pattern == pattern
+
+
+@pytest.mark.parametrize("steps", [
+    [step("f()", "ValueError: bad", error=True)] * 2,
+    [step("f()", "ValueError: bad", error=True), step("f()", "ValueError: other", error=True),
+     step("f()", "ValueError: bad", error=True)],
+    [step("print(1)", "1")] * 3,
+    [step(f"add({i})", str(i)) for i in range(8)],
+    [step("a()", "E1", error=True), step("b()", "E2", error=True)] * 2 + [step("c()", "E3", error=True)],
+])
+def test_not_stuck(steps):
+    assert detect(steps) is None
+
+
+def test_normalise_code_ignores_comments_and_blank_lines():
+    assert normalise_code("# try\nx = 1\n\n  \ny = 2  # c") == normalise_code("x=1\ny = 2")
+    assert normalise_code("print('#1')") != normalise_code("print('#2')")
+    assert normalise_code("if x:\n  (") == "if x: ("  # does not tokenize: whitespace collapsed
+    assert normalise_code(None) == ""
+
+
+def test_repeated_failing_code_gets_a_hint_then_ends_the_task(env):
+    model = ScriptedModel(lambda messages: "Retry.\n```python\napis.counter.add('x')\n```")
+    result, score = solve(env, model, step_limit=20)
+    assert not score.success
+    assert result.exit_status == "stuck"
+    actions = result.actions
+    assert [a.stuck for a in actions] == [None, None, "repeated_error", None, "repeated_error"]
+    assert "(stuck: You have run the same code 3 times" in actions[2].observation
+    assert "(stuck:" in model.calls[3][-1]["content"]  # the hint reached the model
+    assert len(model.calls) == 5
+
+
+def test_stuck_detection_can_be_switched_off(env):
+    model = ScriptedModel(lambda messages: "```python\napis.counter.add('x')\n```")
+    result, _ = solve(env, model, step_limit=6, stuck_detection=False)
+    assert result.exit_status == "limits_exceeded"
+    assert all(a.stuck is None for a in result.actions)
+
+
+def test_invented_observation_never_enters_the_context(env):
+    replies = iter(["Add.\n```python\nprint(apis.counter.add(4))\n```\nObservation: 4\n```python\ncomplete_task()\n```",
+                    "```python\ncomplete_task()\n```"])
+    model = ScriptedModel(lambda messages: next(replies))
+    result, score = solve(env, model)
+    assert score.success
+    assert model.params[0]["stop"] == ["\nObservation:"]
+    assert model.calls[1][2]["content"] == "Add.\n```python\nprint(apis.counter.add(4))\n```"
+    assert "Observation: 4" in result.actions[0].reply  # the log keeps the raw reply
+
+
+def test_premature_subtask_done_is_refused_once(env):
+    executor_replies = iter(["SUBTASK DONE: done already", "```python\nprint(apis.counter.add(4))\n```",
+                             "SUBTASK DONE: set to 4"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
+        if role == "summarizer":
+            return "- counter is 4"
+        return next(executor_replies)
+
+    result, _ = solve(env, ScriptedModel(script), level="subtask")
+    actions = result.actions
+    assert actions[0].refused == "premature_subtask_done"
+    assert "REFUSED" in actions[0].observation
+    assert actions[1].action is not None
+    assert actions[2].observation == "(subtask marked done)"
+
+
+def test_second_premature_subtask_done_is_accepted(env):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: look" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return "- nothing" if role == "summarizer" else "SUBTASK DONE: nothing to do"
+
+    result, _ = solve(env, ScriptedModel(script), level="subtask")
+    assert [a.refused for a in result.actions] == ["premature_subtask_done", None]
+
+
+def test_planner_done_before_any_subtask_is_refused_once(env):
+    replies = iter(["DONE", "DONE"])
+    model = ScriptedModel(lambda messages: next(replies))
+    result, _ = solve(env, model, level="subtask")
+    plan = result.steps[0]
+    assert isinstance(plan, PlanStep)
+    assert plan.decision == "done" and plan.refused_reply == "DONE"
+    assert "REFUSED" in model.calls[1][-1]["content"]
+    assert result.exit_status == "planner_done"
+
+
+def test_planner_refusal_can_be_switched_off(env):
+    model = ScriptedModel(["DONE"])
+    result, _ = solve(env, model, level="subtask", refuse_premature_done=False)
+    assert result.steps[0].refused_reply is None
+    assert len(model.calls) == 1
