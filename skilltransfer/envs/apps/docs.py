@@ -73,26 +73,75 @@ def api_count() -> int:
     return sum(len(info.apis) for info in REGISTRY.values())
 
 
-def overview() -> str:
-    """The compact docs text for ``Episode.docs()``: how to use the world, then each app and its APIs."""
-    lines = [
-        "You act for the main user (the supervisor) in a world of apps, through Python code.",
-        "Call APIs as apis.<app>.<api>(keyword=value, ...); they return JSON-like values, so print() what you need.",
-        "Get credentials with apis.supervisor.show_account_passwords(); each app (except supervisor and api_docs)",
-        "needs access_token=apis.<app>.login(username=..., password=...)['access_token'] in every other call.",
-        "The username is the user's email (the phone number for the phone app): see apis.supervisor.show_profile().",
-        "List/search APIs are paginated: page_index (0-based) and page_limit (at most 20); loop until a page is "
-        "empty.",
-        "Full docs: apis.api_docs.show_api_doc(app_name=..., api_name=...). Dates are YYYY-MM-DD, times "
-        "YYYY-MM-DDTHH:MM:SS.",
-        "When done call complete_task() or, if the task asks a question, complete_task(answer=<the answer>).",
-        "",
-    ]
-    for name, info in REGISTRY.items():
+EXAMPLE = """## Example (another task): "What is my wallet balance?"
+Thought: I need the payments app's credentials, then an access token for its APIs.
+```python
+accounts = {a["account_name"]: a for a in apis.supervisor.show_account_passwords()}
+account = accounts["payments"]
+token = apis.payments.login(username=account["username"], password=account["password"])["access_token"]
+print(apis.payments.show_balance(access_token=token))
+```
+Observation: {'balance': 1204.5}
+Thought: The balance is 1204.5, so I submit it.
+```python
+complete_task(answer=1204.5)
+```
+To read every page of a paginated API: `page = 0`, then loop `batch = apis.<app>.<api>(access_token=token,
+page_index=page, page_limit=20)` and `page += 1` until `batch` is empty.
+"""
+"""The worked example shown with the docs: credentials -> login -> API call -> complete_task, and pagination (a
+task type that no template asks)."""
+
+_PREAMBLE = [
+    "You act for the main user (the supervisor) in a world of apps, through Python code.",
+    "Call APIs as apis.<app>.<api>(keyword=value, ...); `apis` is already defined (do not import it). APIs return "
+    "JSON-like values, so print() what you need.",
+    "Get credentials with apis.supervisor.show_account_passwords(); each app (except supervisor and api_docs)",
+    "needs access_token=apis.<app>.login(username=..., password=...)['access_token'] in every other call.",
+    "The username is the user's email (the phone number for the phone app): see apis.supervisor.show_profile().",
+    "List/search APIs are paginated: page_index (0-based) and page_limit (at most 20); loop until a page is empty.",
+    "Full docs: apis.api_docs.show_api_doc(app_name=..., api_name=...). Dates are YYYY-MM-DD, times "
+    "YYYY-MM-DDTHH:MM:SS.",
+    "When done call complete_task() or, if the task asks a question, complete_task(answer=<the answer>).",
+    "",
+]
+
+
+def _signature(spec: Any, *, with_token: bool) -> str:
+    args = ", ".join(p.name if p.required else f"{p.name}={p.default!r}" for p in spec.params
+                     if with_token or p.name != "access_token")
+    return f"{spec.name}({args})"
+
+
+def overview(focus: tuple[str, ...] | None = None, *, example: bool = False) -> str:
+    """The docs text for ``Episode.docs()``: how to use the world, then the apps and their APIs.
+
+    Args:
+        focus: the task's apps. When given, those apps (and ``supervisor``) come first with every API's full
+            signature (``access_token`` included) and what it returns; every other app is one line naming its APIs
+            (their docs stay one ``api_docs`` call away). None lists every app's APIs in one line each.
+        example: append the worked example of API use (`EXAMPLE`).
+    """
+    lines = list(_PREAMBLE)
+    first = [name for name in REGISTRY if focus is not None and (name in focus or name == "supervisor")]
+    for name in first:
+        info = REGISTRY[name]
         lines.append(f"## {name}: {info.description}")
-        for api_name, spec in info.apis.items():
-            args = ", ".join(p.name if p.required else f"{p.name}={p.default!r}" for p in spec.params
-                             if p.name != "access_token")
-            lines.append(f"- {api_name}({args}): {spec.description}")
+        for spec in info.apis.values():
+            lines.append(f"- {_signature(spec, with_token=True)}: {spec.description} Returns {spec.returns}")
         lines.append("")
+    if focus is not None:
+        lines.append("## Other apps (see apis.api_docs.show_api_doc(app_name=..., api_name=...) for their APIs)")
+    for name, info in REGISTRY.items():
+        if name in first:
+            continue
+        if focus is not None:
+            lines.append(f"- {name}: {info.description} APIs: {', '.join(info.apis)}.")
+            continue
+        lines.append(f"## {name}: {info.description}")
+        for spec in info.apis.values():
+            lines.append(f"- {_signature(spec, with_token=False)}: {spec.description}")
+        lines.append("")
+    if example:
+        lines += ["", EXAMPLE]
     return "\n".join(lines).rstrip() + "\n"

@@ -70,17 +70,31 @@ class AppsEnv:
         sandboxed: run agent code in the sandbox (default) or in-process (tests, reference checks).
         limits: sandbox limits.
         keep_workspaces: keep workspaces after ``close`` (for debugging).
+        focused_docs: an episode's docs show the task's apps first with full signatures and return values, the
+            other apps one line each (`overview`); False shows every app's APIs alike.
+        docs_example: append a worked example of API use (login, token, pagination) to the docs.
     """
 
     name = "apps"
+    streams: dict[str, tuple[str, ...]] = {
+        "starter": ("apps-contact_phone-00", "apps-contact_email-00", "apps-contact_phone-01",
+                    "apps-contact_email-01", "apps-update_contact_phone-00", "apps-text_contact-00"),
+    }
+    """Curated streams (``skilltransfer run --stream NAME``): ``starter`` is six difficulty-1 contacts tasks (seed 0)
+    that share one sub-procedure (credentials -> login -> search a contact by name), then use what it finds (read a
+    phone number or email, update a phone number, text the contact): a stream a small model can solve, where a skill
+    induced on an early task applies to the later ones."""
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
-                 keep_workspaces: bool = False, **_: Any) -> None:
+                 keep_workspaces: bool = False, focused_docs: bool = True, docs_example: bool = True,
+                 **_: Any) -> None:
         self.seed = seed
         self._workdir = Path(workdir) if workdir is not None else None
         self.sandboxed = sandboxed
         self.limits = limits
         self.keep_workspaces = keep_workspaces
+        self.focused_docs = focused_docs
+        self.docs_example = docs_example
         self.world = generate_world(seed)
         self._tasks, self._hidden = generate_tasks(self.world, seed)
         self._required: dict[str, dict[str, TableDiff]] = {}
@@ -98,8 +112,10 @@ class AppsEnv:
             raise InputError(f"apps env: unknown split {split!r}; use 'dev' or 'test'")
         return [t for t in self._tasks if split is None or t.split == split]
 
-    def docs(self) -> str:
-        return overview()
+    def docs(self, task: TaskSpec | None = None) -> str:
+        """The agent's documentation: for ``task``, focused on its apps (see ``focused_docs``)."""
+        focus = task.apps if task is not None and self.focused_docs else None
+        return overview(focus, example=self.docs_example)
 
     def reference_solution(self, task: TaskSpec) -> str:
         """The Python program that solves ``task`` (harness side only)."""
@@ -116,7 +132,7 @@ class AppsEnv:
         world = WorldDb(self._world_bytes)
         services = Services()
         register_services(services, world)
-        return WorkspaceEpisode(task, workspace, services=services, bindings=self._bindings, docs=self.docs(),
+        return WorkspaceEpisode(task, workspace, services=services, bindings=self._bindings, docs=self.docs(task),
                                 evaluator=lambda _ws, submission: self.evaluate(task, world, submission),
                                 sandboxed=self.sandboxed, limits=self.limits, keep=self.keep_workspaces,
                                 on_close=world.close)

@@ -46,7 +46,7 @@ def count_contacts(w: World, rng: random.Random) -> Iterator[Instance]:
     pairs = sorted({(c["relationship"], c["city"]) for c in contacts(w)})
     for rel, city in rng.sample(pairs, len(pairs)):
         n = sum(c["relationship"] == rel and c["city"] == city for c in contacts(w))
-        yield Instance(f"How many of my contacts are {rel}s who live in {city}?", f"""
+        yield Instance(f"How many of my contacts with the relationship {rel!r} live in {city}?", f"""
 token = login_to_app("contacts")
 people = list_all_pages(apis.contacts.search_contacts, access_token=token, relationship={q(rel)})
 complete_task(answer=sum(1 for c in people if c["city"] == {q(city)}))""", ("login_to_app", "list_all_pages"),
