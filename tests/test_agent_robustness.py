@@ -39,9 +39,11 @@ def test_parse_action_accepts_a_block_cut_by_a_stop_sequence_but_not_by_the_toke
 
 
 def test_trim_reply_cuts_an_invented_observation_after_the_code():
-    reply = "Read it.\n```python\nprint(x)\n```\nObservation: 42\nSo the answer is 42.\n```python\ncomplete_task(42)\n```"
+    reply = ("Read it.\n```python\nprint(x)\n```\nObservation: 42\nSo the answer is 42.\n"
+             "```python\ncomplete_task(42)\n```")
     assert trim_reply(reply) == "Read it.\n```python\nprint(x)\n```"
-    assert trim_reply("Observation: first I think\n```python\nx\n```") == "Observation: first I think\n```python\nx\n```"
+    thinking = "Observation: first I think\n```python\nx\n```"
+    assert trim_reply(thinking) == thinking
     assert trim_reply("no code, Observation: here") == "no code, Observation: here"
 
 

@@ -32,6 +32,8 @@ def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) 
             continue
         typer.echo(f"{label:<12} {summary.total:>4} tasks  split: {_counts(summary.by_split)}  "
                    f"difficulty: {_counts(summary.by_difficulty)}  ({summary.target})")
+        if summary.streams:
+            typer.echo(f"{'':<12} streams: " + ", ".join(f"{k} ({v} tasks)" for k, v in summary.streams.items()))
     if root is None:
         typer.echo(f"{registry.OFFICEBENCH:<12} not configured: set ${registry.OFFICEBENCH_ENV_VAR} "
                    f"(or run from a folder with {registry.OFFICEBENCH_DEFAULT})")
@@ -44,10 +46,17 @@ def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) 
 def show_env(env: str = typer.Argument(..., help="apps, office, datasci or officebench[:<tasks folder>]."),
              limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most this many tasks (0: all)."),
              split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
+             stream: str | None = typer.Option(None, help="Only the env's curated stream of this name, in order."),
              seed: int = typer.Option(0, help="Generation seed of the env.")) -> list[str]:
     """Print an env's tasks: id, difficulty, template and instruction."""
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
-    tasks = list(registry.get_env(env, **kwargs).tasks(split))  # an unknown split is refused by the env
+    instance = registry.get_env(env, **kwargs)
+    if stream is not None:
+        from skilltransfer.experiments.launch import named_stream
+
+        tasks = named_stream(instance, stream, split)
+    else:
+        tasks = list(instance.tasks(split))  # an unknown split is refused by the env
     shown = tasks if limit == 0 else tasks[:limit]
     for task in shown:
         instruction = " ".join(task.instruction.split())

@@ -30,6 +30,8 @@ def run(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env: OPENAI_BASE_URL).")] = None,
     limit: Annotated[int | None, typer.Option(help="Run only the first N tasks of the stream.")] = None,
     order_seed: Annotated[int, typer.Option(help="Stream order seed (0: the canonical order).")] = 0,
+    stream: Annotated[str | None, typer.Option(help="A curated stream of the env, in its own order (e.g. apps "
+                                                    "'starter'; `skilltransfer envs list` shows them).")] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<env>-<condition>-<model>). Rerunning "
                                                   "with the same folder resumes.")] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (env: OPENAI_API_KEY).", rich_help_panel=_MODEL)]
@@ -92,6 +94,7 @@ def run(
                            cache_mode=cache_mode, script=str(script) if script else None,
                            retry_budget_s=retry_budget),
         condition=condition, out=out, embedder=embedder, limit=limit, order_seed=order_seed, split=split,
+        stream=stream,
         library=str(library) if library else None, library_filter=library_filter,
         induction_prompt=induction_prompt, max_steps=max_steps, max_subtasks=max_subtasks, top_k=top_k)
     console = Console(stderr=True)

@@ -119,6 +119,8 @@ class EnvSummary:
     reason: str = ""
     by_split: dict[str, int] = field(default_factory=dict)
     by_difficulty: dict[int, int] = field(default_factory=dict)
+    streams: dict[str, int] = field(default_factory=dict)
+    """Curated streams (``env.streams``): name -> number of tasks."""
 
     @property
     def total(self) -> int:
@@ -129,10 +131,12 @@ def summarize(name: str, **kwargs: Any) -> EnvSummary:
     """Task counts of an env by split and difficulty, or why it is unavailable (never raises for a broken env)."""
     target = ENVS.get(name, OFFICEBENCH_CLASS)
     try:
-        tasks = list(get_env(name, **kwargs).tasks())
+        env = get_env(name, **kwargs)
+        tasks = list(env.tasks())
     except Exception as exc:  # noqa: BLE001 - an env under construction must not break the listing
         reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
         return EnvSummary(name, target, available=False, reason=reason.splitlines()[0] if reason else "")
     return EnvSummary(name, target, available=True,
                       by_split=dict(sorted(Counter(task.split for task in tasks).items())),
-                      by_difficulty=dict(sorted(Counter(task.difficulty for task in tasks).items())))
+                      by_difficulty=dict(sorted(Counter(task.difficulty for task in tasks).items())),
+                      streams={k: len(v) for k, v in (getattr(env, "streams", None) or {}).items()})

@@ -40,7 +40,8 @@ def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
     workdir = Path(tempfile.mkdtemp(prefix="grid-tasks-"))
     try:
         env = make_env(plan, workdir)
-        return select_tasks(env, order_seed=plan.order_seed, limit=plan.task_limit, split=plan.env.split)
+        return select_tasks(env, order_seed=plan.order_seed, limit=plan.task_limit, split=plan.env.split,
+                            stream=plan.env.stream)
     except InputError as exc:
         raise InputError(f"stream {plan.run}: {exc}") from None
     finally:

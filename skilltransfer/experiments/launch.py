@@ -139,9 +139,11 @@ def sanitise(text: str) -> str:
     return _SAFE.sub("_", text).strip("._") or "run"
 
 
-def default_out(env: EnvOptions, condition: str, model: ModelOptions, runs_dir: str | Path = "runs") -> Path:
-    """``runs/<env>-<condition>-<model>``, sanitised."""
-    return Path(runs_dir) / sanitise(f"{env.label()}-{condition.strip().lower()}-{model.label()}")
+def default_out(env: EnvOptions, condition: str, model: ModelOptions, runs_dir: str | Path = "runs", *,
+                stream: str | None = None) -> Path:
+    """``runs/<env>[-<stream>]-<condition>-<model>``, sanitised."""
+    label = f"{env.label()}-{stream}" if stream else env.label()
+    return Path(runs_dir) / sanitise(f"{label}-{condition.strip().lower()}-{model.label()}")
 
 
 def make_env(options: EnvOptions) -> Any:
@@ -240,16 +242,43 @@ def build_env(spec: str, kwargs: dict[str, Any], defaults: dict[str, Any] | None
     return env
 
 
-def select_tasks(env: Any, *, order_seed: int = 0, limit: int | None = None, split: str | None = None
-                 ) -> list[TaskSpec]:
-    """The stream: ``env.tasks(split)`` in the order of ``order_seed`` (see ``stream_order``), cut to ``limit``."""
+def select_tasks(env: Any, *, order_seed: int = 0, limit: int | None = None, split: str | None = None,
+                 stream: str | None = None) -> list[TaskSpec]:
+    """The stream: ``env.tasks(split)`` in the order of ``order_seed`` (see ``stream_order``), cut to ``limit``.
+
+    ``stream`` names one of the env's curated streams (``env.streams``: name -> task ids in order) instead: its tasks
+    in the listed order (``order_seed`` 0) or reshuffled (another seed), then cut to ``limit``.
+    """
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be >= 1, got {limit}")
+    if stream is not None:
+        ordered = named_stream(env, stream, split)
+        if order_seed != 0:
+            ordered = stream_order(ordered, order_seed)
+        return ordered[:limit] if limit is not None else ordered
     tasks = list(env.tasks(split) if split else env.tasks())
     if not tasks:
         raise InputError(f"the env has no tasks{f' in split {split!r}' if split else ''}")
     ordered = stream_order(tasks, order_seed)
     return ordered[:limit] if limit is not None else ordered
+
+
+def named_stream(env: Any, name: str, split: str | None = None) -> list[TaskSpec]:
+    """The tasks of the env's curated stream ``name``, in its order.
+
+    Raises:
+        InputError: the env has no such stream (the choices are listed), or it names a task the env lacks.
+    """
+    streams: dict[str, tuple[str, ...]] = dict(getattr(env, "streams", {}) or {})
+    if name not in streams:
+        choices = ", ".join(streams) if streams else "none (this env defines no named streams)"
+        raise InputError(f"unknown stream {name!r}; choose one of: {choices}")
+    by_id = {task.id: task for task in (env.tasks(split) if split else env.tasks())}
+    missing = [task_id for task_id in streams[name] if task_id not in by_id]
+    if missing:
+        raise InputError(f"stream {name!r} names tasks this env{f' split {split!r}' if split else ''} lacks: "
+                         f"{', '.join(missing[:3])}")
+    return [by_id[task_id] for task_id in streams[name]]
 
 
 def single_thread_faiss() -> None:
@@ -316,6 +345,7 @@ class RunRequest:
     limit: int | None = None
     order_seed: int = 0
     split: str | None = None
+    stream: str | None = None
     library: str | None = None
     library_filter: str | None = None
     induction_prompt: str = "full"
@@ -325,8 +355,8 @@ class RunRequest:
 
     @property
     def folder(self) -> Path:
-        """The run folder: ``out``, else ``runs/<env>-<condition>-<model>``."""
-        return self.out or default_out(self.env, self.condition, self.model)
+        """The run folder: ``out``, else ``runs/<env>[-<stream>]-<condition>-<model>``."""
+        return self.out or default_out(self.env, self.condition, self.model, stream=self.stream)
 
     def stream_config(self) -> StreamConfig:
         """The validated stream settings.
@@ -372,7 +402,8 @@ def run_request(request: RunRequest, *, progress: bool = True, console: Console 
     if request.library is not None:  # a bad library fails here, before the run folder is written
         load_library(request.library)
     env = make_env(request.env)
-    tasks = select_tasks(env, order_seed=request.order_seed, limit=request.limit, split=request.split)
+    tasks = select_tasks(env, order_seed=request.order_seed, limit=request.limit, split=request.split,
+                         stream=request.stream)
     model = make_model(request.model.config())
     _, fmt = parse_condition(request.condition)
     embedder = None

@@ -45,6 +45,8 @@ class EnvEntry(BaseModel):
     """Keyword arguments of the env's constructor (``seed``, ``sandboxed``, ...)."""
     split: str | None = None
     """Only the tasks of this split (dev/test); None: all."""
+    stream: str | None = None
+    """A curated stream of the env (``env.streams``, e.g. apps ``starter``) instead of all its tasks."""
     task_limit: int | None = Field(default=None, ge=1)
     """Overrides ``limits.task_limit`` for this env."""
 

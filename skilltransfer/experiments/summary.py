@@ -17,6 +17,39 @@ from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, Trajector
 CI_LEVEL = 0.95
 
 
+@dataclass(frozen=True)
+class TransferEvent:
+    """A task retrieved a skill that an earlier task of the same run induced (cross-task transfer)."""
+
+    target_position: int
+    target_task_id: str
+    target_success: bool
+    skill_name: str
+    source_position: int
+    source_task_id: str
+
+
+def transfer_events(records: list[TaskRecord]) -> list[TransferEvent]:
+    """Every (task, skill) pair where the task retrieved a skill induced (added or merged into) by an earlier task of
+    the same run, in stream order; a skill retrieved by several subtasks of one task counts once."""
+    induced_by: dict[str, TaskRecord] = {}
+    events: list[TransferEvent] = []
+    for record in sorted(records, key=lambda r: r.position):
+        seen: set[str] = set()
+        for hit in record.retrieved:
+            source = induced_by.get(hit.skill_id)
+            if source is None or hit.skill_id in seen:
+                continue
+            seen.add(hit.skill_id)
+            events.append(TransferEvent(record.position, record.task_id, record.success, hit.name, source.position,
+                                        source.task_id))
+        for induction in record.induced:
+            for skill_id in (induction.skill_id, induction.target_id):
+                if induction.status in ("added", "merged") and skill_id is not None:
+                    induced_by.setdefault(skill_id, record)
+    return events
+
+
 @dataclass
 class RunSummary:
     """Aggregates over the finished tasks of one run (means are per task)."""
@@ -61,6 +94,8 @@ class RunSummary:
     memory_size: int
     """Skills in memory after the last finished task."""
     tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
+    transfers: list[TransferEvent] = field(default_factory=list)
+    """Retrievals of skills induced earlier in the same run (see `transfer_events`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,7 +156,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         skills_dropped=induced["dropped"], skills_unparseable=induced["unparseable"],
         retrievals=sum(len(r.retrieved) for r in records),
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
-        memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role)
+        memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
+        transfers=transfer_events(records))
 
 
 def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
@@ -154,7 +190,22 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("skills", f"{s.skills_written} written, {s.skills_merged} merged, {s.skills_pruned} pruned, "
                    f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable; memory holds {s.memory_size}"),
         ("retrieved", f"{s.retrievals} retrievals of {s.distinct_retrieved} distinct skills"),
+        ("transfer", _transfer_text(s.transfers)),
     ]
+
+
+def _transfer_text(events: list[TransferEvent], shown: int = 5) -> str:
+    if not events:
+        return "no task retrieved a skill induced earlier in this run"
+    targets = {e.target_position: e.target_success for e in events}
+    lines = [f"{len(events)} events in {len(targets)} tasks ({sum(targets.values())} solved): "
+             "later tasks retrieved skills induced earlier in this run"]
+    for e in events[:shown]:
+        lines.append(f"  task {e.target_position} {e.target_task_id} [{'success' if e.target_success else 'failure'}]"
+                     f" <- {e.skill_name!r} from task {e.source_position} {e.source_task_id}")
+    if len(events) > shown:
+        lines.append(f"  ... {len(events) - shown} more (show --json lists all)")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------- trajectories

@@ -1,0 +1,92 @@
+"""Curated (named) streams of an env, and transfer events in a run's summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
+from typer.testing import CliRunner
+
+from skilltransfer.cli import app
+from skilltransfer.envs.apps import AppsEnv
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.launch import select_tasks
+from skilltransfer.experiments.stream import InducedSkill, RetrievedSkill, TaskRecord
+from skilltransfer.experiments.summary import summarize_run, transfer_events
+from skilltransfer.llm.mock_server import MockServer
+
+
+class StreamedTinyEnv(TinyEnv):
+    """The counter world with one curated stream (a test helper)."""
+
+    streams = {"warmup": ("tiny/2", "tiny/0")}
+
+
+def test_named_stream_keeps_its_order_and_limit(tmp_path):
+    env = StreamedTinyEnv([3, 5, 2], workdir=tmp_path)
+    assert [t.id for t in select_tasks(env, stream="warmup")] == ["tiny/2", "tiny/0"]
+    assert [t.id for t in select_tasks(env, stream="warmup", limit=1)] == ["tiny/2"]
+    assert sorted(t.id for t in select_tasks(env, stream="warmup", order_seed=3)) == ["tiny/0", "tiny/2"]
+
+
+def test_named_stream_errors(tmp_path):
+    with pytest.raises(InputError, match="choose one of: warmup"):
+        select_tasks(StreamedTinyEnv(workdir=tmp_path), stream="nope")
+    with pytest.raises(InputError, match="defines no named streams"):
+        select_tasks(TinyEnv(workdir=tmp_path), stream="warmup")
+    with pytest.raises(InputError, match="lacks: tiny/2"):
+        select_tasks(StreamedTinyEnv([3, 5], workdir=tmp_path), stream="warmup")
+
+
+def test_apps_starter_stream_is_real_difficulty_one_tasks():
+    env = AppsEnv(sandboxed=False)
+    tasks = select_tasks(env, stream="starter")
+    assert len(tasks) == len(AppsEnv.streams["starter"]) >= 4
+    assert all(t.difficulty == 1 and "contacts" in t.apps for t in tasks)
+    assert len({t.template for t in tasks}) >= 3  # different tasks sharing one sub-procedure
+
+
+def _record(position: int, *, retrieved: tuple[str, ...] = (), induced: str | None = None,
+            status: str = "added", target: str | None = None, success: bool = True) -> TaskRecord:
+    return TaskRecord(
+        run="r", condition="task+text", position=position, task_id=f"t{position}", difficulty=1, template="x",
+        reward=float(success), success=success, exit_status="submitted", steps=1, subtasks=1, latency_s=1.0,
+        model_calls=1, prompt_tokens=1, completion_tokens=1, dependency=1, peak_context=1, tokens_by_role={},
+        retrieved=[RetrievedSkill(skill_id=s, name=f"skill-{s}", format="text", score=0.9, subtask_index=i,
+                                  query_kind="subtask", source_task_id=None, source_position=None)
+                   for i, s in enumerate(retrieved)],
+        induced=[] if induced is None else [InducedSkill(subtask_index=None, status=status, skill_id=induced,
+                                                         skill_name=induced, target_id=target, reason="",
+                                                         prompt_id="p")],
+        memory_size=0, trajectory="x")
+
+
+def test_transfer_events_from_records():
+    records = [
+        _record(0, induced="a"),
+        _record(1, retrieved=("a", "a", "lib"), induced="b", status="merged", target="a", success=False),
+        _record(2, retrieved=("b", "a"), induced="c", status="dropped"),
+        _record(3, retrieved=("c",)),
+    ]
+    events = [(e.target_position, e.skill_name, e.source_position, e.target_success)
+              for e in transfer_events(records)]
+    # a library skill ("lib") and a dropped induction ("c") are not transfer; "b" was merged into "a"
+    assert events == [(1, "skill-a", 0, False), (2, "skill-b", 1, True), (2, "skill-a", 0, True)]
+
+
+def test_show_lists_transfer_events(tmp_path):
+    out = tmp_path / "r"
+    with MockServer(replies=CounterScript(TEXT_SKILL)) as server:
+        result = CliRunner().invoke(app, [
+            "run", "--env", "helpers_tinyenv:TinyEnv", "--condition", "task+text", "--model", "openai",
+            "--base-url", server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128",
+            "--out", str(out), "--no-sandbox", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = summarize_run(out)
+    assert [(e.source_position, e.target_position) for e in summary.transfers] == [(0, 1), (0, 2)]
+    shown = CliRunner().invoke(app, ["show", str(out)]).output
+    assert "2 events in 2 tasks (2 solved)" in shown
+    assert "<- 'set_counter_value' from task 0 tiny/0" in shown
+    data = json.loads(CliRunner().invoke(app, ["show", str(out), "--json"]).output)
+    assert data["transfers"][0]["source_task_id"] == "tiny/0"
