@@ -216,3 +216,19 @@ def test_threads_default_to_the_env_var_then_all_cores(monkeypatch: pytest.Monke
     monkeypatch.setenv("SKILLTRANSFER_LLAMA_THREADS", "many")
     with pytest.raises(InputError, match="SKILLTRANSFER_LLAMA_THREADS"):
         LocalServer()
+
+
+def test_embedded_calls_wait_long_unless_a_timeout_is_set() -> None:
+    from skilltransfer.llm.config import ModelConfig
+    from skilltransfer.llm.local import LOCAL_TIMEOUT_S
+
+    class Running:
+        url, alias = "http://127.0.0.1:9/v1", "model"
+
+        def start(self) -> Running:
+            return self
+
+    default = LocalModel(ModelConfig(name="local"), server=Running())  # type: ignore[arg-type]
+    assert default._ensure().config.timeout_s == LOCAL_TIMEOUT_S
+    chosen = LocalModel(ModelConfig(name="local", timeout_s=5), server=Running())  # type: ignore[arg-type]
+    assert chosen._ensure().config.timeout_s == 5

