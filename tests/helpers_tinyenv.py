@@ -216,5 +216,7 @@ class HistoryScript(CounterScript):
         n_actions = sum(1 for m in messages if m["role"] == "assistant") + (int(dropped.group(1)) if dropped else 0)
         reading = "# Current subtask" in first and "Read the current counter" in first.split("# Current subtask")[1]
         if not reading and n_actions < self.reads:
-            return f"Check the history (read {n_actions + 1}).\n```python\nprint(apis.counter.history())\n```"
+            # each read is labelled, so the reads are different actions (not a loop for stuck detection)
+            return (f"Check the history (read {n_actions + 1}).\n```python\n"
+                    f"print('read {n_actions + 1}:', apis.counter.history())\n```")
         return CounterScript.execute(messages)

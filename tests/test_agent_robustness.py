@@ -154,7 +154,8 @@ def test_planner_done_before_any_subtask_is_refused_once(env):
     result, _ = solve(env, model, level="subtask")
     plan = result.steps[0]
     assert isinstance(plan, PlanStep)
-    assert plan.decision == "done" and plan.refused_reply == "DONE"
+    assert plan.decision == "done"
+    assert plan.refused_reply == "DONE"
     assert "REFUSED" in model.calls[1][-1]["content"]
     assert result.exit_status == "planner_done"
 
