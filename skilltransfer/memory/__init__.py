@@ -1,7 +1,8 @@
 """Skill memory: the Skill model, embedders, the FAISS-backed SkillMemory, and library import/export."""
 
 from skilltransfer.memory.embedders import CachedEmbedder, HashEmbedder, make_embedder
-from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library
+from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library, materialize_skill
+from skilltransfer.memory.package import PackageWriteError
 from skilltransfer.memory.skill import Skill
 from skilltransfer.memory.store import AddResult, MemoryConfig, ReadOnlyMemoryError, SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
@@ -11,6 +12,7 @@ __all__ = [
     "CachedEmbedder",
     "HashEmbedder",
     "MemoryConfig",
+    "PackageWriteError",
     "ReadOnlyMemoryError",
     "Skill",
     "SkillMemory",
@@ -18,5 +20,6 @@ __all__ = [
     "export_skill_md",
     "load_library",
     "make_embedder",
+    "materialize_skill",
     "validate_code_skill",
 ]

@@ -1,10 +1,13 @@
 """Skill library import/export: Anthropic-style SKILL.md packages, JSONL files, and saved memory folders.
 
 A SKILL.md package is a folder holding ``SKILL.md``: YAML front matter between ``---`` lines with ``name`` and
-``description`` (required), optionally ``format`` (``text``/``code``), ``level``, ``id``, ``provenance``, ``usage``;
-any other keys are kept in ``Skill.extra``. The markdown after the front matter is the body; a code skill's body may
-be wrapped in one fenced ``python`` block (export writes it that way). A JSONL library has one Skill object per line
-(``name``, ``description``, ``body`` required; ``format`` and the other Skill fields optional).
+``description`` (required), optionally ``format`` (``text``/``code``), ``level``, ``id``, ``provenance``, ``usage``,
+and the contracts ``inputs`` / ``outputs`` (text, or a list of strings read as a bulleted list); any other keys are
+kept in ``Skill.extra``. The markdown after the front matter is the body; a code skill's body may be wrapped in one
+fenced ``python`` block (export writes it that way). The package folder's other files are the skill's resources
+(`skilltransfer.memory.package.read_resources`; files left out are listed in ``extra["resources_skipped"]``). A JSONL
+library has one Skill object per line (``name``, ``description``, ``body`` required; ``format``, ``inputs``,
+``outputs``, ``resources`` and the other Skill fields optional).
 """
 
 from __future__ import annotations
@@ -21,12 +24,16 @@ import yaml
 from pydantic import ValidationError
 
 from skilltransfer.errors import InputError, read_text
-from skilltransfer.memory.skill import Skill
+from skilltransfer.memory.package import read_resources, write_package
+from skilltransfer.memory.skill import INSTRUCTION_FILE, Skill
 
-SKILL_FILE = "SKILL.md"
+SKILL_FILE = INSTRUCTION_FILE
 MANIFEST = "manifest.json"
 SKILLS_JSONL = "skills.jsonl"
-_FRONT_KEYS = ("id", "name", "description", "format", "level", "provenance", "usage")
+_FRONT_KEYS = ("id", "name", "description", "format", "level", "provenance", "usage", "inputs", "outputs")
+_CONTRACTS = ("inputs", "outputs")
+SKIPPED_KEY = "resources_skipped"
+"""``Skill.extra`` key listing the files of a package folder that were not imported as resources (with reasons)."""
 _FENCE = re.compile(r"\A```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 
 
@@ -116,13 +123,30 @@ def parse_skill_md(path: str | Path) -> Skill:
         if fenced and "\n```" not in fenced.group(1):
             body = fenced.group(1)
     data: dict[str, Any] = {key: front[key] for key in _FRONT_KEYS if key in front}
+    for key in _CONTRACTS:
+        if key in data:
+            data[key] = _contract_text(data[key], key, path)
     data["body"] = body
+    data["resources"], skipped = read_resources(path.parent)
     data["extra"] = {str(key): value if isinstance(value, str) else json.dumps(value, default=str)
                      for key, value in front.items() if key not in _FRONT_KEYS}
+    if skipped:
+        data["extra"][SKIPPED_KEY] = "; ".join(skipped)
     try:
         return Skill.model_validate(data)
     except ValidationError as exc:
         raise InputError(f"front matter {_validation_message(exc)}", path=path, line=2) from None
+
+
+def _contract_text(value: Any, key: str, path: Path) -> str:
+    """A contract from front matter: text as is, a list of strings as a bulleted list."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "\n".join(f"- {item}" for item in value)
+    raise InputError(f"front matter {key!r} must be text or a list of strings", path=path, line=2)
 
 
 def _check_unique(entries: list[tuple[Skill, str]], source: Path) -> list[Skill]:
@@ -189,6 +213,9 @@ def render_skill_md(skill: Skill) -> str:
     """A SKILL.md document for one skill (front matter + body; code bodies in a python fence)."""
     front: dict[str, Any] = {"name": skill.name, "description": skill.description, "format": skill.format,
                              "level": skill.level, "id": skill.id}
+    for key in _CONTRACTS:
+        if getattr(skill, key):
+            front[key] = getattr(skill, key)
     provenance = skill.provenance.model_dump(exclude_defaults=True)
     usage = skill.usage.model_dump(exclude_defaults=True)
     if provenance:
@@ -207,8 +234,14 @@ def render_skill_md(skill: Skill) -> str:
     return f"---\n{head}---\n\n{body}\n"
 
 
+def package_files(skill: Skill) -> dict[str, str]:
+    """The files of a skill's package: ``SKILL.md`` and the resources (relative path -> text)."""
+    return {SKILL_FILE: render_skill_md(skill), **skill.resources}
+
+
 def export_skill_md(skills: Iterable[Skill], folder: str | Path) -> list[Path]:
-    """Write each skill as ``folder/<slug of name>/SKILL.md`` (atomic per file; slugs made unique).
+    """Write each skill as ``folder/<slug of name>/SKILL.md`` plus its resource files (atomic per file; slugs made
+    unique; files already in a package folder are left in place).
 
     Returns:
         The written SKILL.md paths.
@@ -223,7 +256,35 @@ def export_skill_md(skills: Iterable[Skill], folder: str | Path) -> list[Path]:
             slug = f"{base}-{counter}"
             counter += 1
         used.add(slug)
-        target = folder / slug / SKILL_FILE
-        atomic_write_text(target, render_skill_md(skill))
-        written.append(target)
+        for name, text in package_files(skill).items():
+            atomic_write_text(folder / slug / name, text)
+        written.append(folder / slug / SKILL_FILE)
     return written
+
+
+def package_dirname(name: str) -> str:
+    """The folder name of a skill's package: the skill name itself when it is a plain file name
+    (letters, digits, ``._-``, at most 64 characters), else its slug."""
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) and ".." not in name:
+        return name
+    return _slug(name)
+
+
+def materialize_skill(skill: Skill, base: str | Path, folder: str = "skills", *, dirname: str | None = None) -> Path:
+    """Write a skill's package (SKILL.md and resources) into ``base/folder/<dirname>/``, made afresh, without
+    following any link below ``base`` (`skilltransfer.memory.package.write_package`): for a package placed in an
+    episode workspace the agent can write to.
+
+    Args:
+        skill: the skill.
+        base: a trusted, existing folder (the workspace).
+        folder: the folder below ``base`` that holds packages.
+        dirname: the package folder's name (default `package_dirname` of the skill's name).
+
+    Returns:
+        The package folder.
+
+    Raises:
+        PackageWriteError: the package could not be written (one-line reason).
+    """
+    return write_package(Path(base), [folder, dirname or package_dirname(skill.name)], package_files(skill))

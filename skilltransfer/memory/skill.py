@@ -1,15 +1,39 @@
-"""The Skill model: a described, reusable procedure stored as a text note or as a Python function."""
+"""The Skill model: a described, reusable procedure stored as a text note or as a Python function.
+
+A skill is also a *package* (study "Subagents vs Agent Skills" §2, §3.2: s = ((q_in, h, q_out), m, R)): beside its
+description h and instructions m (the body) it may carry natural-language input and output contracts (q_in, q_out)
+and resource files R (scripts, examples: relative path -> text). Resource names are relative POSIX paths checked by
+`resource_name_problem` (no ``..``, no absolute paths, no hidden or odd characters), and their sizes are capped, so a
+package can be written into any folder without escaping it.
+"""
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import re
+import unicodedata
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 SkillFormat = Literal["text", "code"]
 SkillLevel = Literal["task", "subtask"]
+
+MAX_RESOURCE_BYTES = 256 * 1024
+"""The largest resource file a skill package carries (UTF-8 bytes)."""
+MAX_RESOURCES_BYTES = 1024 * 1024
+"""The most resource bytes one skill package carries in all."""
+MAX_RESOURCES = 100
+"""The most resource files one skill package carries."""
+MAX_RESOURCE_NAME = 200
+"""The longest resource path (characters)."""
+INSTRUCTION_FILE = "SKILL.md"
+"""The package's instruction file (the body); no resource may take its name."""
+_SEGMENT = re.compile(r"[\w+@=,()\[\]-]+(?:[. ][\w+@=,()\[\]-]+)*")
+"""One path component: word characters and a few punctuation marks, single dots/spaces between them (so no
+hidden names, no leading/trailing dot or space, no '..')."""
 
 
 class Provenance(BaseModel):
@@ -62,10 +86,39 @@ def parse_code_signature(body: str, preferred_name: str | None = None) -> CodeSi
     return CodeSignature(function_name=chosen.name, signature=f"{chosen.name}({args}){returns}")
 
 
-def content_id(name: str, description: str, body: str) -> str:
-    """A stable id derived from a skill's content (12 hex chars)."""
-    digest = hashlib.sha256(f"{name}\x00{description}\x00{body}".encode()).hexdigest()
-    return f"sk-{digest[:12]}"
+def resource_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a resource path of a skill package (None when it can).
+
+    A resource path is relative, POSIX (``/`` separators), at most ``MAX_RESOURCE_NAME`` characters, made of
+    components that match word characters and ``+@=,()[]-`` joined by single dots or spaces (no ``.``/``..``
+    component, no hidden file, no control or format character), none of them named ``SKILL.md`` (the instruction
+    file; below the root it would make a nested package).
+    """
+    if not name:
+        return "empty resource name"
+    if len(name) > MAX_RESOURCE_NAME:
+        return f"resource name longer than {MAX_RESOURCE_NAME} characters"
+    if name.startswith("/") or "\\" in name:
+        return f"resource name {name!r} is not a relative POSIX path"
+    if unicodedata.normalize("NFC", name) != name:
+        return f"resource name {name!r} is not in Unicode NFC form"
+    parts = name.split("/")
+    for part in parts:
+        if not _SEGMENT.fullmatch(part):
+            return f"resource name {name!r} has an unsafe component {part!r}"
+        if part.casefold() == INSTRUCTION_FILE.casefold():
+            return f"resource name {name!r} uses the instruction file's name {INSTRUCTION_FILE} (a nested package)"
+    return None
+
+
+def content_id(name: str, description: str, body: str, *, inputs: str = "", outputs: str = "",
+               resources: dict[str, str] | None = None) -> str:
+    """A stable id derived from a skill's content (12 hex chars); contracts and resources count only when present,
+    so a skill without them keeps the id it had before packages existed."""
+    text = f"{name}\x00{description}\x00{body}"
+    if inputs or outputs or resources:
+        text += "\x00" + json.dumps([inputs, outputs, sorted((resources or {}).items())], ensure_ascii=False)
+    return f"sk-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 class Skill(BaseModel):
@@ -84,11 +137,48 @@ class Skill(BaseModel):
     """Parsed entry point, for code skills only."""
     extra: dict[str, str] = Field(default_factory=dict)
     """Other metadata (e.g. extra SKILL.md front-matter fields), kept on round trips."""
+    inputs: str = ""
+    """Input contract (q_in): what the caller must supply to use the skill, in natural language ("" when none)."""
+    outputs: str = ""
+    """Output contract (q_out): what the skill produces or returns when done ("" when none)."""
+    resources: dict[str, str] = Field(default_factory=dict)
+    """Resource files of the package (scripts, examples): relative path -> text (see `resource_name_problem`)."""
+
+    @field_validator("inputs", "outputs")
+    @classmethod
+    def _strip_contract(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("resources")
+    @classmethod
+    def _check_resources(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_RESOURCES:
+            raise ValueError(f"a skill carries at most {MAX_RESOURCES} resource files, got {len(value)}")
+        total = 0
+        for name, text in value.items():
+            problem = resource_name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise ValueError(f"resource {name!r} is not valid Unicode text (a lone surrogate)") from None
+            if size > MAX_RESOURCE_BYTES:
+                raise ValueError(f"resource {name!r} is {size} bytes, over the {MAX_RESOURCE_BYTES}-byte limit")
+            total += size
+        if total > MAX_RESOURCES_BYTES:
+            raise ValueError(f"resources total {total} bytes, over the {MAX_RESOURCES_BYTES}-byte limit")
+        folders = {"/".join(name.split("/")[:i]) for name in value for i in range(1, name.count("/") + 1)}
+        clash = sorted(folders & set(value))
+        if clash:
+            raise ValueError(f"resource {clash[0]!r} is both a file and a folder")
+        return dict(sorted(value.items()))
 
     @model_validator(mode="after")
     def _fill_derived(self) -> Skill:
         if not self.id:
-            self.id = content_id(self.name, self.description, self.body)
+            self.id = content_id(self.name, self.description, self.body, inputs=self.inputs, outputs=self.outputs,
+                                 resources=self.resources)
         if self.format == "code" and self.code is None:
             try:
                 preferred = self.name if self.name.isidentifier() else None
@@ -100,10 +190,21 @@ class Skill(BaseModel):
                     self.code = None  # invalid code: the memory prunes it with the reason
         return self
 
-    def render(self) -> str:
-        """How a retrieved skill enters the agent's context: description + body."""
+    def contracts(self) -> str:
+        """The contract lines (``Input: ...``, ``Output: ...``) and resource names, "" when the skill has none."""
+        lines = [f"{label}: {text}" for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]
+        if self.resources:
+            lines.append(f"Resources: {', '.join(self.resources)}")
+        return "".join(f"{line}\n" for line in lines)
+
+    def render_card(self) -> str:
+        """What a listing shows of a skill without its body: heading, description and contracts."""
         kind = "Code skill" if self.format == "code" else "Skill"
-        head = f"### {kind}: {self.name}\n{self.description}\n"
+        return f"### {kind}: {self.name}\n{self.description}\n{self.contracts()}"
+
+    def render(self) -> str:
+        """How a retrieved skill enters the agent's context: description (+ contracts, when any) + body."""
+        head = self.render_card()
         if self.format == "code":
             call = f"Callable as `{self.code.signature}`.\n" if self.code else ""
             return f"{head}{call}```python\n{self.body.strip()}\n```\n"

@@ -9,8 +9,9 @@ matched on the description only; ``index_body=True`` also embeds the body). Addi
 3. If the most similar stored skill *of the same format* X has cosine >= ``dedup_threshold`` (default 0.95):
    the new skill is ``dropped`` as a duplicate of X when its body (whitespace-normalised) equals or is contained in
    X's body; otherwise it is ``merged`` into X: X keeps its id, name, description, provenance and usage, takes the
-   longer of the two bodies (for code skills with its entry-point signature), gains extra keys it lacked, and records
-   the new skill's id in ``extra["merged_from"]``.
+   longer of the two bodies (for code skills with its entry-point signature; the package's contracts and resources
+   go with the body, so instructions and contracts stay matched), gains extra keys it lacked, and records the new
+   skill's id in ``extra["merged_from"]``.
 4. Otherwise it is ``added``.
 """
 
@@ -43,7 +44,9 @@ from skilltransfer.memory.library import (
 from skilltransfer.memory.skill import Skill
 from skilltransfer.memory.validate import validate_code_skill
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version 2 added skill packages (contracts, resources) to ``skills.jsonl``; version 1 folders load unchanged."""
+READABLE_VERSIONS = (1, 2)
 INDEX_FILE = "index.faiss"
 PRUNE_LOG = "prune_log.jsonl"
 _EPS = 1e-6
@@ -210,6 +213,7 @@ class SkillMemory:
         if took_new:
             target.body = new.body
             target.code = new.code.model_copy() if new.code else None
+            target.inputs, target.outputs, target.resources = new.inputs, new.outputs, dict(new.resources)
         for extra_key, value in new.extra.items():
             target.extra.setdefault(extra_key, value)
         merged = [part for part in target.extra.get("merged_from", "").split(",") if part]
@@ -370,9 +374,10 @@ class SkillMemory:
             config = MemoryConfig.model_validate(manifest["config"])
         except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
             raise InputError(f"corrupt manifest ({type(exc).__name__}: {exc})", path=path / MANIFEST) from None
-        if manifest.get("format_version") != FORMAT_VERSION:
+        version = manifest.get("format_version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise InputError(f"memory format_version {manifest.get('format_version')!r} is not supported "
-                             f"(this version reads {FORMAT_VERSION})", path=path)
+                             f"(this version reads {', '.join(map(str, READABLE_VERSIONS))})", path=path)
         if manifest.get("embedder") != str(embedder.id):
             raise InputError(f"memory was built with embedder {manifest.get('embedder')!r} but the given embedder is "
                              f"{embedder.id!r}; load it with the same embedder", path=path)

@@ -1,0 +1,187 @@
+"""Skill packages on disk: reading a package folder's resource files, and writing a package into a folder that an
+agent may have tampered with.
+
+Reading (``read_resources``, used by ``load_library``): every regular file under the package folder except its
+``SKILL.md``, hidden entries (names starting with ``.``), ``__pycache__`` and sub-folders holding their own
+``SKILL.md`` (nested packages, loaded as skills of their own). Symbolic links are never followed. Files a skill
+cannot carry (not UTF-8 text, over the size caps of `skilltransfer.memory.skill`, an unsafe name) are skipped and
+reported, so a public skill collection with fonts or images still loads.
+
+Writing (``write_package``, for episode workspaces): the target folder is made afresh below a trusted base folder;
+every folder on the way is entered with ``O_NOFOLLOW`` relative to its parent's descriptor, and anything that is not
+a real folder there (a link, a file, a FIFO) is removed, never followed, so nothing is written outside the base.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from skilltransfer.memory.skill import (
+    INSTRUCTION_FILE,
+    MAX_RESOURCE_BYTES,
+    MAX_RESOURCES,
+    MAX_RESOURCES_BYTES,
+    resource_name_problem,
+)
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+_SKIPPED_SILENTLY = ("__pycache__",)
+
+
+class PackageWriteError(OSError):
+    """A skill package could not be written where asked (the folder changed under the writer, permissions...)."""
+
+
+def _skip_name(name: str) -> bool:
+    return name.startswith(".") or name in _SKIPPED_SILENTLY
+
+
+def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
+    """The resource files of the package in ``folder`` (see the module docstring for which files count).
+
+    Returns:
+        (resources: relative POSIX path -> text, skipped: ``"path (reason)"`` for each file left out).
+    """
+    resources: dict[str, str] = {}
+    skipped: list[str] = []
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(folder)
+        kept = []
+        for name in sorted(dirnames):
+            if _skip_name(name):
+                continue
+            rel = (rel_dir / name).as_posix()
+            if (here / name).is_symlink():
+                skipped.append(f"{rel}/ (a symbolic link, not followed)")
+            elif not (here / name / INSTRUCTION_FILE).exists():  # a folder with its own SKILL.md is a package
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if _skip_name(name) or (rel_dir == Path(".") and name == INSTRUCTION_FILE):
+                continue
+            rel = (rel_dir / name).as_posix()
+            reason = _unreadable(here / name, rel, len(resources), total)
+            if reason is None:
+                try:
+                    text = (here / name).read_bytes().decode("utf-8")
+                except UnicodeDecodeError:
+                    reason = "not UTF-8 text"
+                except OSError as exc:
+                    reason = f"unreadable: {exc.strerror or type(exc).__name__}"
+                else:
+                    resources[rel] = text
+                    total += len(text.encode("utf-8"))
+            if reason is not None:
+                skipped.append(f"{rel} ({reason})")
+    return resources, skipped
+
+
+def _unreadable(path: Path, rel: str, count: int, total: int) -> str | None:
+    """Why the file at ``path`` cannot be a resource, judged before reading it (None: read it)."""
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or type(exc).__name__}"
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link, not followed"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    problem = resource_name_problem(rel)
+    if problem is not None:
+        return problem
+    if info.st_size > MAX_RESOURCE_BYTES:
+        return f"{info.st_size} bytes, over the {MAX_RESOURCE_BYTES}-byte limit"
+    if count >= MAX_RESOURCES:
+        return f"over the limit of {MAX_RESOURCES} resource files"
+    if total + info.st_size > MAX_RESOURCES_BYTES:
+        return f"over the {MAX_RESOURCES_BYTES}-byte limit of all resources"
+    return None
+
+
+def _discard(parent: int, name: str, info: os.stat_result) -> None:
+    """Remove ``name`` in the folder ``parent`` without following links (a folder is renamed aside, then removed)."""
+    if stat.S_ISDIR(info.st_mode):
+        aside = f".{name[:40]}.old-{uuid.uuid4().hex[:8]}"
+        os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
+        shutil.rmtree(aside, ignore_errors=True, dir_fd=parent)  # fd-based: never follows a link inside
+    else:
+        os.unlink(name, dir_fd=parent)
+
+
+def _enter(parent: int, name: str, *, fresh: bool) -> int:
+    """A descriptor of the real folder ``name`` in ``parent``, made if absent; anything else there is removed first
+    (everything, when ``fresh``)."""
+    try:
+        info: os.stat_result | None = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        info = None
+    if info is not None and (fresh or not stat.S_ISDIR(info.st_mode)):
+        _discard(parent, name, info)
+        info = None
+    if info is None:
+        os.mkdir(name, 0o755, dir_fd=parent)
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)
+
+
+def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str]) -> Path:
+    """Write ``files`` (relative path -> text) into the fresh folder ``base/folder[0]/.../folder[-1]``.
+
+    ``base`` is trusted (made by the harness); the folders below it may have been changed by an agent: the folders
+    on the way are kept when they are real folders, and the last one is replaced whole. No link is followed.
+
+    Args:
+        base: an existing folder (e.g. an episode workspace).
+        folder: the components of the package folder below ``base`` (e.g. ``["skills", "find_contact"]``); each a
+            plain name.
+        files: the package's files; each name must pass `resource_name_problem` or be ``SKILL.md``.
+
+    Returns:
+        The package folder's path.
+
+    Raises:
+        PackageWriteError: a bad name, or the folder could not be written (e.g. it changed while being written).
+    """
+    for part in folder:
+        if part in ("", ".", "..") or "/" in part or "\x00" in part:
+            raise PackageWriteError(f"package folder component {part!r} is not a plain name")
+    if not folder:
+        raise PackageWriteError("no package folder given")
+    for name in files:
+        if name != INSTRUCTION_FILE and resource_name_problem(name) is not None:
+            raise PackageWriteError(resource_name_problem(name))
+    target = Path(base).joinpath(*folder)
+    opened: list[int] = []
+    try:
+        opened.append(os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        for index, part in enumerate(folder):
+            opened.append(_enter(opened[-1], part, fresh=index == len(folder) - 1))
+        package = opened[-1]
+        for name, text in files.items():
+            parts = name.split("/")
+            where = package
+            for part in parts[:-1]:
+                where = _enter(where, part, fresh=False)
+                opened.append(where)
+            fd = os.open(parts[-1], _NEW_FILE_FLAGS, 0o644, dir_fd=where)
+            try:
+                data = memoryview(text.encode("utf-8"))
+                while data:
+                    data = data[os.write(fd, data):]
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        raise PackageWriteError(f"cannot write skill package {target}: {exc.strerror or exc}") from None
+    finally:
+        for fd in opened:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    return target
