@@ -60,7 +60,7 @@ def _system(variant: str, fmt: str) -> str:
 
 @pytest.mark.parametrize("fmt", ["text", "code"])
 def test_prompt_variants(fmt):
-    full, no_demo, no_rules = (_system(v, fmt) for v in PROMPT_VARIANTS)
+    full, no_demo, no_rules = (_system(v, fmt) for v in ("full", "no_demo", "no_rules"))
     assert "## Demonstration" in full
     assert "## Abstraction rules" in full
     assert "## Demonstration" not in no_demo
@@ -73,7 +73,7 @@ def test_prompt_variants(fmt):
     rule = "become function PARAMETERS" if fmt == "code" else "Drop instance-specific values"
     assert rule in full
     ids = {Inducer(ScriptedModel([]), variant=v, format=fmt).prompt_id for v in PROMPT_VARIANTS}
-    assert len(ids) == 3
+    assert len(ids) == len(PROMPT_VARIANTS) == 4
     assert all(i.startswith("induction-") and f"-{fmt}@" in i for i in ids)
 
 

@@ -2,11 +2,14 @@
 
 from skilltransfer.induction.inducer import (
     PROMPT_VARIANTS,
+    ContractReply,
     Induced,
     Inducer,
     InductionConfig,
     InductionError,
+    parse_contract_reply,
     parse_skill_reply,
 )
 
-__all__ = ["PROMPT_VARIANTS", "Induced", "Inducer", "InductionConfig", "InductionError", "parse_skill_reply"]
+__all__ = ["PROMPT_VARIANTS", "ContractReply", "Induced", "Inducer", "InductionConfig", "InductionError",
+           "parse_contract_reply", "parse_skill_reply"]

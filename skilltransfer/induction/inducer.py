@@ -5,6 +5,11 @@ skill format (text or code), one demonstration, the abstraction rules and the ou
 the trajectory's goal (the task instruction or the subtask text) and its steps. Variants for ablations drop the
 demonstration (``no_demo``) or the abstraction rules (``no_rules``). The model answers ``NAME:`` / ``DESCRIPTION:`` /
 ``BODY:``; a reply without them (or, for code, without a code block) is *unparseable*: the caller logs and skips it.
+
+The ``contract`` variant (study "Subagents vs Agent Skills" §3.2, §4) writes a skill package: procedural instructions
+plus explicit input/output contracts (``INPUTS:`` / ``OUTPUTS:`` fields, stored as ``Skill.inputs`` / ``outputs``),
+from a prompt that explains contracts, shows a contract demonstration and tells the model whether the trajectory
+succeeded. ``InductionConfig.only_successful`` induces only from (sub)trajectories the caller says succeeded.
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ from skilltransfer.memory.skill import Provenance, Skill, SkillFormat, SkillLeve
 from skilltransfer.protocols import ChatModel
 
 INDUCTION_PROMPTS = Path(__file__).resolve().parent / "prompts"
-PromptVariant = Literal["full", "no_demo", "no_rules"]
-PROMPT_VARIANTS: tuple[str, ...] = ("full", "no_demo", "no_rules")
+PromptVariant = Literal["full", "no_demo", "no_rules", "contract"]
+PROMPT_VARIANTS: tuple[str, ...] = ("full", "no_demo", "no_rules", "contract")
+OUTCOMES = {True: "The goal was achieved.",
+            False: "The goal was NOT achieved: keep only the steps that worked and the caveats learnt.",
+            None: "Unknown whether the goal was achieved."}
+"""The outcome line of the ``contract`` variant's user message, by the caller's success verdict."""
 
 _FIELD = r"^[ \t>*_#]*{name}[ \t*_]*:[ \t*_]*"
 _NAME = re.compile(_FIELD.format(name="NAME") + r"(.*)$", re.MULTILINE | re.IGNORECASE)
@@ -31,6 +40,9 @@ _DESCRIPTION = re.compile(_FIELD.format(name="DESCRIPTION") + r"(.*?)(?=" + _FIE
                           re.MULTILINE | re.IGNORECASE | re.DOTALL)
 _BODY = re.compile(_FIELD.format(name="BODY"), re.MULTILINE | re.IGNORECASE)
 _CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_SECTION = re.compile(_FIELD.format(name=r"(DESCRIPTION|INPUTS?|OUTPUTS?)"), re.MULTILINE | re.IGNORECASE)
+_TRAILING_CONTRACT = re.compile(_FIELD.format(name=r"(INPUTS?|OUTPUTS?)"), re.MULTILINE)
+"""A contract written after the body: only an upper-case field line counts (a step may say "Output: ...")."""
 
 
 class InductionError(ValueError):
@@ -54,18 +66,29 @@ class InductionConfig(BaseModel):
     """A folder of replacement induction prompt files (same names as the packaged ones)."""
     model_params: dict[str, Any] = Field(default_factory=dict)
     """Extra sampling parameters for the induction call."""
+    only_successful: bool = False
+    """Induce only from (sub)trajectories the caller says succeeded (``induce(..., succeeded=True)``), as the study
+    synthesises its packages from successful trajectories; others are skipped without a model call."""
 
 
 @dataclass
 class Induced:
-    """One induction attempt: the skill (None when unparseable), the reply and the prompt id."""
+    """One induction attempt: the skill (None when unparseable or skipped), the reply and the prompt id."""
 
     skill: Skill | None
     prompt_id: str
     reply: str
     error: str = ""
+    """Why there is no skill, or a note on the skill (e.g. a missing contract)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    skipped: bool = False
+    """No model call was made (``only_successful`` and the trajectory did not succeed)."""
+
+    @property
+    def status(self) -> str:
+        """"induced", "unparseable" or "skipped"."""
+        return "skipped" if self.skipped else "induced" if self.skill is not None else "unparseable"
 
 
 def parse_skill_reply(reply: str, fmt: SkillFormat) -> tuple[str, str, str, str]:
@@ -85,11 +108,18 @@ def parse_skill_reply(reply: str, fmt: SkillFormat) -> tuple[str, str, str, str]
         raise InductionError(f"reply lacks the field(s) {', '.join(missing)}")
     name = name_match.group(1).strip().strip("`*_ ").strip()
     description = " ".join(description_match.group(1).split())
-    body = reply[body_match.end():]
-    note = ""
+    body, note = _split_off_next_skill(reply[body_match.end():])
+    return name, description, _finish_body(body, fmt, name, description), note
+
+
+def _split_off_next_skill(body: str) -> tuple[str, str]:
     extra = _NAME.search(body)
     if extra is not None:
-        body, note = body[: extra.start()], "the reply held more than one skill; only the first was kept"
+        return body[: extra.start()], "the reply held more than one skill; only the first was kept"
+    return body, ""
+
+
+def _finish_body(body: str, fmt: SkillFormat, name: str, description: str) -> str:
     body = body.strip("\n").rstrip()
     if fmt == "code":
         block = _CODE_BLOCK.search(body)
@@ -99,7 +129,61 @@ def parse_skill_reply(reply: str, fmt: SkillFormat) -> tuple[str, str, str, str]
             raise InductionError("code skill reply has no ```python block with a function")
     if not name or not description or not body.strip():
         raise InductionError("NAME, DESCRIPTION and BODY must all be non-empty")
-    return name, description, body, note
+    return body
+
+
+@dataclass(frozen=True)
+class ContractReply:
+    """A parsed reply of the ``contract`` variant."""
+
+    name: str
+    description: str
+    body: str
+    inputs: str
+    outputs: str
+    note: str = ""
+    """What was odd but repaired: more than one skill, a missing contract."""
+
+
+def _contract_sections(text: str, pattern: re.Pattern[str]) -> tuple[dict[str, str], int]:
+    """The DESCRIPTION/INPUTS/OUTPUTS sections in ``text`` (first of each kind) and where the first one starts."""
+    matches = list(pattern.finditer(text))
+    sections: dict[str, str] = {}
+    for index, match in enumerate(matches):
+        key = match.group(1).upper().rstrip("S")
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
+        sections.setdefault(key, text[match.end():end].strip())
+    return sections, matches[0].start() if matches else len(text)
+
+
+def parse_contract_reply(reply: str, fmt: SkillFormat) -> ContractReply:
+    """Parse ``NAME`` / ``DESCRIPTION`` / ``INPUTS`` / ``OUTPUTS`` / ``BODY`` (``INPUT``/``OUTPUT`` too, any case and
+    markdown decoration; contracts may also follow the body as upper-case fields). A missing contract leaves it empty
+    and says so in ``note``.
+
+    Raises:
+        InductionError: NAME, DESCRIPTION or BODY is missing or empty, or a code skill has no code.
+    """
+    name_match = _NAME.search(reply)
+    start = name_match.end() if name_match else 0
+    body_match = _BODY.search(reply, start)
+    if name_match is None or body_match is None:
+        missing = [f for f, m in (("NAME", name_match), ("BODY", body_match)) if m is None]
+        raise InductionError(f"reply lacks the field(s) {', '.join(missing)}")
+    head, _ = _contract_sections(reply[start:body_match.start()], _SECTION)
+    if "DESCRIPTION" not in head:
+        raise InductionError("reply lacks the field(s) DESCRIPTION")
+    body, note = _split_off_next_skill(reply[body_match.end():])
+    tail, cut = _contract_sections(body, _TRAILING_CONTRACT)
+    body = body[:cut]
+    contracts = {key: head.get(key) or tail.get(key, "") for key in ("INPUT", "OUTPUT")}
+    missing = [f"{key}S" for key, text in contracts.items() if not text]
+    if missing:
+        note = "; ".join(filter(None, [note, f"the reply has no {' or '.join(missing)} contract"]))
+    name = name_match.group(1).strip().strip("`*_ ").strip()
+    description = " ".join(head["DESCRIPTION"].split())
+    body = _finish_body(body, fmt, name, description)
+    return ContractReply(name, description, body, contracts["INPUT"], contracts["OUTPUT"], note)
 
 
 class Inducer:
@@ -114,16 +198,21 @@ class Inducer:
         self.model = model
         self.config = InductionConfig.model_validate({**(config or InductionConfig()).model_dump(), **kwargs})
         self.system = self._compose()
-        self.user = load_prompt("trajectory", self.config.prompt_dir, default_folder=INDUCTION_PROMPTS)
+        user = "trajectory_contract" if self.config.variant == "contract" else "trajectory"
+        self.user = load_prompt(user, self.config.prompt_dir, default_folder=INDUCTION_PROMPTS)
 
     def _compose(self) -> Prompt:
         fmt, variant = self.config.format, self.config.variant
-        names = ["instruction", f"format_{fmt}"]
-        if variant != "no_demo":
-            names.append(f"demonstration_{fmt}")
-        if variant != "no_rules":
-            names.append(f"rules_{fmt}")
-        names.append(f"output_{fmt}")
+        if variant == "contract":
+            names = ["instruction", f"format_{fmt}", "contract", f"demonstration_contract_{fmt}", f"rules_{fmt}",
+                     f"output_contract_{fmt}"]
+        else:
+            names = ["instruction", f"format_{fmt}"]
+            if variant != "no_demo":
+                names.append(f"demonstration_{fmt}")
+            if variant != "no_rules":
+                names.append(f"rules_{fmt}")
+            names.append(f"output_{fmt}")
         parts = [load_prompt(n, self.config.prompt_dir, default_folder=INDUCTION_PROMPTS).text.strip() for n in names]
         return Prompt(f"induction-{variant}-{fmt}", "\n\n".join(parts) + "\n")
 
@@ -133,7 +222,7 @@ class Inducer:
         return self.system.id
 
     def induce(self, goal: str, actions: list[ActionStep], *, level: SkillLevel, calls: CallLog,
-               provenance: Provenance | None = None) -> Induced:
+               provenance: Provenance | None = None, succeeded: bool | None = None) -> Induced:
         """Ask the model for one skill; an unparseable reply gives ``Induced(skill=None, error=...)``.
 
         Args:
@@ -143,20 +232,36 @@ class Inducer:
             calls: the task's call log (the call is recorded with role "induction"; it fits the prompt to the
                 model's window, eliding the oldest steps first).
             provenance: where the trajectory came from.
+            succeeded: whether the (sub)trajectory reached its goal (None: not known). With ``only_successful``, a
+                trajectory that did not succeed is skipped (``Induced.skipped``) without a model call; the
+                ``contract`` variant tells the model the outcome.
 
         Raises:
             ContextExceeded: the prompt cannot fit the model's window even with the trajectory elided.
+            ValueError: ``only_successful`` is set but no verdict was given (``succeeded`` is None).
         """
+        if self.config.only_successful and succeeded is None:
+            raise ValueError("InductionConfig.only_successful needs the caller's verdict: pass succeeded=True/False")
+        if self.config.only_successful and not succeeded:
+            return Induced(None, self.prompt_id, "", "not induced: the trajectory did not succeed (only_successful)",
+                           skipped=True)
         trajectory = TrajectoryText(actions, self.config.max_observation_chars, self.config.max_trajectory_chars)
         messages = [{"role": "system", "content": self.system.text},
                     {"role": "user", "content": self.user.render(goal=goal.strip(), trajectory=trajectory.render(),
-                                                                 format=self.config.format)}]
+                                                                 format=self.config.format,
+                                                                 outcome=OUTCOMES[succeeded])}]
         completion = calls.complete(self.model, messages, "induction", trajectory=trajectory,
                                     **self.config.model_params)
         out = Induced(None, self.prompt_id, completion.text, prompt_tokens=completion.prompt_tokens,
                       completion_tokens=completion.completion_tokens)
+        contracts: dict[str, str] = {}
         try:
-            name, description, body, note = parse_skill_reply(completion.text, self.config.format)
+            if self.config.variant == "contract":
+                parsed = parse_contract_reply(completion.text, self.config.format)
+                name, description, body, note = parsed.name, parsed.description, parsed.body, parsed.note
+                contracts = {"inputs": parsed.inputs, "outputs": parsed.outputs}
+            else:
+                name, description, body, note = parse_skill_reply(completion.text, self.config.format)
         except InductionError as exc:
             out.error = str(exc)
             return out
@@ -169,6 +274,7 @@ class Inducer:
                 except ValueError:
                     pass  # broken code: the memory prunes it and logs why
         out.skill = Skill(name=name, description=description, body=body, format=self.config.format, level=level,
-                          provenance=provenance or Provenance(), extra={"induction_prompt": self.prompt_id})
+                          provenance=provenance or Provenance(), extra={"induction_prompt": self.prompt_id},
+                          **contracts)
         out.error = note
         return out

@@ -1,0 +1,136 @@
+"""The ``contract`` induction variant (procedure + input/output contracts) and induction from successful
+trajectories only, with scripted models."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_tinyenv import CounterScript, TinyEnv
+
+from skilltransfer.agents import ActionStep, Agent, CallLog
+from skilltransfer.induction import Inducer, InductionError, parse_contract_reply
+from skilltransfer.induction.inducer import INDUCTION_PROMPTS, OUTCOMES
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.store import SkillMemory
+
+ACTIONS = [ActionStep(0, None, "r", "Look.", "print(apis.counter.get())", "0\n"),
+           ActionStep(1, None, "r", "Set.", "apis.counter.add(3)\ncomplete_task()", "(no output)", done=True)]
+
+CONTRACT_SKILL = """NAME: set_counter_value
+DESCRIPTION: Set the counter to a target value.
+INPUTS:
+- the target value, an integer
+OUTPUTS:
+- the counter holds the target; the new value is reported
+BODY:
+1. Reset the counter with apis.counter.reset().
+2. Add the target with apis.counter.add(<target>).
+Output: report apis.counter.get()."""
+
+
+def test_contract_prompt_files_and_composition() -> None:
+    names = {p.stem for p in INDUCTION_PROMPTS.glob("*.md")}
+    assert {"contract", "demonstration_contract_text", "demonstration_contract_code", "output_contract_text",
+            "output_contract_code", "trajectory_contract"} <= names
+    for fmt in ("text", "code"):
+        inducer = Inducer(ScriptedModel([]), variant="contract", format=fmt)
+        system = inducer.system.text
+        assert "## Input and output contracts" in system
+        assert "## Abstraction rules" in system
+        assert "INPUTS:\n- <each" in system
+        assert system.count("## Demonstration") == 1
+        assert "OUTPUTS:" in system.split("## Demonstration")[1]
+        assert inducer.prompt_id.startswith(f"induction-contract-{fmt}@")
+    assert Inducer(ScriptedModel([])).user.name == "trajectory"
+
+
+@pytest.mark.parametrize("succeeded", [True, False, None])
+def test_contract_induction_writes_contracts_and_states_the_outcome(succeeded: bool | None) -> None:
+    model = ScriptedModel([CONTRACT_SKILL])
+    induced = Inducer(model, variant="contract").induce("Set the counter to 3.", ACTIONS, level="subtask",
+                                                         calls=CallLog(), succeeded=succeeded)
+    skill = induced.skill
+    assert skill is not None
+    assert induced.status == "induced"
+    assert skill.inputs == "- the target value, an integer"
+    assert skill.outputs == "- the counter holds the target; the new value is reported"
+    assert skill.body.endswith("Output: report apis.counter.get().")  # a step that says "Output:" stays in the body
+    assert "INPUTS" not in skill.body
+    assert skill.extra["induction_prompt"].startswith("induction-contract-text@")
+    user = model.calls[0][1]["content"]
+    assert f"# Outcome\n{OUTCOMES[succeeded]}" in user
+
+
+def test_other_variants_ignore_contract_fields_and_outcome() -> None:
+    model = ScriptedModel([CONTRACT_SKILL])
+    induced = Inducer(model).induce("g", ACTIONS, level="task", calls=CallLog(), succeeded=True)
+    assert induced.skill is not None
+    assert induced.skill.inputs == ""
+    assert "# Outcome" not in model.calls[0][1]["content"]
+
+
+def test_only_successful_skips_without_a_model_call() -> None:
+    inducer = Inducer(ScriptedModel([]), variant="contract", only_successful=True)  # any call would raise
+    induced = inducer.induce("g", ACTIONS, level="task", calls=CallLog(), succeeded=False)
+    assert induced.skipped
+    assert induced.skill is None
+    assert induced.status == "skipped"
+    assert "did not succeed" in induced.error
+    with pytest.raises(ValueError, match="needs the caller's verdict"):
+        inducer.induce("g", ACTIONS, level="task", calls=CallLog())
+    ok = Inducer(ScriptedModel([CONTRACT_SKILL]), variant="contract", only_successful=True)
+    assert ok.induce("g", ACTIONS, level="task", calls=CallLog(), succeeded=True).skill is not None
+
+
+@pytest.mark.parametrize(("reply", "inputs", "outputs", "note"), [
+    ("**NAME:** `a_b`\n**Description:** does things.\n**Input:** a name\n**Output:** an email\n**BODY:**\nstep",
+     "a name", "an email", ""),
+    ("NAME: a_b\nDESCRIPTION: does things.\nBODY:\nstep one\nINPUTS:\n- a name\nOUTPUTS:\n- an email",
+     "- a name", "- an email", ""),
+    ("NAME: a_b\nDESCRIPTION: does things.\nINPUTS: a name\nBODY:\nstep\noutputs: lower case stays in the body",
+     "a name", "", "no OUTPUTS contract"),
+    ("NAME: a_b\nDESCRIPTION: does things.\nBODY:\nstep", "", "", "no INPUTS or OUTPUTS contract"),
+    ("NAME: a_b\nDESCRIPTION: d\nINPUTS: x\nOUTPUTS: y\nBODY:\nstep\n\nNAME: second\nDESCRIPTION: e\nBODY:\nz",
+     "x", "y", "more than one skill"),
+])
+def test_parse_contract_replies(reply: str, inputs: str, outputs: str, note: str) -> None:
+    parsed = parse_contract_reply(reply, "text")
+    assert parsed.name == "a_b"
+    assert parsed.description in ("does things.", "d")
+    assert (parsed.inputs, parsed.outputs) == (inputs, outputs)
+    assert note in parsed.note
+    if not note:
+        assert parsed.note == ""
+    assert parsed.body.startswith("step")
+    assert "second" not in parsed.body
+
+
+def test_parse_contract_code_reply() -> None:
+    reply = ("NAME: set_it\nDESCRIPTION: set it\nINPUTS:\n- n: the value\nOUTPUTS:\n- returns n\nBODY:\n"
+             "```python\ndef set_it(n):\n    return n\n```")
+    parsed = parse_contract_reply(reply, "code")
+    assert parsed.body == "def set_it(n):\n    return n"
+    assert parsed.inputs == "- n: the value"
+
+
+@pytest.mark.parametrize(("reply", "message"), [
+    ("no fields at all", "NAME, BODY"),
+    ("NAME: a\nINPUTS: x\nBODY:\nstep", "DESCRIPTION"),
+    ("NAME: a\nDESCRIPTION: d\nINPUTS: x\nBODY:\n  ", "non-empty"),
+])
+def test_unparseable_contract_replies(reply: str, message: str) -> None:
+    with pytest.raises(InductionError, match=message):
+        parse_contract_reply(reply, "text")
+
+
+@pytest.mark.parametrize("level", ["task", "subtask"])
+def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, hash_embedder) -> None:
+    script = CounterScript(induction=CONTRACT_SKILL)
+    model = ScriptedModel(script)
+    memory = SkillMemory(hash_embedder)
+    env = TinyEnv([2], workdir=tmp_path)
+    episode = env.start(env.tasks()[0])
+    Agent(model, memory=memory, inducer=Inducer(model, variant="contract"), level=level).run(episode)
+    episode.close()
+    [skill] = list(memory)  # the subtask level's second skill is a near-duplicate of the first
+    assert skill.inputs == "- the target value, an integer"
+    assert "Input: - the target value" in skill.render()
