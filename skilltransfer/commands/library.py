@@ -1,0 +1,152 @@
+"""``skilltransfer library organize|show``: build a library organisation (flat, task tree, LLM tree or graph), save it
+with the library, and look at it."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from skilltransfer.cli import app
+from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.experiments.launch import ModelOptions
+from skilltransfer.memory.library import export_skill_md, load_library
+from skilltransfer.memory.organization import (
+    ORGANIZATION_KINDS,
+    LibraryView,
+    NodeNotFound,
+    Organization,
+    flat_organization,
+    save_organization,
+    task_tree,
+)
+from skilltransfer.memory.skill import Skill
+
+library_app = typer.Typer(no_args_is_help=True, help="Organise a skill library (flat, task tree, LLM tree or graph) "
+                                                     "and look at an organised library.")
+app.add_typer(library_app, name="library")
+
+_MODEL = "Model (tree and graph)"
+_BUILD = "Building"
+
+
+@library_app.command("organize")
+def organize(
+    library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
+    kind: Annotated[str, typer.Option("--as", help="tree or graph (an LLM groups the skills under routing nodes), "
+                                                   "task-tree (one node per source task, no LLM) or flat.")],
+    out: Annotated[Path, typer.Option(help="New folder for the organised library: the skills as SKILL.md packages "
+                                           "plus organization.json.")],
+    height: Annotated[int, typer.Option(min=2, max=3, help="Levels from the top to the skills (tree/graph): 2 = "
+                                                           "routing nodes over skills, 3 = a level above those.",
+                                        rich_help_panel=_BUILD)] = 2,
+    max_groups: Annotated[int | None, typer.Option(min=2, help="Most groups per call (default: the square root of "
+                                                               "the items, 2 to 12).", rich_help_panel=_BUILD)] = None,
+    batch_size: Annotated[int, typer.Option(min=8, help="Most skills listed in one call.", rich_help_panel=_BUILD)]
+    = 60,
+    retries: Annotated[int, typer.Option(min=0, help="Calls after an unusable reply before falling back to the task "
+                                                     "tree.", rich_help_panel=_BUILD)] = 2,
+    model: Annotated[str | None, typer.Option(help="local (embedded model), openai (any OpenAI-compatible "
+                                                   "endpoint) or scripted (test double). Default: openai when an "
+                                                   "endpoint is configured, else local.", rich_help_panel=_MODEL)]
+    = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env: OPENAI_BASE_URL).",
+                                                 rich_help_panel=_MODEL)] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (env: OPENAI_API_KEY).", rich_help_panel=_MODEL)]
+    = None,
+    model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint (env: SKILLTRANSFER_MODEL); a GGUF "
+                                                        "path for local.", rich_help_panel=_MODEL)] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.", rich_help_panel=_MODEL)] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most completion tokens per call (default 1024).",
+                                                   rich_help_panel=_MODEL)] = None,
+    context_window: Annotated[int | None, typer.Option(help="The model's context window in tokens.",
+                                                       rich_help_panel=_MODEL)] = None,
+    cache: Annotated[Path | None, typer.Option(help="SQLite response cache.", rich_help_panel=_MODEL)] = None,
+    cache_mode: Annotated[str | None, typer.Option(help="rw (default), ro (replay) or off.", rich_help_panel=_MODEL)]
+    = None,
+    script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL); needs --model "
+                                                     "scripted.", rich_help_panel=_MODEL)] = None,
+    retry_budget: Annotated[float | None, typer.Option(help="Seconds a model call keeps retrying rate limits, 5xx "
+                                                            "and connection errors (default 300).",
+                                                       rich_help_panel=_MODEL)] = None,
+) -> Organization:
+    """Organise a skill library and save it, with its skills, in a new folder (reload it with ``library show``)."""
+    if kind not in ORGANIZATION_KINDS:
+        raise InputError(f"--as must be one of {', '.join(ORGANIZATION_KINDS)}, got {kind!r}")
+    check_output_path(out, flag="--out")
+    if out.is_dir() and any(out.iterdir()):
+        raise InputError("--out: exists and is not empty; give a new folder", path=out)
+    options = ModelOptions(name=model, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
+                           max_tokens=max_tokens, context_window=context_window, cache=str(cache) if cache else None,
+                           cache_mode=cache_mode, script=str(script) if script else None, retry_budget_s=retry_budget)
+    config = options.config()  # checks the model flags before any work
+    skills = load_library(library)
+    if kind == "flat":
+        organization = flat_organization(skills)
+    elif kind == "task-tree":
+        organization = task_tree(skills)
+    else:
+        settings: dict[str, Any] = {"kind": kind, "height": height, "max_groups": max_groups, "batch_size": batch_size,
+                                    "retries": retries}
+        if max_tokens is not None:
+            settings["max_tokens"] = max_tokens
+        organization = _llm_organization(skills, config, settings)
+    folder = _write(skills, organization, out)
+    view = LibraryView.load(folder)  # what was written reloads and validates
+    built = organization.built_by
+    typer.echo(view.top(), nl=False)
+    typer.echo(f"built by: {built.get('method')}" + (f" ({built['calls']} model calls, {built['retries']} retries)"
+                                                    if "calls" in built else ""))
+    for note in [*built.get("notes", []), *([f"fallback reason: {built['reason']}"] if "reason" in built else [])]:
+        typer.echo(f"note: {note}")
+    typer.echo(f"wrote {folder} ({len(skills)} skills, organization.json)")
+    return organization
+
+
+def _llm_organization(skills: list[Skill], config: dict[str, Any], settings: dict[str, Any]) -> Organization:
+    """Build a tree/graph with the model the flags configure (closed afterwards)."""
+    from skilltransfer.induction.organize import Organizer
+    from skilltransfer.llm import make_model
+
+    chat_model = make_model(config)
+    try:
+        return Organizer(chat_model, **settings).organize(skills)
+    finally:
+        close = getattr(chat_model, "close", None)
+        if close is not None:
+            close()
+
+
+def _write(skills: list[Skill], organization: Organization, out: Path) -> Path:
+    """Write the library (SKILL.md packages) and its organisation into a temp sibling of ``out``, then move it."""
+    out = out.expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        export_skill_md(skills, tmp)
+        save_organization(organization, tmp)
+        if out.is_dir():
+            out.rmdir()  # checked empty above
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+@library_app.command("show")
+def show(
+    folder: Annotated[Path, typer.Argument(help="An organised library (written by library organize).")],
+    node: Annotated[str | None, typer.Option(help="Open this routing node (or skill) instead of the top.")] = None,
+) -> str:
+    """Print an organised library's top level, or what opening one of its nodes shows."""
+    view = LibraryView.load(folder)
+    try:
+        text = view.top() if node is None else view.open(node)
+    except NodeNotFound as exc:
+        raise InputError(f"--node: {exc}", path=folder) from None
+    typer.echo(text, nl=False)
+    return text
