@@ -1,4 +1,5 @@
-"""Skill-utility metrics (specificity, abstractness, utility) and the statistics of the transfer analyses."""
+"""Skill-utility metrics (specificity, abstractness, utility), the statistics of the transfer analyses, and
+per-context-window accounting."""
 
 from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
 from skilltransfer.metrics.stats import (
@@ -27,6 +28,7 @@ from skilltransfer.metrics.utility import (
     utility,
     utility_scores,
 )
+from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 
 __all__ = [
     "DEFAULT_MAX_PAIRS",
@@ -35,6 +37,8 @@ __all__ = [
     "SPECIFICITY_MODES",
     "Bin",
     "BinnedSpearman",
+    "ContextAccount",
+    "ContextWindow",
     "ScoreReport",
     "SkillScore",
     "TaskReference",
