@@ -134,3 +134,26 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
     [skill] = list(memory)  # the subtask level's second skill is a near-duplicate of the first
     assert skill.inputs == "- the target value, an integer"
     assert "Input: - the target value" in skill.render()
+
+
+def test_grid_spec_runs_the_contract_variant(tmp_path) -> None:
+    import yaml
+
+    from skilltransfer.experiments.grid import run_grid
+    from skilltransfer.experiments.spec import load_spec
+    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.memory import load_library
+
+    with MockServer(CounterScript(CONTRACT_SKILL), latency_s=0.0) as server:
+        spec = {"name": "c", "out": str(tmp_path / "out"), "conditions": ["task+text"], "embedder": "hash:64",
+                "envs": {"a": {"env": "helpers_tinyenv:TinyEnv", "args": {"targets": [3, 5]}}},
+                "models": {"mock": {"name": "openai", "base_url": server.url, "model": "mock", "backoff_base_s": 0,
+                                    "max_retries": 1}},
+                "induction_variants": ["contract"]}
+        (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+        summary = run_grid(load_spec(str(tmp_path / "spec.yaml")))
+    assert summary.counts["done"] == 1
+    [outcome] = summary.outcomes
+    [skill] = load_library(tmp_path / "out" / outcome.run / "memory")
+    assert skill.outputs == "- the counter holds the target; the new value is reported"
+    assert skill.extra["induction_prompt"].startswith("induction-contract-text@")
