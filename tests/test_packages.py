@@ -26,6 +26,7 @@ from skilltransfer.memory import (
     materialize_skill,
 )
 from skilltransfer.memory.library import SKIPPED_KEY, package_dirname
+from skilltransfer.memory.package import MAX_EXAMINED, MAX_SKIPPED_SHOWN, read_resources
 from skilltransfer.memory.skill import MAX_RESOURCE_BYTES, MAX_RESOURCES, MAX_RESOURCES_BYTES, resource_name_problem
 from skilltransfer.memory.store import MANIFEST, SKILLS_JSONL
 
@@ -261,3 +262,28 @@ def test_materialize_refuses_bad_places(tmp_path: Path) -> None:
         materialize_skill(PACKAGE, tmp_path, dirname="..")
     with pytest.raises(PackageWriteError, match="cannot write skill package"):
         materialize_skill(PACKAGE, tmp_path / "missing")
+
+
+def test_a_skill_md_atop_a_big_tree_reads_a_bounded_part(tmp_path: Path) -> None:
+    (tmp_path / "SKILL.md").write_text("---\nname: top\ndescription: d\n---\nbody\n")
+    for block in range(MAX_EXAMINED // 50 + 2):
+        folder = tmp_path / f"d{block:03d}"
+        folder.mkdir()
+        for index in range(50):
+            (folder / f"f{index}.bin").write_bytes(b"\xff")
+    [skill] = load_library(tmp_path / "SKILL.md")
+    assert skill.resources == {}
+    skipped = skill.extra[SKIPPED_KEY].split("; ")
+    assert len(skipped) == MAX_SKIPPED_SHOWN + 2
+    assert skipped[-2] == f"and {MAX_EXAMINED - MAX_SKIPPED_SHOWN} more"
+    assert skipped[-1].startswith("the rest of the folder")
+
+
+def test_a_folder_of_exactly_the_examined_limit_is_not_called_truncated(tmp_path: Path) -> None:
+    for index in range(MAX_EXAMINED):
+        (tmp_path / f"f{index:04d}.bin").write_bytes(b"\xff")
+    _, skipped = read_resources(tmp_path)
+    assert not skipped[-1].startswith("the rest of the folder")
+    (tmp_path / "one-more.bin").write_bytes(b"\xff")
+    _, skipped = read_resources(tmp_path)
+    assert skipped[-1].startswith("the rest of the folder")

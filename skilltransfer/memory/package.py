@@ -33,6 +33,10 @@ from skilltransfer.memory.skill import (
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 _SKIPPED_SILENTLY = ("__pycache__",)
+MAX_EXAMINED = 10 * MAX_RESOURCES
+"""Reading a package folder stops after this many files (a SKILL.md placed at the top of a big tree)."""
+MAX_SKIPPED_SHOWN = 20
+"""At most this many left-out files are named; the rest are counted."""
 
 
 class PackageWriteError(OSError):
@@ -51,8 +55,11 @@ def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
     """
     resources: dict[str, str] = {}
     skipped: list[str] = []
-    total = 0
+    total = examined = 0
+    truncated = False
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        if truncated:
+            break
         here = Path(dirpath)
         rel_dir = here.relative_to(folder)
         kept = []
@@ -68,6 +75,10 @@ def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
         for name in sorted(filenames):
             if _skip_name(name) or (rel_dir == Path(".") and name == INSTRUCTION_FILE):
                 continue
+            if examined >= MAX_EXAMINED:  # checked per file: one huge folder stops too
+                truncated = True
+                break
+            examined += 1
             rel = (rel_dir / name).as_posix()
             reason = _unreadable(here / name, rel, len(resources), total)
             if reason is None:
@@ -82,6 +93,10 @@ def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
                     total += len(text.encode("utf-8"))
             if reason is not None:
                 skipped.append(f"{rel} ({reason})")
+    if len(skipped) > MAX_SKIPPED_SHOWN:
+        skipped = [*skipped[:MAX_SKIPPED_SHOWN], f"and {len(skipped) - MAX_SKIPPED_SHOWN} more"]
+    if truncated:
+        skipped.append(f"the rest of the folder (not read: stopped after {MAX_EXAMINED} files)")
     return resources, skipped
 
 
