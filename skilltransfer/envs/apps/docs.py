@@ -86,11 +86,10 @@ Thought: The balance is 1204.5, so I submit it.
 ```python
 complete_task(answer=1204.5)
 ```
-To read every page of a paginated API: `page = 0`, then loop `batch = apis.<app>.<api>(access_token=token,
-page_index=page, page_limit=20)` and `page += 1` until `batch` is empty.
+Observation: Task marked as complete.
 """
-"""The worked example shown with the docs: credentials -> login -> API call -> complete_task, and pagination (a
-task type that no template asks)."""
+"""The worked example at the end of the docs (the format of ``skilltransfer.agents.demonstration``): credentials ->
+login -> API call -> complete_task, on a task type that no template asks."""
 
 _PREAMBLE = [
     "You act for the main user (the supervisor) in a world of apps, through Python code.",
