@@ -33,7 +33,8 @@ def test_split_demonstration_parses_turns_and_removes_the_section():
     assert [r.splitlines()[0] for r, _ in demo.turns] == ["Thought: Reset first.", "Thought: Now add 2 and finish."]
     assert [o for _, o in demo.turns] == ["0", "Task marked as complete."]
     assert "Example" not in rest
-    assert rest.startswith("intro") and "## After\nmore" in rest
+    assert rest.startswith("intro")
+    assert "## After\nmore" in rest
 
 
 @pytest.mark.parametrize("docs", [
