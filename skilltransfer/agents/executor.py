@@ -160,6 +160,8 @@ class Executor:
         params = dict(self.config.model_params)
         if self.config.stop:
             params.setdefault("stop", list(self.config.stop))
+        if run.hinted_at is not None and self.config.stuck_temperature is not None:
+            params["temperature"] = self.config.stuck_temperature  # a greedy model repeats itself after a hint
         completion = self.calls.complete(self.model, run.messages, "executor", head=run.head, **params)
         reply = completion.text
         shown = trim_reply(reply) if self.config.stop else reply
