@@ -133,7 +133,7 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
     episode.close()
     [skill] = list(memory)  # the subtask level's second skill is a near-duplicate of the first
     assert skill.inputs == "- the target value, an integer"
-    assert "Input: - the target value" in skill.render()
+    assert "Input:\n- the target value" in skill.render()
 
 
 def test_grid_spec_runs_the_contract_variant(tmp_path) -> None:

@@ -201,7 +201,7 @@ def test_render_shows_contracts_only_when_present() -> None:
     assert plain.render() == "### Skill: a\nDo a.\n1. x\n"
     text = PACKAGE.render()
     assert text.startswith("### Skill: find_contact_email\nFind a contact's email address by their full name.\n"
-                           "Input: - the contact's full name\nOutput: - the email address, as text\n"
+                           "Input:\n- the contact's full name\nOutput:\n- the email address, as text\n"
                            "Resources: examples/example 1.md, scripts/lookup.py\n1. Search")
     assert PACKAGE.body not in PACKAGE.render_card()
 

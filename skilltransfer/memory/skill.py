@@ -192,7 +192,8 @@ class Skill(BaseModel):
 
     def contracts(self) -> str:
         """The contract lines (``Input: ...``, ``Output: ...``) and resource names, "" when the skill has none."""
-        lines = [f"{label}: {text}" for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]
+        lines = [f"{label}:\n{text.strip()}" if "\n" in text.strip() or text.startswith("- ") else f"{label}: {text}"
+                 for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]  # lists go below
         if self.resources:
             lines.append(f"Resources: {', '.join(self.resources)}")
         return "".join(f"{line}\n" for line in lines)
