@@ -85,6 +85,7 @@ def test_decompose_then_route_through_the_cli(tmp_path: Path, rules: Path, monke
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--out", "{tmp}/a-file"], "--out: exists and is not a folder"),
+    (["--out", "{tmp}"], "refusing to overwrite: not a saved skill graph (no manifest.json)"),
     (["--out", "{tmp}/new", "--model", "openai", "--script", "{tmp}/decompose.jsonl"], "--script is only for"),
     (["--out", "{tmp}/new", "--merge-threshold", "0"], "--merge-threshold must be > 0"),
     (["--out", "{tmp}/new", "--embedder", "nonsense"], "Unknown embedder 'nonsense'"),

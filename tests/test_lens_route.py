@@ -95,6 +95,7 @@ def test_each_decision_path_and_what_enters_the_context() -> None:
         ("x2", "REWRITE", 2, "s2"), ("x3", "SKIP", 2, "s2"), ("p2", "DECOMPOSE", 0, None),
         ("c2", "DECOMPOSE", 1, "p2")]  # c2's child x1 lies in s1's accepted subtree: never visited
     assert log.context_units == ["s1", "x2"]
+    assert log.retrieved_tree == 9  # both skills' units, the shared x1 once
     assert log.rewrites == {"x2": "Attach sales.xlsx"}
     assert "Find the colleague's address first\n  - Look up the colleague in the contacts by name\n    - Search " \
            "contacts for the name" in routed.text

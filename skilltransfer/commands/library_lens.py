@@ -89,9 +89,9 @@ def decompose(
     units across skills, and save the skill graph."""
     from skilltransfer.lens.decompose import DecomposeConfig, decompose_library
     from skilltransfer.memory.embedders import make_embedder
-    from skilltransfer.memory.library import load_library
+    from skilltransfer.memory.library import check_replaceable, load_library
 
-    check_output_path(out, flag="--out")
+    check_replaceable(check_output_path(out, flag="--out"), what="skill graph")
     if not 0 < merge_threshold:
         raise InputError(f"--merge-threshold must be > 0, got {merge_threshold}")
     skills = load_library(library)[:limit]

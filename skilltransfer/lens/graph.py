@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import faiss
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
@@ -83,6 +84,7 @@ class SkillGraph:
         self._parents: dict[str, list[str]] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._matrix: tuple[list[str], np.ndarray] | None = None
+        self._index: faiss.IndexFlatIP | None = None
         self._order: dict[str, int] | None = None
 
     # ----------------------------------------------------------------- building
@@ -170,6 +172,7 @@ class SkillGraph:
 
     def _changed(self) -> None:
         self._matrix = None
+        self._index = None
         self._order = None
 
     # ----------------------------------------------------------------- reading
@@ -255,16 +258,17 @@ class SkillGraph:
         return self._vectors[uid]
 
     def top_units(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The ``k`` units whose texts are most similar to ``query`` (cosine), best first; ties by unit order."""
+        """The ``k`` units whose texts are most similar to ``query`` (cosine; exact FAISS inner-product search over
+        the normalised embeddings), best first."""
         ids, matrix = self.matrix()
         if not ids or k <= 0:
             return []
-        q = np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(-1)
-        scores = matrix @ q
-        k = min(k, len(ids))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        top = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
-        return [(ids[i], float(scores[i])) for i in top]
+        if self._index is None:
+            self._index = faiss.IndexFlatIP(self.dim)
+            self._index.add(matrix)
+        q = np.ascontiguousarray(self.embedder.embed([query]), dtype=np.float32).reshape(1, self.dim)
+        scores, rows = self._index.search(q, min(k, len(ids)))
+        return [(ids[int(row)], float(score)) for score, row in zip(scores[0], rows[0], strict=True) if row >= 0]
 
     # ----------------------------------------------------------------- validation
     def validate(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from skilltransfer.templates import PromptTemplate, read_template
@@ -9,6 +10,8 @@ from skilltransfer.templates import PromptTemplate, read_template
 LENS_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
+@lru_cache(maxsize=256)
 def lens_prompt(name: str, folder: str | Path | None = None) -> PromptTemplate:
-    """The prompt ``name`` from ``folder`` (a user's replacements) or the packaged lens prompts."""
+    """The prompt ``name`` from ``folder`` (a user's replacements) or the packaged lens prompts (read once per
+    process: routing asks for its prompts on every query)."""
     return read_template(name, LENS_PROMPTS, folder)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -108,6 +108,10 @@ class RouteLog(BaseModel):
     verifier_completion_tokens: int = 0
     context_units: list[str] = Field(default_factory=list)
     context_tokens: int = 0
+    """Sum of the context blocks' `estimate_tokens` (what the budget counts)."""
+    retrieved_tree: int = 0
+    """Distinct units in the subtrees of the seeds and expanded units: what flat reuse of the retrieved units would
+    insert (the study's n, against which the adaptation cost is plotted)."""
     cut_units: list[str] = Field(default_factory=list)
     """Selected units left out by the token budget."""
     unrouted: list[str] = Field(default_factory=list)
@@ -140,6 +144,8 @@ class RoutedUnit:
     """The cosine of the seed, or the walk weight of the expanded unit, it was reached from."""
     text: str
     """The block as it enters the context."""
+    tokens: int
+    """The block's `estimate_tokens`."""
     skills: tuple[str, ...]
     """Source skill names."""
 
@@ -151,8 +157,6 @@ class RoutedContext:
     text: str
     units: list[RoutedUnit]
     log: RouteLog
-    selected: list[RoutedUnit] = field(default_factory=list)
-    """Every accepted/rewritten unit before the budget and coverage cut (best first)."""
 
 
 class _Router:
@@ -265,29 +269,28 @@ class _Router:
         return f"#### {self._skills(uid)} · {unit.layer}{' (adapted to this task)' if adapted else ''}\n{body}\n"
 
     # ----------------------------------------------------------------- context
-    def context(self) -> tuple[list[RoutedUnit], list[RoutedUnit]]:
-        """(units in the context in graph order, every selected unit best first)."""
+    def context(self) -> list[RoutedUnit]:
+        """The units of the context in graph order: selected units outside other selected subtrees, by rank while
+        their blocks fit the budget."""
         inner: set[str] = set()
         for uid in self.selected:
             inner.update(node for node in self.graph.subtree(uid) if node != uid)
         order = self.graph.order()
-        ranked = sorted(self.selected.items(), key=lambda item: (item[1][1], order[item[0]]))
-        selected = [RoutedUnit(uid, self.graph.units[uid].layer, decision, score, self.block(uid, decision),
-                               tuple(self.graph.skill_names(self.graph.units[uid])))
-                    for uid, (decision, _, score) in ranked]
+        ranked = sorted((item for item in self.selected.items() if item[0] not in inner),
+                        key=lambda item: (item[1][1], order[item[0]]))
         kept: list[RoutedUnit] = []
         used = 0
-        for item in selected:
-            if item.unit in inner:
-                continue
-            cost = estimate_tokens(item.text)
+        for uid, (decision, _, score) in ranked:
+            text = self.block(uid, decision)
+            cost = estimate_tokens(text)
             if used + cost > self.cfg.token_budget:
-                self.log.cut_units.append(item.unit)
+                self.log.cut_units.append(uid)
                 continue
-            kept.append(item)
+            kept.append(RoutedUnit(uid, self.graph.units[uid].layer, decision, score, text, cost,
+                                   tuple(self.graph.skill_names(self.graph.units[uid]))))
             used += cost
         kept.sort(key=lambda item: order[item.unit])
-        return kept, selected
+        return kept
 
 
 def parse_decision(reply: str) -> Decision | None:
@@ -324,11 +327,14 @@ def route(graph: SkillGraph, query: str, model: ChatModel, config: RouteConfig |
     expanded = [] if cfg.mode == "no-walk" else expand(graph, seeds, cfg.walk)
     router.log.seeds, router.log.expanded = seeds, expanded
     ranked = list(enumerate([*seeds, *expanded]))
+    tree: set[str] = set()
+    for uid, _ in [*seeds, *expanded]:
+        tree.update(graph.subtree(uid))
+    router.log.retrieved_tree = len(tree)
     for rank, (uid, score) in sorted(ranked, key=lambda item: (DEPTH[graph.units[item[1][0]].layer], item[0])):
         router.visit(uid, rank, score, 0, None)
-    kept, selected = router.context()
-    text = "\n".join(item.text for item in kept)
+    kept = router.context()
     router.log.context_units = [item.unit for item in kept]
-    router.log.context_tokens = estimate_tokens(text) if text else 0
+    router.log.context_tokens = sum(item.tokens for item in kept)
     router.log.route_s = time.perf_counter() - start
-    return RoutedContext(text=text, units=kept, log=router.log, selected=selected)
+    return RoutedContext(text="\n".join(item.text for item in kept), units=kept, log=router.log)

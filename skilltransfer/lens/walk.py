@@ -15,6 +15,7 @@ reproducible. Cost: at most seeds x walks_per_seed x max_steps steps, independen
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from collections import defaultdict
 from itertools import accumulate
 
@@ -67,7 +68,8 @@ def walk_scores(graph: SkillGraph, seeds: list[tuple[str, float]], config: WalkC
                 neighbours, cumulative = steps[current]
                 if not neighbours:
                     break
-                current = rng.choices(neighbours, cum_weights=cumulative)[0]
+                pick = bisect_right(cumulative, rng.random() * cumulative[-1])
+                current = neighbours[min(pick, len(neighbours) - 1)]
                 visits[current] += weight
     return dict(visits)
 

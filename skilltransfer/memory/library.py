@@ -46,6 +46,18 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
+def check_replaceable(path: str | Path, *, what: str) -> Path:
+    """Refuse to replace anything but a folder saved before (one with ``manifest.json``) or an empty folder.
+
+    Raises:
+        InputError: ``path`` is a file or a non-empty folder without ``manifest.json``.
+    """
+    path = Path(path)
+    if path.exists() and not (path / MANIFEST).is_file() and (not path.is_dir() or any(path.iterdir())):
+        raise InputError(f"refusing to overwrite: not a saved {what} (no {MANIFEST})", path=path)
+    return path
+
+
 def replace_folder(path: str | Path, write: Callable[[Path], None], *, what: str) -> Path:
     """Write a saved folder atomically: ``write`` fills a temp sibling folder, which is then swapped in by renames.
 
@@ -57,9 +69,7 @@ def replace_folder(path: str | Path, write: Callable[[Path], None], *, what: str
     Raises:
         InputError: ``path`` exists and is a file or a non-empty folder without ``manifest.json``.
     """
-    path = Path(path)
-    if path.exists() and not (path / MANIFEST).is_file() and (not path.is_dir() or any(path.iterdir())):
-        raise InputError(f"refusing to overwrite: not a saved {what} (no {MANIFEST})", path=path)
+    path = check_replaceable(path, what=what)
     path.parent.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:8]
     tmp = path.parent / f".{path.name}.tmp-{tag}"
