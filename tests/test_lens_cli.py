@@ -28,7 +28,6 @@ DECOMPOSE_RULES = [
 def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
                                                                                                        str]:
     monkeypatch.setattr(sys, "argv", ["skilltransfer", *argv])
-    monkeypatch.setenv("SKILLTRANSFER_CACHE", str(Path(argv[-1]).parent / "cache"))
     try:
         main()
         code = 0
@@ -36,6 +35,12 @@ def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capture
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def embedding_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands' embedding cache goes to the test's folder, never the working directory."""
+    monkeypatch.setenv("SKILLTRANSFER_CACHE", str(tmp_path / "cache"))
 
 
 @pytest.fixture
