@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,53 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_replaceable(path: str | Path, *, what: str) -> Path:
+    """Refuse to replace anything but a folder saved before (one with ``manifest.json``) or an empty folder.
+
+    Raises:
+        InputError: ``path`` is a file or a non-empty folder without ``manifest.json``.
+    """
+    path = Path(path)
+    if path.exists() and not (path / MANIFEST).is_file() and (not path.is_dir() or any(path.iterdir())):
+        raise InputError(f"refusing to overwrite: not a saved {what} (no {MANIFEST})", path=path)
+    return path
+
+
+def replace_folder(path: str | Path, write: Callable[[Path], None], *, what: str) -> Path:
+    """Write a saved folder atomically: ``write`` fills a temp sibling folder, which is then swapped in by renames.
+
+    Args:
+        path: the folder to (re)write; an existing one must hold ``manifest.json`` (a folder saved before) or be empty.
+        write: fills the folder it is given.
+        what: names the kind of folder in the refusal ("skill memory", "skill graph").
+
+    Raises:
+        InputError: ``path`` exists and is a file or a non-empty folder without ``manifest.json``.
+    """
+    path = check_replaceable(path, what=what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:8]
+    tmp = path.parent / f".{path.name}.tmp-{tag}"
+    old = path.parent / f".{path.name}.old-{tag}"
+    tmp.mkdir()
+    try:
+        write(tmp)
+        if path.exists():
+            os.rename(path, old)
+            try:
+                os.rename(tmp, path)
+            except BaseException:
+                os.rename(old, path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return path
 
 
 def read_utf8(path: Path) -> str:

@@ -18,9 +18,6 @@ matched on the description only; ``index_body=True`` also embeds the body). Addi
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -40,6 +37,7 @@ from skilltransfer.memory.library import (
     export_jsonl,
     read_jsonl,
     read_utf8,
+    replace_folder,
 )
 from skilltransfer.memory.skill import Skill
 from skilltransfer.memory.validate import validate_code_skill
@@ -320,37 +318,17 @@ class SkillMemory:
         Raises:
             InputError: ``path`` exists and is a non-empty folder that is not a saved memory.
         """
-        path = Path(path)
-        if path.exists() and not (path / MANIFEST).is_file() and (not path.is_dir() or any(path.iterdir())):
-            raise InputError("refusing to overwrite: not a saved skill memory (no manifest.json)", path=path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tag = uuid.uuid4().hex[:8]
-        tmp = path.parent / f".{path.name}.tmp-{tag}"
-        old = path.parent / f".{path.name}.old-{tag}"
-        tmp.mkdir()
-        try:
-            export_jsonl(self, tmp / SKILLS_JSONL)
+        def write(folder: Path) -> None:
+            export_jsonl(self, folder / SKILLS_JSONL)
             flat = faiss.IndexFlatIP(self.dim)
             ids, matrix = self.embeddings()
             if ids:
                 flat.add(matrix)
-            faiss.write_index(flat, str(tmp / INDEX_FILE))
-            atomic_write_text(tmp / PRUNE_LOG, "".join(json.dumps(entry) + "\n" for entry in self.prune_log))
-            atomic_write_text(tmp / MANIFEST, json.dumps(self.manifest(), indent=2) + "\n")
-            if path.exists():
-                os.rename(path, old)
-                try:
-                    os.rename(tmp, path)
-                except BaseException:
-                    os.rename(old, path)
-                    raise
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return path
+            faiss.write_index(flat, str(folder / INDEX_FILE))
+            atomic_write_text(folder / PRUNE_LOG, "".join(json.dumps(entry) + "\n" for entry in self.prune_log))
+            atomic_write_text(folder / MANIFEST, json.dumps(self.manifest(), indent=2) + "\n")
+
+        return replace_folder(path, write, what="skill memory")
 
     @classmethod
     def load(cls, path: str | Path, embedder: Any, *, read_only: bool | None = None) -> SkillMemory:
