@@ -1,5 +1,6 @@
 """Skill-utility metrics (specificity, abstractness, utility) and the statistics of the transfer analyses."""
 
+from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
 from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
 from skilltransfer.metrics.stats import (
     Bin,
@@ -34,6 +35,8 @@ __all__ = [
     "OFF_DOMAIN_QUANTILE",
     "SPECIFICITY_MODES",
     "Bin",
+    "PairwisePreference",
+    "PositionBias",
     "BinnedSpearman",
     "ScoreReport",
     "SkillScore",
@@ -48,6 +51,8 @@ __all__ = [
     "bootstrap_ci",
     "equal_size_bins",
     "load_task_texts",
+    "pairwise_preference",
+    "position_bias",
     "score_library",
     "skill_text",
     "specificity",
