@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+from helpers_tinyenv import task_start
+
 from skilltransfer.coordination import Plan, PlanNode
 
 PLANNER_MARKER = "You write the whole plan for one task at once"
@@ -80,8 +82,9 @@ class ComposeScript:
                 self.active -= 1
 
     def _reply(self, messages: list[dict[str, Any]]) -> str:
-        system, user = messages[0]["content"], messages[1]["content"]
-        n_actions = sum(1 for m in messages if m["role"] == "assistant")
+        start = task_start(messages)  # after a demonstration's turns, if the env's docs carry one
+        system, user = messages[0]["content"], messages[start]["content"]
+        n_actions = sum(1 for m in messages[start:] if m["role"] == "assistant")
         if PLANNER_MARKER in system:
             with self._lock:
                 self.kinds.append("plan")
