@@ -9,6 +9,7 @@ is a step too: its observation is a format error that tells the model the expect
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
@@ -88,13 +89,17 @@ class Executor:
         prompts: the agent prompts.
         config: agent settings (observation cut, sampling parameters).
         calls: the task's call log (every model call is recorded there).
+        take_step: called before each step when set; False ends the run as ``limits_exceeded`` (a step budget
+            shared with other executors, e.g. the concurrent nodes of `skilltransfer.coordination`).
     """
 
-    def __init__(self, model: ChatModel, prompts: AgentPrompts, config: AgentConfig, calls: CallLog) -> None:
+    def __init__(self, model: ChatModel, prompts: AgentPrompts, config: AgentConfig, calls: CallLog, *,
+                 take_step: Callable[[], bool] | None = None) -> None:
         self.model = model
         self.prompts = prompts
         self.config = config
         self.calls = calls
+        self.take_step = take_step
 
     def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool) -> list[Message]:
         """The first messages: the system prompt (rules and docs), the docs' worked example as earlier turns (see
@@ -156,6 +161,8 @@ class Executor:
               subtask_mode: bool) -> None:
         if len(run.steps) >= budget:
             raise LimitsExceeded(f"step limit reached ({first_index + len(run.steps)} executor steps)")
+        if self.take_step is not None and not self.take_step():
+            raise LimitsExceeded("the task's shared step budget is spent")
         self.calls.emit("step_start", index=first_index + len(run.steps), subtask_index=subtask_index)
         params = dict(self.config.model_params)
         if self.config.stop:

@@ -1,6 +1,7 @@
 """Skill-utility metrics (specificity, abstractness, utility), the statistics of the transfer analyses, and
 per-context-window accounting."""
 
+from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
 from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
 from skilltransfer.metrics.stats import (
     Bin,
@@ -36,6 +37,8 @@ __all__ = [
     "OFF_DOMAIN_QUANTILE",
     "SPECIFICITY_MODES",
     "Bin",
+    "PairwisePreference",
+    "PositionBias",
     "BinnedSpearman",
     "ContextAccount",
     "ContextWindow",
@@ -52,6 +55,8 @@ __all__ = [
     "bootstrap_ci",
     "equal_size_bins",
     "load_task_texts",
+    "pairwise_preference",
+    "position_bias",
     "score_library",
     "skill_text",
     "specificity",

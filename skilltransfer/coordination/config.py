@@ -1,0 +1,51 @@
+"""Settings of the coordination interfaces and the plan writer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Interface = Literal["nl-sop", "prompt-graph", "metaskill"]
+INTERFACES: tuple[str, ...] = ("nl-sop", "prompt-graph", "metaskill")
+"""The coordination interfaces: the plan as a numbered procedure, as a graph in the prompt, or run by the runtime."""
+
+
+class CoordinationConfig(BaseModel):
+    """How a frozen plan is carried out (the executor's own settings are an ``AgentConfig``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_parallel: int = Field(default=2, ge=1)
+    """metaskill: K, the most ready nodes dispatched at once (their model calls overlap; env actions of the episode
+    are serialised by a lock)."""
+    step_limit: int = Field(default=50, ge=1)
+    """Executor steps for the whole task: the host agent's budget (nl-sop, prompt-graph); for metaskill the budget
+    all node attempts and the finishing step share."""
+    node_step_limit: int = Field(default=15, ge=1)
+    """metaskill: most executor steps of one node attempt (taken from what is left of ``step_limit``)."""
+    node_retries: int = Field(default=1, ge=0)
+    """metaskill: how often a failed node is retried in a fresh context before its dependents are skipped."""
+    finish_step_limit: int = Field(default=5, ge=1)
+    """metaskill: most steps of the finishing context that calls ``complete_task`` after the last node."""
+    max_binding_chars: int = Field(default=4000, ge=100)
+    """A bound output longer than this is cut (head kept, the cut said) before it enters a node's prompt."""
+    prompt_dir: str | None = None
+    """A folder of replacement coordination prompts (same file names as ``skilltransfer/coordination/prompts``)."""
+
+
+class PlanWriterConfig(BaseModel):
+    """Settings of the plan writer (the planner role that writes a task's plan once)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retries: int = Field(default=2, ge=0)
+    """Re-asks after a reply that does not parse or does not validate (the problems are shown); then the fallback."""
+    max_nodes: int = Field(default=8, ge=1)
+    """Most nodes a plan may have."""
+    max_tokens: int = Field(default=768, ge=64)
+    """Completion budget of one planner call."""
+    max_skill_chars: int = Field(default=200, ge=20)
+    """Each offered skill package is shown as its name and its description cut to this many characters."""
+    prompt_dir: str | None = None
+    """A folder of replacement coordination prompts."""

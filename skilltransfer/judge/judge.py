@@ -1,0 +1,221 @@
+"""The blinded pairwise judge: an LLM compares two runs' final artifacts for the same task (MetaSkill, seed 003 §3).
+
+For each task both runs finished, the judge sees the instruction and the two artifacts, labelled "A" and "B" by
+position only. The presentation order is drawn per task from ``seed`` (``random.Random(f"{seed}/{task_id}")``);
+with ``orders="both"`` (default) the task is judged again with the order swapped, which measures position bias and
+order consistency (`skilltransfer.metrics.position_bias`). The reply's last ``VERDICT: A|B|TIE`` line is the verdict
+(a reply that is only ``A``, ``B`` or ``TIE`` counts too); a reply without one is re-asked ``retries`` times, then the
+judgment is *unparsed* and left out of the counts (reported). A prompt the model's window cannot take is left out
+the same way (``context_exceeded``). Verdicts are unblinded into A's outcome (win/tie/loss) and aggregated by
+`skilltransfer.metrics.pairwise_preference` (W/T/L, preference, 95 % task-bootstrap CI).
+
+The prompt is a file (``skilltransfer/judge/prompts/judge.md``, or your own with ``{{instruction}}``,
+``{{first}}`` and ``{{second}}``); its id (``name@sha256[:8]``) is in the report.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from skilltransfer.agents.prompts import Prompt, load_prompt
+from skilltransfer.errors import InputError, read_text
+from skilltransfer.judge.runs import RunArtifacts
+from skilltransfer.llm.context import ContextLengthError
+from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
+from skilltransfer.protocols import ChatModel, Message
+
+FORMAT_VERSION = 1
+JUDGE_PROMPTS = Path(__file__).resolve().parent / "prompts"
+Orders = Literal["both", "one"]
+_VERDICT = re.compile(r"VERDICT\W{0,4}(A|B|TIE)\b", re.IGNORECASE)
+_BARE = re.compile(r"^\W*(A|B|TIE)\W*$", re.IGNORECASE)
+RETRY_MESSAGE = "Reply with your verdict as a last line that is exactly one of: VERDICT: A, VERDICT: B, VERDICT: TIE."
+
+
+def parse_verdict(reply: str) -> str | None:
+    """"first", "second" or "tie" from a judge reply (the last ``VERDICT:`` line wins), None when there is none."""
+    found = _VERDICT.findall(reply)
+    label = found[-1] if found else (m.group(1) if (m := _BARE.match(reply.strip())) else None)
+    if label is None:
+        return None
+    return {"a": "first", "b": "second", "tie": "tie"}[label.lower()]
+
+
+def unblind(order: str, verdict: str) -> str:
+    """Run A's outcome from a positional verdict: order "AB" showed A first, "BA" showed B first."""
+    if verdict == "tie":
+        return "tie"
+    return "win" if (verdict == "first") == (order == "AB") else "loss"
+
+
+def first_order(seed: int, task_id: str) -> str:
+    """The seeded presentation order of a task: "AB" or "BA"."""
+    return "AB" if random.Random(f"{seed}/{task_id}").random() < 0.5 else "BA"
+
+
+def load_judge_prompt(path: str | Path | None = None) -> Prompt:
+    """The packaged judge prompt, or a user's file (it must hold ``{{instruction}}``, ``{{first}}``, ``{{second}}``).
+
+    Raises:
+        InputError: the file is unreadable or lacks a placeholder.
+    """
+    if path is None:
+        return load_prompt("judge", default_folder=JUDGE_PROMPTS)
+    prompt = Prompt(Path(path).stem, read_text(path, what="judge prompt").strip() + "\n")
+    missing = [key for key in ("instruction", "first", "second") if not re.search(r"\{\{\s*" + key + r"\s*\}\}",
+                                                                                   prompt.text)]
+    if missing:
+        raise InputError(f"judge prompt lacks the placeholder(s) {', '.join('{{' + m + '}}' for m in missing)}",
+                         path=path)
+    return prompt
+
+
+@dataclass
+class Judgment:
+    """One judge decision on one task in one presentation order."""
+
+    task_id: str
+    order: str
+    """"AB" (run A shown first) or "BA"."""
+    verdict: str | None
+    """"first", "second", "tie", or None (unparsed or context_exceeded)."""
+    outcome: str | None
+    """Run A's outcome: "win", "tie", "loss" (None when there is no verdict)."""
+    replies: list[str] = field(default_factory=list)
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class PairwiseJudge:
+    """Asks a model to compare two artifacts (see the module docstring).
+
+    Args:
+        model: the judge model.
+        prompt: the judge prompt (default: the packaged one).
+        max_artifact_chars: each artifact is cut to this many characters in the prompt.
+        max_tokens: completion budget of one judge call.
+        retries: re-asks after a reply without a verdict.
+        params: other sampling parameters.
+    """
+
+    def __init__(self, model: ChatModel, *, prompt: Prompt | None = None, max_artifact_chars: int = 6000,
+                 max_tokens: int = 256, retries: int = 1, params: dict[str, Any] | None = None) -> None:
+        self.model = model
+        self.prompt = prompt or load_judge_prompt()
+        self.max_artifact_chars = max_artifact_chars
+        self.retries = retries
+        self.params = {"max_tokens": max_tokens, **(params or {})}
+
+    @property
+    def prompt_id(self) -> str:
+        return self.prompt.id
+
+    def judge(self, task_id: str, instruction: str, first: str, second: str, order: str) -> Judgment:
+        """One judgment of ``first`` vs ``second`` (already rendered artifacts) shown in that order."""
+        judgment = Judgment(task_id, order, None, None)
+        messages: list[Message] = [{"role": "user", "content": self.prompt.render(
+            instruction=instruction, first=first, second=second)}]
+        for _ in range(self.retries + 1):
+            try:
+                completion = self.model.complete(messages, **self.params)
+            except ContextLengthError as exc:
+                judgment.error = f"context_exceeded: {exc}"
+                return judgment
+            judgment.replies.append(completion.text)
+            judgment.prompt_tokens += completion.prompt_tokens
+            judgment.completion_tokens += completion.completion_tokens
+            verdict = parse_verdict(completion.text)
+            if verdict is not None:
+                judgment.verdict, judgment.outcome = verdict, unblind(order, verdict)
+                return judgment
+            messages = [*messages, {"role": "assistant", "content": completion.text},
+                        {"role": "user", "content": RETRY_MESSAGE}]
+        judgment.error = "unparsed: no verdict line"
+        return judgment
+
+
+@dataclass
+class JudgeReport:
+    """The outcome of judging run A against run B (``to_dict()`` is the JSON written by ``skilltransfer judge``)."""
+
+    run_a: str
+    run_b: str
+    judge_model: str
+    prompt_id: str
+    seed: int
+    orders: str
+    judgments: list[Judgment]
+    preference: PairwisePreference | None
+    bias: PositionBias
+    only_in_a: list[str]
+    only_in_b: list[str]
+    artifact_sources: dict[str, dict[str, int]]
+    """Per run: how many judged tasks had an artifacts file vs the trajectory fallback."""
+
+    @property
+    def unparsed(self) -> int:
+        return sum(1 for j in self.judgments if j.verdict is None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, "run_a": self.run_a, "run_b": self.run_b,
+                "judge_model": self.judge_model, "prompt_id": self.prompt_id, "seed": self.seed, "orders": self.orders,
+                "n_tasks": len({j.task_id for j in self.judgments}), "unparsed": self.unparsed,
+                "preference": self.preference.to_dict() if self.preference is not None else None,
+                "position_bias": self.bias.to_dict(), "only_in_a": self.only_in_a, "only_in_b": self.only_in_b,
+                "artifact_sources": self.artifact_sources, "judgments": [asdict(j) for j in self.judgments]}
+
+
+def shared_tasks(run_a: RunArtifacts, run_b: RunArtifacts) -> list[str]:
+    """The tasks both runs finished, in run A's order.
+
+    Raises:
+        InputError: there is none.
+    """
+    common = [task_id for task_id in run_a.tasks if task_id in run_b.tasks]
+    if not common:
+        raise InputError(f"the runs {run_a.path} and {run_b.path} share no finished task")
+    return common
+
+
+def judge_runs(judge: PairwiseJudge, run_a: RunArtifacts, run_b: RunArtifacts, *, seed: int = 0,
+               orders: Orders = "both", limit: int | None = None, judge_model: str = "",
+               on_judgment: Callable[[Judgment], None] | None = None) -> JudgeReport:
+    """Judge every task both runs finished (run A's order; the first ``limit``) and aggregate.
+
+    Raises:
+        InputError: the runs share no finished task, or ``orders`` is not "both"/"one".
+    """
+    if orders not in ("both", "one"):
+        raise InputError(f"--orders must be both or one, got {orders!r}")
+    common = shared_tasks(run_a, run_b)
+    tasks = common[:limit] if limit is not None else common
+    judgments = []
+    for task_id in tasks:
+        a, b = run_a.tasks[task_id], run_b.tasks[task_id]
+        rendered = {"A": a.render(judge.max_artifact_chars), "B": b.render(judge.max_artifact_chars)}
+        first = first_order(seed, task_id)
+        for order in ([first, "BA" if first == "AB" else "AB"] if orders == "both" else [first]):
+            shown = (rendered["A"], rendered["B"]) if order == "AB" else (rendered["B"], rendered["A"])
+            judgment = judge.judge(task_id, a.instruction or b.instruction, shown[0], shown[1], order)
+            judgments.append(judgment)
+            if on_judgment is not None:
+                on_judgment(judgment)
+    outcomes: dict[str, list[str]] = {}
+    placed: dict[str, list[tuple[str, str]]] = {}
+    for j in judgments:
+        if j.outcome is not None:
+            outcomes.setdefault(j.task_id, []).append(j.outcome)
+            placed.setdefault(j.task_id, []).append((j.order, j.outcome))
+    preference = pairwise_preference(outcomes, seed=seed) if outcomes else None
+    sources = {label: {"artifacts": sum(run.tasks[t].source == "artifacts" for t in tasks),
+                       "trajectory": sum(run.tasks[t].source == "trajectory" for t in tasks)}
+               for label, run in (("a", run_a), ("b", run_b))}
+    return JudgeReport(str(run_a.path), str(run_b.path), judge_model, judge.prompt_id, seed, orders, judgments,
+                       preference, position_bias(placed), [t for t in run_a.tasks if t not in run_b.tasks],
+                       [t for t in run_b.tasks if t not in run_a.tasks], sources)
