@@ -1,4 +1,5 @@
-"""The ``skilltransfer`` command line: a thin Typer app over library functions."""
+"""The ``skilltransfer`` command line: a thin Typer app over library functions (the commands are in
+``skilltransfer.commands``; adding one is a module there and a line below)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ import sys
 
 import typer
 
+from skilltransfer.commands import envs, grid, report, run, score, serve, show
 from skilltransfer.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Study cross-task skill transfer in LLM agents.")
+app.add_typer(envs.envs_app, name="envs")
+for _command in (grid.grid, report.report, run.run, score.score, serve.serve, show.show):
+    app.command()(_command)
 
 
 def main() -> None:
@@ -36,7 +41,3 @@ def main() -> None:
         raise
     if isinstance(code, int) and code:
         raise SystemExit(code)
-
-
-# Subcommands register themselves on `app` when their module is imported.
-from skilltransfer import commands as _commands  # noqa: E402,F401

@@ -19,8 +19,9 @@ from rich.console import Console
 from skilltransfer.agents import AgentEvent, AgentResult
 from skilltransfer.experiments.progress import StreamProgress
 from skilltransfer.experiments.stream import StreamConfig, TaskRecord, TrajectoryLog, run_stream
+from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.testing import ScriptedModel, messages_tokens
+from skilltransfer.llm.testing import ScriptedModel
 
 WINDOW = 2048
 

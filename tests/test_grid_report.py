@@ -26,8 +26,8 @@ from skilltransfer.cli import main
 from skilltransfer.experiments.stream import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.memory.skill import Skill
 from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density
+from skilltransfer.skill import Skill
 
 ENVS = {"graded": {"env": "helpers_runs:GradedTinyEnv", "args": {"targets": [3, 5, 2, 7, 4, 9, 6]}},
         "plain": {"env": "helpers_tinyenv:TinyEnv", "args": {"targets": [13, 20, 17, 14, 19], "start": 2}}}

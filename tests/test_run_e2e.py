@@ -13,8 +13,8 @@ from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.stream import CONDITIONS, FORMAT_VERSION, TaskRecord, safe_task_id
 from skilltransfer.experiments.summary import summarize_run
+from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.testing import messages_tokens
 
 ROLE_LETTER = {"executor": "E", "planner": "P", "summarizer": "S", "induction": "I"}
 

@@ -22,7 +22,7 @@ from skilltransfer.experiments.stream import (
 )
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.library import export_jsonl
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 TARGETS = [3, 5, 2]
 
@@ -294,8 +294,8 @@ def test_sandboxed_stream_calls_code_skill(tmp_path, hash_embedder):
 @pytest.mark.parametrize("env_name", ["apps", "office", "datasci"])
 def test_real_env_stream_with_oracle_policy(tmp_path, hash_embedder, env_name):
     """The runner drives a real env: an oracle executor replies with each task's reference solution."""
-    from skilltransfer.envs.base import resolve
     from skilltransfer.envs.registry import ENVS
+    from skilltransfer.util.imports import resolve
 
     try:
         env_cls = resolve(ENVS[env_name])

@@ -26,9 +26,9 @@ from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.roles import Planner, Summarizer
-from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep
-from skilltransfer.memory.skill import Provenance
+from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Episode
+from skilltransfer.skill import Provenance
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
@@ -188,7 +188,9 @@ class Agent:
             return  # nothing was executed: there is no procedure to learn from
         provenance = Provenance(source_task_id=episode.task.id, subtask_index=index, **origin)
         try:
-            induced = self.inducer.induce(goal, actions, level=self.config.level, calls=result.calls,
+            limits = self.inducer.config
+            trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
+            induced = self.inducer.induce(goal, trajectory, level=self.config.level, calls=result.calls,
                                           provenance=provenance)
         except ContextExceeded as exc:
             result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,

@@ -7,11 +7,9 @@ from typing import Any
 
 import typer
 
-from skilltransfer.cli import app
 from skilltransfer.envs import registry
 
 envs_app = typer.Typer(no_args_is_help=True, help="List environments and show their tasks.")
-app.add_typer(envs_app, name="envs")
 
 
 def _counts(counts: Mapping[Any, int]) -> str:

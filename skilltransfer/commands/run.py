@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from skilltransfer.cli import app
 from skilltransfer.commands.show import summary_table
 from skilltransfer.experiments.launch import EnvOptions, LaunchResult, ModelOptions, RunRequest, run_request
 from skilltransfer.experiments.summary import summarize_run
@@ -18,7 +17,6 @@ _AGENT = "Agent and memory"
 _ENV = "Environment"
 
 
-@app.command()
 def run(
     env: Annotated[str, typer.Option(help="apps, office, datasci, officebench[:<tasks folder>], or module:Class "
                                           "(your own env class).")],

@@ -10,11 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skilltransfer.cli import app
 from skilltransfer.experiments.summary import RunSummary, format_trajectory, load_task, summarize_run, summary_rows
 
 
-@app.command()
 def show(
     run: Annotated[Path, typer.Argument(help="A run folder (written by skilltransfer run).")],
     task: Annotated[str | None, typer.Option(help="Print this task's trajectory (task id or stream position).")]

@@ -27,6 +27,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.grid_stream import (
     LockedEmbedder,
     StreamOutcome,
+    TaskSink,
     build_base_model,
     committed_tasks,
     execute_stream,
@@ -39,8 +40,8 @@ from skilltransfer.experiments.launch import single_thread_faiss
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
 from skilltransfer.experiments.spec import GridSpec
 from skilltransfer.experiments.stream import TaskRecord
-from skilltransfer.memory.library import atomic_write_text
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.util.files import atomic_write_text
 
 GRID_FORMAT_VERSION = 1
 Backend = Literal["thread", "ray"]
@@ -175,13 +176,13 @@ class ThreadBackend:
             self._embedders[key] = LockedEmbedder(make_embedder(plan.embedder, cache=plan.embedder_cache))
         return self._embedders[key]
 
-    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], state: GridState) -> None:
+    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
         model = stream_model(self._model(plan), plan.model)
         embedder = self._embedder(plan) if needs_embedder(plan) else None
 
         def work() -> None:
             try:
-                outcome = execute_stream(plan, out, tasks, model, embedder, on_task=state.on_task)
+                outcome = execute_stream(plan, out, tasks, model, embedder, on_task=on_task)
             finally:
                 if model is not self._model(plan):
                     model.cache.close()
@@ -222,7 +223,7 @@ def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], stat
                 continue
             state.set(StreamOutcome(plan.run, "running", len(tasks[plan.run]),
                                     tasks_done=state.outcomes[plan.run].tasks_done), save=False)
-            backend.submit(plan, state.out, tasks[plan.run], state)
+            backend.submit(plan, state.out, tasks[plan.run], state.on_task)
             running += 1
         if launched:  # one status.json write per round of launches
             state.save()

@@ -28,6 +28,8 @@ from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.protocols import TaskSpec
 
 State = Literal["pending", "running", "done", "skipped", "failed"]
+TaskSink = Callable[[str, TaskRecord], None]
+"""Receives (run name, record) for each task a stream commits."""
 
 
 def make_env(plan: StreamPlan, workdir: Path) -> Any:

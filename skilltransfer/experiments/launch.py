@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 from rich.console import Console
 
-from skilltransfer.envs.base import resolve
 from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, env_class, get_env, stream_order
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.experiments.progress import StreamProgress
@@ -36,6 +35,7 @@ from skilltransfer.experiments.stream import (
     run_stream,
 )
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.util.imports import resolve
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.grid import GridState
 from skilltransfer.experiments.grid_stream import (
     StreamOutcome,
+    TaskSink,
     build_base_model,
     execute_stream,
     needs_embedder,
@@ -116,7 +116,7 @@ class RayBackend:
         self._progress = Queue()
         self._limiters: dict[tuple[str, int], Any] = {}
         self._refs: dict[Any, tuple[StreamPlan, int]] = {}
-        self._state: GridState | None = None
+        self._on_task: TaskSink | None = None
         for plan in plans:
             self._limiter(plan)
 
@@ -130,15 +130,15 @@ class RayBackend:
                                                       get_if_exists=True).remote(key[1])
         return self._limiters[key]
 
-    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], state: GridState) -> None:
-        self._state = state
+    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
+        self._on_task = on_task
         ref = self._task.remote(plan, str(out), list(tasks), self._limiter(plan), self._progress)
         self._refs[ref] = (plan, len(tasks))
 
     def _drain(self) -> None:
-        while self._state is not None and not self._progress.empty():
+        while self._on_task is not None and not self._progress.empty():
             run, record = self._progress.get_nowait()
-            self._state.on_task(run, TaskRecord.model_validate_json(record))
+            self._on_task(run, TaskRecord.model_validate_json(record))
 
     def wait(self, timeout: float) -> StreamOutcome | None:
         if not self._refs:

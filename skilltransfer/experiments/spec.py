@@ -234,7 +234,7 @@ def _check_env_name(name: str, where: str) -> None:
     if name in ENVS or name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
         return
     if ":" in name:
-        from skilltransfer.envs.base import resolve
+        from skilltransfer.util.imports import resolve
 
         try:
             resolve(name)

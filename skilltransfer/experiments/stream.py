@@ -38,10 +38,11 @@ from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.errors import InputError, read_text
 from skilltransfer.induction.inducer import Inducer, InductionConfig, PromptVariant
-from skilltransfer.memory.library import atomic_write_text, load_library
-from skilltransfer.memory.skill import SkillFormat, UsageStats
+from skilltransfer.memory.library import load_library
 from skilltransfer.memory.store import MemoryConfig, SkillMemory
 from skilltransfer.protocols import ChatModel, Score, TaskSpec
+from skilltransfer.skill import SkillFormat, UsageStats
+from skilltransfer.util.files import atomic_write_text
 
 FORMAT_VERSION = 1
 PARTIAL_WRITE_S = 2.0

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.base import truncate
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, TrajectoryLog, read_records, safe_task_id
+from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
 

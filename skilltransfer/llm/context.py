@@ -31,6 +31,17 @@ message plus 3 for the assistant header)."""
 _PIECE = re.compile(r" ?[^\W\d_]+|\d|\s+|.", re.DOTALL)
 
 
+def approx_tokens(text: str) -> int:
+    """The plainest approximation of a token count, ceil(characters / 4): what a client without a tokenizer reports
+    as usage when the server reports none, and what the test doubles (scripted model, mock server) count."""
+    return (len(text) + 3) // 4
+
+
+def messages_tokens(messages: Sequence[Message]) -> int:
+    """`approx_tokens` of a chat: content tokens plus 4 per message for role/format overhead."""
+    return sum(approx_tokens(str(m.get("content", ""))) + 4 for m in messages)
+
+
 def estimate_tokens(text: str) -> int:
     """An estimate of a BPE tokenizer's count, for models that cannot count (no server tokenizer, no tokenizer.json).
 

@@ -1,10 +1,11 @@
-"""Skill memory: the Skill model, embedders, the FAISS-backed SkillMemory, and library import/export."""
+"""Skill memory: embedders, the FAISS-backed SkillMemory, and library import/export (the `Skill` model itself is
+`skilltransfer.skill`, re-exported here)."""
 
 from skilltransfer.memory.embedders import CachedEmbedder, HashEmbedder, make_embedder
 from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library
-from skilltransfer.memory.skill import Skill
-from skilltransfer.memory.store import AddResult, MemoryConfig, ReadOnlyMemoryError, SkillMemory
+from skilltransfer.memory.store import MemoryConfig, ReadOnlyMemoryError, SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
+from skilltransfer.skill import AddResult, Skill
 
 __all__ = [
     "AddResult",

@@ -10,9 +10,7 @@ be wrapped in one fenced ``python`` block (export writes it that way). A JSONL l
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,33 +19,14 @@ import yaml
 from pydantic import ValidationError
 
 from skilltransfer.errors import InputError, read_text
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
+from skilltransfer.util.files import atomic_write_text, iter_jsonl
 
 SKILL_FILE = "SKILL.md"
 MANIFEST = "manifest.json"
 SKILLS_JSONL = "skills.jsonl"
 _FRONT_KEYS = ("id", "name", "description", "format", "level", "provenance", "usage")
 _FENCE = re.compile(r"\A```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def read_utf8(path: Path) -> str:
-    """Read a file as UTF-8 (`skilltransfer.errors.read_text`): a missing, unreadable or non-UTF-8 file
-    becomes an ``InputError`` naming the file and line."""
-    return read_text(path)
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -76,9 +55,7 @@ def read_jsonl(path: str | Path) -> list[tuple[Skill, str]]:
     """
     path = Path(path)
     out = []
-    for number, raw in enumerate(read_utf8(path).split("\n"), start=1):  # not splitlines: U+2028 etc. are data
-        if not raw.strip():
-            continue
+    for number, raw in iter_jsonl(path):  # not splitlines: U+2028 etc. are data
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -90,7 +67,7 @@ def read_jsonl(path: str | Path) -> list[tuple[Skill, str]]:
 def parse_skill_md(path: str | Path) -> Skill:
     """Parse one SKILL.md file (front matter + markdown body) into a Skill."""
     path = Path(path)
-    lines = read_utf8(path).replace("\r\n", "\n").split("\n")
+    lines = read_text(path).replace("\r\n", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         raise InputError("no YAML front matter (the file must start with a '---' line)", path=path, line=1)
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)

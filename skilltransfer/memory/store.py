@@ -22,26 +22,19 @@ import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skilltransfer.errors import InputError
-from skilltransfer.memory.library import (
-    MANIFEST,
-    SKILLS_JSONL,
-    atomic_write_text,
-    export_jsonl,
-    read_jsonl,
-    read_utf8,
-)
-from skilltransfer.memory.skill import Skill
+from skilltransfer.errors import InputError, read_text
+from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl
 from skilltransfer.memory.validate import validate_code_skill
+from skilltransfer.skill import AddResult, Skill
+from skilltransfer.util.files import atomic_write_text, iter_jsonl
 
 FORMAT_VERSION = 1
 INDEX_FILE = "index.faiss"
@@ -70,18 +63,6 @@ class MemoryConfig(BaseModel):
 
 class ReadOnlyMemoryError(InputError):
     """A change was attempted on a read-only (frozen) skill memory."""
-
-
-@dataclass(frozen=True)
-class AddResult:
-    """What ``SkillMemory.add`` did with a skill."""
-
-    action: Literal["added", "merged", "dropped", "pruned"]
-    skill_id: str
-    """Id of the skill that was offered."""
-    target_id: str | None = None
-    """For merged/dropped: the stored skill it was folded into or duplicated."""
-    reason: str = ""
 
 
 def _norm_body(body: str) -> str:
@@ -366,7 +347,7 @@ class SkillMemory:
         if not (path / MANIFEST).is_file():
             raise InputError(f"not a saved skill memory: {MANIFEST} is missing", path=path)
         try:
-            manifest = json.loads(read_utf8(path / MANIFEST))
+            manifest = json.loads(read_text(path / MANIFEST))
             config = MemoryConfig.model_validate(manifest["config"])
         except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
             raise InputError(f"corrupt manifest ({type(exc).__name__}: {exc})", path=path / MANIFEST) from None
@@ -392,6 +373,6 @@ class SkillMemory:
         for skill, vector in zip(skills, vectors, strict=True):
             memory._insert(skill, vector)
         if (path / PRUNE_LOG).is_file():
-            memory.prune_log = [json.loads(line) for line in read_utf8(path / PRUNE_LOG).split("\n") if line.strip()]
+            memory.prune_log = [json.loads(line) for _, line in iter_jsonl(path / PRUNE_LOG)]
         memory.read_only = saved_read_only if read_only is None else read_only
         return memory

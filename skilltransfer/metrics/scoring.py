@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
-from skilltransfer.memory.library import atomic_write_text
-from skilltransfer.memory.skill import Skill
 from skilltransfer.metrics.utility import DEFAULT_TAU, OFF_DOMAIN_QUANTILE, SPECIFICITY_MODES, utility_scores
+from skilltransfer.skill import Skill
+from skilltransfer.util.files import atomic_write_text
 
 REPORT_FORMAT_VERSION = 1
 SKILL_TEXTS = ("description", "description+body")

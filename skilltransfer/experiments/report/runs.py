@@ -10,9 +10,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from skilltransfer.errors import InputError
+from skilltransfer.errors import read_text as read_utf8
 from skilltransfer.experiments.stream import RunConfigLog, TaskRecord
-from skilltransfer.memory.library import read_jsonl, read_utf8
-from skilltransfer.memory.skill import Skill
+from skilltransfer.memory.library import read_jsonl
+from skilltransfer.skill import Skill
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"

@@ -1,9 +1,14 @@
-"""The Skill model: a described, reusable procedure stored as a text note or as a Python function."""
+"""The Skill model: a described, reusable procedure stored as a text note or as a Python function.
+
+A value type every part exchanges (induction writes skills, the memory stores them, agents retrieve them, metrics
+score them), so it sits on the base floor with the protocols; `AddResult` is what a skill store did with one.
+"""
 
 from __future__ import annotations
 
 import ast
 import hashlib
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -108,3 +113,15 @@ class Skill(BaseModel):
             call = f"Callable as `{self.code.signature}`.\n" if self.code else ""
             return f"{head}{call}```python\n{self.body.strip()}\n```\n"
         return f"{head}{self.body.strip()}\n"
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What a skill store (``SkillStore.add``) did with an offered skill."""
+
+    action: Literal["added", "merged", "dropped", "pruned"]
+    skill_id: str
+    """Id of the skill that was offered."""
+    target_id: str | None = None
+    """For merged/dropped: the stored skill it was folded into or duplicated."""
+    reason: str = ""
