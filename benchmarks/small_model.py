@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.envs.registry import get_env, stream_order
-from skilltransfer.experiments.stream import StreamConfig, read_records, run_stream
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
 from skilltransfer.memory.embedders import make_embedder
 
@@ -51,7 +53,7 @@ def run_one(env_name: str, condition: str, args: argparse.Namespace, model: Any,
 
 
 def row(path: Path) -> dict[str, Any]:
-    records = read_records(path / "results.jsonl")
+    records = RunFolder(path).read_records()
     n = len(records)
     return {
         "run": path.name, "tasks": n, "success": sum(r.success for r in records) / n if n else 0.0,

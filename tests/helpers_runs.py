@@ -14,7 +14,8 @@ from typing import Any
 
 from helpers_tinyenv import CounterScript, TinyEnv
 
-from skilltransfer.experiments.stream import CONDITIONS, StreamConfig, run_stream
+from skilltransfer.experiments.config import CONDITIONS, StreamConfig
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.protocols import TaskSpec
 

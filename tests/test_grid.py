@@ -16,6 +16,7 @@ from rich.console import Console
 
 from skilltransfer.commands.grid import GridView
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.experiments.grid import run_grid
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import (
@@ -25,7 +26,6 @@ from skilltransfer.experiments.spec import (
     build_spec,
     load_spec,
 )
-from skilltransfer.experiments.stream import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 
 TESTS = Path(__file__).resolve().parent

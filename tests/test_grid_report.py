@@ -23,7 +23,7 @@ from test_grid import spec_data, write_spec
 from test_report import PNG
 
 from skilltransfer.cli import main
-from skilltransfer.experiments.stream import CONDITIONS
+from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density

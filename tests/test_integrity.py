@@ -25,7 +25,9 @@ from helpers_tinyenv import role_of
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.envs.datasci import DataSciEnv
 from skilltransfer.envs.office import OfficeEnv
-from skilltransfer.experiments.stream import StreamConfig, TrajectoryLog, run_stream
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.runlog import TrajectoryLog
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.store import SkillMemory

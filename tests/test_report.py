@@ -13,10 +13,11 @@ from helpers_runs import ENV_TARGETS, MODELS, FlakyScript, GradedTinyEnv, build_
 
 from skilltransfer.cli import app, main
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report import EmbedderResolver, load_run, make_report
 from skilltransfer.experiments.report.figures import draw_all
 from skilltransfer.experiments.report.utility import utility_bins
-from skilltransfer.experiments.stream import StreamConfig, run_stream
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density

@@ -11,7 +11,8 @@ from helpers_cli import TINY, cli, records_of, run_tiny, trajectory_of
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import CONDITIONS, FORMAT_VERSION, TaskRecord, safe_task_id
+from skilltransfer.experiments.config import CONDITIONS
+from skilltransfer.experiments.runlog import FORMAT_VERSION, TaskRecord, safe_task_id
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer

@@ -29,7 +29,6 @@ from skilltransfer.experiments.grid_stream import (
     StreamOutcome,
     TaskSink,
     build_base_model,
-    committed_tasks,
     execute_stream,
     finished_records,
     list_tasks,
@@ -38,8 +37,8 @@ from skilltransfer.experiments.grid_stream import (
 )
 from skilltransfer.experiments.launch import single_thread_faiss
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
+from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
-from skilltransfer.experiments.stream import TaskRecord
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.util.files import atomic_write_text
 
@@ -272,7 +271,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
             state.outcomes[plan.run] = StreamOutcome(plan.run, "skipped", totals[plan.run], tasks_done=len(records),
                                                      successes=sum(r.success for r in records))
         else:
-            state.outcomes[plan.run].tasks_done = committed_tasks(out / plan.run)
+            state.outcomes[plan.run].tasks_done = RunFolder(out / plan.run).committed()
     todo = [p for p in plans if state.outcomes[p.run].state == "pending"]
     runner: Any
     if backend == "ray":

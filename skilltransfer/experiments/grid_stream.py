@@ -7,7 +7,6 @@ stdout), and a shared embedder embeds one batch at a time.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import threading
@@ -20,9 +19,11 @@ from typing import Any, Literal
 
 from skilltransfer.envs.base import InProcessRunner
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.experiments.launch import build_env, select_tasks
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.stream import CONDITIONS, TaskRecord, run_stream
+from skilltransfer.experiments.runlog import RunFolder, TaskRecord
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.protocols import TaskSpec
@@ -141,26 +142,15 @@ class StreamOutcome:
     traceback: str | None = None
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def finished_records(plan: StreamPlan, out: Path, task_ids: Sequence[str]) -> list[TaskRecord] | None:
     """The stream's records if its run folder already holds every task under the same settings, else None."""
-    run_dir = out / plan.run
-    saved = _read_json(run_dir / "config.json")
-    if not isinstance(saved, dict) or saved.get("task_ids") != list(task_ids):
-        return None
-    if saved.get("config") != json.loads(plan.stream_config(out).model_dump_json()):
-        return None
-    results = run_dir / "results.jsonl"
+    folder = RunFolder(out / plan.run)
     try:
-        lines = [line for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
-        records = [TaskRecord.model_validate_json(line) for line in lines]
-    except (OSError, ValueError):
+        saved = folder.read_config()
+        records = folder.read_records()
+    except InputError:
+        return None
+    if saved.task_ids != list(task_ids) or saved.config != plan.stream_config(out):
         return None
     return records if {r.task_id for r in records} >= set(task_ids) else None
 
@@ -193,19 +183,11 @@ def execute_stream(plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], model
         outcome.state = "failed"
         outcome.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         outcome.traceback = traceback.format_exc()
-        outcome.tasks_done = committed_tasks(out / plan.run)
+        outcome.tasks_done = RunFolder(out / plan.run).committed()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     outcome.seconds = round(time.perf_counter() - start, 3)
     return outcome
-
-
-def committed_tasks(run_dir: Path) -> int:
-    """Tasks committed in a run folder (lines of ``results.jsonl``)."""
-    try:
-        return sum(1 for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
-    except OSError:
-        return 0
 
 
 def _mkdir(path: Path) -> Path:

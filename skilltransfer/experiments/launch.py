@@ -26,14 +26,10 @@ from rich.console import Console
 
 from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, env_class, get_env, stream_order
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.experiments.config import StreamConfig, parse_condition
 from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.stream import (
-    StreamConfig,
-    StreamSummary,
-    parse_condition,
-    read_records,
-    run_stream,
-)
+from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.experiments.stream import StreamSummary, run_stream
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.util.imports import resolve
 
@@ -318,7 +314,7 @@ def launch(env: Any, model: Any, config: StreamConfig, tasks: Sequence[TaskSpec]
     single_thread_faiss()
     start = time.perf_counter()
     try:
-        done = [r for r in read_records(config.path / "results.jsonl") if r.task_id in {t.id for t in tasks}]
+        done = [r for r in RunFolder(config.path).read_records() if r.task_id in {t.id for t in tasks}]
         if progress:
             with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) as bar:
                 summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar,

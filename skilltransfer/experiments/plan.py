@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import LibraryFilter, StreamConfig
 from skilltransfer.experiments.spec import EnvEntry, GridSpec, PhaseSpec
-from skilltransfer.experiments.stream import LibraryFilter, StreamConfig
 from skilltransfer.induction.inducer import PromptVariant
 from skilltransfer.llm.config import ModelConfig
 

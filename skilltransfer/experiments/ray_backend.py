@@ -24,7 +24,7 @@ from skilltransfer.experiments.grid_stream import (
     stream_model,
 )
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.stream import TaskRecord
+from skilltransfer.experiments.runlog import TaskRecord
 from skilltransfer.protocols import TaskSpec
 
 

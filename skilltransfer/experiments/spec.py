@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.errors import InputError, check_output_path, read_text
-from skilltransfer.experiments.stream import CONDITIONS, LibraryFilter
+from skilltransfer.experiments.config import CONDITIONS, LibraryFilter
 from skilltransfer.induction.inducer import PromptVariant
 from skilltransfer.llm import MODELS
 from skilltransfer.llm.config import ModelConfig

@@ -1,5 +1,5 @@
 """What ``skilltransfer show`` prints: a run's summary (success with a bootstrap CI, latency, tokens, skills) and one
-task's trajectory as readable text. Reads only the run folder written by ``skilltransfer.experiments.stream``."""
+task's trajectory as readable text. Reads the run folder through ``skilltransfer.experiments.runlog``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, TrajectoryLog, read_records, safe_task_id
+from skilltransfer.experiments.runlog import RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
@@ -101,16 +101,6 @@ class RunSummary:
         return asdict(self)
 
 
-def _load_config(run_dir: Path) -> RunConfigLog:
-    path = run_dir / "config.json"
-    if not path.is_file():
-        raise InputError("not a run folder (no config.json)", path=run_dir)
-    try:
-        return RunConfigLog.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except ValueError as exc:
-        raise InputError(f"not a run config: {str(exc).splitlines()[0]}", path=path) from None
-
-
 def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 0) -> RunSummary:
     """Summarise a run folder (finished tasks only; an unfinished run is summarised as far as it got).
 
@@ -119,9 +109,9 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
     """
     from skilltransfer.metrics import bootstrap_ci
 
-    run_dir = Path(run_dir)
-    log = _load_config(run_dir)
-    records = read_records(run_dir / "results.jsonl")
+    folder = RunFolder(run_dir)
+    log = folder.read_config()
+    records = folder.read_records()
     n = len(records)
     successes = [float(r.success) for r in records]
     if n:
@@ -137,7 +127,7 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
             for key, value in row.items():
                 total[key] = total.get(key, 0) + value
     return RunSummary(
-        run=log.config.run, path=str(run_dir), condition=log.config.condition, env=log.config.env,
+        run=log.config.run, path=str(folder.path), condition=log.config.condition, env=log.config.env,
         model=log.config.model, embedder=log.config.embedder or (log.embedder_id or ""),
         planned=len(log.task_ids), finished=n, success=rate, success_ci=(low, high),
         mean_reward=statistics.fmean(r.reward for r in records) if n else 0.0,
@@ -216,24 +206,20 @@ def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord | None, Tra
     Raises:
         InputError: the task has neither a record nor a trajectory in this run, or its trajectory is missing/broken.
     """
-    run_dir = Path(run_dir)
-    config = _load_config(run_dir)
-    records = read_records(run_dir / "results.jsonl")
+    folder = RunFolder(run_dir)
+    config = folder.read_config()
+    records = folder.read_records()
     record = next((r for r in records if r.task_id == task_id), None)
     if record is None and task_id.isdigit():
         record = next((r for r in records if r.position == int(task_id)), None)
     if record is None and task_id.isdigit() and int(task_id) < len(config.task_ids):
         task_id = config.task_ids[int(task_id)]
-    path = run_dir / (record.trajectory if record is not None else f"trajectories/{safe_task_id(task_id)}.json")
-    if record is None and not path.is_file():
+    relative = record.trajectory if record is not None else folder.trajectory_file(task_id)
+    if record is None and not (folder.path / relative).is_file():
         shown = ", ".join(r.task_id for r in records[:5]) + (", ..." if len(records) > 5 else "")
-        raise InputError(f"task {task_id!r} is not finished in this run (finished: {shown or 'none'})", path=run_dir)
-    if not path.is_file():
-        raise InputError("trajectory file is missing", path=path)
-    try:
-        return record, TrajectoryLog.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=path) from None
+        raise InputError(f"task {task_id!r} is not finished in this run (finished: {shown or 'none'})",
+                         path=folder.path)
+    return record, folder.read_trajectory(relative)
 
 
 def _indent(text: str, prefix: str = "    ") -> str:

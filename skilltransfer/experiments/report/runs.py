@@ -1,4 +1,5 @@
-"""Find and load the run folders a report is built from (``config.json`` + ``results.jsonl``, see ``stream.py``)."""
+"""Find and load the run folders a report is built from (``config.json`` + ``results.jsonl``, read through
+``skilltransfer.experiments.runlog``)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from skilltransfer.errors import InputError
-from skilltransfer.errors import read_text as read_utf8
-from skilltransfer.experiments.stream import RunConfigLog, TaskRecord
-from skilltransfer.memory.library import read_jsonl
+from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunConfigLog, RunFolder, TaskRecord
+from skilltransfer.memory.library import SKILLS_JSONL, read_jsonl
 from skilltransfer.skill import Skill
-
-CONFIG = "config.json"
-RESULTS = "results.jsonl"
 
 
 @dataclass
@@ -115,10 +110,10 @@ def find_runs(paths: list[Path]) -> list[Path]:
     for path in paths:
         if not path.exists():
             raise InputError("no such run folder", path=path)
-        if (path / CONFIG).is_file() and (path / RESULTS).is_file():
+        if RunFolder.is_run(path):
             here = [path]
         else:
-            here = sorted(c.parent for c in path.rglob(CONFIG) if (c.parent / RESULTS).is_file())
+            here = sorted(c.parent for c in path.rglob(CONFIG) if RunFolder.is_run(c.parent))
         if not here:
             raise InputError(f"no runs found (folders with {CONFIG} and {RESULTS})", path=path)
         found.extend(here)
@@ -128,58 +123,18 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return list(unique)
 
 
-def _read_config(path: Path) -> RunConfigLog:
-    try:
-        return RunConfigLog.model_validate(json.loads(read_utf8(path)))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(part) for part in err["loc"]) or "config"
-        raise InputError(f"field {where!r}: {err['msg']}", path=path) from None
-
-
-def _read_records(path: Path) -> list[TaskRecord]:
-    records = []
-    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(TaskRecord.model_validate_json(line))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(part) for part in err["loc"]) or "record"
-            raise InputError(f"field {where!r}: {err['msg']}", path=path, line=number) from None
-    return sorted(records, key=lambda r: r.position)
-
-
-def _read_instructions(run_dir: Path, records: list[TaskRecord]) -> dict[str, str]:
-    texts = {}
-    for record in records:
-        traj = run_dir / record.trajectory
-        if not traj.is_file():
-            continue
-        try:
-            data: Any = json.loads(read_utf8(traj))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=traj, line=exc.lineno) from None
-        instruction = data.get("instruction") if isinstance(data, dict) else None
-        if isinstance(instruction, str) and instruction.strip():
-            texts[record.task_id] = instruction
-    return texts
-
-
 def load_run(run_dir: Path) -> RunLog:
     """Load one run folder (config, results, final memory skills, task instructions).
 
     Raises:
         InputError: a broken config, results line, trajectory or skills file (naming the file and line).
     """
-    log = _read_config(run_dir / CONFIG)
-    records = _read_records(run_dir / RESULTS)
-    skills_file = run_dir / "memory" / "skills.jsonl"
+    folder = RunFolder(run_dir)
+    log = folder.read_config()
+    records = sorted(folder.read_records(), key=lambda r: r.position)
+    skills_file = folder.memory_dir / SKILLS_JSONL
     skills = {skill.id: skill for skill, _ in read_jsonl(skills_file)} if skills_file.is_file() else {}
-    return RunLog(run_dir, log, records, skills, _read_instructions(run_dir, records))
+    return RunLog(run_dir, log, records, skills, folder.instructions(records))
 
 
 def load_runs(paths: list[Path]) -> list[RunLog]:
