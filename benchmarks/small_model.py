@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.envs.registry import get_env, stream_order
-from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.config import ModelSpec, StreamConfig
 from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
@@ -40,7 +40,7 @@ def run_one(env_name: str, condition: str, args: argparse.Namespace, model: Any,
     env = get_env(env_name, **(HARNESS_OFF_ENV.get(env_name, {}) if off else {}))
     tasks = difficulty_one(env, args.tasks)
     config = StreamConfig(run=f"{env_name}-{condition}-{args.harness}", runs_dir=args.out, condition=condition,
-                          agent=HARNESS_OFF_AGENT if off else {}, env=env_name, model="local",
+                          agent=HARNESS_OFF_AGENT if off else {}, env=env_name, model=ModelSpec(name="local"),
                           embedder="minilm" if "+" in condition else "")
 
     def report(record: Any) -> None:

@@ -10,6 +10,7 @@ import os
 import stat
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,31 +44,35 @@ def key_path(parts: tuple[str | int, ...] | list[str | int]) -> str:
 
 
 def _model_at(model: type[BaseModel] | None, loc: tuple[str | int, ...]) -> type[BaseModel] | None:
-    """The pydantic model a location points into (None when it leaves the models: a dict, a plain type)."""
+    """The pydantic model a location points into (None when it leads elsewhere)."""
+    annotation: Any = model
     for part in loc:
-        if model is None:
+        annotation = _unwrap(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return None
+            annotation = field.annotation
+        elif typing.get_origin(annotation) in (dict, list):
+            annotation = typing.get_args(annotation)[-1]
+        else:
             return None
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return None
-        model = _submodel(field.annotation)
-    return model
+    annotation = _unwrap(annotation)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _submodel(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType, list, typing.Annotated):
-        for arg in typing.get_args(annotation):
-            found = _submodel(arg)
-            if found is not None:
-                return found
-    return None
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` and ``Annotated[X, ...]`` as ``X``."""
+    while typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if typing.get_origin(annotation) is not typing.Annotated and len(args) != 1:
+            return annotation
+        annotation = args[0]
+    return annotation
 
 
-def validation_message(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | None = None) -> str:
+def validation_message(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | None = None,
+                       rename: Callable[[tuple[str | int, ...]], tuple[str | int, ...]] | None = None) -> str:
     """The first error of a pydantic validation as one line: ``field '<key path>': <what is wrong>``.
 
     Unknown keys list the allowed ones (when ``model``, the validated model, is given), a value outside a choice
@@ -77,6 +82,7 @@ def validation_message(exc: ValidationError, *, prefix: str = "", model: type[Ba
         exc: the validation error.
         prefix: a key path the error's location is relative to (``models.default``).
         model: the model that was validated.
+        rename: maps the error's location to the one to show (a key the user wrote in another form).
     """
     err = exc.errors(include_url=False)[0]
     loc = tuple(err.get("loc", ()))
@@ -93,7 +99,8 @@ def validation_message(exc: ValidationError, *, prefix: str = "", model: type[Ba
         message = message.removeprefix("Value error, ")
     elif kind != "missing" and not isinstance(err.get("input"), dict | list):
         message += f" (got {err.get('input')!r})"
-    where = key_path([*prefix.split("."), *loc] if prefix else list(loc))
+    shown = rename(loc) if rename is not None else loc
+    where = key_path([*prefix.split("."), *shown] if prefix else list(shown))
     return f"field {where!r}: {message}" if where else message
 
 

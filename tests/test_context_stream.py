@@ -77,7 +77,7 @@ def test_a_window_set_too_large_costs_one_task_then_is_learnt(tmp_path):
     assert "last failed call: context_exceeded: the prompt does not fit" in shown
     assert "calls shortened to fit" in cli("show", str(out), "--task", records[1]["task_id"]).output
     config = json.loads((out / "config.json").read_text())
-    assert config["config"]["model"] == "openai:mock context_window=8192"
+    assert (config["config"]["model"]["model"], config["config"]["model"]["context_window"]) == ("mock", 8192)
 
 
 def test_a_prompt_that_can_never_fit_ends_every_task_and_the_stream_goes_on(tmp_path):

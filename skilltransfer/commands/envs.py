@@ -50,7 +50,7 @@ def show_env(env: str = typer.Argument(..., help="apps, office, datasci or offic
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
     instance = registry.get_env(env, **kwargs)
     if stream is not None:
-        from skilltransfer.experiments.launch import named_stream
+        from skilltransfer.experiments.build import named_stream
 
         tasks = named_stream(instance, stream, split)
     else:

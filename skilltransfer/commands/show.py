@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from skilltransfer.experiments.summary import RunSummary, format_trajectory, load_task, summarize_run, summary_rows
 
@@ -41,5 +42,5 @@ def summary_table(summary: RunSummary) -> Table:
     table.add_column("", style="bold")
     table.add_column("", overflow="fold")
     for label, value in summary_rows(summary):
-        table.add_row(label, value)
+        table.add_row(label, Text(value))  # plain text: "[success]" is data, not rich markup
     return table

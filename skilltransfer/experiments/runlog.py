@@ -2,8 +2,9 @@
 
 A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, every write atomic:
 
-- ``config.json`` (`RunConfigLog`): the stream's settings, the derived agent/induction settings, prompt ids, the
-  embedder id and the stream's task ids;
+- ``config.json`` (`RunConfigLog`): the stream's settings (`StreamConfig.identity`: typed env, model, condition,
+  every axis, limits, agent and memory settings), the derived agent/induction settings, prompt ids, the embedder id
+  and the stream's task ids;
 - ``results.jsonl`` (one `TaskRecord` per finished task, in stream order): the commit point;
 - ``trajectories/<task_id>.json`` (`TrajectoryLog`; ids made file-name safe by `safe_task_id`), rewritten while the
   task runs (status "running"), once more if an error ends it ("aborted"), and when it is scored ("finished");
@@ -13,6 +14,9 @@ A task is committed in this order (`RunFolder.commit`): its trajectory, a memory
 marker ``memory.next.task`` naming the task), the results file with the task's line (the commit point), then the
 snapshot replaces ``memory``. `RunFolder.recover_memory` finishes or undoes an interrupted commit, so a resumed run
 starts from exactly the memory after its last committed task.
+
+Folders of the old format (format_version 1, env and model recorded as strings) are read through
+`skilltransfer.experiments.legacy` for ``show`` and ``report``; resuming one is refused with one line.
 
 JSONL is split on ``\\n`` only (`skilltransfer.util.files.iter_jsonl`): pydantic writes U+2028 and its kin unescaped,
 and ``str.splitlines`` would break such a line in two.
@@ -31,13 +35,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.errors import InputError, read_text, validation_message
-from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
+from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
 from skilltransfer.util.files import atomic_write_text, iter_jsonl, read_json
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
 TRAJECTORIES = "trajectories"
@@ -50,6 +55,7 @@ class RunConfigLog(BaseModel):
 
     format_version: int = FORMAT_VERSION
     config: StreamConfig
+    """The stream's settings as `StreamConfig.identity` gives them."""
     level: AgentLevel
     skill_format: SkillFormat | None
     agent: AgentConfig
@@ -58,6 +64,13 @@ class RunConfigLog(BaseModel):
     embedder_id: str | None
     task_ids: list[str]
     created: str
+
+    def to_json(self) -> str:
+        """The file's text: the model recorded by what shapes its answers only (`IDENTITY_MODEL_FIELDS`), nothing
+        that does not change results (no endpoint, key, cache, sandboxing)."""
+        transport = set(ModelSpec.model_fields) - set(IDENTITY_MODEL_FIELDS)
+        exclude = {"config": {"model": transport, "embedder_cache": True, "env": {"sandboxed"}}}
+        return self.model_dump_json(indent=2, exclude=exclude) + "\n"
 
 
 class RetrievedSkill(BaseModel):
@@ -197,6 +210,12 @@ class RunFolder:
         if not self.exists():
             raise InputError(f"not a run folder (no {CONFIG})", path=self.path)
         data = read_json(self.config_file, what="run config")
+        version = data.get("format_version") if isinstance(data, dict) else None
+        if version == 1:
+            data = upgrade_v1_config(data)
+        elif isinstance(version, int) and version > FORMAT_VERSION:
+            raise InputError(f"run log format_version {version} is newer than this skilltransfer reads "
+                             f"({FORMAT_VERSION}); upgrade skilltransfer", path=self.config_file)
         try:
             return RunConfigLog.model_validate(data)
         except ValidationError as exc:
@@ -277,7 +296,7 @@ class RunFolder:
             self._check_resume(log)
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.config_file, log.model_dump_json(indent=2) + "\n")
+            atomic_write_text(self.config_file, log.to_json())
         records = self.read_records()
         self._lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; rewritten atomically
         self.recover_memory({r.task_id for r in records})
@@ -285,8 +304,13 @@ class RunFolder:
 
     def _check_resume(self, log: RunConfigLog) -> None:
         before = self.read_config()
-        keys = ("config", "level", "skill_format", "agent", "induction", "prompt_ids", "embedder_id")
-        changed = [k for k in keys if getattr(before, k) != getattr(log, k)]
+        if before.format_version != FORMAT_VERSION:
+            raise InputError(f"run folder of log format_version {before.format_version} (an older skilltransfer) "
+                             "cannot be resumed; show and report still read it; use another run folder",
+                             path=self.config_file)
+        changed = [f"config.{name}" for name in before.config.differences(log.config)]
+        keys = ("level", "skill_format", "agent", "induction", "prompt_ids", "embedder_id")
+        changed += [k for k in keys if getattr(before, k) != getattr(log, k)]
         extends = log.task_ids[: len(before.task_ids)] == before.task_ids
         if not extends or (log.config.library_filter is not None and log.task_ids != before.task_ids):
             # a utility-filtered library depends on the whole stream, so it cannot be extended
@@ -295,8 +319,8 @@ class RunFolder:
             raise InputError(f"this run folder was started with different settings ({', '.join(changed)} differ); "
                              "use another run name or delete the folder", path=self.config_file)
         if len(log.task_ids) > len(before.task_ids):
-            extended = before.model_copy(update={"task_ids": log.task_ids})
-            atomic_write_text(self.config_file, extended.model_dump_json(indent=2) + "\n")
+            extended = before.model_copy(update={"task_ids": log.task_ids, "config": log.config})
+            atomic_write_text(self.config_file, extended.to_json())
 
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""

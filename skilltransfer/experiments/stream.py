@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.agent import Agent
-from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig, parse_condition
+from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import (
     InducedSkill,
     RetrievedSkill,
@@ -33,9 +32,9 @@ from skilltransfer.experiments.runlog import (
     TrajectoryLog,
     TrajectoryStatus,
 )
-from skilltransfer.induction.inducer import Inducer, InductionConfig
+from skilltransfer.induction.inducer import Inducer
 from skilltransfer.memory.library import load_library
-from skilltransfer.memory.store import MemoryConfig, SkillMemory
+from skilltransfer.memory.store import SkillMemory
 from skilltransfer.protocols import ChatModel, Score, TaskSpec
 from skilltransfer.skill import SkillFormat, UsageStats
 
@@ -72,7 +71,7 @@ def _frozen_library(cfg: StreamConfig, library: str, embedder: Any, tasks: Seque
         if not skills:
             raise InputError(f"the {cfg.library_filter} half of the library is empty", path=library)
     skills = [s.model_copy(update={"usage": UsageStats()}, deep=True) for s in skills]
-    memory = SkillMemory(embedder, config=MemoryConfig.model_validate({**cfg.memory, "dedup_threshold": 1.01}))
+    memory = SkillMemory(embedder, config=cfg.memory.model_copy(update={"dedup_threshold": 1.01}))
     memory.add_many(skills)
     memory.read_only = True
     return memory
@@ -88,7 +87,7 @@ def _open_memory(cfg: StreamConfig, fmt: SkillFormat | None, embedder: Any, task
         return SkillMemory.load(saved, embedder)
     if cfg.library is not None:
         return _frozen_library(cfg, cfg.library, embedder, tasks)
-    return SkillMemory(embedder, config=MemoryConfig.model_validate(cfg.memory))
+    return SkillMemory(embedder, config=cfg.memory)
 
 
 # --------------------------------------------------------------------------------------------- records
@@ -179,22 +178,23 @@ def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: An
         on_event: called with each agent event (task/subtask/step/call starts and ends) of the tasks run now.
 
     Raises:
-        InputError: unknown condition, a run folder started with other settings, a bad library.
+        InputError: a run folder started with other settings, a bad library.
     """
-    level, fmt = parse_condition(config.condition)
+    fmt = config.skill_format
     tasks = list(env.tasks() if tasks is None else tasks)
     counts = Counter(t.id for t in tasks)
     repeated = sorted(task_id for task_id, n in counts.items() if n > 1)
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
-    agent_cfg = AgentConfig.model_validate({**config.agent, "level": level})
-    induction = InductionConfig(format=fmt, variant=config.induction_variant) if fmt and not config.library else None
+    agent_cfg = config.agent_config()
+    induction = config.induction_config()
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = AgentPrompts.load(agent_cfg.prompt_dir).ids()
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
-    log = RunConfigLog(config=config, level=level, skill_format=fmt, agent=agent_cfg, induction=induction,
-                       prompt_ids=prompt_ids, embedder_id=str(embedder.id) if embedder is not None else None,
+    log = RunConfigLog(config=config.identity(), level=config.level, skill_format=fmt, agent=agent_cfg,
+                       induction=induction, prompt_ids=prompt_ids,
+                       embedder_id=str(embedder.id) if embedder is not None else None,
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"))
     folder = RunFolder(config.path)
     records = folder.start(log)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import RunFolder, TaskRecord, TrajectoryLog
+from skilltransfer.experiments.runlog import FORMAT_VERSION, RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
@@ -58,7 +58,9 @@ class RunSummary:
     path: str
     condition: str
     env: str
+    """The env spec and what it was built with (`EnvSpec.describe`)."""
     model: str
+    """The model and the settings that shape its answers (`ModelSpec.describe`)."""
     embedder: str
     planned: int
     """Tasks in the stream (``config.json``)."""
@@ -93,6 +95,10 @@ class RunSummary:
     distinct_retrieved: int
     memory_size: int
     """Skills in memory after the last finished task."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The stream's axes with a value other than the default (order seed, induction variant, ...), and a library."""
+    format_version: int = 0
+    """The run log's format version (an older one is shown and reported, not resumed)."""
     tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
     transfers: list[TransferEvent] = field(default_factory=list)
     """Retrievals of skills induced earlier in the same run (see `transfer_events`)."""
@@ -127,8 +133,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
             for key, value in row.items():
                 total[key] = total.get(key, 0) + value
     return RunSummary(
-        run=log.config.run, path=str(folder.path), condition=log.config.condition, env=log.config.env,
-        model=log.config.model, embedder=log.config.embedder or (log.embedder_id or ""),
+        run=log.config.run, path=str(folder.path), condition=log.config.condition, env=log.config.env.describe(),
+        model=log.config.model.describe(), embedder=log.config.embedder or (log.embedder_id or ""),
         planned=len(log.task_ids), finished=n, success=rate, success_ci=(low, high),
         mean_reward=statistics.fmean(r.reward for r in records) if n else 0.0,
         latency_total_s=sum(latencies), latency_mean_s=statistics.fmean(latencies) if n else 0.0,
@@ -147,6 +153,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         retrievals=sum(len(r.retrieved) for r in records),
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
+        settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {})},
+        format_version=log.format_version,
         transfers=transfer_events(records))
 
 
@@ -160,10 +168,13 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
     return [
         ("run", f"{s.run} ({s.path})"),
         ("condition", s.condition),
+        *([("settings", ", ".join(f"{k}={v}" for k, v in s.settings.items()))] if s.settings else []),
         ("env", s.env or "-"),
         ("model", s.model or "-"),
         ("embedder", s.embedder or "-"),
-        ("tasks", f"{s.finished} of {s.planned} finished"),
+        ("tasks", f"{s.finished} of {s.planned} finished"
+                  + (f" (log format_version {s.format_version}: shown, not resumable)"
+                     if s.format_version != FORMAT_VERSION else "")),
         ("success", f"{s.success:.1%}  [{low:.1%}, {high:.1%}] {CI_LEVEL:.0%} bootstrap CI" if s.finished
          else "- (no finished task yet)"),
         ("mean reward", f"{s.mean_reward:.3f}"),

@@ -11,16 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.config import ModelConfig, build_config
+from skilltransfer.llm.config import MODELS, ModelConfig, build_config
 from skilltransfer.protocols import ChatModel
 from skilltransfer.util.imports import resolve
-
-MODELS: dict[str, str] = {
-    "local": "skilltransfer.llm.local:LocalModel",
-    "openai": "skilltransfer.llm.openai_client:OpenAIChatModel",
-    "scripted": "skilltransfer.llm.testing:ScriptedModel",
-}
-"""Registry: model name -> ``module:Class``."""
 
 __all__ = ["MODELS", "ModelConfig", "default_model_name", "make_model"]
 

@@ -46,7 +46,7 @@ _EPS = 1e-6
 class MemoryConfig(BaseModel):
     """Settings of a skill memory (saved in its manifest)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     dedup_threshold: float = 0.95
     """Cosine at or above which a new skill is a near-duplicate of the closest same-format skill (> 1 disables).

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunConfigLog, RunFolder, TaskRecord
@@ -38,38 +36,25 @@ class RunLog:
 
     @property
     def env(self) -> str:
-        """The env label: the grid's ``label`` (its env record is JSON), else the recorded spec's name (``apps``,
-        ``officebench:<path>`` -> ``officebench``, ``module:Class`` -> ``Class``), else the task ids' prefix."""
-        spec = self.log.config.env.strip()
-        record = _json_object(spec)
-        if record is not None:
-            return str(record.get("label") or record.get("env") or "env")
-        if spec:
-            name = spec.split(maxsplit=1)[0]
-            module, _, attr = name.partition(":")
-            return attr if attr and "." in module else module
+        """The env label (`EnvSpec.display_label`: a grid's key, else derived from the spec), else the task ids'
+        prefix."""
+        spec = self.log.config.env
+        if spec.label or spec.env:
+            return spec.display_label
         first = self.records[0].task_id if self.records else (self.log.task_ids or ["env"])[0]
         return first.split("/", 1)[0] if "/" in first else "env"
 
     @property
     def model(self) -> str:
-        """The model label: the grid's ``label`` (its model record is JSON), else the recorded model spec."""
-        spec = self.log.config.model.strip()
-        record = _json_object(spec)
-        if record is not None:
-            return str(record.get("label") or record.get("model") or record.get("name") or "model")
-        return spec or "unknown-model"
+        """The model label (`ModelSpec.display_label`: a grid's key, else the model id, else the registry name)."""
+        spec = self.log.config.model
+        return spec.display_label if spec.label or spec.model or spec.name else "unknown-model"
 
     @property
     def condition(self) -> str:
-        """The condition, tagged when it differs from the plain one: ``[no_demo]`` for another induction prompt,
-        ``+library`` / ``+library(top)`` for a frozen (filtered) library (``task+library`` compares with ``task``)."""
-        label = self.log.config.condition.strip().lower()
-        if self.log.config.library is not None:
-            label += f"+library({self.log.config.library_filter})" if self.log.config.library_filter else "+library"
-        if self.log.induction is not None and self.log.config.induction_variant != "full":
-            label += f"[{self.log.config.induction_variant}]"
-        return label
+        """The condition as the report groups it (`StreamConfig.condition_label`): ``task+text[no_demo]``,
+        ``task+library(top)``; a tagged condition is compared with its agent's baseline (``task``)."""
+        return self.log.config.condition_label()
 
     @property
     def level(self) -> str:
@@ -88,16 +73,6 @@ class RunLog:
     def n_stream(self) -> int:
         """Length of the run's task stream (finished or not)."""
         return max(len(self.log.task_ids), len(self.records))
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def find_runs(paths: list[Path]) -> list[Path]:
