@@ -27,7 +27,8 @@ from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
-from skilltransfer.protocols import ChatModel, Episode
+from skilltransfer.induction.inducer import Inducer
+from skilltransfer.protocols import ChatModel, Episode, SkillStore
 from skilltransfer.skill import Provenance
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
@@ -47,7 +48,7 @@ class Agent:
         on_event: called with each `AgentEvent` (may be set later as the ``on_event`` attribute).
     """
 
-    def __init__(self, model: ChatModel, *, memory: Any = None, inducer: Any = None,
+    def __init__(self, model: ChatModel, *, memory: SkillStore | None = None, inducer: Inducer | None = None,
                  config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
                  **kwargs: Any) -> None:
         self.model = model
@@ -182,7 +183,7 @@ class Agent:
     def _induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
                 index: int | None, origin: dict[str, Any]) -> None:
         """Induce one skill from the finished (sub-)trajectory and add it to memory (unparseable replies are logged)."""
-        if self.inducer is None or self.memory is None or getattr(self.memory, "read_only", False):
+        if self.inducer is None or self.memory is None or self.memory.read_only:
             return
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from

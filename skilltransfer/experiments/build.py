@@ -80,7 +80,7 @@ def check_env_args(cls: Any, kwargs: dict[str, Any], spec: str) -> dict[str, Any
     except TypeError as exc:
         raise InputError(f"env {spec!r} refused its arguments: {exc}") from None
     try:
-        hints = typing.get_type_hints(cls.__init__ if isinstance(cls, type) else cls)
+        hints = typing.get_type_hints(cls.__init__ if isinstance(cls, type) else cls)  # type: ignore[misc]
     except Exception:  # noqa: BLE001 - annotations that do not resolve: the constructor judges the values
         hints = {}
     checked = dict(kwargs)

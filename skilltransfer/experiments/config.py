@@ -308,7 +308,7 @@ class StreamConfig(BaseModel):
         """The condition as the report groups it: tagged with a frozen library (``+library``,
         ``+library(top)``) and with every ``report="tag"`` axis whose value is not the default (``[no_demo]``), so
         ``task+text[no_demo]`` is compared with ``task``."""
-        label = self.condition
+        label: str = self.condition
         if self.library is not None:
             label += f"+library({self.library_filter})" if self.library_filter else "+library"
         for name, value in self.axis_values().items():
@@ -320,7 +320,7 @@ class StreamConfig(BaseModel):
     def run_leaf(self, listed: Mapping[str, int]) -> str:
         """The last part of a grid run name: the condition, then a suffix per axis whose value is not the default or
         of which the phase lists several (``listed``: axis -> number of values) and the value is not None."""
-        leaf = self.condition
+        leaf: str = self.condition
         for name, field in type(self).model_fields.items():
             axis = axis_of(field)
             if axis is None or axis.run_tag is None:

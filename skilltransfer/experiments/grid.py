@@ -36,6 +36,7 @@ from skilltransfer.experiments.execute import StreamOutcome, TaskSink, execute_s
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
+from skilltransfer.llm.cache import CachedModel
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.util.files import atomic_write_text
 
@@ -180,7 +181,7 @@ class ThreadBackend:
             try:
                 outcome = execute_stream(plan, tasks, model, embedder, on_task=on_task)
             finally:
-                if model is not self._model(plan):
+                if isinstance(model, CachedModel):
                     model.cache.close()
             self._done.put(outcome)
 

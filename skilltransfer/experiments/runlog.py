@@ -69,7 +69,7 @@ class RunConfigLog(BaseModel):
         """The file's text: the model recorded by what shapes its answers only (`IDENTITY_MODEL_FIELDS`), nothing
         that does not change results (no endpoint, key, cache, sandboxing)."""
         transport = set(ModelSpec.model_fields) - set(IDENTITY_MODEL_FIELDS)
-        exclude = {"config": {"model": transport, "embedder_cache": True, "env": {"sandboxed"}}}
+        exclude: Any = {"config": {"model": transport, "embedder_cache": True, "env": {"sandboxed"}}}
         return self.model_dump_json(indent=2, exclude=exclude) + "\n"
 
 

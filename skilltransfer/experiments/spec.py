@@ -108,9 +108,9 @@ def _phase_model() -> type[BaseModel]:
         fields[axis.plural] = (kind, default)
     fields["library_from"] = (LibraryFrom | None, Field(default=None, description="A frozen library from an earlier "
                                                                                    "phase (see `LibraryFrom`)."))
-    return create_model("PhaseSpec", __config__=ConfigDict(extra="forbid"), __validators__={
-        "fold_singular_keys": model_validator(mode="before")(_fold_singular),
-        "check_library_keys": model_validator(mode="after")(_check_library_keys)}, **fields)
+    validators: dict[str, Any] = {"fold_singular_keys": model_validator(mode="before")(_fold_singular),
+                                  "check_library_keys": model_validator(mode="after")(_check_library_keys)}
+    return create_model("PhaseSpec", __config__=ConfigDict(extra="forbid"), __validators__=validators, **fields)
 
 
 def _check_library_keys(phase: Any) -> Any:

@@ -35,7 +35,7 @@ from skilltransfer.experiments.runlog import (
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.store import SkillMemory
-from skilltransfer.protocols import ChatModel, Score, TaskSpec
+from skilltransfer.protocols import ChatModel, Embedder, Env, Score, SkillStore, TaskSpec
 from skilltransfer.skill import SkillFormat, UsageStats
 
 PARTIAL_WRITE_S = 2.0
@@ -56,7 +56,7 @@ class StreamSummary:
 
 
 # --------------------------------------------------------------------------------------------- memory set-up
-def _frozen_library(cfg: StreamConfig, library: str, embedder: Any, tasks: Sequence[TaskSpec]) -> SkillMemory:
+def _frozen_library(cfg: StreamConfig, library: str, embedder: Embedder, tasks: Sequence[TaskSpec]) -> SkillMemory:
     skills = load_library(library)
     if cfg.library_filter is not None:
         from skilltransfer.metrics import score_library
@@ -77,7 +77,7 @@ def _frozen_library(cfg: StreamConfig, library: str, embedder: Any, tasks: Seque
     return memory
 
 
-def _open_memory(cfg: StreamConfig, fmt: SkillFormat | None, embedder: Any, tasks: Sequence[TaskSpec],
+def _open_memory(cfg: StreamConfig, fmt: SkillFormat | None, embedder: Embedder | None, tasks: Sequence[TaskSpec],
                  saved: Path) -> SkillMemory | None:
     if fmt is None and cfg.library is None:
         return None
@@ -121,7 +121,7 @@ class _LiveTrajectory:
 
 
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
-            memory: SkillMemory | None, trajectory: str) -> TaskRecord:
+            memory: SkillStore | None, trajectory: str) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
     answered = [call for call in result.calls.calls if call.error is None]
     for call in answered:
@@ -161,7 +161,7 @@ def _fan_out(*sinks: Callable[[AgentEvent], None] | None) -> Callable[[AgentEven
     return send
 
 
-def run_stream(env: Any, model: ChatModel, config: StreamConfig, *, embedder: Any = None,
+def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Embedder | None = None,
                tasks: Sequence[TaskSpec] | None = None, induction_model: ChatModel | None = None,
                on_task: Callable[[TaskRecord], None] | None = None,
                on_event: Callable[[AgentEvent], None] | None = None) -> StreamSummary:

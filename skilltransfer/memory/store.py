@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from skilltransfer.errors import InputError, read_text
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl
 from skilltransfer.memory.validate import validate_code_skill
+from skilltransfer.protocols import Embedder
 from skilltransfer.skill import AddResult, Skill
 from skilltransfer.util.files import atomic_write_text, iter_jsonl
 
@@ -78,7 +79,7 @@ class SkillMemory:
         read_only: a frozen library: ``add``/``remove`` raise ``ReadOnlyMemoryError`` (usage stats still update).
     """
 
-    def __init__(self, embedder: Any, *, config: MemoryConfig | None = None, read_only: bool = False,
+    def __init__(self, embedder: Embedder, *, config: MemoryConfig | None = None, read_only: bool = False,
                  **kwargs: Any) -> None:
         self.embedder = embedder
         self.config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(), **kwargs})
@@ -330,7 +331,7 @@ class SkillMemory:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, embedder: Any, *, read_only: bool | None = None) -> SkillMemory:
+    def load(cls, path: str | Path, embedder: Embedder, *, read_only: bool | None = None) -> SkillMemory:
         """Load a saved memory folder; the embedder must have the id the memory was built with.
 
         Args:
