@@ -25,7 +25,7 @@ PACKAGE = Path(skilltransfer.__file__).resolve().parent
 ROOT = "skilltransfer"
 
 PARTS: dict[str, tuple[str, ...]] = {
-    "Face": ("cli", "commands"),
+    "Face": ("cli", "commands", "__main__"),
     "Experiments": ("experiments",),
     "Agents": ("agents",),
     "Induction": ("induction",),

@@ -174,14 +174,15 @@ class ThreadBackend:
         return self._embedders[key]
 
     def submit(self, plan: StreamPlan, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
-        model = stream_model(self._model(plan), plan.config.model)
+        base = self._model(plan)
+        model = stream_model(base, plan.config.model)
         embedder = self._embedder(plan) if plan.config.has_memory else None
 
         def work() -> None:
             try:
                 outcome = execute_stream(plan, tasks, model, embedder, on_task=on_task)
             finally:
-                if isinstance(model, CachedModel):
+                if model is not base and isinstance(model, CachedModel):  # this stream's own cache wrapper
                     model.cache.close()
             self._done.put(outcome)
 
