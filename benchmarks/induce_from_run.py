@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.agents import ActionStep, CallLog
+from skilltransfer.agents import ActionStep, CallLog, TrajectoryText
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer
 from skilltransfer.llm import make_model
-from skilltransfer.memory.skill import Provenance
+from skilltransfer.skill import Provenance
 
 
 def load_trajectory(run: Path, task: str) -> dict[str, Any]:
@@ -71,7 +71,8 @@ def main() -> None:
         inducer = Inducer(model, variant=args.variant, format=args.format, only_successful=args.only_successful)
         calls = CallLog()
         start = time.perf_counter()
-        induced = inducer.induce(goal, actions, level="task" if args.subtask is None else "subtask", calls=calls,
+        trajectory = TrajectoryText(actions, inducer.config.max_observation_chars, inducer.config.max_trajectory_chars)
+        induced = inducer.induce(goal, trajectory, level="task" if args.subtask is None else "subtask", calls=calls,
                                  provenance=Provenance(source_task_id=data["task_id"]), succeeded=succeeded)
         seconds = time.perf_counter() - start
     finally:

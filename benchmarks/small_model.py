@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.envs.registry import get_env, stream_order
-from skilltransfer.experiments.stream import StreamConfig, read_records, run_stream
+from skilltransfer.experiments.config import ModelSpec, StreamConfig
+from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
 from skilltransfer.memory.embedders import make_embedder
 
@@ -38,7 +40,7 @@ def run_one(env_name: str, condition: str, args: argparse.Namespace, model: Any,
     env = get_env(env_name, **(HARNESS_OFF_ENV.get(env_name, {}) if off else {}))
     tasks = difficulty_one(env, args.tasks)
     config = StreamConfig(run=f"{env_name}-{condition}-{args.harness}", runs_dir=args.out, condition=condition,
-                          agent=HARNESS_OFF_AGENT if off else {}, env=env_name, model="local",
+                          agent=HARNESS_OFF_AGENT if off else {}, env=env_name, model=ModelSpec(name="local"),
                           embedder="minilm" if "+" in condition else "")
 
     def report(record: Any) -> None:
@@ -51,7 +53,7 @@ def run_one(env_name: str, condition: str, args: argparse.Namespace, model: Any,
 
 
 def row(path: Path) -> dict[str, Any]:
-    records = read_records(path / "results.jsonl")
+    records = RunFolder(path).read_records()
     n = len(records)
     return {
         "run": path.name, "tasks": n, "success": sum(r.success for r in records) / n if n else 0.0,

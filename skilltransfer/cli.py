@@ -1,4 +1,5 @@
-"""The ``skilltransfer`` command line: a thin Typer app over library functions."""
+"""The ``skilltransfer`` command line: a thin Typer app over library functions (the commands are in
+``skilltransfer.commands``; adding one is a module there and a line below)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,17 @@ import sys
 
 import typer
 
+from skilltransfer.commands import envs, grid, judge, library, library_lens, report, run, score, serve, show
 from skilltransfer.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Study cross-task skill transfer in LLM agents.")
+app.add_typer(envs.envs_app, name="envs")
+app.add_typer(library.library_app, name="library")
+library.library_app.command("decompose")(library_lens.decompose)
+library.library_app.command("route")(library_lens.route_query)
+for _command in (grid.grid, judge.judge, report.report, run.run, score.score, serve.serve, show.show):
+    app.command()(_command)
 
 
 def main() -> None:
@@ -36,7 +44,3 @@ def main() -> None:
         raise
     if isinstance(code, int) and code:
         raise SystemExit(code)
-
-
-# Subcommands register themselves on `app` when their module is imported.
-from skilltransfer import commands as _commands  # noqa: E402,F401

@@ -7,14 +7,14 @@ SkillStore -> retrieval -> agent; run logs -> metrics -> reports.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import AddResult, Skill
 
 Message = dict[str, Any]
 """An OpenAI-style chat message: {"role": "system"|"user"|"assistant", "content": str}."""
@@ -42,14 +42,25 @@ class Completion:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat LLM policy.
-
-    Optional members (not part of the structural check; read with ``getattr`` through wrappers by
-    ``skilltransfer.llm.context``): ``context_window: int | None``, the most tokens (prompt + completion) one call may
-    use (None: unknown), and ``count_prompt_tokens(messages) -> int``, the prompt tokens as the server counts them.
-    """
+    """A chat LLM policy. Its optional members are `SizedChatModel`'s."""
 
     def complete(self, messages: list[Message], **params: Any) -> Completion: ...
+
+
+@runtime_checkable
+class SizedChatModel(ChatModel, Protocol):
+    """A chat model that knows its context window and how the server counts a prompt (both optional for a
+    `ChatModel`; ``skilltransfer.llm.context`` reads them through wrappers' ``inner`` chain, so wrappers need not
+    forward them)."""
+
+    @property
+    def context_window(self) -> int | None:
+        """The most tokens (prompt + completion) one call may use; None: unknown."""
+        ...
+
+    def count_prompt_tokens(self, messages: list[Message]) -> int:
+        """The prompt tokens of ``messages`` as the server counts them (chat template included)."""
+        ...
 
 
 @runtime_checkable
@@ -69,19 +80,49 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class SkillStore(Protocol):
-    """A skill memory: add with dedup/pruning, retrieve by description similarity, persist."""
+    """A skill memory: add with dedup/pruning, retrieve by description similarity, usage statistics, persist.
 
-    def add(self, skill: Skill) -> Any: ...
+    ``read_only`` is a frozen library: the agent does not induce into it (``add``/``remove`` would raise).
+    """
+
+    read_only: bool
+
+    def add(self, skill: Skill) -> AddResult: ...
 
     def retrieve(self, query: str, k: int = 5) -> list[tuple[Skill, float]]: ...
 
+    def record_retrieval(self, skill_ids: Iterable[str], success: bool) -> None:
+        """Count one retrieval of each skill, and a success of the retrieving task when ``success``."""
+        ...
+
     def remove(self, skill_id: str) -> None: ...
 
-    def save(self, path: Any) -> None: ...
+    def save(self, path: str | Path) -> Path: ...
+
+    def __contains__(self, skill_id: object) -> bool: ...
 
     def __len__(self) -> int: ...
 
     def __iter__(self) -> Iterator[Skill]: ...
+
+
+class Trajectory(Protocol):
+    """A (sub-)trajectory rendered inside one message (summarizer, induction), which context fitting may re-render
+    with its oldest steps elided."""
+
+    @property
+    def n_steps(self) -> int: ...
+
+    def render(self, elided_observations: int = 0, elided_replies: int = 0, *, dropped: int = 0) -> str: ...
+
+
+class ModelCalls(Protocol):
+    """The one way a task's model calls go (every role): fit the prompt to the window, call, record the call."""
+
+    def complete(self, model: ChatModel, messages: list[Message], role: str, *, trajectory: Trajectory | None = None,
+                 **params: Any) -> Completion:
+        """Raises ``skilltransfer.agents.ContextExceeded`` when the prompt cannot fit."""
+        ...
 
 
 @dataclass(frozen=True)

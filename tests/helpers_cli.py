@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from skilltransfer.cli import app
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import TrajectoryLog
+from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.llm.mock_server import MockServer
 
 TINY = "helpers_tinyenv:TinyEnv"

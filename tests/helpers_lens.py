@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from skilltransfer.lens.graph import SkillGraph, Unit
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 
 def hand_graph(spec: dict[str, list[tuple[str, str, str]]], edges: list[tuple[str, str]] = (),

@@ -14,7 +14,8 @@ from typing import Any
 
 from helpers_tinyenv import CounterScript, TinyEnv
 
-from skilltransfer.experiments.stream import CONDITIONS, StreamConfig, run_stream
+from skilltransfer.experiments.config import CONDITIONS, ModelSpec, StreamConfig
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.protocols import TaskSpec
 
@@ -82,7 +83,7 @@ def build_runs(root: Path, embedder: Any, *, envs: tuple[str, ...] = tuple(ENV_T
                 fmt = CONDITIONS[condition][1]
                 run = condition.replace("+", "_")
                 config = StreamConfig(run=run, runs_dir=str(root / "runs" / env_name / model), condition=condition,
-                                      env=env_name, model=model, embedder="hash:128",
+                                      env=env_name, model=ModelSpec(label=model), embedder="hash:128",
                                       memory={"validate_code": False})
                 env = GradedTinyEnv(ENV_TARGETS[env_name], workdir=root / "ws" / env_name / model / run)
                 script = FlakyScript(skill_reply(fmt), fails_for(env_name, model, condition))

@@ -21,8 +21,8 @@ from skilltransfer.agents import (
 )
 from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel
-from skilltransfer.memory.skill import Provenance, Skill
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.skill import Provenance, Skill
 
 
 @pytest.fixture

@@ -96,8 +96,12 @@ CASES: list[tuple[str, list[str], str]] = [
     ("env-empty-module", [*RUN, "--env", ":"], "env class ':' cannot be imported"),
     ("base-url", [*RUN[:9], "--base-url", "localhost:8000", "--model", "openai", "--model-name", "m"],
      "endpoint 'localhost:8000' is not an http(s) URL"),
-    ("temperature", [*RUN, "--temperature", "nan"], "--temperature must be a number >= 0"),
-    ("retry-budget", [*RUN, "--retry-budget", "-1"], "'retry_budget_s': Input should be greater than or equal to 0"),
+    ("temperature", [*RUN, "--temperature", "nan"], "'--temperature': Input should be greater than or equal to 0"),
+    ("temperature-c", [*RUN, "-c", "model.params.temperature=.nan"], "temperature must be a number >= 0, got nan"),
+    ("retry-budget", [*RUN, "--retry-budget", "-1"], "'--retry-budget': Input should be greater than or equal to 0"),
+    ("retry-budget-c", [*RUN, "-c", "model.retry_budget_s=-1"], "field 'model.retry_budget_s': Input should be"),
+    ("run-config-binary", [*RUN, "--config", "{tmp}/binary"], "binary:2: not UTF-8 text"),
+    ("run-config-key", [*RUN, "-c", "agent.topk=3"], "field 'agent.topk': unknown key; allowed: step_limit,"),
     ("library-missing", [*RUN, "--library", "{tmp}/nope"], "nope: skill library not found"),
     ("library-binary", [*RUN, "--library", "{tmp}/binary.jsonl"], "binary.jsonl:2: not UTF-8"),
     ("results-binary", ["show", "{tmp}/bad-run"], "results.jsonl:1: not UTF-8 text (byte 0xff)"),
@@ -106,7 +110,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("density-bins", ["report", "{tmp}/run", "--density-bins", "0", "--out", "{tmp}/r"], "'--density-bins'"),
     ("serve-port", ["serve", "--port", "99999"], "'--port': Input should be less than or equal to 65535"),
     ("unknown-command", ["bogus"], "No such command 'bogus'. (see: "),
-    ("missing-option", ["run", "--env", "apps"], "Missing option '--condition'. (see: "),
+    ("missing-option", ["run", "--env", "apps"], "condition: required; give --condition"),
+    ("missing-argument", ["show"], "Missing argument 'run'. (see: "),
 ]
 
 

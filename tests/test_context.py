@@ -17,11 +17,12 @@ from skilltransfer.llm.context import (
     context_window,
     count_prompt_tokens,
     estimate_tokens,
+    messages_tokens,
     window_from_models,
 )
 from skilltransfer.llm.faults import FaultyModel
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.testing import ScriptedModel, messages_tokens
+from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import Skill, SkillMemory
 
 SYSTEM = {"role": "system", "content": "You are the EXECUTOR. " + "Rules. " * 20}

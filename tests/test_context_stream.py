@@ -17,10 +17,13 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript, HistoryScript, TinyEnv
 from rich.console import Console
 
 from skilltransfer.agents import AgentEvent, AgentResult
+from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.stream import StreamConfig, TaskRecord, TrajectoryLog, run_stream
+from skilltransfer.experiments.runlog import TaskRecord, TrajectoryLog
+from skilltransfer.experiments.stream import run_stream
+from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.testing import ScriptedModel, messages_tokens
+from skilltransfer.llm.testing import ScriptedModel
 
 WINDOW = 2048
 
@@ -74,7 +77,7 @@ def test_a_window_set_too_large_costs_one_task_then_is_learnt(tmp_path):
     assert "last failed call: context_exceeded: the prompt does not fit" in shown
     assert "calls shortened to fit" in cli("show", str(out), "--task", records[1]["task_id"]).output
     config = json.loads((out / "config.json").read_text())
-    assert config["config"]["model"] == "openai:mock context_window=8192"
+    assert (config["config"]["model"]["model"], config["config"]["model"]["context_window"]) == ("mock", 8192)
 
 
 def test_a_prompt_that_can_never_fit_ends_every_task_and_the_stream_goes_on(tmp_path):

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import CounterScript, TinyEnv
 
-from skilltransfer.agents import ActionStep, Agent, CallLog
-from skilltransfer.induction import Inducer, InductionError, parse_contract_reply
+from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
+from skilltransfer.induction import Inducer, InductionConfig, InductionError, parse_contract_reply
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS, OUTCOMES
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.store import SkillMemory
 
 ACTIONS = [ActionStep(0, None, "r", "Look.", "print(apis.counter.get())", "0\n"),
            ActionStep(1, None, "r", "Set.", "apis.counter.add(3)\ncomplete_task()", "(no output)", done=True)]
+TRAJECTORY = TrajectoryText(ACTIONS, InductionConfig().max_observation_chars, InductionConfig().max_trajectory_chars)
 
 CONTRACT_SKILL = """NAME: set_counter_value
 DESCRIPTION: Set the counter to a target value.
@@ -46,7 +47,7 @@ def test_contract_prompt_files_and_composition() -> None:
 @pytest.mark.parametrize("succeeded", [True, False, None])
 def test_contract_induction_writes_contracts_and_states_the_outcome(succeeded: bool | None) -> None:
     model = ScriptedModel([CONTRACT_SKILL])
-    induced = Inducer(model, variant="contract").induce("Set the counter to 3.", ACTIONS, level="subtask",
+    induced = Inducer(model, variant="contract").induce("Set the counter to 3.", TRAJECTORY, level="subtask",
                                                          calls=CallLog(), succeeded=succeeded)
     skill = induced.skill
     assert skill is not None
@@ -62,7 +63,7 @@ def test_contract_induction_writes_contracts_and_states_the_outcome(succeeded: b
 
 def test_other_variants_ignore_contract_fields_and_outcome() -> None:
     model = ScriptedModel([CONTRACT_SKILL])
-    induced = Inducer(model).induce("g", ACTIONS, level="task", calls=CallLog(), succeeded=True)
+    induced = Inducer(model).induce("g", TRAJECTORY, level="task", calls=CallLog(), succeeded=True)
     assert induced.skill is not None
     assert induced.skill.inputs == ""
     assert "# Outcome" not in model.calls[0][1]["content"]
@@ -70,15 +71,15 @@ def test_other_variants_ignore_contract_fields_and_outcome() -> None:
 
 def test_only_successful_skips_without_a_model_call() -> None:
     inducer = Inducer(ScriptedModel([]), variant="contract", only_successful=True)  # any call would raise
-    induced = inducer.induce("g", ACTIONS, level="task", calls=CallLog(), succeeded=False)
+    induced = inducer.induce("g", TRAJECTORY, level="task", calls=CallLog(), succeeded=False)
     assert induced.skipped
     assert induced.skill is None
     assert induced.status == "skipped"
     assert "did not succeed" in induced.error
     with pytest.raises(ValueError, match="needs the caller's verdict"):
-        inducer.induce("g", ACTIONS, level="task", calls=CallLog())
+        inducer.induce("g", TRAJECTORY, level="task", calls=CallLog())
     ok = Inducer(ScriptedModel([CONTRACT_SKILL]), variant="contract", only_successful=True)
-    assert ok.induce("g", ACTIONS, level="task", calls=CallLog(), succeeded=True).skill is not None
+    assert ok.induce("g", TRAJECTORY, level="task", calls=CallLog(), succeeded=True).skill is not None
 
 
 @pytest.mark.parametrize(("reply", "inputs", "outputs", "note"), [

@@ -13,7 +13,7 @@ from skilltransfer.coordination import INTERFACES, PlanFolder, PlanWriter, repor
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.coordination.render import render_graph, render_procedure
 from skilltransfer.llm.testing import ScriptedModel
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 ADD_SKILL = Skill(name="add-to-counter", description="Add a number to the counter.", body="Call apis.counter.add(n).")
 

@@ -22,8 +22,8 @@ from skilltransfer.coordination import (
 )
 from skilltransfer.errors import InputError
 from skilltransfer.llm.testing import ScriptedModel
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.skill import Skill
 
 SKILLS = {"add-to-counter", "read-counter"}
 

@@ -19,7 +19,7 @@ from skilltransfer.coordination import (
     run_plan,
 )
 from skilltransfer.llm.testing import ScriptedModel
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 ADD_SKILL = Skill(name="add-to-counter", description="Add a number to the counter.",
                   body="1. Call apis.counter.add(n) with the number.\n2. Report the new value.")

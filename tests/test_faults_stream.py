@@ -7,7 +7,9 @@ import json
 
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments.stream import StreamConfig, TaskRecord, run_stream
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
 from skilltransfer.llm.faults import FaultyModel
 from skilltransfer.llm.mock_server import CONTENT_FAULTS, FAULT_KINDS, TRANSPORT_FAULTS, MockServer

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from skilltransfer.commands.grid import GridView
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.experiments.grid import run_grid
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import (
@@ -25,7 +26,6 @@ from skilltransfer.experiments.spec import (
     build_spec,
     load_spec,
 )
-from skilltransfer.experiments.stream import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 
 TESTS = Path(__file__).resolve().parent
@@ -182,7 +182,7 @@ def test_cross_level_phase_reads_the_source_memory(tmp_path, server):
     plans = {p.run: p for p in plan_streams(spec)}
     transfer = plans["transfer/a/mock/task+code"]
     assert transfer.depends_on == "source/a/mock/subtask+code"
-    assert transfer.library == str(tmp_path / "out" / "source/a/mock/subtask+code" / "memory")
+    assert transfer.config.library == str(tmp_path / "out" / "source/a/mock/subtask+code" / "memory")
     summary = run_grid(spec)
     assert summary.counts["done"] == 4
     out = tmp_path / "out"
@@ -246,11 +246,11 @@ def test_ready_made_specs_parse_and_expand():
     assert counts["utility-split"] == 3 * 2 + 3 * 2 * 2
     assert counts["prompt-ablation"] == 3 * 4 * 2
     reshuffled = plan_streams(load_spec("order-reshuffle"))
-    assert {p.order_seed for p in reshuffled} == {1}
+    assert {p.config.order_seed for p in reshuffled} == {1}
     assert all(p.run.endswith("-seed1") for p in reshuffled)
     table2 = plan_streams(load_spec("paper-table2"))
-    assert {p.agent["step_limit"] for p in table2} == {50}
-    assert {p.condition for p in table2} == set(CONDITIONS)
+    assert {p.config.agent_config().step_limit for p in table2} == {50}
+    assert {p.config.condition for p in table2} == set(CONDITIONS)
     assert (SPEC_DIR / "paper-table2.yaml").is_file()
 
 
@@ -286,19 +286,21 @@ def test_apply_override_paths():
 
 
 @pytest.mark.parametrize(("override", "message"), [
-    ("envs.x.args.seed=1", "envs.x: unknown env 'x'; choose one of: apps"),
-    ("envs=[apps, foo]", "envs.foo: unknown env 'foo'; choose one of: apps, office, datasci, officebench"),
-    ("conditions=[task, task+video]", "conditions[1]: unknown condition 'task+video'; choose one of: task, task+text,"),
-    ("models.default.temprature=0", "unknown key 'models.default.temprature'; allowed: name, base_url, api_key,"),
-    ("models.default.name=gpt", "models.default.name: unknown model 'gpt'; choose one of: local, openai, scripted"),
+    ("envs.x.args.seed=1", "field 'envs.x': unknown env 'x'; choose one of: apps"),
+    ("envs=[apps, foo]", "field 'envs.foo': unknown env 'foo'; choose one of: apps, office, datasci, officebench"),
+    ("conditions=[task, task+video]", "field 'conditions[1]': unknown value 'task+video'; choose one of: task, "
+                                      "task+text,"),
+    ("models.default.temprature=0", "field 'models.default.temprature': unknown key; allowed: name, base_url,"),
+    ("models.default.name=gpt", "field 'models.default.name': unknown model 'gpt'; choose one of: local, openai,"),
     ("modls.x=1", "unknown key 'modls'; allowed: name, description, out, max_concurrency, phases, envs"),
-    ("limits.steps=3", "unknown key 'limits.steps'; allowed: task_limit, step_limit, subtask_limit"),
-    ("agent.topk=3", "unknown key 'agent.topk'; allowed: step_limit, subtask_limit, top_k"),
-    ("induction_variants=[short]", "induction_variants[0]: unknown value 'short'; choose one of: full, no_demo"),
+    ("limits.steps=3", "field 'limits.steps': unknown key; allowed: task_limit, step_limit, subtask_limit"),
+    ("agent.topk=3", "field 'agent.topk': unknown key; allowed: step_limit, subtask_limit, top_k"),
+    ("induction_variants=[short]", "field 'induction_variants[0]': unknown value 'short'; choose one of: full, "
+                                   "no_demo"),
     ("library_filters=[top]", "library_filters: a filter needs a library or library_from"),
-    ("order_seeds=abc", "order_seeds: Input should be a valid list"),
-    ("envs.apps.args.workdir=/tmp", "envs.apps.args.workdir: set by the grid"),
-    ("envs.x.env=nomodule_here:Env", "envs.x: env class 'nomodule_here:Env' cannot be imported"),
+    ("order_seeds=abc", "field 'order_seeds[0]': Input should be a valid integer"),
+    ("envs.apps.args.workdir=/tmp", "field 'envs.apps.args': workdir is set by the harness"),
+    ("envs.x.env=nomodule_here:Env", "field 'envs.x': env class 'nomodule_here:Env' cannot be imported"),
 ])
 def test_bad_spec_is_one_line_error_naming_the_key(override, message):
     with pytest.raises(InputError) as info:
@@ -307,6 +309,17 @@ def test_bad_spec_is_one_line_error_naming_the_key(override, message):
     assert message in text
     assert "\n" not in text
     assert text.split(": ")[0].endswith("experiments/paper-table2.yaml")
+
+
+def test_axes_take_one_value_or_a_list():
+    """``condition: x`` is ``conditions: [x]``; a later layer's key replaces its counterpart; one YAML may not hold
+    both."""
+    one = load_spec("paper-table2", ["condition=task", "env=apps", "order_seed=3"])
+    assert [(p.run, p.config.order_seed) for p in plan_streams(one)] == [("apps/default/task-seed3", 3)]
+    back = load_spec("paper-table2", ["condition=task", "conditions=[task, subtask]"])
+    assert back.phases[0].conditions == ["task", "subtask"]
+    with pytest.raises(InputError, match="give condition or conditions, not both"):
+        build_spec({"name": "x", "envs": ["apps"], "condition": "task", "conditions": ["task"]})
 
 
 def test_phase_errors():
@@ -348,7 +361,7 @@ def test_cli_runs_resumes_and_rejects_bad_input(tmp_path, server, monkeypatch, c
     code, _, err = _cli([str(path), "--out", str(tmp_path / "bad"), "-c", "conditions=[tsk]"], monkeypatch, capsys)
     assert code == 2
     assert err.startswith("error: ")
-    assert "conditions[0]: unknown condition 'tsk'" in err
+    assert "conditions[0]': unknown value 'tsk'" in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad").exists()  # nothing ran
 

@@ -23,11 +23,11 @@ from test_grid import spec_data, write_spec
 from test_report import PNG
 
 from skilltransfer.cli import main
-from skilltransfer.experiments.stream import CONDITIONS
+from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.memory.skill import Skill
 from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density
+from skilltransfer.skill import Skill
 
 ENVS = {"graded": {"env": "helpers_runs:GradedTinyEnv", "args": {"targets": [3, 5, 2, 7, 4, 9, 6]}},
         "plain": {"env": "helpers_tinyenv:TinyEnv", "args": {"targets": [13, 20, 17, 14, 19], "start": 2}}}

@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
 
-from skilltransfer.agents import ActionStep, Agent, CallLog
+from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS
 from skilltransfer.llm.testing import ScriptedModel
-from skilltransfer.memory.skill import Provenance
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.skill import Provenance
 
 ACTIONS = [ActionStep(0, None, "r", "Look.", "print(apis.counter.get())", "0\n"),
            ActionStep(1, None, "r", "", None, "FORMAT ERROR", format_error=True),
            ActionStep(2, None, "r", "Set.", "apis.counter.add(3)\ncomplete_task()", "(no output)", done=True)]
+TRAJECTORY = TrajectoryText(ACTIONS, InductionConfig().max_observation_chars, InductionConfig().max_trajectory_chars)
 
 
 def test_parse_text_reply():
@@ -86,7 +87,7 @@ def test_prompt_files_exist():
 def test_induce_text_skill_with_provenance():
     model = ScriptedModel([TEXT_SKILL])
     calls = CallLog()
-    induced = Inducer(model).induce("Set the counter to 3.", ACTIONS, level="task", calls=calls,
+    induced = Inducer(model).induce("Set the counter to 3.", TRAJECTORY, level="task", calls=calls,
                                     provenance=Provenance(source_task_id="t1", stream_position=4))
     skill = induced.skill
     assert skill is not None
@@ -103,13 +104,13 @@ def test_induce_text_skill_with_provenance():
 
 def test_induce_code_skill_named_after_its_function():
     reply = "NAME: Counter Setter\nDESCRIPTION: set it\nBODY:\n```python\ndef set_it(n):\n    return n\n```"
-    induced = Inducer(ScriptedModel([reply]), format="code").induce("g", ACTIONS, level="subtask", calls=CallLog())
+    induced = Inducer(ScriptedModel([reply]), format="code").induce("g", TRAJECTORY, level="subtask", calls=CallLog())
     assert induced.skill.name == "set_it"
     assert induced.skill.code.signature == "set_it(n)"
 
 
 def test_induce_unparseable_returns_no_skill():
-    induced = Inducer(ScriptedModel(["Sorry, nothing to learn here."])).induce("g", ACTIONS, level="task",
+    induced = Inducer(ScriptedModel(["Sorry, nothing to learn here."])).induce("g", TRAJECTORY, level="task",
                                                                                 calls=CallLog())
     assert induced.skill is None
     assert "lacks" in induced.error

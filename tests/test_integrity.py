@@ -25,15 +25,17 @@ from helpers_tinyenv import role_of, task_start
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.envs.datasci import DataSciEnv
 from skilltransfer.envs.office import OfficeEnv
-from skilltransfer.experiments.stream import StreamConfig, TrajectoryLog, run_stream
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.runlog import TrajectoryLog
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.memory.skill import Skill
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.sandbox import Limits
 from skilltransfer.sandbox.scratch import MARKER, sweep_leftovers
+from skilltransfer.skill import Skill
 
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from skilltransfer.lens.graph import GraphError, SkillGraph
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 EMAIL = Skill(name="send-email", description="Send an email with an attachment to a contact.",
               body="1. Look up the address.\n2. Attach the file.\n\nCaveat: never guess an address.")

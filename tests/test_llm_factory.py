@@ -24,7 +24,7 @@ def no_endpoint_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unknown_name_lists_the_choices() -> None:
-    with pytest.raises(InputError, match=r"Unknown model 'gpt-x'\. Available: local, openai, scripted"):
+    with pytest.raises(InputError, match=r"unknown model 'gpt-x'; choose one of: local, openai, scripted"):
         make_model("gpt-x")
     assert set(MODELS) == {"local", "openai", "scripted"}
 
@@ -53,7 +53,7 @@ def test_bad_config_fields_name_the_field() -> None:
         make_model({"name": "openai", "max_retries": "many"})
     with pytest.raises(InputError, match="'colour'"):
         make_model({"colour": "blue"})
-    with pytest.raises(InputError, match="Unknown cache mode"):
+    with pytest.raises(InputError, match="'cache_mode': unknown cache mode 'maybe'; choose one of: off, rw"):
         make_model("scripted", outputs=["x"], cache_mode="maybe")
 
 

@@ -13,9 +13,10 @@ import pytest
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.faults import WRAPPER_FAULTS, FaultyModel
-from skilltransfer.llm.mock_server import MockServer, ReplyRule, load_replies
+from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
 from skilltransfer.llm.retry import ModelCallError, RetryingModel, RetryPolicy, TransientModelError
+from skilltransfer.llm.script import ReplyRule, load_replies
 from skilltransfer.llm.testing import ScriptedModel, ScriptExhausted
 
 HI = [{"role": "user", "content": "hi"}]

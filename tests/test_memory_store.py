@@ -11,10 +11,10 @@ import pytest
 from skilltransfer.errors import InputError
 from skilltransfer.memory import AddResult, HashEmbedder, Skill, SkillMemory, load_library
 from skilltransfer.memory import store as store_module
-from skilltransfer.memory.skill import CodeSignature
 from skilltransfer.memory.store import ReadOnlyMemoryError
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import SkillStore
+from skilltransfer.skill import CodeSignature
 
 EMAIL = Skill(name="send-email", description="Send an email message to a contact with a subject and body",
               body="1. Open the email app.\n2. Fill in recipient, subject and body.\n3. Press send.")

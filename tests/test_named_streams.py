@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from skilltransfer.cli import app
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.launch import select_tasks
-from skilltransfer.experiments.stream import InducedSkill, RetrievedSkill, TaskRecord
+from skilltransfer.experiments.build import select_tasks
+from skilltransfer.experiments.runlog import InducedSkill, RetrievedSkill, TaskRecord
 from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.llm.mock_server import MockServer
 

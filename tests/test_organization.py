@@ -28,7 +28,7 @@ from skilltransfer.memory.organization import (
     task_tree,
     validate,
 )
-from skilltransfer.memory.skill import Provenance
+from skilltransfer.skill import Provenance
 
 TASKS = ["t1", "t1", "t2", "t2", None, "t3"]
 SKILLS = [Skill(name=f"s{i}", description=f"Skill number {i}.", body=f"step {i}",

@@ -27,8 +27,8 @@ from skilltransfer.memory import (
 )
 from skilltransfer.memory.library import SKIPPED_KEY, package_dirname
 from skilltransfer.memory.package import MAX_EXAMINED, MAX_SKIPPED_SHOWN, read_resources
-from skilltransfer.memory.skill import MAX_RESOURCE_BYTES, MAX_RESOURCES, MAX_RESOURCES_BYTES, resource_name_problem
 from skilltransfer.memory.store import MANIFEST, SKILLS_JSONL
+from skilltransfer.skill import MAX_RESOURCE_BYTES, MAX_RESOURCES, MAX_RESOURCES_BYTES, resource_name_problem
 
 PACKAGE = Skill(name="find_contact_email", description="Find a contact's email address by their full name.",
                 body="1. Search the contacts by name.\n2. Report the `email` field.",

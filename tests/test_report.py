@@ -13,10 +13,12 @@ from helpers_runs import ENV_TARGETS, MODELS, FlakyScript, GradedTinyEnv, build_
 
 from skilltransfer.cli import app, main
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
+from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.experiments.report import EmbedderResolver, load_run, make_report
 from skilltransfer.experiments.report.figures import draw_all
 from skilltransfer.experiments.report.utility import utility_bins
-from skilltransfer.experiments.stream import StreamConfig, run_stream
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density
@@ -295,7 +297,7 @@ def test_frozen_library_run_is_its_own_condition(small_runs: Path, tmp_path: Pat
     shutil.copytree(small_runs, runs)
     source = run_dir(runs, "tiny-b", "model-x", "task+text")
     config = StreamConfig(run="task_lib", runs_dir=str(runs / "tiny-b" / "model-x"), condition="task", env="tiny-b",
-                          model="model-x", embedder="hash:128", library=str(source / "memory"))
+                          model=ModelSpec(label="model-x"), embedder="hash:128", library=str(source / "memory"))
     env = GradedTinyEnv(ENV_TARGETS["tiny-b"], workdir=tmp_path / "ws")
     run_stream(env, ScriptedModel(FlakyScript("unused", {13, 14})), config, embedder=HashEmbedder(128))
     report, _ = make_report([runs], tmp_path / "out", density_bins=4)
@@ -314,16 +316,30 @@ def test_frozen_library_run_is_its_own_condition(small_runs: Path, tmp_path: Pat
 def test_labels_from_run_and_grid_records(small_runs: Path) -> None:
     run = load_run(run_dir(small_runs, "tiny-b", "model-x", "task+text"))
     assert (run.env, run.model, run.condition) == ("tiny-b", "model-x", "task+text")
-    run.log.config.env = json.dumps({"label": "apps-small", "env": "apps", "order_seed": 1})
-    run.log.config.model = json.dumps({"label": "qwen3-8b", "name": "openai", "params": {}})
+    config = run.log.config
+    run.log.config = config.model_copy(update={"env": EnvSpec(env="apps", label="apps-small"),
+                                               "model": ModelSpec(label="qwen3-8b", name="openai")})
     assert (run.env, run.model) == ("apps-small", "qwen3-8b")
-    run.log.config.env = 'officebench:/data/officebench/tasks {"seed": 0}'
-    assert run.env == "officebench"
-    run.log.config.env = "tests.helpers_tinyenv:TinyEnv {}"
+    run.log.config = config.model_copy(update={"env": EnvSpec(env="officebench:/data/officebench/tasks"),
+                                               "model": ModelSpec(name="openai", model="qwen3")})
+    assert (run.env, run.model) == ("officebench", "qwen3")
+    run.log.config = config.model_copy(update={"env": EnvSpec(env="tests.helpers_tinyenv:TinyEnv")})
     assert run.env == "TinyEnv"
-    run.log.config.env = ""
+    run.log.config = config.model_copy(update={"env": EnvSpec()})
     assert run.env == "tiny"  # the task ids' prefix
-    run.log.config.induction_variant = "no_demo"
+    # the strings of the old log format (format_version 1), as run and grid wrote them
+    for env, model, labels in [
+        (json.dumps({"label": "apps-small", "env": "apps", "order_seed": 1}),
+         json.dumps({"label": "qwen3-8b", "name": "openai", "params": {}}), ("apps-small", "qwen3-8b")),
+        ('officebench:/data/officebench/tasks {"seed": 0}', "openai:qwen3 temperature=0.0", ("officebench", "qwen3")),
+        ("tests.helpers_tinyenv:TinyEnv {}", "local", ("TinyEnv", "local")),
+        ("", "", ("tiny", "unknown-model"))]:
+        old = {"format_version": 1, "config": {**config.model_dump(include={"run", "runs_dir", "condition"}),
+                                               "env": env, "model": model, "agent": {}, "memory": {}}}
+        run.log.config = StreamConfig.model_validate(upgrade_v1_config(old)["config"])
+        assert (run.env, run.model) == labels
+    run.log.config = config
+    run.log.config = config.model_copy(update={"induction_variant": "no_demo"})
     assert run.condition == "task+text[no_demo]"
 
 

@@ -9,12 +9,15 @@ import re
 import pytest
 from helpers_cli import TINY, cli, records_of, run_tiny, trajectory_of
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of, task_start
+from typer.testing import CliRunner
 
+from skilltransfer.cli import app
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import CONDITIONS, FORMAT_VERSION, TaskRecord, safe_task_id
+from skilltransfer.experiments.config import CONDITIONS
+from skilltransfer.experiments.runlog import FORMAT_VERSION, TaskRecord, safe_task_id
 from skilltransfer.experiments.summary import summarize_run
+from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.testing import messages_tokens
 
 ROLE_LETTER = {"executor": "E", "planner": "P", "summarizer": "S", "induction": "I"}
 
@@ -44,8 +47,9 @@ def test_conditions_end_to_end_through_http(tmp_path, condition):
         requests = [r["messages"] for r in server.requests]
     records = records_of(out)
     config = json.loads((out / "config.json").read_text())
-    assert config["config"]["model"] == "openai:mock"
-    assert config["config"]["env"].startswith(TINY)
+    assert config["config"]["model"] == {"label": None, "name": "openai", "model": "mock", "params": {},
+                                         "extra_body": {}, "context_window": None}  # no endpoint, key, cache
+    assert config["config"]["env"]["env"] == TINY
     assert (config["embedder_id"] is not None) == (fmt is not None)
     assert len(records) == 3
     assert sorted(r["task_id"] for r in records) == ["tiny/0", "tiny/1", "tiny/2"]
@@ -217,7 +221,7 @@ def test_scripted_model_from_a_script_file_and_default_out(tmp_path, monkeypatch
         "--no-sandbox", "--no-progress")
     out = tmp_path / "runs" / "TinyEnv-task-scripted"
     assert [r["success"] for r in records_of(out)] == [True, True, True]
-    with pytest.raises(InputError, match="--script is only for the scripted test double"):
+    with pytest.raises(InputError, match="script is only for the scripted test double"):
         cli("run", "--env", TINY, "--condition", "task", "--script", str(script))
 
 
@@ -287,23 +291,30 @@ def test_plugged_env_gets_only_the_arguments_it_takes(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--env", "nope", "--condition", "task"], "Unknown env 'nope'"),
+    (["--env", "nope", "--condition", "task"], "unknown env 'nope'"),
     (["--env", "no_such_module:Env", "--condition", "task"], "cannot be imported"),
     (["--env", TINY, "--condition", "task", "--env-arg", "oops"], "--env-arg must be key=value"),
     (["--env", TINY, "--condition", "task", "--env-arg", "colour=1"], "refused its arguments"),
-    (["--env", TINY, "--condition", "task+video"], "unknown condition 'task+video'"),
-    (["--env", TINY, "--condition", "task", "--library-filter", "top"], "--library-filter needs --library"),
-    (["--env", TINY, "--condition", "task", "--induction-prompt", "short"], "--induction-prompt must be"),
-    (["--env", TINY, "--condition", "task", "--max-steps", "0"], "--max-steps must be >= 1, got 0"),
-    (["--env", TINY, "--condition", "task", "--top-k", "-1"], "--top-k must be >= 0, got -1"),
+    (["--env", TINY, "--condition", "task+video"], "Invalid value for '--condition'"),
+    (["--env", TINY, "--condition", "task", "--library-filter", "top"], "a filter needs a library"),
+    (["--env", TINY, "--condition", "task", "--induction-prompt", "short"], "Invalid value for '--induction-prompt'"),
+    (["--env", TINY, "--condition", "task", "--max-steps", "0"], "'--max-steps': Input should be greater than or"),
+    (["--env", TINY, "--condition", "task", "--top-k", "-1"], "'--top-k': Input should be greater than or equal to 0"),
     (["--env", TINY, "--condition", "task", "--model", "scripted"], "needs replies: set --script"),
     (["--env", TINY, "--condition", "task", "--limit", "0", "--model", "scripted", "--script", "x"],
-     "--limit must be >= 1"),
+     "'--limit': Input should be greater than or equal to 1"),
+    (["--env", TINY, "--condition", "task", "-c", "agent.top_k=-1"], "field 'agent.top_k': Input should be greater"),
+    (["--env", TINY, "-c", "conditions=[task, subtask]"], "run runs one stream, this config gives 2 (conditions"),
+    (["--env", TINY], "condition: required; give --condition"),
 ])
 def test_run_user_errors(tmp_path, monkeypatch, args, message):
+    """Bad input is refused before anything is written: a spec error (one line) or a usage error of a flag."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match=re.escape(message)):
-        cli("run", "--no-sandbox", *args)
+    result = CliRunner().invoke(app, ["run", "--no-sandbox", *args])
+    assert result.exit_code == 2 or isinstance(result.exception, InputError), result.output
+    text = str(result.exception) if isinstance(result.exception, InputError) else " ".join(result.output.split())
+    assert message in text
+    assert not (tmp_path / "runs").exists()
 
 
 def _bundled_model_or_skip() -> None:

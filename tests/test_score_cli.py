@@ -12,9 +12,9 @@ import pytest
 from skilltransfer.cli import app, main
 from skilltransfer.commands.score import score
 from skilltransfer.errors import InputError
-from skilltransfer.memory.skill import Skill
 from skilltransfer.metrics import load_task_texts, score_library, write_report
 from skilltransfer.metrics.scoring import ScoreReport
+from skilltransfer.skill import Skill
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_LIBRARY = REPO / "data" / "demo_library"

@@ -9,20 +9,13 @@ import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of, task_start
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments import stream
-from skilltransfer.experiments.stream import (
-    CONDITIONS,
-    FORMAT_VERSION,
-    StreamConfig,
-    TaskRecord,
-    TrajectoryLog,
-    parse_condition,
-    run_stream,
-    safe_task_id,
-)
+from skilltransfer.experiments import runlog
+from skilltransfer.experiments.config import CONDITIONS, StreamConfig, parse_condition
+from skilltransfer.experiments.runlog import FORMAT_VERSION, TaskRecord, TrajectoryLog, safe_task_id
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.library import export_jsonl
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 TARGETS = [3, 5, 2]
 
@@ -183,18 +176,18 @@ def test_resume_redoes_only_unfinished_tasks(tmp_path, hash_embedder, condition,
 
 
 def test_resume_after_crash_between_commit_and_memory_swap(tmp_path, hash_embedder, monkeypatch):
-    real_swap = stream._swap_memory
+    real_swap = runlog.RunFolder.swap_memory
 
-    def crash(run_dir):
+    def crash(folder):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(stream, "_swap_memory", crash)
+    monkeypatch.setattr(runlog.RunFolder, "swap_memory", crash)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     path = tmp_path / "runs" / "r"
     assert (path / "memory.next").is_dir()
     assert not (path / "memory").exists()
-    monkeypatch.setattr(stream, "_swap_memory", real_swap)
+    monkeypatch.setattr(runlog.RunFolder, "swap_memory", real_swap)
     resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     assert resumed.ran == ["tiny/1", "tiny/2"]
     records = records_of(path)
@@ -204,17 +197,17 @@ def test_resume_after_crash_between_commit_and_memory_swap(tmp_path, hash_embedd
 
 
 def test_uncommitted_memory_snapshot_is_discarded(tmp_path, hash_embedder, monkeypatch):
-    real_write = stream.atomic_write_text
+    real_write = runlog.atomic_write_text
 
     def fail_results(path, text):
         if str(path).endswith("results.jsonl"):
             raise KeyboardInterrupt
         real_write(path, text)
 
-    monkeypatch.setattr(stream, "atomic_write_text", fail_results)
+    monkeypatch.setattr(runlog, "atomic_write_text", fail_results)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "task+text", name="r", embedder=hash_embedder)
-    monkeypatch.setattr(stream, "atomic_write_text", real_write)
+    monkeypatch.setattr(runlog, "atomic_write_text", real_write)
     resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     assert resumed.ran == ["tiny/0", "tiny/1", "tiny/2"]
     assert records_of(resumed.path)[0]["retrieved"] == []  # the uncommitted task-1 skill was not kept
@@ -294,8 +287,8 @@ def test_sandboxed_stream_calls_code_skill(tmp_path, hash_embedder):
 @pytest.mark.parametrize("env_name", ["apps", "office", "datasci"])
 def test_real_env_stream_with_oracle_policy(tmp_path, hash_embedder, env_name):
     """The runner drives a real env: an oracle executor replies with each task's reference solution."""
-    from skilltransfer.envs.base import resolve
     from skilltransfer.envs.registry import ENVS
+    from skilltransfer.util.imports import resolve
 
     try:
         env_cls = resolve(ENVS[env_name])
@@ -324,3 +317,19 @@ def test_repeated_task_ids_are_refused(tmp_path):
     task = env.tasks()[0]
     with pytest.raises(InputError, match="repeats task ids: tiny/0"):
         run_stream(env, ScriptedModel([]), StreamConfig(run="x", runs_dir=str(tmp_path)), tasks=[task, task])
+
+
+def test_resume_reads_lines_holding_unicode_line_separators(tmp_path, hash_embedder):
+    """pydantic writes U+2028 and U+0085 unescaped; resume, show and report split results.jsonl on \\n only."""
+    from skilltransfer.experiments.report import load_run
+    from skilltransfer.experiments.summary import summarize_run
+
+    name = "set\u2028counter\x85value"
+    script = CounterScript(TEXT_SKILL.replace("NAME: set_counter_value", f"NAME: {name}"))
+    first, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder, script=script, targets=TARGETS[:2])
+    assert "\u2028" in (first.path / "results.jsonl").read_text(encoding="utf-8")  # what str.splitlines breaks
+    resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder, targets=TARGETS)
+    assert resumed.ran == ["tiny/2"]
+    assert resumed.records[0].induced[0].skill_name == name
+    assert summarize_run(first.path).finished == 3
+    assert [r.task_id for r in load_run(first.path).records] == ["tiny/0", "tiny/1", "tiny/2"]

@@ -5,7 +5,7 @@ from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.context import ContextFit, ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Submitted
 from skilltransfer.agents.executor import Executor, ExecutorRun, parse_action
-from skilltransfer.agents.prompts import AgentPrompts, Prompt, load_prompt
+from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.roles import Planner, Summarizer, parse_plan
 from skilltransfer.agents.steps import (
     ActionStep,
@@ -22,6 +22,6 @@ from skilltransfer.agents.steps import (
 __all__ = [
     "ActionStep", "Agent", "AgentConfig", "AgentEvent", "AgentPrompts", "AgentResult", "CallLog", "ContextExceeded",
     "ContextFit", "ContextFitter", "Executor", "ExecutorRun", "FormatError", "InductionStep", "LimitsExceeded",
-    "ModelCall", "PlanStep", "Planner", "Prompt", "RetrievalStep", "Step", "Submitted", "SummaryStep", "Summarizer",
-    "TrajectoryText", "load_prompt", "parse_action", "parse_plan",
+    "ModelCall", "PlanStep", "Planner", "RetrievalStep", "Step", "Submitted", "SummaryStep", "Summarizer",
+    "TrajectoryText", "parse_action", "parse_plan",
 ]

@@ -26,9 +26,10 @@ from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.roles import Planner, Summarizer
-from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep
-from skilltransfer.memory.skill import Provenance
-from skilltransfer.protocols import ChatModel, Episode
+from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
+from skilltransfer.induction.inducer import Inducer
+from skilltransfer.protocols import ChatModel, Episode, SkillStore
+from skilltransfer.skill import Provenance
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
@@ -47,7 +48,7 @@ class Agent:
         on_event: called with each `AgentEvent` (may be set later as the ``on_event`` attribute).
     """
 
-    def __init__(self, model: ChatModel, *, memory: Any = None, inducer: Any = None,
+    def __init__(self, model: ChatModel, *, memory: SkillStore | None = None, inducer: Inducer | None = None,
                  config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
                  **kwargs: Any) -> None:
         self.model = model
@@ -182,13 +183,15 @@ class Agent:
     def _induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
                 index: int | None, origin: dict[str, Any]) -> None:
         """Induce one skill from the finished (sub-)trajectory and add it to memory (unparseable replies are logged)."""
-        if self.inducer is None or self.memory is None or getattr(self.memory, "read_only", False):
+        if self.inducer is None or self.memory is None or self.memory.read_only:
             return
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from
         provenance = Provenance(source_task_id=episode.task.id, subtask_index=index, **origin)
         try:
-            induced = self.inducer.induce(goal, actions, level=self.config.level, calls=result.calls,
+            limits = self.inducer.config
+            trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
+            induced = self.inducer.induce(goal, trajectory, level=self.config.level, calls=result.calls,
                                           provenance=provenance)
         except ContextExceeded as exc:
             result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,

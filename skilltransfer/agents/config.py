@@ -12,13 +12,11 @@ ROLE_MAX_TOKENS: dict[str, int] = {"executor": 1024, "planner": 96, "summarizer"
 """Default completion budget per role (tokens)."""
 
 
-class AgentConfig(BaseModel):
-    """Settings of one agent (the task-level agent is ``level="task"``: one subtask, executor only)."""
+class AgentSettings(BaseModel):
+    """Settings of an agent at either level (a stream's ``agent`` settings; its condition gives the level)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    level: AgentLevel = "task"
-    """"task": one flat ReAct loop over the whole task; "subtask": planner -> executor -> summarizer cycles."""
     step_limit: int = Field(default=50, ge=1)
     """ReAct step limit of the task-level agent, and the executor budget shared by all subtasks at subtask level."""
     subtask_limit: int = Field(default=15, ge=1)
@@ -58,3 +56,10 @@ class AgentConfig(BaseModel):
     refuse_premature_done: bool = True
     """Refuse once, with the reason, a planner ``DONE`` before any subtask ran and a ``SUBTASK DONE`` before the
     subtask ran any code."""
+
+
+class AgentConfig(AgentSettings):
+    """Settings of one agent (the task-level agent is ``level="task"``: one subtask, executor only)."""
+
+    level: AgentLevel = "task"
+    """"task": one flat ReAct loop over the whole task; "subtask": planner -> executor -> summarizer cycles."""

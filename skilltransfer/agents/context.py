@@ -30,11 +30,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.llm.context import configured_params, context_window, count_prompt_tokens
-from skilltransfer.protocols import Message
+from skilltransfer.protocols import Message, Trajectory
 
 CONVERSATION_BLOCK = 4
 """Older steps of a conversation are elided in blocks of this many (KV-cache friendly)."""
@@ -81,15 +81,6 @@ def cut_skill(text: str) -> str:
 def dropped_note(n: int) -> str:
     """The line that stands for ``n`` dropped steps."""
     return f"[{n} earlier step{'s' if n != 1 else ''} dropped to fit the context]"
-
-
-class Trajectory(Protocol):
-    """A (sub-)trajectory rendered inside one message, which the fitter may re-render with steps elided."""
-
-    @property
-    def n_steps(self) -> int: ...
-
-    def render(self, elided_observations: int = 0, elided_replies: int = 0, *, dropped: int = 0) -> str: ...
 
 
 @dataclass

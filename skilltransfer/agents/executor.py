@@ -18,8 +18,8 @@ from skilltransfer.agents.exceptions import ContextExceeded, FormatError, Limits
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog
 from skilltransfer.agents.stuck import detect
-from skilltransfer.envs.base import truncate
 from skilltransfer.protocols import ChatModel, Episode, Message
+from skilltransfer.util.text import truncate
 
 _CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*)\Z", re.DOTALL | re.IGNORECASE)

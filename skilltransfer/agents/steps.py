@@ -20,6 +20,7 @@ from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.protocols import ChatModel, Completion, Message
+from skilltransfer.util.text import truncate
 
 EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(kind, data)`` events: "call_start"/"call_end" (role, tokens) from `CallLog`, "step_start"/"step_end"
@@ -239,8 +240,6 @@ def render_actions(steps: list[ActionStep], max_observation_chars: int = 2000, *
         elided_replies: the thought and code of this many first steps become one line each.
         dropped: this many first steps are left out (one line says so).
     """
-    from skilltransfer.envs.base import truncate
-
     if not steps:
         return "(no actions)"
     parts = [dropped_note(dropped)] if dropped else []
@@ -283,8 +282,6 @@ class TrajectoryText:
     def render(self, elided_observations: int = 0, elided_replies: int = 0, *, dropped: int = 0) -> str:
         """The text, with the observations/replies of the first steps elided to one line each, the first ``dropped``
         steps left out."""
-        from skilltransfer.envs.base import truncate
-
         text = render_actions(self.steps, self.max_observation_chars, elided_observations=elided_observations,
                               elided_replies=elided_replies, dropped=dropped)
         return truncate(text, self.max_chars) if self.max_chars is not None else text

@@ -7,11 +7,9 @@ from typing import Any
 
 import typer
 
-from skilltransfer.cli import app
 from skilltransfer.envs import registry
 
 envs_app = typer.Typer(no_args_is_help=True, help="List environments and show their tasks.")
-app.add_typer(envs_app, name="envs")
 
 
 def _counts(counts: Mapping[Any, int]) -> str:
@@ -52,7 +50,7 @@ def show_env(env: str = typer.Argument(..., help="apps, office, datasci or offic
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
     instance = registry.get_env(env, **kwargs)
     if stream is not None:
-        from skilltransfer.experiments.launch import named_stream
+        from skilltransfer.experiments.build import named_stream
 
         tasks = named_stream(instance, stream, split)
     else:

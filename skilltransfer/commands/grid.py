@@ -14,7 +14,6 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.cli import app
 from skilltransfer.errors import InputError
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
@@ -95,7 +94,6 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
         console.print(f"tracebacks: {summary.out / 'status.json'}", soft_wrap=True)
 
 
-@app.command()
 def grid(
     spec: Annotated[str, typer.Argument(help="A grid spec YAML file, or a ready-made spec name "
                                              "(paper-table2, cross-level, utility-split, order-reshuffle, "

@@ -10,11 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skilltransfer.cli import app
+from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.errors import check_output_path
-from skilltransfer.experiments.launch import ModelOptions
 from skilltransfer.judge import JudgeReport, PairwiseJudge, judge_runs, load_judge_prompt, load_run, shared_tasks
-from skilltransfer.memory.library import atomic_write_text
+from skilltransfer.util.files import atomic_write_text
 
 _MODEL = "Model"
 
@@ -38,7 +37,6 @@ def report_table(report: JudgeReport) -> Table:
     return table
 
 
-@app.command()
 def judge(
     run_a: Annotated[Path, typer.Argument(help="Run folder A (the preference is A's).")],
     run_b: Annotated[Path, typer.Argument(help="Run folder B.")],

@@ -10,9 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from skilltransfer.cli import app
+from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.errors import InputError, check_output_path
-from skilltransfer.experiments.launch import ModelOptions
 from skilltransfer.memory.library import export_skill_md, load_library
 from skilltransfer.memory.organization import (
     ORGANIZATION_KINDS,
@@ -23,11 +22,12 @@ from skilltransfer.memory.organization import (
     save_organization,
     task_tree,
 )
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
-library_app = typer.Typer(no_args_is_help=True, help="Organise a skill library (flat, task tree, LLM tree or graph) "
-                                                     "and look at an organised library.")
-app.add_typer(library_app, name="library")
+library_app = typer.Typer(no_args_is_help=True, help="Build and inspect skill libraries: organise one (flat, task "
+                                                     "tree, LLM tree or graph), decompose one into a skill graph, "
+                                                     "route a query over the graph.")
+"""The ``library`` command group; `skilltransfer.commands.library_lens` adds ``decompose`` and ``route``."""
 
 _MODEL = "Model (tree and graph)"
 _BUILD = "Building"

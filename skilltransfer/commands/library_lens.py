@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from skilltransfer.cli import app
 from skilltransfer.errors import InputError, check_output_path
 
 if TYPE_CHECKING:  # the lens package is imported when a command runs (every CLI start imports all command modules)
@@ -20,17 +19,6 @@ _MODEL = "Model"
 _ADVANCED = "Advanced"
 
 
-def library_group() -> typer.Typer:
-    """The ``library`` command group (shared with other modules that add ``library`` subcommands)."""
-    for info in app.registered_groups:
-        if info.name == "library" and info.typer_instance is not None:
-            return info.typer_instance
-    group = typer.Typer(no_args_is_help=True, help="Build and inspect skill libraries.")
-    app.add_typer(group, name="library")
-    return group
-
-
-library_app = library_group()
 
 Model = Annotated[str | None, typer.Option(help="local (embedded), openai (any OpenAI-compatible endpoint) or "
                                                 "scripted (test double). Default: openai when an endpoint is "
@@ -58,7 +46,7 @@ def _model(name: str | None, base_url: str | None, api_key: str | None, model_na
            temperature: float | None, context_window: int | None, cache: Path | None, cache_mode: str | None,
            script: Path | None, retry_budget: float | None) -> tuple[ChatModel, str]:
     """The chat model of ``run``'s model flags, and its record for the manifest."""
-    from skilltransfer.experiments.launch import ModelOptions
+    from skilltransfer.commands.model_options import ModelOptions
     from skilltransfer.llm import make_model
 
     options = ModelOptions(name=name, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
@@ -68,7 +56,6 @@ def _model(name: str | None, base_url: str | None, api_key: str | None, model_na
     return make_model(options.config()), options.record()
 
 
-@library_app.command("decompose")
 def decompose(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
     out: Annotated[Path, typer.Option(help="The skill graph folder to write.")],
@@ -119,7 +106,6 @@ def decompose(
     return counts
 
 
-@library_app.command("route")
 def route_query(
     graph_dir: Annotated[Path, typer.Argument(help="A skill graph folder (from `library decompose`).")],
     query: Annotated[str, typer.Option(help="The task instruction or subtask text.")],

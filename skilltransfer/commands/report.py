@@ -8,14 +8,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from skilltransfer.cli import app
 from skilltransfer.errors import check_output_path
 from skilltransfer.experiments.report import Report, make_report
 
 _ADVANCED = "Advanced"
 
 
-@app.command()
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding run folders (searched "
                                                "recursively for config.json + results.jsonl).")],

@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skilltransfer.cli import app
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import load_library
@@ -50,7 +49,6 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
                   f"nearest task (k = {report.knn_k})")
 
 
-@app.command()
 def score(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
     tasks: Annotated[Path, typer.Option("--tasks", help="Task instructions: .jsonl, .txt, .json, a folder of JSON "

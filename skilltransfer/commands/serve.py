@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from skilltransfer.cli import app
 from skilltransfer.errors import InputError
 from skilltransfer.llm.local import LocalServer
 
@@ -38,7 +37,6 @@ def serve_model(model_path: Path | None = None, port: int = 0, ctx: int = 8192, 
     return server
 
 
-@app.command()
 def serve(
     model_path: Annotated[Path | None, typer.Option("--model-path", help="A GGUF file (default: the bundled "
                                                     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled on first use).")

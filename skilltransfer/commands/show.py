@@ -9,12 +9,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from skilltransfer.cli import app
 from skilltransfer.experiments.summary import RunSummary, format_trajectory, load_task, summarize_run, summary_rows
 
 
-@app.command()
 def show(
     run: Annotated[Path, typer.Argument(help="A run folder (written by skilltransfer run).")],
     task: Annotated[str | None, typer.Option(help="Print this task's trajectory (task id or stream position).")]
@@ -43,5 +42,5 @@ def summary_table(summary: RunSummary) -> Table:
     table.add_column("", style="bold")
     table.add_column("", overflow="fold")
     for label, value in summary_rows(summary):
-        table.add_row(label, value)
+        table.add_row(label, Text(value))  # plain text: "[success]" is data, not rich markup
     return table

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 
 def skill_catalog(skills: Iterable[Skill] | Mapping[str, Skill] | None) -> dict[str, Skill]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from skilltransfer.coordination.plan import Plan, plan_from_json
 from skilltransfer.errors import InputError, read_text
-from skilltransfer.memory.library import atomic_write_text
+from skilltransfer.util.files import atomic_write_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

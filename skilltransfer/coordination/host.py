@@ -26,8 +26,8 @@ from skilltransfer.coordination.plan import Plan
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.coordination.render import render_graph, render_procedure, render_skills
 from skilltransfer.coordination.result import CoordinationResult
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import ChatModel, Episode
+from skilltransfer.skill import Skill
 
 
 def host_message(interface: str, prompts: CoordinationPrompts, plan: Plan, instruction: str,

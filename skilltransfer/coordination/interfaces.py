@@ -13,8 +13,8 @@ from skilltransfer.coordination.plan import Plan, check_plan
 from skilltransfer.coordination.result import CoordinationResult
 from skilltransfer.coordination.runtime import MetaSkillRuntime
 from skilltransfer.errors import InputError
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import ChatModel, Episode
+from skilltransfer.skill import Skill
 
 
 def check_interface(name: str) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from skilltransfer.agents.prompts import Prompt, load_prompt
+from skilltransfer.util.prompts import Prompt, load_prompt
 
 COORDINATION_PROMPTS = Path(__file__).resolve().parent / "prompts"
 

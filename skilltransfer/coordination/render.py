@@ -9,7 +9,7 @@ from typing import Any
 
 from skilltransfer.coordination.plan import Plan, PlanNode, referenced_nodes
 from skilltransfer.coordination.prompts import CoordinationPrompts
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
 
 
 def cut_text(text: str, limit: int) -> tuple[str, bool]:

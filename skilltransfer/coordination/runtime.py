@@ -52,8 +52,8 @@ from skilltransfer.coordination.plan import Plan, PlanNode, check_plan
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.coordination.render import cut_text, render_inputs, render_node_skill
 from skilltransfer.coordination.result import CoordinationResult
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import ChatModel, Episode, Observation, Score
+from skilltransfer.skill import Skill
 
 COMPLETED_EXITS = ("subtask_done", "submitted")
 

@@ -32,8 +32,8 @@ from skilltransfer.agents.steps import CallLog
 from skilltransfer.coordination.config import PlanWriterConfig
 from skilltransfer.coordination.plan import Plan, PlanNode, PlanOrigin, single_node_plan, validate_plan
 from skilltransfer.coordination.prompts import CoordinationPrompts
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import ChatModel, Message, TaskSpec
+from skilltransfer.skill import Skill
 
 ROLE = "plan_writer"
 _JSON_BLOCK = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)

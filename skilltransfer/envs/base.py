@@ -26,14 +26,14 @@ from skilltransfer.sandbox import (
     Runner,
     Services,
     make_runner,
-    resolve,
     skill_body_problem,
 )
 from skilltransfer.sandbox.scratch import remove_tree, scratch_dir
 from skilltransfer.sandbox.services import function
+from skilltransfer.util.text import truncate
 
 __all__ = ["MAX_ANSWER_CHARS", "MAX_OUTPUT_CHARS", "ExecResult", "InProcessRunner", "Runner", "Submission",
-           "WorkspaceEpisode", "make_runner", "resolve", "temporary_workdir", "truncate"]
+           "WorkspaceEpisode", "make_runner", "temporary_workdir"]
 
 MAX_OUTPUT_CHARS = 20_000
 """Observations longer than this are truncated (head and tail kept)."""
@@ -42,14 +42,6 @@ MAX_ANSWER_CHARS = 100_000
 """The longest answer ``complete_task`` accepts (characters of its JSON); a longer one is refused."""
 
 COMPLETE_TASK_DOC = "Signal that the task is finished, optionally with the final answer."
-
-
-def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    """Keep the head and tail of an over-long output, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n... [{len(text) - limit} characters truncated] ...\n{text[-half:]}"
 
 
 def temporary_workdir(prefix: str) -> Path:
@@ -125,7 +117,8 @@ class WorkspaceEpisode:
         text = result.output
         if result.error:
             text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{result.error}"
-        return Observation(output=truncate(text) or "(no output)", error=result.error is not None, done=self.done)
+        return Observation(output=truncate(text, MAX_OUTPUT_CHARS) or "(no output)", error=result.error is not None,
+                           done=self.done)
 
     def load_code(self, source: str) -> Observation:
         """Load a code skill's definitions into the action namespace (bodies that would run code are refused)."""

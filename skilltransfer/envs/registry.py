@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.base import resolve
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.util.imports import resolve
 
 ENVS: dict[str, str] = {
     "apps": "skilltransfer.envs.apps:AppsEnv",

@@ -24,23 +24,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.grid_stream import (
+from skilltransfer.experiments.build import (
     LockedEmbedder,
-    StreamOutcome,
     build_base_model,
-    committed_tasks,
-    execute_stream,
-    finished_records,
-    list_tasks,
-    needs_embedder,
+    build_embedder,
+    single_thread_faiss,
     stream_model,
 )
-from skilltransfer.experiments.launch import single_thread_faiss
+from skilltransfer.experiments.config import axes
+from skilltransfer.experiments.execute import StreamOutcome, TaskSink, execute_stream, finished_records, list_tasks
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
+from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
-from skilltransfer.experiments.stream import TaskRecord
-from skilltransfer.memory.library import atomic_write_text
+from skilltransfer.llm.cache import CachedModel
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.util.files import atomic_write_text
 
 GRID_FORMAT_VERSION = 1
 Backend = Literal["thread", "ray"]
@@ -136,11 +134,13 @@ def _now() -> str:
 
 def write_grid_file(spec: GridSpec, plans: Sequence[StreamPlan], totals: dict[str, int]) -> None:
     """``grid.json``: the resolved spec (API keys left out) and every stream."""
-    streams = [{"run": p.run, "phase": p.phase, "env": p.env_label, "model": p.model_label, "condition": p.condition,
-                "order_seed": p.order_seed, "induction_variant": p.induction_variant,
-                "library_filter": p.library_filter, "library": p.library, "depends_on": p.depends_on,
-                "tasks": totals[p.run]} for p in plans]
-    spec_data = json.loads(spec.model_dump_json(exclude={"phases": {"__all__": {"models": {"__all__": {"api_key"}}}}}))
+    streams = [{"run": p.run, "phase": p.phase, "env": p.config.env.display_label,
+                "model": p.config.model.display_label,
+                **{name: getattr(p.config, name) for name, axis in axes().items() if not axis.labelled},
+                "library": p.config.library, "depends_on": p.depends_on, "tasks": totals[p.run]} for p in plans]
+    spec_data = json.loads(spec.model_dump_json(exclude={"phases"}))
+    spec_data["phases"] = [json.loads(phase.model_dump_json(exclude={"models": {"__all__": {"api_key"}}}))
+                           for phase in spec.phases]
     payload = {"format_version": GRID_FORMAT_VERSION, "created": _now(), "spec": spec_data, "streams": streams}
     atomic_write_text(spec.out_dir / "grid.json", json.dumps(payload, indent=1) + "\n")
 
@@ -158,32 +158,31 @@ class ThreadBackend:
         single_thread_faiss()  # OpenMP threads of concurrent searches only fight over the cores
         for plan in plans:  # build everything up front: a bad model/embedder setting fails before any stream runs
             self._model(plan)
-            if needs_embedder(plan):
+            if plan.config.has_memory:
                 self._embedder(plan)
 
     def _model(self, plan: StreamPlan) -> Any:
-        key = plan.model.model_dump_json()
+        key = plan.config.model.model_dump_json(exclude={"label"})
         if key not in self._models:
-            self._models[key] = build_base_model(plan.model)
+            self._models[key] = build_base_model(plan.config.model)
         return self._models[key]
 
     def _embedder(self, plan: StreamPlan) -> Any:
-        from skilltransfer.memory.embedders import make_embedder
-
-        key = (plan.embedder, plan.embedder_cache)
+        key = (plan.config.embedder, plan.config.embedder_cache)
         if key not in self._embedders:
-            self._embedders[key] = LockedEmbedder(make_embedder(plan.embedder, cache=plan.embedder_cache))
+            self._embedders[key] = LockedEmbedder(build_embedder(plan.config))
         return self._embedders[key]
 
-    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], state: GridState) -> None:
-        model = stream_model(self._model(plan), plan.model)
-        embedder = self._embedder(plan) if needs_embedder(plan) else None
+    def submit(self, plan: StreamPlan, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
+        base = self._model(plan)
+        model = stream_model(base, plan.config.model)
+        embedder = self._embedder(plan) if plan.config.has_memory else None
 
         def work() -> None:
             try:
-                outcome = execute_stream(plan, out, tasks, model, embedder, on_task=state.on_task)
+                outcome = execute_stream(plan, tasks, model, embedder, on_task=on_task)
             finally:
-                if model is not self._model(plan):
+                if model is not base and isinstance(model, CachedModel):  # this stream's own cache wrapper
                     model.cache.close()
             self._done.put(outcome)
 
@@ -222,7 +221,7 @@ def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], stat
                 continue
             state.set(StreamOutcome(plan.run, "running", len(tasks[plan.run]),
                                     tasks_done=state.outcomes[plan.run].tasks_done), save=False)
-            backend.submit(plan, state.out, tasks[plan.run], state)
+            backend.submit(plan, tasks[plan.run], state.on_task)
             running += 1
         if launched:  # one status.json write per round of launches
             state.save()
@@ -258,7 +257,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
     by_listing: dict[str, list[TaskSpec]] = {}
     tasks: dict[str, list[TaskSpec]] = {}
     for plan in plans:
-        key = json.dumps([plan.env_name, plan.env.args, plan.env.split, plan.order_seed, plan.task_limit],
+        config = plan.config
+        key = json.dumps([config.env.model_dump(exclude={"label"}), config.order_seed, config.task_limit],
                          sort_keys=True, default=str)
         if key not in by_listing:
             by_listing[key] = list_tasks(plan)
@@ -266,12 +266,12 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
     totals = {run: len(ts) for run, ts in tasks.items()}
     state = GridState(out, plans, totals)
     for plan in plans:
-        records = finished_records(plan, out, [t.id for t in tasks[plan.run]])
+        records = finished_records(plan, [t.id for t in tasks[plan.run]])
         if records is not None:
             state.outcomes[plan.run] = StreamOutcome(plan.run, "skipped", totals[plan.run], tasks_done=len(records),
                                                      successes=sum(r.success for r in records))
         else:
-            state.outcomes[plan.run].tasks_done = committed_tasks(out / plan.run)
+            state.outcomes[plan.run].tasks_done = RunFolder(out / plan.run).committed()
     todo = [p for p in plans if state.outcomes[p.run].state == "pending"]
     runner: Any
     if backend == "ray":

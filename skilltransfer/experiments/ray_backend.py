@@ -11,20 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.grid import GridState
-from skilltransfer.experiments.grid_stream import (
-    StreamOutcome,
-    build_base_model,
-    execute_stream,
-    needs_embedder,
-    stream_model,
-)
+from skilltransfer.experiments.build import build_base_model, build_embedder, single_thread_faiss, stream_model
+from skilltransfer.experiments.execute import StreamOutcome, TaskSink, execute_stream
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.stream import TaskRecord
+from skilltransfer.experiments.runlog import TaskRecord
 from skilltransfer.protocols import TaskSpec
 
 
@@ -72,19 +65,15 @@ class LimitedModel:
         return {"model": self.model, "messages": list(messages), **params}
 
 
-def run_stream_task(plan: StreamPlan, out: str, tasks: Sequence[TaskSpec], limiter: Any,
-                    progress: Any) -> StreamOutcome:
+def run_stream_task(plan: StreamPlan, tasks: Sequence[TaskSpec], limiter: Any, progress: Any) -> StreamOutcome:
     """The body of one stream's Ray task (runs on a worker)."""
-    from skilltransfer.experiments.launch import single_thread_faiss
-    from skilltransfer.memory.embedders import make_embedder
-
     single_thread_faiss()
     try:
-        base = build_base_model(plan.model)
-        model = stream_model(base, plan.model)
+        base = build_base_model(plan.config.model)
+        model = stream_model(base, plan.config.model)
         if limiter is not None:
             model = LimitedModel(model, limiter)
-        embedder = make_embedder(plan.embedder, cache=plan.embedder_cache) if needs_embedder(plan) else None
+        embedder = build_embedder(plan.config) if plan.config.has_memory else None
     except Exception as exc:  # noqa: BLE001 - reported as the stream's failure
         return StreamOutcome(plan.run, "failed", len(tasks), error=f"{type(exc).__name__}: {exc}")
 
@@ -92,7 +81,7 @@ def run_stream_task(plan: StreamPlan, out: str, tasks: Sequence[TaskSpec], limit
         progress.put((run, record.model_dump_json()))
 
     try:
-        return execute_stream(plan, Path(out), tasks, model, embedder, on_task=on_task)
+        return execute_stream(plan, tasks, model, embedder, on_task=on_task)
     finally:
         if hasattr(base, "close"):
             base.close()
@@ -116,29 +105,29 @@ class RayBackend:
         self._progress = Queue()
         self._limiters: dict[tuple[str, int], Any] = {}
         self._refs: dict[Any, tuple[StreamPlan, int]] = {}
-        self._state: GridState | None = None
+        self._on_task: TaskSink | None = None
         for plan in plans:
             self._limiter(plan)
 
     def _limiter(self, plan: StreamPlan) -> Any:
-        url = plan.model.resolved_base_url()
+        url = plan.config.model.resolved_base_url()
         if not url:
             return None
-        key = (url.rstrip("/"), max(1, plan.model.max_concurrency))
+        key = (url.rstrip("/"), max(1, plan.config.model.max_concurrency))
         if key not in self._limiters:
             self._limiters[key] = self._actor.options(name=f"skilltransfer-limit:{key[0]}:{key[1]}",
                                                       get_if_exists=True).remote(key[1])
         return self._limiters[key]
 
-    def submit(self, plan: StreamPlan, out: Path, tasks: Sequence[TaskSpec], state: GridState) -> None:
-        self._state = state
-        ref = self._task.remote(plan, str(out), list(tasks), self._limiter(plan), self._progress)
+    def submit(self, plan: StreamPlan, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
+        self._on_task = on_task
+        ref = self._task.remote(plan, list(tasks), self._limiter(plan), self._progress)
         self._refs[ref] = (plan, len(tasks))
 
     def _drain(self) -> None:
-        while self._state is not None and not self._progress.empty():
+        while self._on_task is not None and not self._progress.empty():
             run, record = self._progress.get_nowait()
-            self._state.on_task(run, TaskRecord.model_validate_json(record))
+            self._on_task(run, TaskRecord.model_validate_json(record))
 
     def wait(self, timeout: float) -> StreamOutcome | None:
         if not self._refs:

@@ -1,69 +1,47 @@
-"""Experiment grid specs: YAML files (``experiments/*.yaml``) layered with ``-c key.path=value`` and CLI flags.
+"""Experiment specs: YAML (``experiments/*.yaml``) layered with ``-c key.path=value`` and CLI flags, for ``grid`` and
+``run`` alike.
 
-A spec names the axes of a grid: ``envs`` × ``models`` × ``conditions`` × ``order_seeds`` × ``induction_variants`` ×
-``library_filters``. Every stream (one point of the grid) is one `run_stream` call. Top-level keys are the defaults;
-an optional ``phases`` list holds override dicts merged on top of them (``name`` required), for grids whose later
-streams read the memory an earlier phase produced (``library_from``). Layering follows mini-swe-agent: base YAML,
-then each ``-c`` (a ``key.path=value`` with a YAML value, or another YAML file merged in), then flags.
+A spec holds `StreamConfig` settings, each axis either as a list under its plural key (``conditions: [task,
+task+text]``, ``envs: {label: entry}``) or as one value under its singular key (``condition: task``, ``env: apps``);
+every combination of the listed values is one stream (`skilltransfer.experiments.plan`). A grid spec adds ``name``,
+``description``, ``out``, ``max_concurrency`` and optional ``phases``: override dicts merged on top of the top-level
+settings (``name`` required), for grids whose later streams read the memory an earlier phase produced
+(``library_from``). ``run`` reads the same keys and must come out with exactly one stream.
+
+Layering follows mini-swe-agent: the YAML, then each ``-c`` (a ``key.path=value`` with a YAML value, or another
+YAML file merged in), then flags. Setting an axis's singular key drops its plural key at the same level, and the
+reverse, so a later layer always wins. The phase model (`PhaseSpec`) is derived from `StreamConfig`: a new axis or
+setting there is a new spec key here.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
-from skilltransfer.agents.config import AgentConfig
-from skilltransfer.errors import InputError, check_output_path, read_text
-from skilltransfer.experiments.stream import CONDITIONS, LibraryFilter
-from skilltransfer.induction.inducer import PromptVariant
-from skilltransfer.llm import MODELS
-from skilltransfer.llm.config import ModelConfig
-from skilltransfer.memory.store import MemoryConfig
+from skilltransfer.errors import InputError, check_output_path, read_text, validation_message
+from skilltransfer.experiments.build import check_env_name
+from skilltransfer.experiments.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "experiments"
 """The ready-made specs of a source checkout (``experiments/`` at the repo root)."""
-VARIANTS: tuple[str, ...] = get_args(PromptVariant)
-FILTERS: tuple[str, ...] = get_args(LibraryFilter)
 GRID_KEYS = ("name", "description", "out", "max_concurrency", "phases")
 """Keys that only the top level of a spec may hold (the rest are phase settings)."""
-ENV_CHOICES = "apps, office, datasci, officebench[:<tasks folder>], or module:Class"
+LOCATION = ("run", "runs_dir")
+"""`StreamConfig` fields a spec does not set (the grid's ``out`` and the run names do)."""
+DERIVED_LABEL = ""
+"""The key of a labelled axis given in its singular form: the label is derived (`EnvSpec.display_label`)."""
+COUNTERPARTS: dict[str, str] = {}
+"""Singular key <-> plural key of every axis."""
+for _name, _axis in axes().items():
+    COUNTERPARTS[_name], COUNTERPARTS[_axis.plural] = _axis.plural, _name
 
 
 # --------------------------------------------------------------------------------------------- models
-class EnvEntry(BaseModel):
-    """One env of the grid (the key of ``envs`` is its label in run names)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    env: str | None = None
-    """Registry name (apps, office, datasci), ``officebench[:<tasks folder>]`` or ``module:Class``; default: the key."""
-    args: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the env's constructor (``seed``, ``sandboxed``, ...)."""
-    split: str | None = None
-    """Only the tasks of this split (dev/test); None: all."""
-    stream: str | None = None
-    """A curated stream of the env (``env.streams``, e.g. apps ``starter``) instead of all its tasks."""
-    task_limit: int | None = Field(default=None, ge=1)
-    """Overrides ``limits.task_limit`` for this env."""
-
-
-class Limits(BaseModel):
-    """Run-length limits."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    task_limit: int | None = Field(default=None, ge=1)
-    """Run only the first N tasks of each (ordered) stream; None: all."""
-    step_limit: int | None = Field(default=None, ge=1)
-    """Executor step budget per task (``AgentConfig.step_limit``); None: the agent's default (50)."""
-    subtask_limit: int | None = Field(default=None, ge=1)
-    """Most subtasks per task at subtask level; None: the agent's default (15)."""
-
-
 class LibraryFrom(BaseModel):
     """Read a frozen library from the memory of an earlier phase's stream (same env, model and order seed)."""
 
@@ -75,57 +53,95 @@ class LibraryFrom(BaseModel):
     """The source stream's condition, or a map from this phase's condition to the source condition."""
 
 
-class PhaseSpec(BaseModel):
-    """The settings of one phase: its axes, and the shared settings of its streams."""
+def _fold_singular(cls: type[BaseModel], data: Any) -> Any:
+    """A phase's singular axis keys as one-value plural ones, and the short forms of envs and models expanded."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for name, axis in axes().items():
+        if name in data and axis.plural in data:
+            raise ValueError(f"give {name} or {axis.plural}, not both")
+        if name in data:
+            value = data.pop(name)
+            data[axis.plural] = {DERIVED_LABEL: value} if axis.labelled else [value]
+        elif axis.plural in data and not axis.labelled and not isinstance(data[axis.plural], list):
+            data[axis.plural] = [data[axis.plural]]  # conditions: task
+    for key in ("envs", "models"):
+        entries = data.get(key)
+        if isinstance(entries, str):
+            entries = [entries]
+        if isinstance(entries, list):  # envs: [apps, office]; models: [{name: openai, model: m}, ...]
+            entries = {_label_of(entry, i): entry for i, entry in enumerate(entries)}
+        if isinstance(entries, dict):
+            data[key] = {label: ({"env": entry} if isinstance(entry, str) and key == "envs" else entry or {})
+                         for label, entry in entries.items()}
+    return data
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    name: str = "main"
-    """Phase name (a run-name prefix when the spec has phases)."""
-    envs: dict[str, EnvEntry]
-    """Label -> env; a list of names is short for ``{name: {}}``."""
-    models: dict[str, ModelConfig]
-    """Label -> `ModelConfig` (endpoint, model id, params, max_concurrency, cache...); streams on one endpoint share
-    its concurrency limit."""
-    conditions: list[str]
-    """Any of task, task+text, task+code, subtask, subtask+text, subtask+code."""
-    order_seeds: list[int] = Field(default_factory=lambda: [0])
-    """Stream orders (``stream_order`` seeds; 0 is the canonical order)."""
-    induction_variants: list[PromptVariant] = Field(default_factory=lambda: list[PromptVariant](["full"]))
-    """Induction prompt variants: full, no_demo, no_rules."""
-    library: str | None = None
-    """A frozen library for every stream (a memory folder, SKILL.md folder or .jsonl)."""
-    library_from: LibraryFrom | None = None
-    """A frozen library from an earlier phase (see `LibraryFrom`)."""
-    library_filters: list[LibraryFilter | None] = Field(default_factory=lambda: list[LibraryFilter | None]([None]))
-    """Library halves by utility: top, bottom, or null (the whole library)."""
-    embedder: str = "minilm"
-    """Retrieval embedder: minilm, hash[:DIM] (test double) or a sentence-transformers folder."""
-    embedder_cache: bool = False
-    """Cache embeddings on disk (``make_embedder(cache=True)``)."""
-    limits: Limits = Field(default_factory=Limits)
-    """Task and step limits."""
-    agent: dict[str, Any] = Field(default_factory=dict)
-    """`AgentConfig` overrides (top_k, retrieval_query, ...); the level comes from the condition."""
-    memory: dict[str, Any] = Field(default_factory=dict)
-    """`MemoryConfig` overrides."""
+def _label_of(entry: Any, index: int) -> str:
+    if isinstance(entry, dict):
+        return str(entry.get("label") or entry.get("model") or entry.get("env") or entry.get("name") or index)
+    return str(entry)
+
+
+def _phase_model() -> type[BaseModel]:
+    """`PhaseSpec`: ``name``, ``library_from``, each axis's plural key, every other `StreamConfig` setting."""
+    fields: dict[str, Any] = {
+        "name": (str, Field(default="main", description="Phase name (a run-name prefix when the spec has phases).")),
+    }
+    for name, field in StreamConfig.model_fields.items():
+        axis = axis_of(field)
+        if name in LOCATION:
+            continue
+        if axis is None:
+            fields[name] = (field.annotation, field)
+            continue
+        kind = dict[str, field.annotation] if axis.labelled else list[field.annotation]  # type: ignore[name-defined]
+        if axis.required:
+            default = Field(min_length=1, description=f"{field.description} (several: one stream each)")
+        elif axis.labelled:
+            default = Field(default_factory=lambda f=field: {DERIVED_LABEL: f.get_default(call_default_factory=True)},
+                            min_length=1, description=field.description)
+        else:
+            default = Field(default_factory=lambda f=field: [f.get_default(call_default_factory=True)], min_length=1,
+                            description=f"{field.description} (several: one stream each)")
+        fields[axis.plural] = (kind, default)
+    fields["library_from"] = (LibraryFrom | None, Field(default=None, description="A frozen library from an earlier "
+                                                                                   "phase (see `LibraryFrom`)."))
+    validators: dict[str, Any] = {"fold_singular_keys": model_validator(mode="before")(_fold_singular),
+                                  "check_library_keys": model_validator(mode="after")(_check_library_keys)}
+    return create_model("PhaseSpec", __config__=ConfigDict(extra="forbid"), __validators__=validators, **fields)
+
+
+def _check_library_keys(phase: Any) -> Any:
+    """A phase reads one library, and filters only a library."""
+    if phase.library is not None and phase.library_from is not None:
+        raise ValueError("library and library_from: give one, not both")
+    if any(f is not None for f in phase.library_filters) and phase.library is None and phase.library_from is None:
+        raise ValueError("library_filters: a filter needs a library or library_from")
+    return phase
+
+
+PhaseSpec = _phase_model()
+"""The settings of one phase (derived from `StreamConfig`; see the module docstring)."""
+PHASE_KEYS = (*PhaseSpec.model_fields, *(name for name in axes()))
 
 
 class GridSpec(BaseModel):
-    """A whole grid: its name, output folder, stream concurrency and phases."""
+    """A whole spec: its name, output folder, stream concurrency and phases."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    name: str
+    name: str = "run"
     """Grid name (default output folder ``runs/grid-<name>``)."""
     description: str = ""
     """What the grid reproduces."""
     out: str | None = None
-    """Output folder; None: ``runs/grid-<name>``."""
+    """Output folder (grid: the grid's folder, ``runs/grid-<name>`` by default; run: the run folder)."""
     max_concurrency: int = Field(default=16, ge=1)
     """Streams running at once (each stream is sequential: its memory evolves task by task)."""
-    phases: list[PhaseSpec]
-    """The phases, run in dependency order (one phase named "main" when the spec has no ``phases`` key)."""
+    phases: list[Any]
+    """The phases (`PhaseSpec`), run in dependency order (one phase named "main" when the spec has no ``phases``)."""
     phased: bool = False
     """Whether the spec listed phases (then run names start with the phase name)."""
 
@@ -136,20 +152,25 @@ class GridSpec(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------- layering
-def recursive_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``override`` merged in (dicts merge key by key; anything else is replaced)."""
+def recursive_merge(base: dict[str, Any], override: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
+    """``base`` with ``override`` merged in (dicts merge key by key; anything else is replaced). At the top level
+    and in phases an axis key replaces its singular/plural counterpart."""
     out = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = recursive_merge(out[key], value)
+        if top and key in COUNTERPARTS and COUNTERPARTS[key] not in override:
+            out.pop(COUNTERPARTS[key], None)
+        if key == "phases" and top and isinstance(value, list):
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = recursive_merge(out[key], value, top=False)
         else:
             out[key] = value
     return out
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path, *, what: str = "spec") -> dict[str, Any]:
     try:
-        data = yaml.safe_load(read_text(path, what="grid spec"))
+        data = yaml.safe_load(read_text(path, what=what))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML ({getattr(exc, 'problem', exc)})", path=path,
@@ -157,7 +178,21 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise InputError("a grid spec must be a YAML mapping", path=path)
+        raise InputError(f"a {what} must be a YAML mapping", path=path)
+    return _short_forms(data)
+
+
+def _short_forms(data: dict[str, Any]) -> dict[str, Any]:
+    """``envs: [apps]`` as ``{apps: {}}`` and ``env: apps`` as ``{env: apps}`` (top level and phases), so ``-c
+    envs.apps.x=...`` and ``-c env.seed=1`` work on them."""
+    for node in [data, *(p for p in data.get("phases") or [] if isinstance(p, dict))]:
+        envs = node.get("envs")
+        if isinstance(envs, str):
+            envs = [envs]
+        if isinstance(envs, list) and all(isinstance(e, str) for e in envs):
+            node["envs"] = {e: {} for e in envs}
+        if isinstance(node.get("env"), str):
+            node["env"] = {"env": node["env"]}
     return data
 
 
@@ -210,133 +245,42 @@ def apply_override(data: dict[str, Any], item: str) -> dict[str, Any]:
             continue
         if not isinstance(node, dict):
             raise InputError(f"-c {key}: {'.'.join(parts[:depth])!r} is not a mapping")
+        if part in COUNTERPARTS and (depth == 0 or (depth == 2 and parts[0] == "phases")):
+            node.pop(COUNTERPARTS[part], None)  # a later layer's axis key wins over its counterpart
         if last:
             node[part] = value
         else:
             if not isinstance(node.get(part), dict | list):
                 node[part] = {}
             node = node[part]
-    return out
+    return _short_forms(out)
 
 
-def _key_check(data: Any, allowed: list[str] | tuple[str, ...], where: str) -> None:
-    if not isinstance(data, dict):
-        raise InputError(f"{where or 'spec'}: expected a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in allowed:
-            name = f"{where}.{key}" if where else str(key)
-            raise InputError(f"unknown key {name!r}; allowed: {', '.join(allowed)}")
-
-
-def _check_env_name(name: str, where: str) -> None:
-    from skilltransfer.envs.registry import ENVS, OFFICEBENCH
-
-    if name in ENVS or name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
-        return
-    if ":" in name:
-        from skilltransfer.envs.base import resolve
-
-        try:
-            resolve(name)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise InputError(f"{where}: env class {name!r} cannot be imported ({type(exc).__name__}: {exc})") from None
-        return
-    raise InputError(f"{where}: unknown env {name!r}; choose one of: {ENV_CHOICES}")
-
-
-def _normalise_phase(raw: dict[str, Any], where: str, *, complete: bool = True) -> dict[str, Any]:
-    """Check a phase's keys and names (env, condition, model fields) and expand short forms.
-
-    ``complete=False`` checks the top-level defaults of a spec with phases: only the keys present.
-    """
-    prefix = f"{where}." if where else ""
-    _key_check(raw, [k for k in PhaseSpec.model_fields if k != "name" or where], where)
-    data = dict(raw)
-    for key in ("envs", "models", "conditions"):
-        if not data.get(key) and (complete or key in data):
-            raise InputError(f"{prefix}{key}: required, and must not be empty")
-    if "envs" in data:
-        data["envs"] = _normalise_envs(data["envs"], prefix)
-    if "models" in data:
-        data["models"] = _normalise_models(data["models"], prefix)
-    if "conditions" in data:
-        data["conditions"] = _normalise_conditions(data["conditions"], prefix)
-    return _normalise_rest(data, prefix)
-
-
-def _normalise_envs(envs: Any, prefix: str) -> dict[str, Any]:
-    if isinstance(envs, str):
-        envs = [envs]
-    if isinstance(envs, list):
-        envs = {str(e): {} for e in envs}
-    _key_check(envs, list(envs) if isinstance(envs, dict) else [], f"{prefix}envs")
-    for label, entry in envs.items():
-        entry = {} if entry is None else entry
-        _key_check(entry, list(EnvEntry.model_fields), f"{prefix}envs.{label}")
-        _check_env_name(str(entry.get("env") or label), f"{prefix}envs.{label}")
-        if isinstance(entry.get("args"), dict) and "workdir" in entry["args"]:
-            raise InputError(f"{prefix}envs.{label}.args.workdir: set by the grid (one work folder per stream)")
-        envs[label] = entry
-    return envs
-
-
-def _normalise_models(models: Any, prefix: str) -> dict[str, Any]:
-    if isinstance(models, list):
-        models = {str(m.get("model") or m.get("name") or i) if isinstance(m, dict) else str(m):
-                  (m if isinstance(m, dict) else {"name": m}) for i, m in enumerate(models)}
-    _key_check(models, list(models) if isinstance(models, dict) else [], f"{prefix}models")
-    for label, entry in models.items():
-        entry = {} if entry is None else entry
-        _key_check(entry, list(ModelConfig.model_fields), f"{prefix}models.{label}")
-        if entry.get("name") is not None and entry["name"] not in MODELS:
-            raise InputError(f"{prefix}models.{label}.name: unknown model {entry['name']!r}; "
-                             f"choose one of: {', '.join(MODELS)}")
-        models[label] = entry
-    return models
-
-
-def _normalise_conditions(conditions: Any, prefix: str) -> list[Any]:
-    conditions = [conditions] if isinstance(conditions, str) else conditions
-    if not isinstance(conditions, list):
-        raise InputError(f"{prefix}conditions: expected a list, got {type(conditions).__name__}")
-    for i, condition in enumerate(conditions):
-        if str(condition).strip().lower() not in CONDITIONS:
-            raise InputError(f"{prefix}conditions[{i}]: unknown condition {condition!r}; "
-                             f"choose one of: {', '.join(CONDITIONS)}")
-    return conditions
-
-
-def _normalise_rest(data: dict[str, Any], prefix: str) -> dict[str, Any]:
-    for key, choices in (("induction_variants", VARIANTS), ("library_filters", (*FILTERS, None))):
-        values = data.get(key)
-        if values is None and key in data:
-            values = data[key] = [None] if key == "library_filters" else values
-        if isinstance(values, str):
-            values = data[key] = [values]
-        for i, value in enumerate(values or []):
-            if value not in choices:
-                raise InputError(f"{prefix}{key}[{i}]: unknown value {value!r}; choose one of: "
-                                 f"{', '.join(str(c).replace('None', 'null') for c in choices)}")
-    if isinstance(data.get("order_seeds"), int):
-        data["order_seeds"] = [data["order_seeds"]]
-    for key, cls in (("limits", Limits), ("library_from", LibraryFrom)):
-        if data.get(key) is not None:
-            _key_check(data[key], list(cls.model_fields), f"{prefix}{key}")
-    agent_keys = [k for k in AgentConfig.model_fields if k != "level"]
-    _key_check(data.get("agent") or {}, agent_keys, f"{prefix}agent")
-    _key_check(data.get("memory") or {}, list(MemoryConfig.model_fields), f"{prefix}memory")
+def layered(base: dict[str, Any], overrides: list[str] | None = None, flags: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """``base`` with the ``-c`` overrides, then the flags (key path -> value; None values are ignored) applied; a
+    flag for a phase setting is also set in every phase, so it wins over the spec."""
+    data = _short_forms(json.loads(json.dumps(base, default=str)))
+    for item in overrides or []:
+        data = apply_override(data, item)
+    for key, value in (flags or {}).items():
+        if value is None:
+            continue
+        data = apply_override(data, f"{key}={json.dumps(value)}")
+        phases = data.get("phases")
+        if key.split(".")[0] not in GRID_KEYS and isinstance(phases, list):
+            for i in range(len(phases)):
+                data = apply_override(data, f"phases.{i}.{key}={json.dumps(value)}")
     return data
 
 
-def _validation_message(exc: ValidationError, where: str) -> str:
-    first = exc.errors()[0]
-    loc = ".".join(str(p) for p in first.get("loc", ()))
-    key = ".".join(p for p in (where, loc) if p)
-    return f"{key or 'spec'}: {first.get('msg')} (got {first.get('input')!r})"
-
-
+# --------------------------------------------------------------------------------------------- validation
 def build_spec(data: dict[str, Any], *, source: str | Path | None = None) -> GridSpec:
-    """Validate layered spec data into a `GridSpec` (one-line `InputError` naming the key on any problem)."""
+    """Validate layered spec data into a `GridSpec` (one-line `InputError` naming the file and key on any problem).
+
+    Env names are checked here (registry, ``officebench[:path]``, importable ``module:Class``), not when a run's
+    config is read back.
+    """
     try:
         return _build(data)
     except InputError as exc:
@@ -344,45 +288,49 @@ def build_spec(data: dict[str, Any], *, source: str | Path | None = None) -> Gri
 
 
 def _build(data: dict[str, Any]) -> GridSpec:
-    _key_check(data, [*GRID_KEYS, *(k for k in PhaseSpec.model_fields if k != "name")], "")
+    allowed = (*GRID_KEYS, *(k for k in PHASE_KEYS if k != "name"))
+    unknown = [key for key in data if key not in allowed]
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r}; allowed: {', '.join(allowed)}")
     grid = {k: data[k] for k in GRID_KEYS if k in data and k != "phases"}
     defaults = {k: v for k, v in data.items() if k not in GRID_KEYS}
     raw_phases = data.get("phases")
     phased = raw_phases is not None
     if phased and (not isinstance(raw_phases, list) or not raw_phases):
         raise InputError("phases: expected a non-empty list of phase overrides")
-    if phased:  # report problems of the shared defaults under their own keys
-        defaults = _normalise_phase(defaults, "", complete=False)
-    phases: list[PhaseSpec] = []
+    phases: list[Any] = []
     for i, override in enumerate(raw_phases or [{}]):
         where = f"phases[{i}]" if phased else ""
-        if phased and (not isinstance(override, dict) or not override.get("name")):
+        if not isinstance(override, dict) or (phased and not override.get("name")):
             raise InputError(f"{where}.name: every phase needs a name")
-        merged = _normalise_phase(recursive_merge(defaults, override), where)
         try:
-            phases.append(PhaseSpec.model_validate(merged))
+            phase = PhaseSpec.model_validate(recursive_merge(defaults, override))
         except ValidationError as exc:
-            raise InputError(_validation_message(exc, where)) from None
+            raise InputError(validation_message(exc, prefix=where, model=PhaseSpec, rename=_singular)) from None
+        for label, entry in phase.envs.items():  # type: ignore[attr-defined]
+            check_env_name(entry.name or label, f"{where + '.' if where else ''}envs.{label or entry.name}")
+        phases.append(phase)
     names = [p.name for p in phases]
     if len(set(names)) != len(names):
         raise InputError(f"phases: names must be unique, got {', '.join(names)}")
     for i, phase in enumerate(phases):
-        _check_library(phase, names[:i], f"phases[{i}]" if phased else "")
-    if "name" not in grid:
-        raise InputError("name: required (the grid's name)")
+        _check_library_from(phase, names[:i], f"phases[{i}]" if phased else "")
     try:
         return GridSpec.model_validate({**grid, "phases": phases, "phased": phased})
     except ValidationError as exc:
-        raise InputError(_validation_message(exc, "")) from None
+        raise InputError(validation_message(exc, model=GridSpec)) from None
 
 
-def _check_library(phase: PhaseSpec, earlier: list[str], where: str) -> None:
+def _singular(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """An error location in an entry given in singular form (``models."".x``) as the user wrote it (``model.x``)."""
+    if len(loc) >= 2 and loc[1] == DERIVED_LABEL and isinstance(loc[0], str) and loc[0] in COUNTERPARTS:
+        return (COUNTERPARTS[loc[0]], *loc[2:])
+    return loc
+
+
+def _check_library_from(phase: Any, earlier: list[str], where: str) -> None:
     prefix = f"{where}." if where else ""
-    source = phase.library_from
-    if phase.library is not None and source is not None:
-        raise InputError(f"{prefix}library and library_from: give one, not both")
-    if any(f is not None for f in phase.library_filters) and phase.library is None and source is None:
-        raise InputError(f"{prefix}library_filters: a filter needs a library or library_from")
+    source: LibraryFrom | None = phase.library_from
     if source is None:
         return
     if source.phase not in earlier:
@@ -399,19 +347,8 @@ def _check_library(phase: PhaseSpec, earlier: list[str], where: str) -> None:
                              f"choose one of: {', '.join(CONDITIONS)}")
 
 
-def _envs_as_mapping(data: dict[str, Any]) -> dict[str, Any]:
-    """``envs: [apps, office]`` as ``{apps: {}, office: {}}`` (top level and phases): ``-c envs.apps.x=...`` works."""
-    for node in [data, *(p for p in data.get("phases") or [] if isinstance(p, dict))]:
-        envs = node.get("envs")
-        if isinstance(envs, str):
-            envs = [envs]
-        if isinstance(envs, list) and all(isinstance(e, str) for e in envs):
-            node["envs"] = {e: {} for e in envs}
-    return data
-
-
 def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> GridSpec:
-    """Read a spec (path or ready-made name), apply ``-c`` overrides, then flags (None flags are ignored).
+    """Read a grid spec (path or ready-made name), apply ``-c`` overrides, then flags (None flags are ignored).
 
     Args:
         spec: a YAML path or the name of a ready-made spec.
@@ -424,17 +361,46 @@ def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> Gr
             folder that cannot be created.
     """
     path = find_spec(spec)
-    data = _envs_as_mapping(_read_yaml(path))
-    for item in overrides or []:
-        data = _envs_as_mapping(apply_override(data, item))
-    for key, value in flags.items():
-        if value is None:
-            continue
-        data = apply_override(data, f"{key}={json.dumps(value)}")
-        phases = data.get("phases")
-        if key.split(".")[0] not in GRID_KEYS and isinstance(phases, list):  # a flag beats every phase's setting
-            for i in range(len(phases)):
-                data = apply_override(data, f"phases.{i}.{key}={json.dumps(value)}")
+    data = layered(_read_yaml(path, what="grid spec"), overrides, flags)
+    if "name" not in data:
+        raise InputError("name: required (the grid's name)", path=path)
     grid = build_spec(data, source=path)
     check_output_path(grid.out or f"runs/grid-{grid.name}", flag="out")
     return grid
+
+
+def load_run_spec(config: Path | None, overrides: list[str] | None, flags: dict[str, Any],
+                  base: dict[str, Any] | None = None) -> GridSpec:
+    """The spec of ``skilltransfer run``: ``base`` (run's defaults), then the ``--config`` YAML, the ``-c``
+    overrides and the flags, layered as for a grid.
+
+    Raises:
+        InputError: as `load_spec`.
+    """
+    data = _short_forms(json.loads(json.dumps(base or {})))
+    if config is not None:
+        data = recursive_merge(data, _read_yaml(config, what="run config"))
+    data = layered(data, overrides)
+    for name, axis in axes().items():
+        if axis.required and name not in data and axis.plural not in data and flags.get(f"{name}.{name}",
+                                                                                         flags.get(name)) is None:
+            raise InputError(f"{name}: required; give --{name} (or {name} in --config)", path=config)
+    for name, axis in axes().items():  # a flag of a labelled axis's entry sets the spec's only entry, if it lists one
+        entries = data.get(axis.plural)
+        if axis.labelled and isinstance(entries, dict) and len(entries) == 1:
+            label = next(iter(entries))
+            flags = {(f"{axis.plural}.{label}." + key.partition(".")[2] if key.startswith(name + ".") else key): value
+                     for key, value in flags.items()}
+    return build_spec(layered(data, flags=flags), source=config)
+
+
+def env_entry(phase: Any, label: str) -> EnvSpec:
+    """A phase's env entry with its label set (a derived label stays None)."""
+    entry: EnvSpec = phase.envs[label]
+    return entry.model_copy(update={"label": label or None})
+
+
+def model_entry(phase: Any, label: str) -> ModelSpec:
+    """A phase's model entry with its label set (a derived label stays None)."""
+    entry: ModelSpec = phase.models[label]
+    return entry.model_copy(update={"label": label or None})

@@ -1,5 +1,5 @@
 """What ``skilltransfer show`` prints: a run's summary (success with a bootstrap CI, latency, tokens, skills) and one
-task's trajectory as readable text. Reads only the run folder written by ``skilltransfer.experiments.stream``."""
+task's trajectory as readable text. Reads the run folder through ``skilltransfer.experiments.runlog``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.envs.base import truncate
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import RunConfigLog, TaskRecord, TrajectoryLog, read_records, safe_task_id
+from skilltransfer.experiments.runlog import FORMAT_VERSION, RunFolder, TaskRecord, TrajectoryLog
+from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
 
@@ -58,7 +58,9 @@ class RunSummary:
     path: str
     condition: str
     env: str
+    """The env spec and what it was built with (`EnvSpec.describe`)."""
     model: str
+    """The model and the settings that shape its answers (`ModelSpec.describe`)."""
     embedder: str
     planned: int
     """Tasks in the stream (``config.json``)."""
@@ -93,22 +95,16 @@ class RunSummary:
     distinct_retrieved: int
     memory_size: int
     """Skills in memory after the last finished task."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The stream's axes with a value other than the default (order seed, induction variant, ...), and a library."""
+    format_version: int = 0
+    """The run log's format version (an older one is shown and reported, not resumed)."""
     tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
     transfers: list[TransferEvent] = field(default_factory=list)
     """Retrievals of skills induced earlier in the same run (see `transfer_events`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _load_config(run_dir: Path) -> RunConfigLog:
-    path = run_dir / "config.json"
-    if not path.is_file():
-        raise InputError("not a run folder (no config.json)", path=run_dir)
-    try:
-        return RunConfigLog.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except ValueError as exc:
-        raise InputError(f"not a run config: {str(exc).splitlines()[0]}", path=path) from None
 
 
 def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 0) -> RunSummary:
@@ -119,9 +115,9 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
     """
     from skilltransfer.metrics import bootstrap_ci
 
-    run_dir = Path(run_dir)
-    log = _load_config(run_dir)
-    records = read_records(run_dir / "results.jsonl")
+    folder = RunFolder(run_dir)
+    log = folder.read_config()
+    records = folder.read_records()
     n = len(records)
     successes = [float(r.success) for r in records]
     if n:
@@ -137,8 +133,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
             for key, value in row.items():
                 total[key] = total.get(key, 0) + value
     return RunSummary(
-        run=log.config.run, path=str(run_dir), condition=log.config.condition, env=log.config.env,
-        model=log.config.model, embedder=log.config.embedder or (log.embedder_id or ""),
+        run=log.config.run, path=str(folder.path), condition=log.config.condition, env=log.config.env.describe(),
+        model=log.config.model.describe(), embedder=log.config.embedder or (log.embedder_id or ""),
         planned=len(log.task_ids), finished=n, success=rate, success_ci=(low, high),
         mean_reward=statistics.fmean(r.reward for r in records) if n else 0.0,
         latency_total_s=sum(latencies), latency_mean_s=statistics.fmean(latencies) if n else 0.0,
@@ -157,6 +153,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         retrievals=sum(len(r.retrieved) for r in records),
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
+        settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {})},
+        format_version=log.format_version,
         transfers=transfer_events(records))
 
 
@@ -170,10 +168,13 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
     return [
         ("run", f"{s.run} ({s.path})"),
         ("condition", s.condition),
+        *([("settings", ", ".join(f"{k}={v}" for k, v in s.settings.items()))] if s.settings else []),
         ("env", s.env or "-"),
         ("model", s.model or "-"),
         ("embedder", s.embedder or "-"),
-        ("tasks", f"{s.finished} of {s.planned} finished"),
+        ("tasks", f"{s.finished} of {s.planned} finished"
+                  + (f" (log format_version {s.format_version}: shown, not resumable)"
+                     if s.format_version != FORMAT_VERSION else "")),
         ("success", f"{s.success:.1%}  [{low:.1%}, {high:.1%}] {CI_LEVEL:.0%} bootstrap CI" if s.finished
          else "- (no finished task yet)"),
         ("mean reward", f"{s.mean_reward:.3f}"),
@@ -216,24 +217,20 @@ def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord | None, Tra
     Raises:
         InputError: the task has neither a record nor a trajectory in this run, or its trajectory is missing/broken.
     """
-    run_dir = Path(run_dir)
-    config = _load_config(run_dir)
-    records = read_records(run_dir / "results.jsonl")
+    folder = RunFolder(run_dir)
+    config = folder.read_config()
+    records = folder.read_records()
     record = next((r for r in records if r.task_id == task_id), None)
     if record is None and task_id.isdigit():
         record = next((r for r in records if r.position == int(task_id)), None)
     if record is None and task_id.isdigit() and int(task_id) < len(config.task_ids):
         task_id = config.task_ids[int(task_id)]
-    path = run_dir / (record.trajectory if record is not None else f"trajectories/{safe_task_id(task_id)}.json")
-    if record is None and not path.is_file():
+    relative = record.trajectory if record is not None else folder.trajectory_file(task_id)
+    if record is None and not (folder.path / relative).is_file():
         shown = ", ".join(r.task_id for r in records[:5]) + (", ..." if len(records) > 5 else "")
-        raise InputError(f"task {task_id!r} is not finished in this run (finished: {shown or 'none'})", path=run_dir)
-    if not path.is_file():
-        raise InputError("trajectory file is missing", path=path)
-    try:
-        return record, TrajectoryLog.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=path) from None
+        raise InputError(f"task {task_id!r} is not finished in this run (finished: {shown or 'none'})",
+                         path=folder.path)
+    return record, folder.read_trajectory(relative)
 
 
 def _indent(text: str, prefix: str = "    ") -> str:

@@ -21,10 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skilltransfer.agents.prompts import Prompt, load_prompt
-from skilltransfer.agents.steps import ActionStep, CallLog, TrajectoryText
-from skilltransfer.memory.skill import Provenance, Skill, SkillFormat, SkillLevel, parse_code_signature
-from skilltransfer.protocols import ChatModel
+from skilltransfer.protocols import ChatModel, ModelCalls, Trajectory
+from skilltransfer.skill import Provenance, Skill, SkillFormat, SkillLevel, parse_code_signature
+from skilltransfer.util.prompts import Prompt, load_prompt
 
 INDUCTION_PROMPTS = Path(__file__).resolve().parent / "prompts"
 PromptVariant = Literal["full", "no_demo", "no_rules", "contract"]
@@ -59,9 +58,9 @@ class InductionConfig(BaseModel):
     variant: PromptVariant = "full"
     """Prompt variant: "full" (instruction + demonstration + abstraction rules), "no_demo" or "no_rules"."""
     max_observation_chars: int = Field(default=1500, ge=100)
-    """Each observation in the rendered trajectory is cut to this many characters."""
+    """Each observation in the rendered trajectory is cut to this many characters (the caller renders it)."""
     max_trajectory_chars: int = Field(default=24000, ge=1000)
-    """The whole rendered trajectory is cut (head and tail kept) to this many characters."""
+    """The whole rendered trajectory is cut (head and tail kept) to this many characters (the caller renders it)."""
     prompt_dir: str | None = None
     """A folder of replacement induction prompt files (same names as the packaged ones)."""
     model_params: dict[str, Any] = Field(default_factory=dict)
@@ -221,13 +220,14 @@ class Inducer:
         """Id of the composed system prompt (variant, format and a hash of the text)."""
         return self.system.id
 
-    def induce(self, goal: str, actions: list[ActionStep], *, level: SkillLevel, calls: CallLog,
+    def induce(self, goal: str, trajectory: Trajectory, *, level: SkillLevel, calls: ModelCalls,
                provenance: Provenance | None = None, succeeded: bool | None = None) -> Induced:
         """Ask the model for one skill; an unparseable reply gives ``Induced(skill=None, error=...)``.
 
         Args:
             goal: the trajectory's goal: the task instruction (task level) or the subtask text (subtask level).
-            actions: the trajectory's action steps.
+            trajectory: the trajectory's action steps as text (the agent renders them, cut to ``max_observation_chars``
+                per observation and ``max_trajectory_chars`` in all); fitting may re-render it with steps elided.
             level: recorded on the skill.
             calls: the task's call log (the call is recorded with role "induction"; it fits the prompt to the
                 model's window, eliding the oldest steps first).
@@ -245,7 +245,6 @@ class Inducer:
         if self.config.only_successful and not succeeded:
             return Induced(None, self.prompt_id, "", "not induced: the trajectory did not succeed (only_successful)",
                            skipped=True)
-        trajectory = TrajectoryText(actions, self.config.max_observation_chars, self.config.max_trajectory_chars)
         messages = [{"role": "system", "content": self.system.text},
                     {"role": "user", "content": self.user.render(goal=goal.strip(), trajectory=trajectory.render(),
                                                                  format=self.config.format,
@@ -275,6 +274,6 @@ class Inducer:
                     pass  # broken code: the memory prunes it and logs why
         out.skill = Skill(name=name, description=description, body=body, format=self.config.format, level=level,
                           provenance=provenance or Provenance(), extra={"induction_prompt": self.prompt_id},
-                          **contracts)
+                          inputs=contracts.get("inputs", ""), outputs=contracts.get("outputs", ""))
         out.error = note
         return out

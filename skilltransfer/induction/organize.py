@@ -25,11 +25,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skilltransfer.induction.inducer import INDUCTION_PROMPTS, load_prompt
+from skilltransfer.induction.inducer import INDUCTION_PROMPTS
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import Organization, RoutingNode, task_tree, unique_name, validate
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import ChatModel
+from skilltransfer.skill import Skill
+from skilltransfer.util.prompts import load_prompt
 
 _DECOR = r"^[ \t>*_#\-]*"
 _GROUP = re.compile(_DECOR + r"(?:\d+[.)][ \t]*)?GROUP(?:[ \t]*\d+)?[ \t*_]*[:.\-][ \t*_]*(.*)$",

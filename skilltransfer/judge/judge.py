@@ -22,12 +22,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from skilltransfer.agents.prompts import Prompt, load_prompt
 from skilltransfer.errors import InputError, read_text
 from skilltransfer.judge.runs import RunArtifacts
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
 from skilltransfer.protocols import ChatModel, Message
+from skilltransfer.util.prompts import Prompt, load_prompt
 
 FORMAT_VERSION = 1
 JUDGE_PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -65,7 +65,7 @@ def load_judge_prompt(path: str | Path | None = None) -> Prompt:
         InputError: the file is unreadable or lacks a placeholder.
     """
     if path is None:
-        return load_prompt("judge", default_folder=JUDGE_PROMPTS)
+        return load_prompt("judge", None, default_folder=JUDGE_PROMPTS)
     prompt = Prompt(Path(path).stem, read_text(path, what="judge prompt").strip() + "\n")
     missing = [key for key in ("instruction", "first", "second") if not re.search(r"\{\{\s*" + key + r"\s*\}\}",
                                                                                    prompt.text)]

@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from skilltransfer.lens.graph import DEPTH, LAYERS, Layer, SkillGraph, Unit, unit_id
 from skilltransfer.lens.prompts import lens_prompt
 from skilltransfer.llm.context import ContextLengthError
-from skilltransfer.memory.skill import Skill
 from skilltransfer.protocols import ChatModel, Message
+from skilltransfer.skill import Skill
 
 _TAG = re.compile(r"^(policy|strategy|procedure|primitive)s?[\s*_]*\d*[\s*_]*[:\-\u2013\u2014][\s*_]*(.*)$",
                   re.IGNORECASE)

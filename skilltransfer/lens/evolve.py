@@ -33,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.prompts import lens_prompt
-from skilltransfer.memory.library import atomic_write_text
 from skilltransfer.protocols import ChatModel, TaskSpec
+from skilltransfer.util.files import atomic_write_text
 
 _NOTE = re.compile(r"^NOTE\s*:\s*(.+)$", re.IGNORECASE)
 _DROP = re.compile(r"^DROP\s+NOTE\s*#?\s*(\d+)", re.IGNORECASE)

@@ -26,10 +26,11 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from skilltransfer.errors import InputError
-from skilltransfer.memory.library import MANIFEST, atomic_write_text, read_jsonl, read_utf8, replace_folder
+from skilltransfer.errors import InputError, read_text
+from skilltransfer.memory.library import MANIFEST, read_jsonl, replace_folder
 from skilltransfer.memory.library import export_jsonl as export_skills
-from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill
+from skilltransfer.util.files import atomic_write_text
 
 Layer = Literal["policy", "strategy", "procedure", "primitive"]
 LAYERS: tuple[Layer, ...] = ("policy", "strategy", "procedure", "primitive")
@@ -386,7 +387,7 @@ class SkillGraph:
         if not (path / MANIFEST).is_file():
             raise InputError(f"not a saved skill graph: {MANIFEST} is missing", path=path)
         try:
-            manifest = json.loads(read_utf8(path / MANIFEST))
+            manifest = json.loads(read_text(path / MANIFEST))
             kind, version, embedder_id = manifest["kind"], manifest["format_version"], manifest["embedder"]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise InputError(f"corrupt manifest ({type(exc).__name__}: {exc})", path=path / MANIFEST) from None
@@ -441,7 +442,7 @@ class SkillGraph:
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(read_utf8(path))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"broken JSON: {exc.msg}", path=path, line=exc.lineno) from None
 
@@ -451,7 +452,7 @@ def _rows(path: Path, model: type[BaseModel] | None = None) -> Iterable[tuple[in
     naming file:line."""
     if not path.is_file():
         raise InputError(f"{path.name} is missing", path=path.parent)
-    for number, raw in enumerate(read_utf8(path).split("\n"), start=1):
+    for number, raw in enumerate(read_text(path).split("\n"), start=1):
         if not raw.strip():
             continue
         try:

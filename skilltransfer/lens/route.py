@@ -235,6 +235,7 @@ class _Router:
             return
         self.visited.add(uid)
         kids = self.graph.children(uid)
+        decision: Decision
         if self.cfg.mode == "rewrite-all":
             decision, how = "REWRITE", "rewrite-all"
         else:

@@ -7,20 +7,13 @@ A configured ``cache_path`` wraps the model in the SQLite response cache.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.config import ModelConfig, build_config
+from skilltransfer.llm.config import MODELS, ModelConfig, build_config
 from skilltransfer.protocols import ChatModel
-
-MODELS: dict[str, str] = {
-    "local": "skilltransfer.llm.local:LocalModel",
-    "openai": "skilltransfer.llm.openai_client:OpenAIChatModel",
-    "scripted": "skilltransfer.llm.testing:ScriptedModel",
-}
-"""Registry: model name -> ``module:Class``."""
+from skilltransfer.util.imports import resolve
 
 __all__ = ["MODELS", "ModelConfig", "default_model_name", "make_model"]
 
@@ -35,8 +28,7 @@ def _load(name: str) -> Any:
         target = MODELS[name]
     except KeyError:
         raise InputError(f"Unknown model {name!r}. Available: {', '.join(MODELS)}") from None
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return resolve(target)
 
 
 def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
@@ -72,10 +64,9 @@ def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
         if outputs is None:
             if not config.script:
                 raise InputError("model 'scripted' (a test double) needs replies: set --script FILE.jsonl")
-            from skilltransfer.llm.mock_server import ReplyRule, load_replies, rules_to_fn
+            from skilltransfer.llm.script import script_replies
 
-            loaded = load_replies(config.script)
-            outputs = rules_to_fn(loaded) if loaded and isinstance(loaded[0], ReplyRule) else loaded  # type: ignore
+            outputs = script_replies(config.script)
         model: Any = cls(outputs, model=config.model or "scripted")
     else:
         model = cls(config)

@@ -21,7 +21,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import CacheMode, normalise_cache_mode
-from skilltransfer.protocols import Completion, Message
+from skilltransfer.protocols import ChatModel, Completion, Message
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -135,7 +135,7 @@ class CachedModel:
         cache: the store.
     """
 
-    def __init__(self, inner: Any, cache: ResponseCache) -> None:
+    def __init__(self, inner: ChatModel, cache: ResponseCache) -> None:
         self.inner = inner
         self.cache = cache
         self.model = getattr(inner, "model", "?")

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from skilltransfer.errors import InputError, validation_message
+
+ModelName = Literal["local", "openai", "scripted"]
+MODELS: dict[str, str] = {
+    "local": "skilltransfer.llm.local:LocalModel",
+    "openai": "skilltransfer.llm.openai_client:OpenAIChatModel",
+    "scripted": "skilltransfer.llm.testing:ScriptedModel",
+}
+"""Registry: model name -> ``module:Class``."""
+assert tuple(MODELS) == get_args(ModelName)
 CacheMode = Literal["off", "rw", "ro"]
 CACHE_MODE_ALIASES: dict[str, CacheMode] = {
     "off": "off", "none": "off", "rw": "rw", "read-write": "rw", "ro": "ro", "read-only": "ro", "replay": "ro",
@@ -65,6 +76,38 @@ class ModelConfig(BaseModel):
     script: str | None = None
     """For the "scripted" test double: a JSONL file of replies (strings in order, or match/reply rules)."""
 
+    @field_validator("cache_mode", mode="before")
+    @classmethod
+    def _cache_mode_spelling(cls, mode: Any) -> Any:
+        if isinstance(mode, str) and mode.strip().lower() not in CACHE_MODE_ALIASES:
+            raise ValueError(f"unknown cache mode {mode!r}; choose one of: off, rw (read-write), ro (read-only/replay)")
+        return CACHE_MODE_ALIASES[mode.strip().lower()] if isinstance(mode, str) else mode
+
+    @field_validator("name")
+    @classmethod
+    def _known_name(cls, name: str | None) -> str | None:
+        if name is not None and name not in MODELS:
+            raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+        return name
+
+    @field_validator("params")
+    @classmethod
+    def _sane_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        temperature = params.get("temperature")
+        if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature < math.inf):
+            raise ValueError(f"temperature must be a number >= 0, got {temperature}")
+        max_tokens = params.get("max_tokens")
+        if max_tokens is not None and not (isinstance(max_tokens, int) and max_tokens >= 1):
+            raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens}")
+        return params
+
+    @model_validator(mode="after")
+    def _script_is_scripted(self) -> ModelConfig:
+        if self.script is not None and self.name != "scripted":
+            raise ValueError("script is only for the scripted test double: set its name to scripted "
+                             "(run: --model scripted)")
+        return self
+
     def with_overrides(self, settings: Sequence[str]) -> ModelConfig:
         """A copy with ``key.path=value`` settings applied, as given by ``-c`` flags.
 
@@ -75,8 +118,6 @@ class ModelConfig(BaseModel):
             InputError: a setting without ``=``, or an unknown/invalid field (named).
         """
         import yaml
-
-        from skilltransfer.errors import InputError
 
         data = self.model_dump(exclude_unset=True)
         for setting in settings:
@@ -116,8 +157,6 @@ class ModelConfig(BaseModel):
         if not raw:
             return None
         if not raw.isdigit() or int(raw) < 256:
-            from skilltransfer.errors import InputError
-
             raise InputError(f"SKILLTRANSFER_CONTEXT_WINDOW must be an integer >= 256, got {raw!r}")
         return int(raw)
 
@@ -128,8 +167,6 @@ class ModelConfig(BaseModel):
 
 def normalise_cache_mode(mode: str) -> CacheMode:
     """Map user spellings (read-write, read-only, replay, ...) to "off" | "rw" | "ro"."""
-    from skilltransfer.errors import InputError
-
     try:
         return CACHE_MODE_ALIASES[mode.strip().lower()]
     except KeyError:
@@ -143,14 +180,7 @@ def build_config(data: dict[str, Any]) -> ModelConfig:
     Raises:
         InputError: naming the first bad or unknown field.
     """
-    from skilltransfer.errors import InputError
-
-    data = dict(data)
-    if "cache_mode" in data:
-        data["cache_mode"] = normalise_cache_mode(str(data["cache_mode"]))
     try:
-        return ModelConfig(**data)
+        return ModelConfig.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        raise InputError(f"model config field {field!r}: {first.get('msg')}") from None
+        raise InputError(f"model config {validation_message(exc, model=ModelConfig)}") from None

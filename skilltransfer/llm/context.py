@@ -22,13 +22,24 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from skilltransfer.llm.retry import ModelCallError
-from skilltransfer.protocols import Message
+from skilltransfer.protocols import ChatModel, Message
 
 PER_MESSAGE_TOKENS = 8
 """Chat-template tokens assumed per message until a server's usage shows the real overhead (ChatML uses 5 per
 message plus 3 for the assistant header)."""
 
 _PIECE = re.compile(r" ?[^\W\d_]+|\d|\s+|.", re.DOTALL)
+
+
+def approx_tokens(text: str) -> int:
+    """The plainest approximation of a token count, ceil(characters / 4): what a client without a tokenizer reports
+    as usage when the server reports none, and what the test doubles (scripted model, mock server) count."""
+    return (len(text) + 3) // 4
+
+
+def messages_tokens(messages: Sequence[Message]) -> int:
+    """`approx_tokens` of a chat: content tokens plus 4 per message for role/format overhead."""
+    return sum(approx_tokens(str(m.get("content", ""))) + 4 for m in messages)
 
 
 def estimate_tokens(text: str) -> int:
@@ -199,16 +210,17 @@ class PromptCounter:
             self.scale = max(self.scale, needed)
 
 
-def model_chain(model: Any, depth: int = 8) -> Iterator[Any]:
+def model_chain(model: ChatModel | None, depth: int = 8) -> Iterator[Any]:
     """``model``, then the models it wraps (``.inner``), innermost last."""
     seen = 0
-    while model is not None and seen < depth:
-        yield model
-        model = model.__dict__.get("inner") if hasattr(model, "__dict__") else None
+    part: Any = model
+    while part is not None and seen < depth:
+        yield part
+        part = part.__dict__.get("inner") if hasattr(part, "__dict__") else None
         seen += 1
 
 
-def _member(model: Any, name: str) -> Any:
+def _member(model: ChatModel | None, name: str) -> Any:
     for part in model_chain(model):
         try:
             value = getattr(type(part), name, None) or part.__dict__.get(name)
@@ -219,7 +231,7 @@ def _member(model: Any, name: str) -> Any:
     return None
 
 
-def context_window(model: Any) -> int | None:
+def context_window(model: ChatModel) -> int | None:
     """The model's context window (its own or a wrapped model's ``context_window``), or None when unknown."""
     value = _member(model, "context_window")
     return int(value) if isinstance(value, int) and value > 0 else None
@@ -228,7 +240,7 @@ def context_window(model: Any) -> int | None:
 _FALLBACK = PromptCounter()
 
 
-def count_prompt_tokens(model: Any, messages: Sequence[Message]) -> tuple[int, str]:
+def count_prompt_tokens(model: ChatModel | None, messages: Sequence[Message]) -> tuple[int, str]:
     """(prompt tokens, how they were counted) of ``messages`` for ``model``: the model's ``prompt_count_source``
     ("server" tokenizer, local "tokenizer", "estimate", ...) when it counts, else "estimate"."""
     counter = _member(model, "count_prompt_tokens")
@@ -237,7 +249,7 @@ def count_prompt_tokens(model: Any, messages: Sequence[Message]) -> tuple[int, s
     return _FALLBACK.count(messages), "estimate"
 
 
-def configured_params(model: Any) -> dict[str, Any]:
+def configured_params(model: ChatModel) -> dict[str, Any]:
     """The sampling params a model sends with every call (``config.params`` of the model or a wrapped one)."""
     for part in model_chain(model):
         params = getattr(getattr(part, "config", None), "params", None)

@@ -15,7 +15,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.retry import TransientModelError
-from skilltransfer.protocols import Completion, Message
+from skilltransfer.protocols import ChatModel, Completion, Message
 
 WRAPPER_FAULTS = ("rate_limit", "server_error", "timeout", "garbage_text", "truncated")
 
@@ -32,7 +32,7 @@ class FaultyModel:
         retry_after_s: the Retry-After carried by injected rate limits.
     """
 
-    def __init__(self, inner: Any, *, rate: float = 0.1, kinds: Sequence[str] = WRAPPER_FAULTS, seed: int = 0,
+    def __init__(self, inner: ChatModel, *, rate: float = 0.1, kinds: Sequence[str] = WRAPPER_FAULTS, seed: int = 0,
                  plan: Sequence[str | None] = (), retry_after_s: float | None = None) -> None:
         for kind in [*kinds, *(k for k in plan if k is not None)]:
             if kind not in WRAPPER_FAULTS:

@@ -8,7 +8,8 @@ faults and scripted replies, so the real ``openai`` client path is exercised end
         model = server.model()  # or make_model("openai", base_url=server.url, model="mock")
 
 Replies are a list (served in order; running out answers HTTP 400), a callable ``fn(messages) -> str | dict``
-(run in-process, one call at a time), or a JSONL file (see `load_replies`). Without replies it echoes the last message.
+(run in-process, one call at a time), or a JSONL file (see `skilltransfer.llm.script.load_replies`). Without replies
+it echoes the last message.
 With ``context_window`` it enforces a context limit like a real server: prompt tokens (`messages_tokens`) plus
 ``max_tokens`` above the window answer HTTP 400 with vLLM's (default), OpenAI's or llama.cpp's error body, and
 ``/v1/models`` reports the window as vLLM does (``max_model_len``) unless ``advertise_window=False``.
@@ -22,19 +23,18 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from skilltransfer.errors import InputError, read_text
-from skilltransfer.llm.testing import approx_tokens, messages_tokens
+from skilltransfer.errors import InputError
+from skilltransfer.llm.context import approx_tokens, messages_tokens
+from skilltransfer.llm.script import ReplyRule, load_replies, rules_to_fn
 from skilltransfer.protocols import Message
 
 if TYPE_CHECKING:
@@ -48,67 +48,6 @@ FAULT_KINDS = TRANSPORT_FAULTS + CONTENT_FAULTS
 CONTEXT_ERROR_STYLES = ("vllm", "openai", "llamacpp")
 
 ReplyFn = Callable[[list[Message]], "str | dict[str, Any]"]
-
-
-@dataclass(frozen=True)
-class ReplyRule:
-    """Answer ``reply`` when ``match`` (a regex) is found in the last message; ``match=None`` matches anything."""
-
-    reply: str
-    match: str | None = None
-
-
-def load_replies(path: str | Path) -> list[str] | list[ReplyRule]:
-    """Read scripted replies from JSONL: each line a JSON string or {"text": ...} (served in order), or rules
-    {"match": REGEX, "reply": TEXT} (first rule matching the last message wins; omit "match" for a default).
-
-    Raises:
-        InputError: on a missing, unreadable or non-UTF-8 file, a file without replies, or a bad line
-            (names the file and line).
-    """
-    path = Path(path)
-    replies: list[str] = []
-    rules: list[ReplyRule] = []
-    for number, line in enumerate(read_text(path, what="replies file").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON ({exc.msg})", path=path, line=number) from None
-        if isinstance(item, str):
-            replies.append(item)
-        elif isinstance(item, dict) and "reply" in item:
-            if item.get("match") is not None:
-                try:
-                    re.compile(item["match"])
-                except re.error as exc:
-                    raise InputError(f"bad regex in 'match' ({exc})", path=path, line=number) from None
-            rules.append(ReplyRule(str(item["reply"]), item.get("match")))
-        elif isinstance(item, dict) and "text" in item:
-            replies.append(str(item["text"]))
-        else:
-            raise InputError("expected a JSON string, {\"text\": ...} or {\"match\": ..., \"reply\": ...}",
-                             path=path, line=number)
-    if replies and rules:
-        raise InputError("mixes ordered replies and match rules; use one kind per file", path=path)
-    if not replies and not rules:
-        raise InputError("replies file holds no replies (one JSON string or rule per line)", path=path)
-    return rules or replies
-
-
-def rules_to_fn(rules: Sequence[ReplyRule]) -> ReplyFn:
-    """A reply function answering with the first rule whose regex matches the last message (LookupError: none)."""
-    compiled = [(re.compile(r.match) if r.match is not None else None, r.reply) for r in rules]
-
-    def answer(messages: list[Message]) -> str:
-        last = str(messages[-1].get("content") or "") if messages else ""
-        for pattern, reply in compiled:
-            if pattern is None or pattern.search(last):
-                return reply
-        raise LookupError(f"no reply rule matches the last message: {last[:80]!r}")
-
-    return answer
 
 
 def _echo(messages: list[Message]) -> str:

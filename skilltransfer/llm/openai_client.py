@@ -15,7 +15,13 @@ import openai
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.context import PromptCounter, classify_context_error, estimate_tokens, window_from_models
+from skilltransfer.llm.context import (
+    PromptCounter,
+    approx_tokens,
+    classify_context_error,
+    estimate_tokens,
+    window_from_models,
+)
 from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,
@@ -23,7 +29,6 @@ from skilltransfer.llm.retry import (
     call_with_retries,
     parse_retry_after,
 )
-from skilltransfer.llm.testing import approx_tokens
 from skilltransfer.protocols import Completion, Message
 
 _LIMITERS: dict[tuple[str, int], threading.BoundedSemaphore] = {}

@@ -18,7 +18,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from skilltransfer.errors import InputError
-from skilltransfer.protocols import Completion, Message
+from skilltransfer.protocols import ChatModel, Completion, Message
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ class RetryingModel:
         policy: retry budget and backoff.
     """
 
-    def __init__(self, inner: Any, policy: RetryPolicy | None = None) -> None:
+    def __init__(self, inner: ChatModel, policy: RetryPolicy | None = None) -> None:
         self.inner = inner
         self.policy = policy or RetryPolicy()
         self.retries = 0

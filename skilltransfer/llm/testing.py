@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm.context import approx_tokens, messages_tokens
 from skilltransfer.protocols import Completion, Message
 
 ScriptFn = Callable[[list[Message]], str]
@@ -20,16 +21,6 @@ ScriptFn = Callable[[list[Message]], str]
 
 class ScriptExhausted(InputError, RuntimeError):
     """The scripted model was called more times than it has outputs (its script is too short: one line, exit 2)."""
-
-
-def approx_tokens(text: str) -> int:
-    """A documented approximation of a token count: ceil(characters / 4), at least 1 for non-empty text."""
-    return (len(text) + 3) // 4
-
-
-def messages_tokens(messages: Sequence[Message]) -> int:
-    """Approximate prompt tokens of a chat: content tokens plus 4 per message for role/format overhead."""
-    return sum(approx_tokens(str(m.get("content", ""))) + 4 for m in messages)
 
 
 class ScriptedModel:

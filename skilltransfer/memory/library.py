@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,7 +26,8 @@ from pydantic import ValidationError
 
 from skilltransfer.errors import InputError, read_text
 from skilltransfer.memory.package import read_resources, write_package
-from skilltransfer.memory.skill import INSTRUCTION_FILE, Skill
+from skilltransfer.skill import INSTRUCTION_FILE, Skill
+from skilltransfer.util.files import atomic_write_text, iter_jsonl
 
 SKILL_FILE = INSTRUCTION_FILE
 MANIFEST = "manifest.json"
@@ -37,20 +37,6 @@ _CONTRACTS = ("inputs", "outputs")
 SKIPPED_KEY = "resources_skipped"
 """``Skill.extra`` key listing the files of a package folder that were not imported as resources (with reasons)."""
 _FENCE = re.compile(r"\A```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def check_replaceable(path: str | Path, *, what: str) -> Path:
@@ -100,12 +86,6 @@ def replace_folder(path: str | Path, write: Callable[[Path], None], *, what: str
     return path
 
 
-def read_utf8(path: Path) -> str:
-    """Read a file as UTF-8 (`skilltransfer.errors.read_text`): a missing, unreadable or non-UTF-8 file
-    becomes an ``InputError`` naming the file and line."""
-    return read_text(path)
-
-
 def _validation_message(exc: ValidationError) -> str:
     err = exc.errors()[0]
     field = ".".join(str(part) for part in err["loc"]) or "skill"
@@ -132,9 +112,7 @@ def read_jsonl(path: str | Path) -> list[tuple[Skill, str]]:
     """
     path = Path(path)
     out = []
-    for number, raw in enumerate(read_utf8(path).split("\n"), start=1):  # not splitlines: U+2028 etc. are data
-        if not raw.strip():
-            continue
+    for number, raw in iter_jsonl(path):  # not splitlines: U+2028 etc. are data
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -146,7 +124,7 @@ def read_jsonl(path: str | Path) -> list[tuple[Skill, str]]:
 def parse_skill_md(path: str | Path) -> Skill:
     """Parse one SKILL.md file (front matter + markdown body) into a Skill."""
     path = Path(path)
-    lines = read_utf8(path).replace("\r\n", "\n").split("\n")
+    lines = read_text(path).replace("\r\n", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         raise InputError("no YAML front matter (the file must start with a '---' line)", path=path, line=1)
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)

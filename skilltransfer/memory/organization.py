@@ -24,9 +24,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skilltransfer.errors import InputError
-from skilltransfer.memory.library import atomic_write_text, load_library, read_utf8
-from skilltransfer.memory.skill import Skill
+from skilltransfer.errors import InputError, read_text
+from skilltransfer.memory.library import load_library
+from skilltransfer.skill import Skill
+from skilltransfer.util.files import atomic_write_text
 
 OrganizationKind = Literal["flat", "task-tree", "tree", "graph"]
 ORGANIZATION_KINDS: tuple[str, ...] = ("flat", "task-tree", "tree", "graph")
@@ -259,7 +260,7 @@ def load_organization(folder: str | Path, skills: Iterable[Skill]) -> Organizati
     if path.is_dir():
         path = path / ORGANIZATION_FILE
     try:
-        data = json.loads(read_utf8(path))
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"broken JSON: {exc.msg}", path=path, line=exc.lineno) from None
     try:

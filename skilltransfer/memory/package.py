@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from skilltransfer.memory.skill import (
+from skilltransfer.skill import (
     INSTRUCTION_FILE,
     MAX_RESOURCE_BYTES,
     MAX_RESOURCES,

@@ -20,27 +20,20 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skilltransfer.errors import InputError
-from skilltransfer.memory.library import (
-    MANIFEST,
-    SKILLS_JSONL,
-    atomic_write_text,
-    export_jsonl,
-    read_jsonl,
-    read_utf8,
-    replace_folder,
-)
-from skilltransfer.memory.skill import Skill
+from skilltransfer.errors import InputError, read_text
+from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
 from skilltransfer.memory.validate import validate_code_skill
+from skilltransfer.protocols import Embedder
+from skilltransfer.skill import AddResult, Skill
+from skilltransfer.util.files import atomic_write_text, iter_jsonl
 
 FORMAT_VERSION = 2
 """Version 2 added skill packages (contracts, resources) to ``skills.jsonl``; version 1 folders load unchanged."""
@@ -54,7 +47,7 @@ _EPS = 1e-6
 class MemoryConfig(BaseModel):
     """Settings of a skill memory (saved in its manifest)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     dedup_threshold: float = 0.95
     """Cosine at or above which a new skill is a near-duplicate of the closest same-format skill (> 1 disables).
@@ -73,18 +66,6 @@ class ReadOnlyMemoryError(InputError):
     """A change was attempted on a read-only (frozen) skill memory."""
 
 
-@dataclass(frozen=True)
-class AddResult:
-    """What ``SkillMemory.add`` did with a skill."""
-
-    action: Literal["added", "merged", "dropped", "pruned"]
-    skill_id: str
-    """Id of the skill that was offered."""
-    target_id: str | None = None
-    """For merged/dropped: the stored skill it was folded into or duplicated."""
-    reason: str = ""
-
-
 def _norm_body(body: str) -> str:
     return " ".join(body.split())
 
@@ -98,7 +79,7 @@ class SkillMemory:
         read_only: a frozen library: ``add``/``remove`` raise ``ReadOnlyMemoryError`` (usage stats still update).
     """
 
-    def __init__(self, embedder: Any, *, config: MemoryConfig | None = None, read_only: bool = False,
+    def __init__(self, embedder: Embedder, *, config: MemoryConfig | None = None, read_only: bool = False,
                  **kwargs: Any) -> None:
         self.embedder = embedder
         self.config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(), **kwargs})
@@ -331,7 +312,7 @@ class SkillMemory:
         return replace_folder(path, write, what="skill memory")
 
     @classmethod
-    def load(cls, path: str | Path, embedder: Any, *, read_only: bool | None = None) -> SkillMemory:
+    def load(cls, path: str | Path, embedder: Embedder, *, read_only: bool | None = None) -> SkillMemory:
         """Load a saved memory folder; the embedder must have the id the memory was built with.
 
         Args:
@@ -348,7 +329,7 @@ class SkillMemory:
         if not (path / MANIFEST).is_file():
             raise InputError(f"not a saved skill memory: {MANIFEST} is missing", path=path)
         try:
-            manifest = json.loads(read_utf8(path / MANIFEST))
+            manifest = json.loads(read_text(path / MANIFEST))
             config = MemoryConfig.model_validate(manifest["config"])
         except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
             raise InputError(f"corrupt manifest ({type(exc).__name__}: {exc})", path=path / MANIFEST) from None
@@ -375,6 +356,6 @@ class SkillMemory:
         for skill, vector in zip(skills, vectors, strict=True):
             memory._insert(skill, vector)
         if (path / PRUNE_LOG).is_file():
-            memory.prune_log = [json.loads(line) for line in read_utf8(path / PRUNE_LOG).split("\n") if line.strip()]
+            memory.prune_log = [json.loads(line) for _, line in iter_jsonl(path / PRUNE_LOG)]
         memory.read_only = saved_read_only if read_only is None else read_only
         return memory

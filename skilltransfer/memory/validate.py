@@ -12,13 +12,8 @@ the skill and log why.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from skilltransfer.memory.skill import parse_code_signature
 from skilltransfer.sandbox.codecheck import skill_body_problem
-
-if TYPE_CHECKING:
-    from skilltransfer.memory.skill import Skill
+from skilltransfer.skill import Skill, parse_code_signature
 
 
 def validate_code_skill(skill: Skill, timeout_s: float = 10.0) -> str | None:

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
-from skilltransfer.memory.library import atomic_write_text
-from skilltransfer.memory.skill import Skill
 from skilltransfer.metrics.utility import DEFAULT_TAU, OFF_DOMAIN_QUANTILE, SPECIFICITY_MODES, utility_scores
+from skilltransfer.protocols import Embedder
+from skilltransfer.skill import Skill
+from skilltransfer.util.files import atomic_write_text
 
 REPORT_FORMAT_VERSION = 1
 SKILL_TEXTS = ("description", "description+body")
@@ -127,7 +128,7 @@ def summarize(rows: list[SkillScore], n_tasks: int) -> dict[str, Any]:
             "by_level": _group_means(rows, "level"), "by_format": _group_means(rows, "format")}
 
 
-def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: Any, *, tau: float = DEFAULT_TAU,
+def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: Embedder, *, tau: float = DEFAULT_TAU,
                   specificity_mode: str = "pairs", text: str = "description", seed: int = 0) -> ScoreReport:
     """Embed skills and tasks with ``embedder`` and compute every skill's utility (seed §6.1).
 

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.errors import InputError
-from skilltransfer.memory.library import read_utf8
+from skilltransfer.errors import InputError, read_text
+from skilltransfer.util.files import iter_jsonl
 
 TEXT_FIELDS = ("instruction", "task", "query", "text")
 """Fields tried in order when ``field`` is not given."""
@@ -45,9 +45,7 @@ def _text_of(record: Any, field: str | None, path: Path, line: int | None) -> st
 
 def _load_jsonl(path: Path, field: str | None) -> list[str]:
     texts = []
-    for number, raw in enumerate(read_utf8(path).split("\n"), start=1):
-        if not raw.strip():
-            continue
+    for number, raw in iter_jsonl(path):
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -62,7 +60,7 @@ def _load_jsonl(path: Path, field: str | None) -> list[str]:
 
 def _load_json(path: Path, field: str | None) -> list[str]:
     try:
-        data = json.loads(read_utf8(path))
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     records = data if isinstance(data, list) else [data]
@@ -128,7 +126,7 @@ def load_task_texts(path: str | Path, field: str | None = None) -> list[str]:
     elif path.suffix == ".json":
         texts = _load_json(path, field)
     elif path.suffix == ".txt":
-        texts = [line.strip() for line in read_utf8(path).split("\n") if line.strip()]
+        texts = [line.strip() for line in read_text(path).split("\n") if line.strip()]
     else:
         raise InputError(f"unknown task file type {path.suffix!r}: use .jsonl, .json, .txt or a folder", path=path)
     if len(texts) < 2:

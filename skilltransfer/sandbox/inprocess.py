@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import traceback
 from pathlib import Path
@@ -14,15 +13,7 @@ from skilltransfer.sandbox.runtime.channel import DirectTransport
 from skilltransfer.sandbox.runtime.stubs import build
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, Runner
-
-
-def resolve(dotted: str, packages: dict[str, str] | None = None) -> Any:
-    """Import ``"package.module:attr"``; a leading agent-package alias (``NamespaceSpec.packages``) is mapped."""
-    module_name, _, attr = dotted.partition(":")
-    top, dot, rest = module_name.partition(".")
-    if packages and top in packages:
-        module_name = packages[top] + dot + rest
-    return getattr(importlib.import_module(module_name), attr)
+from skilltransfer.util.imports import resolve
 
 
 def namespace_entries(workspace: Path, spec: NamespaceSpec, transport: Any) -> dict[str, Any]:

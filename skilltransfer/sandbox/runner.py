@@ -456,7 +456,7 @@ class SandboxRunner:
                 self._note(f"discarded a {kind!r} frame that does not belong to the running action")
                 continue
             if kind == "call":
-                reply = self.services.dispatch(frame.get("svc"), frame.get("args"), frame.get("kwargs"))
+                reply = self.services.dispatch(str(frame.get("svc")), frame.get("args"), frame.get("kwargs"))
                 call_id = json.dumps(frame.get("id"))
                 data = f'{{"op":"reply","id":{call_id},{reply[1:]}'.encode()
                 self._write(HEADER.pack(len(data)) + data, deadline)
@@ -491,8 +491,8 @@ class SandboxRunner:
                 return reply, None
             self._restart()
             self._settle_quota()
-            message = self._quota_message(over)
-            return None, ExecResult(output=str(reply.get("output", "")), error=message, quota_exceeded=True)
+            refusal = self._quota_message(over)
+            return None, ExecResult(output=str(reply.get("output", "")), error=refusal, quota_exceeded=True)
         quota, self._quota_kill = self._quota_kill, None
         reason = problem or f"the worker process died ({self._exit_reason()})"
         self._restart()

@@ -1,21 +1,15 @@
-"""Find and load the run folders a report is built from (``config.json`` + ``results.jsonl``, see ``stream.py``)."""
+"""Find and load the run folders a report is built from (``config.json`` + ``results.jsonl``, read through
+``skilltransfer.experiments.runlog``)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import RunConfigLog, TaskRecord
-from skilltransfer.memory.library import read_jsonl, read_utf8
-from skilltransfer.memory.skill import Skill
-
-CONFIG = "config.json"
-RESULTS = "results.jsonl"
+from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunConfigLog, RunFolder, TaskRecord
+from skilltransfer.memory.library import SKILLS_JSONL, read_jsonl
+from skilltransfer.skill import Skill
 
 
 @dataclass
@@ -42,38 +36,25 @@ class RunLog:
 
     @property
     def env(self) -> str:
-        """The env label: the grid's ``label`` (its env record is JSON), else the recorded spec's name (``apps``,
-        ``officebench:<path>`` -> ``officebench``, ``module:Class`` -> ``Class``), else the task ids' prefix."""
-        spec = self.log.config.env.strip()
-        record = _json_object(spec)
-        if record is not None:
-            return str(record.get("label") or record.get("env") or "env")
-        if spec:
-            name = spec.split(maxsplit=1)[0]
-            module, _, attr = name.partition(":")
-            return attr if attr and "." in module else module
+        """The env label (`EnvSpec.display_label`: a grid's key, else derived from the spec), else the task ids'
+        prefix."""
+        spec = self.log.config.env
+        if spec.label or spec.env:
+            return spec.display_label
         first = self.records[0].task_id if self.records else (self.log.task_ids or ["env"])[0]
         return first.split("/", 1)[0] if "/" in first else "env"
 
     @property
     def model(self) -> str:
-        """The model label: the grid's ``label`` (its model record is JSON), else the recorded model spec."""
-        spec = self.log.config.model.strip()
-        record = _json_object(spec)
-        if record is not None:
-            return str(record.get("label") or record.get("model") or record.get("name") or "model")
-        return spec or "unknown-model"
+        """The model label (`ModelSpec.display_label`: a grid's key, else the model id, else the registry name)."""
+        spec = self.log.config.model
+        return spec.display_label if spec.label or spec.model or spec.name else "unknown-model"
 
     @property
     def condition(self) -> str:
-        """The condition, tagged when it differs from the plain one: ``[no_demo]`` for another induction prompt,
-        ``+library`` / ``+library(top)`` for a frozen (filtered) library (``task+library`` compares with ``task``)."""
-        label = self.log.config.condition.strip().lower()
-        if self.log.config.library is not None:
-            label += f"+library({self.log.config.library_filter})" if self.log.config.library_filter else "+library"
-        if self.log.induction is not None and self.log.config.induction_variant != "full":
-            label += f"[{self.log.config.induction_variant}]"
-        return label
+        """The condition as the report groups it (`StreamConfig.condition_label`): ``task+text[no_demo]``,
+        ``task+library(top)``; a tagged condition is compared with its agent's baseline (``task``)."""
+        return self.log.config.condition_label()
 
     @property
     def level(self) -> str:
@@ -94,16 +75,6 @@ class RunLog:
         return max(len(self.log.task_ids), len(self.records))
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def find_runs(paths: list[Path]) -> list[Path]:
     """Run folders among ``paths``: each path is a run folder or is searched recursively for them.
 
@@ -114,10 +85,10 @@ def find_runs(paths: list[Path]) -> list[Path]:
     for path in paths:
         if not path.exists():
             raise InputError("no such run folder", path=path)
-        if (path / CONFIG).is_file() and (path / RESULTS).is_file():
+        if RunFolder.is_run(path):
             here = [path]
         else:
-            here = sorted(c.parent for c in path.rglob(CONFIG) if (c.parent / RESULTS).is_file())
+            here = sorted(c.parent for c in path.rglob(CONFIG) if RunFolder.is_run(c.parent))
         if not here:
             raise InputError(f"no runs found (folders with {CONFIG} and {RESULTS})", path=path)
         found.extend(here)
@@ -127,58 +98,18 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return list(unique)
 
 
-def _read_config(path: Path) -> RunConfigLog:
-    try:
-        return RunConfigLog.model_validate(json.loads(read_utf8(path)))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(part) for part in err["loc"]) or "config"
-        raise InputError(f"field {where!r}: {err['msg']}", path=path) from None
-
-
-def _read_records(path: Path) -> list[TaskRecord]:
-    records = []
-    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(TaskRecord.model_validate_json(line))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(part) for part in err["loc"]) or "record"
-            raise InputError(f"field {where!r}: {err['msg']}", path=path, line=number) from None
-    return sorted(records, key=lambda r: r.position)
-
-
-def _read_instructions(run_dir: Path, records: list[TaskRecord]) -> dict[str, str]:
-    texts = {}
-    for record in records:
-        traj = run_dir / record.trajectory
-        if not traj.is_file():
-            continue
-        try:
-            data: Any = json.loads(read_utf8(traj))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=traj, line=exc.lineno) from None
-        instruction = data.get("instruction") if isinstance(data, dict) else None
-        if isinstance(instruction, str) and instruction.strip():
-            texts[record.task_id] = instruction
-    return texts
-
-
 def load_run(run_dir: Path) -> RunLog:
     """Load one run folder (config, results, final memory skills, task instructions).
 
     Raises:
         InputError: a broken config, results line, trajectory or skills file (naming the file and line).
     """
-    log = _read_config(run_dir / CONFIG)
-    records = _read_records(run_dir / RESULTS)
-    skills_file = run_dir / "memory" / "skills.jsonl"
+    folder = RunFolder(run_dir)
+    log = folder.read_config()
+    records = sorted(folder.read_records(), key=lambda r: r.position)
+    skills_file = folder.memory_dir / SKILLS_JSONL
     skills = {skill.id: skill for skill, _ in read_jsonl(skills_file)} if skills_file.is_file() else {}
-    return RunLog(run_dir, log, records, skills, _read_instructions(run_dir, records))
+    return RunLog(run_dir, log, records, skills, folder.instructions(records))
 
 
 def load_runs(paths: list[Path]) -> list[RunLog]:

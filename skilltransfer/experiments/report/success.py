@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.table import Table, natural_key
-from skilltransfer.experiments.stream import CONDITIONS, TaskRecord
+from skilltransfer.experiments.runlog import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 
 AVERAGE = "Average"

@@ -14,7 +14,7 @@ from skilltransfer.experiments.report.build import Report
 from skilltransfer.experiments.report.figures import Drawn, draw_all
 from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, condition_order
 from skilltransfer.experiments.report.table import Table, fmt, natural_key
-from skilltransfer.memory.library import atomic_write_text
+from skilltransfer.util.files import atomic_write_text
 
 FIGURE_DIR = "figures"
 LONG_TABLES = {"fig3_budget_curves", "task_utility"}

@@ -1,5 +1,8 @@
 """The Skill model: a described, reusable procedure stored as a text note or as a Python function.
 
+A value type every part exchanges (induction writes skills, the memory stores them, agents retrieve them, metrics
+score them), so it sits on the base floor with the protocols; `AddResult` is what a skill store did with one.
+
 A skill is also a *package* (study "Subagents vs Agent Skills" §2, §3.2: s = ((q_in, h, q_out), m, R)): beside its
 description h and instructions m (the body) it may carry natural-language input and output contracts (q_in, q_out)
 and resource files R (scripts, examples: relative path -> text). Resource names are relative POSIX paths checked by
@@ -14,6 +17,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -210,3 +214,15 @@ class Skill(BaseModel):
             call = f"Callable as `{self.code.signature}`.\n" if self.code else ""
             return f"{head}{call}```python\n{self.body.strip()}\n```\n"
         return f"{head}{self.body.strip()}\n"
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What a skill store (``SkillStore.add``) did with an offered skill."""
+
+    action: Literal["added", "merged", "dropped", "pruned"]
+    skill_id: str
+    """Id of the skill that was offered."""
+    target_id: str | None = None
+    """For merged/dropped: the stored skill it was folded into or duplicated."""
+    reason: str = ""

@@ -1,0 +1,224 @@
+"""Building a stream's parts from its `StreamConfig`: the env, its task stream, the model and the embedder.
+
+Env specs: a registered name (``apps``, ``office``, ``datasci``), real OfficeBench (``officebench[:<tasks folder>]``),
+or ``module:Class`` for your own env class (importable from ``sys.path``; it needs ``tasks()`` and ``start(task)``,
+see ``skilltransfer/envs/base.py``). The class gets ``seed``, ``sandboxed`` and ``workdir`` (when set) if its
+constructor accepts them, plus the ``args`` (checked against the constructor's parameters and annotations by
+`check_env_args`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
+
+from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, env_class, get_env, stream_order
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
+from skilltransfer.memory.embedders import EmbedderWrapper
+from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.util.imports import load_target
+
+ENV_CHOICES = "apps, office, datasci, officebench[:<tasks folder>], or module:Class"
+
+
+# --------------------------------------------------------------------------------------------- envs
+def _is_officebench(name: str) -> bool:
+    return name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":")
+
+
+def env_class_of(spec: str) -> Any:
+    """The class (or factory) behind an env spec: a registry name, ``officebench[:path]`` or ``module:Class``.
+
+    Raises:
+        InputError: an unknown name, or a target that cannot be imported or called.
+    """
+    if spec in ENVS:
+        return env_class(spec)
+    if ":" not in spec and not _is_officebench(spec):
+        raise InputError(f"unknown env {spec!r}; choose one of: {ENV_CHOICES}")
+    cls = load_target(OFFICEBENCH_CLASS if _is_officebench(spec) else spec, what="env class")
+    try:
+        inspect.signature(cls)
+    except (TypeError, ValueError):
+        raise InputError(f"env {spec!r} is not a class: give module:Class of an env class") from None
+    return cls
+
+
+def check_env_name(name: str, where: str) -> None:
+    """Refuse an env spec that names no env (``where`` names the spec key), without building the env.
+
+    Raises:
+        InputError: an unknown name, or a plug-in class that cannot be imported.
+    """
+    if name in ENVS or _is_officebench(name):
+        return
+    try:
+        env_class_of(name)
+    except InputError as exc:
+        raise InputError(f"field {where!r}: {exc}") from None
+
+
+def check_env_args(cls: Any, kwargs: dict[str, Any], spec: str) -> dict[str, Any]:
+    """``kwargs`` checked against the constructor of ``cls``: names it takes, values of its annotated types.
+
+    Values are validated (and coerced) as pydantic's lax mode does: ``"3"`` becomes 3 for an ``int`` parameter,
+    ``"abc"`` is refused. Unannotated or ``Any`` parameters take anything.
+
+    Raises:
+        InputError: an argument the constructor does not take, or a value of the wrong type (both named).
+    """
+    signature = inspect.signature(cls)
+    try:
+        signature.bind_partial(**kwargs)
+    except TypeError as exc:
+        raise InputError(f"env {spec!r} refused its arguments: {exc}") from None
+    try:
+        hints = typing.get_type_hints(cls.__init__ if isinstance(cls, type) else cls)  # type: ignore[misc]
+    except Exception:  # noqa: BLE001 - annotations that do not resolve: the constructor judges the values
+        hints = {}
+    checked = dict(kwargs)
+    for key, value in kwargs.items():
+        if key not in hints or key not in signature.parameters:
+            continue
+        try:
+            checked[key] = TypeAdapter(hints[key]).validate_python(value)
+        except ValidationError as exc:
+            raise InputError(f"env {spec!r}: argument {key}={json.dumps(value, default=str)}: "
+                             f"{exc.errors()[0]['msg']}") from None
+        except PydanticSchemaGenerationError:
+            continue
+    return checked
+
+
+def build_env(spec: EnvSpec, workdir: Path | None = None) -> Env:
+    """The env of ``spec``: its ``args`` always passed (checked); ``seed``, ``sandboxed`` and ``workdir`` when set and
+    the constructor takes them (a registered env takes all three; real OfficeBench no ``seed``).
+
+    Raises:
+        InputError: unknown name, a class that cannot be imported, or constructor arguments it refuses.
+    """
+    name = spec.name
+    cls = env_class_of(name)
+    kwargs = check_env_args(cls, dict(spec.args), name)
+    defaults = {k: v for k, v in {"seed": spec.seed, "sandboxed": spec.sandboxed, "workdir": workdir}.items()
+                if v is not None}
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+    if name in ENVS or _is_officebench(name):
+        if _is_officebench(name):
+            defaults.pop("seed", None)
+        env: Env = get_env(name, **{**defaults, **kwargs})
+        return env
+    params = inspect.signature(cls).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        defaults = {k: v for k, v in defaults.items() if k in params}
+    try:
+        env = cls(**{**defaults, **kwargs})
+    except TypeError as exc:
+        raise InputError(f"env {name!r} refused its arguments: {exc}") from None
+    if not callable(getattr(env, "tasks", None)) or not callable(getattr(env, "start", None)):
+        raise InputError(f"env {name!r} needs tasks() and start(task) methods")
+    return env
+
+
+def select_tasks(env: Env, *, order_seed: int = 0, limit: int | None = None, split: str | None = None,
+                 stream: str | None = None) -> list[TaskSpec]:
+    """The stream: ``env.tasks(split)`` in the order of ``order_seed`` (see ``stream_order``), cut to ``limit``.
+
+    ``stream`` names one of the env's curated streams (``env.streams``: name -> task ids in order) instead: its tasks
+    in the listed order (``order_seed`` 0) or reshuffled (another seed), then cut to ``limit``.
+    """
+    if limit is not None and limit < 1:
+        raise InputError(f"the task limit must be >= 1, got {limit}")
+    if stream is not None:
+        ordered = named_stream(env, stream, split)
+        if order_seed != 0:
+            ordered = stream_order(ordered, order_seed)
+        return ordered[:limit] if limit is not None else ordered
+    tasks = list(_tasks(env, split))
+    if not tasks:
+        raise InputError(f"the env has no tasks{f' in split {split!r}' if split else ''}")
+    ordered = stream_order(tasks, order_seed)
+    return ordered[:limit] if limit is not None else ordered
+
+
+def stream_tasks(env: Env, config: StreamConfig) -> list[TaskSpec]:
+    """The tasks of a stream, as its config selects them (`select_tasks`)."""
+    return select_tasks(env, order_seed=config.order_seed, limit=config.task_limit, split=config.env.split,
+                        stream=config.env.stream)
+
+
+def _tasks(env: Env, split: str | None) -> Any:
+    return env.tasks(split) if split else env.tasks()  # type: ignore[call-arg]  # a split is an env's extension
+
+
+def named_stream(env: Env, name: str, split: str | None = None) -> list[TaskSpec]:
+    """The tasks of the env's curated stream ``name``, in its order.
+
+    Raises:
+        InputError: the env has no such stream (the choices are listed), or it names a task the env lacks.
+    """
+    streams: dict[str, tuple[str, ...]] = dict(getattr(env, "streams", {}) or {})
+    if name not in streams:
+        choices = ", ".join(streams) if streams else "none (this env defines no named streams)"
+        raise InputError(f"unknown stream {name!r}; choose one of: {choices}")
+    by_id = {task.id: task for task in _tasks(env, split)}
+    missing = [task_id for task_id in streams[name] if task_id not in by_id]
+    if missing:
+        raise InputError(f"stream {name!r} names tasks this env{f' split {split!r}' if split else ''} lacks: "
+                         f"{', '.join(missing[:3])}")
+    return [by_id[task_id] for task_id in streams[name]]
+
+
+# --------------------------------------------------------------------------------------------- model, embedder
+def build_base_model(config: ModelSpec) -> ChatModel:
+    """The client of a model entry, without the response cache (`stream_model` adds it per stream)."""
+    from skilltransfer.llm import make_model
+
+    data = config.model_dump(exclude_unset=True, exclude={"label", "cache_path"})
+    return make_model(data)
+
+
+def stream_model(base: ChatModel, config: ModelSpec) -> ChatModel:
+    """``base`` wrapped in the entry's response cache (one wrapper per stream: replay order is per stream)."""
+    if not config.cache_path or config.cache_mode == "off":
+        return base
+    from skilltransfer.llm.cache import CachedModel, ResponseCache
+
+    return CachedModel(base, ResponseCache(config.cache_path, config.cache_mode))
+
+
+def build_embedder(config: StreamConfig) -> Embedder:
+    """The stream's retrieval embedder (``embedder``, with the disk cache when ``embedder_cache``)."""
+    from skilltransfer.memory.embedders import make_embedder
+
+    return make_embedder(config.embedder, cache=config.embedder_cache)
+
+
+class LockedEmbedder(EmbedderWrapper):
+    """An embedder shared by threads: one ``embed`` at a time (tokenizers are not re-entrant)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> Any:
+        with self._lock:
+            return self.inner.embed(texts)
+
+
+def single_thread_faiss() -> None:
+    """Search the (small) skill memory on one thread: FAISS's OpenMP threads only compete with the model server for
+    the cores (measured: ~27 ms per search on a busy 2-core machine, under 1 ms on one thread)."""
+    try:
+        import faiss
+    except ImportError:  # pragma: no cover - faiss-cpu is a core dependency
+        return
+    faiss.omp_set_num_threads(1)

@@ -1,0 +1,336 @@
+"""One stream's settings (`StreamConfig`): what ``run`` runs, what one point of a ``grid`` is, what ``config.json``
+records and what ``show``, ``report``, the grid's status and the resume check read back.
+
+**Axes.** A field annotated with `Axis` is an axis: a grid spec may list several values under its plural key
+(``conditions: [task, task+text]``) or give one under its singular key (``condition: task``, as a ``run`` config or
+``-c condition=task`` does), and every combination of the listed values is one stream. The run name of a grid
+stream is ``[<phase>/]<env label>/<model label>/<condition>`` plus a suffix per other axis whose value is not the
+default or that lists several values (``-seed1``, ``-no_demo``, ``-top``). The report groups runs by env label,
+model label and `StreamConfig.condition_label` (the condition tagged with every other axis's non-default value,
+``task+text[no_demo]``), and averages over ``report="replicate"`` axes (order seeds). Adding an axis is one
+annotated field here; the runner then has to use its value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
+
+from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings
+from skilltransfer.errors import InputError
+from skilltransfer.induction.inducer import InductionConfig, PromptVariant
+from skilltransfer.llm import default_model_name
+from skilltransfer.llm.config import ModelConfig
+from skilltransfer.memory.store import MemoryConfig
+from skilltransfer.skill import SkillFormat
+
+Condition = Literal["task", "task+text", "task+code", "subtask", "subtask+text", "subtask+code"]
+CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
+    "task": ("task", None), "task+text": ("task", "text"), "task+code": ("task", "code"),
+    "subtask": ("subtask", None), "subtask+text": ("subtask", "text"), "subtask+code": ("subtask", "code"),
+}
+"""Condition name -> (induction level, skill format; None = no memory), seed §4."""
+assert tuple(CONDITIONS) == get_args(Condition)
+LibraryFilter = Literal["top", "bottom"]
+OFFICEBENCH = "officebench"
+
+
+def parse_condition(name: str) -> tuple[AgentLevel, SkillFormat | None]:
+    """(level, format) of a named condition; unknown names raise an ``InputError`` listing the choices."""
+    key = name.strip().lower()
+    if key not in CONDITIONS:
+        raise InputError(f"unknown condition {name!r}; choose one of: {', '.join(CONDITIONS)}")
+    return CONDITIONS[key]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """Marks a `StreamConfig` field as an axis (see the module docstring).
+
+    Attributes:
+        plural: the grid spec's key listing several values (``conditions``).
+        run_tag: the run-name suffix for a value (``"seed{value}"``); None: not a suffix (condition, env, model are
+            the run name's own parts).
+        report: how the report treats it: ``"tag"`` (``tag`` is added to the condition label when the value is not
+            the default), ``"replicate"`` (runs differing only here are averaged), ``"part"`` (a row key of its
+            own: env, model, condition).
+        tag: the condition-label tag, formatted with ``name`` and ``value``.
+        tag_if: tag only the streams this holds for (e.g. the induction prompt only where induction runs).
+        labelled: a grid lists its values as ``label -> entry`` (envs, models).
+        required: a spec must give it.
+    """
+
+    plural: str
+    run_tag: str | None = "{value}"
+    report: Literal["tag", "replicate", "part"] = "tag"
+    tag: str = "[{name}={value}]"
+    tag_if: Callable[[StreamConfig], bool] | None = None
+    labelled: bool = False
+    required: bool = False
+
+
+def axis_of(field: FieldInfo) -> Axis | None:
+    """The `Axis` marking of a field, if any."""
+    return next((m for m in field.metadata if isinstance(m, Axis)), None)
+
+
+# --------------------------------------------------------------------------------------------- records
+class EnvSpec(BaseModel):
+    """The env of a stream: which env, built with what, and which of its tasks."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    env: str | None = None
+    """Registry name (apps, office, datasci), ``officebench[:<tasks folder>]`` or ``module:Class`` (a plug-in env
+    class); None: the label."""
+    label: str | None = None
+    """The env's name in run names and reports (a grid's ``envs`` key); None: derived from ``env``."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the env's constructor, always passed (checked against its parameters and types)."""
+    seed: int | None = None
+    """Generation seed, passed when the constructor takes ``seed`` (not to real OfficeBench); None: the env's."""
+    sandboxed: bool | None = None
+    """Run agent code in the sandbox, passed when the constructor takes ``sandboxed``; None: the env's default."""
+    split: str | None = None
+    """Only the tasks of this split (dev/test); None: all."""
+    stream: str | None = None
+    """A curated stream of the env (``env.streams``, e.g. apps ``starter``) instead of all its tasks."""
+    task_limit: int | None = Field(default=None, ge=1)
+    """Overrides ``limits.task_limit`` for this env (in a grid's ``envs``)."""
+
+    @field_validator("args")
+    @classmethod
+    def _no_workdir(cls, args: dict[str, Any]) -> dict[str, Any]:
+        if "workdir" in args:
+            raise ValueError("workdir is set by the harness (one work folder per stream; run: --workdir)")
+        return args
+
+    @property
+    def name(self) -> str:
+        """The env spec: ``env``, else the label."""
+        return self.env or self.label or ""
+
+    @property
+    def display_label(self) -> str:
+        """``label``, else derived from the spec: ``officebench`` for ``officebench:<path>``, ``Class`` for
+        ``module:Class``, the registry name otherwise."""
+        if self.label:
+            return self.label
+        name = self.name
+        if name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
+            return OFFICEBENCH
+        return name.rpartition(":")[2] if ":" in name else name or "env"
+
+    def describe(self) -> str:
+        """One line for ``show``: the spec and what it was built with."""
+        extra = {k: v for k, v in {"seed": self.seed, "split": self.split, "stream": self.stream}.items()
+                 if v is not None}
+        extra.update(self.args)
+        label = f" [{self.label}]" if self.label and self.label != self.name else ""
+        return f"{self.name}{label}" + (f" {json.dumps(extra, sort_keys=True, default=str)}" if extra else "")
+
+
+IDENTITY_MODEL_FIELDS = ("label", "name", "model", "params", "extra_body", "context_window")
+"""What a run records of its model: what shapes the answers (not the endpoint, key, timeouts, retries, cache)."""
+
+
+class ModelSpec(ModelConfig):
+    """The model of a stream: a `ModelConfig` and its label."""
+
+    label: str | None = None
+    """The model's name in run names and reports (a grid's ``models`` key); None: the model id, else the name."""
+
+    def resolved_name(self) -> str:
+        """The registry name ``make_model`` uses ("openai" when an endpoint is configured, else "local")."""
+        return self.name or default_model_name(self)
+
+    @property
+    def display_label(self) -> str:
+        return self.label or self.resolved_model() or self.resolved_name()
+
+    def identity(self) -> ModelSpec:
+        """What the run log records: `IDENTITY_MODEL_FIELDS`, the name and model id resolved (from env vars too), so
+        a run may resume against another endpoint serving the same model."""
+        return ModelSpec(label=self.label, name=self.resolved_name(), model=self.resolved_model(), params=self.params,
+                         extra_body=self.extra_body, context_window=self.context_window)
+
+    def describe(self) -> str:
+        """One line for ``show``: ``name[:model id]`` and the settings that shape answers."""
+        name = self.name or "?"
+        head = f"{name}:{self.model}" if self.model else name
+        settings = [f"{k}={v}" for k, v in sorted(self.params.items())]
+        settings += [f"{k}={json.dumps(v)}" for k, v in sorted(self.extra_body.items())]
+        if self.context_window is not None:
+            settings.append(f"context_window={self.context_window}")
+        label = f" [{self.label}]" if self.label and self.label != self.model else ""
+        return " ".join([head + label, *settings])
+
+
+class Limits(BaseModel):
+    """Run-length limits."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    task_limit: int | None = Field(default=None, ge=1)
+    """Run only the first N tasks of the (ordered) stream; None: all."""
+    step_limit: int | None = Field(default=None, ge=1)
+    """Executor step budget per task (overrides ``agent.step_limit``, default 50)."""
+    subtask_limit: int | None = Field(default=None, ge=1)
+    """Most subtasks per task at subtask level (overrides ``agent.subtask_limit``, default 15)."""
+
+
+def _induces(config: StreamConfig) -> bool:
+    return config.induction_config() is not None
+
+
+# --------------------------------------------------------------------------------------------- the stream
+class StreamConfig(BaseModel):
+    """One stream: where it logs, its env, model and condition, and every setting of its agent and memory."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    run: str = "run"
+    """Run name: the log folder is ``<runs_dir>/<run>``; rerunning with the same name resumes."""
+    runs_dir: str = "runs"
+    """Parent folder of run folders."""
+    env: Annotated[EnvSpec, Axis("envs", run_tag=None, report="part", labelled=True, required=True)] = Field(
+        default_factory=EnvSpec)
+    """The env (the runner is given the env object; this records how it was built)."""
+    model: Annotated[ModelSpec, Axis("models", run_tag=None, report="part", labelled=True)] = Field(
+        default_factory=ModelSpec)
+    """The model: endpoint, model id, sampling params, ... (config.json records what shapes answers)."""
+    condition: Annotated[Condition, Axis("conditions", run_tag=None, report="part", required=True)] = "task"
+    """task, task+text, task+code, subtask, subtask+text or subtask+code (level x skill format)."""
+    order_seed: Annotated[int, Axis("order_seeds", run_tag="seed{value}", report="replicate")] = 0
+    """Stream order (``stream_order`` seed; 0 is the canonical order)."""
+    induction_variant: Annotated[PromptVariant, Axis("induction_variants", tag="[{value}]", tag_if=_induces)] = "full"
+    """Induction prompt variant: full, no_demo or no_rules."""
+    library_filter: Annotated[LibraryFilter | None, Axis("library_filters", report="part")] = None
+    """Keep only the top or bottom half of ``library`` by utility (``skilltransfer.metrics.score_library`` against
+    this stream's task instructions with the run's embedder): skills ranked by utility (ties by id), the top half is
+    the first ceil(n/2) (so it holds the median skill when n is odd), the bottom half the rest."""
+    library: str | None = None
+    """A frozen library to retrieve from instead of a growing memory: another run's memory folder, a SKILL.md folder
+    or a .jsonl file. Induction is off; near-duplicates are kept as they are; usage counts start from zero."""
+    embedder: str = "minilm"
+    """Retrieval embedder: minilm, hash:DIM (test double) or a sentence-transformers folder."""
+    embedder_cache: bool = False
+    """Cache embeddings on disk (``make_embedder(cache=True)``; ``run`` turns it on for model embedders)."""
+    limits: Limits = Field(default_factory=Limits)
+    """Task, step and subtask limits."""
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    """Agent settings (top_k, retrieval_query, ...); the condition gives the level."""
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    """Skill memory settings (dedup threshold, code validation, ...)."""
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_short_form(cls, value: Any) -> Any:
+        return {"env": value} if isinstance(value, str) else value  # env: apps
+
+    @field_validator("condition", mode="before")
+    @classmethod
+    def _condition_spelling(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _filter_needs_library(self) -> StreamConfig:
+        if self.library_filter is not None and self.library is None:
+            raise ValueError("library_filter needs a library")
+        return self
+
+    @property
+    def path(self) -> Path:
+        return Path(self.runs_dir) / self.run
+
+    @property
+    def level(self) -> AgentLevel:
+        return CONDITIONS[self.condition][0]
+
+    @property
+    def skill_format(self) -> SkillFormat | None:
+        return CONDITIONS[self.condition][1]
+
+    @property
+    def has_memory(self) -> bool:
+        """Whether the stream has a skill memory (a memory condition or a frozen library): it needs an embedder."""
+        return self.skill_format is not None or self.library is not None
+
+    @property
+    def task_limit(self) -> int | None:
+        """The env's task limit, else ``limits.task_limit``."""
+        return self.env.task_limit or self.limits.task_limit
+
+    def agent_config(self) -> AgentConfig:
+        """The agent's settings: ``agent`` with the condition's level and the step/subtask limits."""
+        limits = {k: v for k, v in {"step_limit": self.limits.step_limit,
+                                    "subtask_limit": self.limits.subtask_limit}.items() if v is not None}
+        return AgentConfig.model_validate({**self.agent.model_dump(), **limits, "level": self.level})
+
+    def induction_config(self) -> InductionConfig | None:
+        """Induction settings, or None when the stream induces nothing (no memory, or a frozen library)."""
+        fmt = self.skill_format
+        return InductionConfig(format=fmt, variant=self.induction_variant) if fmt and not self.library else None
+
+    def identity(self) -> StreamConfig:
+        """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,
+        without the settings that do not change results (sandboxing, the embedding cache)."""
+        return self.model_copy(update={"model": self.model.identity(), "embedder_cache": False,
+                                       "env": self.env.model_copy(update={"sandboxed": None})})
+
+    def differences(self, other: StreamConfig) -> list[str]:
+        """The fields in which two recorded streams differ, leaving out what only selects the tasks (order seed,
+        split, curated stream, task limits): the run's task ids record that, and a longer stream may extend a run."""
+        mine, theirs = self._settings_only(), other._settings_only()
+        return [name for name in type(self).model_fields if getattr(mine, name) != getattr(theirs, name)]
+
+    def _settings_only(self) -> StreamConfig:
+        return self.model_copy(update={
+            "order_seed": 0, "limits": self.limits.model_copy(update={"task_limit": None}),
+            "env": self.env.model_copy(update={"split": None, "stream": None, "task_limit": None})})
+
+    def axis_values(self) -> dict[str, Any]:
+        """The list axes (not env, model, condition) whose value differs from the default, in field order."""
+        out = {}
+        for name, field in type(self).model_fields.items():
+            axis = axis_of(field)
+            if axis is not None and not axis.labelled and name != "condition" and getattr(self, name) != field.default:
+                out[name] = getattr(self, name)
+        return out
+
+    def condition_label(self) -> str:
+        """The condition as the report groups it: tagged with a frozen library (``+library``,
+        ``+library(top)``) and with every ``report="tag"`` axis whose value is not the default (``[no_demo]``), so
+        ``task+text[no_demo]`` is compared with ``task``."""
+        label: str = self.condition
+        if self.library is not None:
+            label += f"+library({self.library_filter})" if self.library_filter else "+library"
+        for name, value in self.axis_values().items():
+            axis = axis_of(type(self).model_fields[name])
+            if axis is not None and axis.report == "tag" and (axis.tag_if is None or axis.tag_if(self)):
+                label += axis.tag.format(name=name, value=value)
+        return label
+
+    def run_leaf(self, listed: Mapping[str, int]) -> str:
+        """The last part of a grid run name: the condition, then a suffix per axis whose value is not the default or
+        of which the phase lists several (``listed``: axis -> number of values) and the value is not None."""
+        leaf: str = self.condition
+        for name, field in type(self).model_fields.items():
+            axis = axis_of(field)
+            if axis is None or axis.run_tag is None:
+                continue
+            value = getattr(self, name)
+            if value != field.default or (listed.get(name, 1) > 1 and value is not None):
+                leaf += "-" + axis.run_tag.format(value=value)
+        return leaf
+
+
+def axes() -> dict[str, Axis]:
+    """Field name -> `Axis` of every axis of `StreamConfig`, in field order."""
+    return {name: axis for name, field in StreamConfig.model_fields.items() if (axis := axis_of(field)) is not None}

@@ -1,0 +1,153 @@
+"""Running one stream of a plan in a grid: build its env, run (or resume) it, record the outcome; `run` shares every
+step but the outcome record (`skilltransfer.experiments.launch`).
+
+A crashing stream becomes a failed `StreamOutcome` carrying its error and traceback; it never raises. Streams that
+share a process share models and embedders: in-process episodes act under one lock (they switch the process's cwd and
+stdout), and a shared embedder embeds one batch at a time (`LockedEmbedder`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.build import build_env, stream_tasks
+from skilltransfer.experiments.plan import StreamPlan
+from skilltransfer.experiments.runlog import RunFolder, TaskRecord
+from skilltransfer.experiments.stream import run_stream
+from skilltransfer.protocols import ChatModel, Embedder, Env, Episode, TaskSpec
+from skilltransfer.sandbox import InProcessRunner
+
+State = Literal["pending", "running", "done", "skipped", "failed"]
+TaskSink = Callable[[str, TaskRecord], None]
+"""Receives (run name, record) for each task a stream commits."""
+
+
+def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
+    """The stream's tasks (`stream_tasks`), from an env built in a throw-away work folder."""
+    workdir = Path(tempfile.mkdtemp(prefix="grid-tasks-"))
+    try:
+        return stream_tasks(build_env(plan.config.env, workdir), plan.config)
+    except InputError as exc:
+        raise InputError(f"stream {plan.run}: {exc}") from None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+_IN_PROCESS_LOCK = threading.Lock()
+
+
+class _GuardedEpisode:
+    """An in-process episode whose actions hold a process-wide lock (they switch cwd and stdout for the process)."""
+
+    def __init__(self, inner: Episode) -> None:
+        self._inner = inner
+
+    def step(self, action: str) -> Any:
+        with _IN_PROCESS_LOCK:
+            return self._inner.step(action)
+
+    def load_code(self, source: str) -> Any:
+        with _IN_PROCESS_LOCK:
+            return self._inner.load_code(source)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class GuardedEnv:
+    """Wraps an env so that concurrent streams can share a process: in-process episodes act one at a time."""
+
+    def __init__(self, inner: Env) -> None:
+        self._inner = inner
+
+    def start(self, task: TaskSpec) -> Any:
+        episode = self._inner.start(task)
+        return _GuardedEpisode(episode) if isinstance(getattr(episode, "runner", None), InProcessRunner) else episode
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+# --------------------------------------------------------------------------------------------- one stream
+@dataclass
+class StreamOutcome:
+    """What happened to one stream in this invocation."""
+
+    run: str
+    state: State
+    tasks_total: int
+    tasks_done: int = 0
+    ran: int = 0
+    """Tasks run now (not counting ones finished earlier)."""
+    successes: int = 0
+    model_calls: int = 0
+    """Model calls of the tasks run now."""
+    tokens: int = 0
+    """Prompt + completion tokens of the tasks run now."""
+    seconds: float = 0.0
+    error: str | None = None
+    traceback: str | None = None
+
+
+def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskRecord] | None:
+    """The stream's records if its run folder already holds every task under the same settings, else None."""
+    folder = RunFolder(plan.config.path)
+    try:
+        saved = folder.read_config()
+        records = folder.read_records()
+    except InputError:
+        return None
+    if saved.task_ids != list(task_ids) or saved.config.differences(plan.config.identity()):
+        return None
+    return records if {r.task_id for r in records} >= set(task_ids) else None
+
+
+def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel, embedder: Embedder | None,
+                   on_task: TaskSink | None = None) -> StreamOutcome:
+    """Run (or resume) one grid stream in a work folder under ``<out>/.work``; any exception becomes a failed
+    outcome carrying its message and traceback."""
+    start = time.perf_counter()
+    config = plan.config
+    outcome = StreamOutcome(plan.run, "running", tasks_total=len(tasks))
+    workdir = Path(tempfile.mkdtemp(prefix="work-", dir=_mkdir(Path(config.runs_dir) / ".work")))
+
+    def record(rec: TaskRecord) -> None:
+        outcome.model_calls += rec.model_calls
+        outcome.tokens += rec.prompt_tokens + rec.completion_tokens
+        if on_task is not None:
+            on_task(plan.run, rec)
+
+    try:
+        if config.library is not None and not Path(config.library).exists():
+            raise InputError(f"library {config.library} does not exist"
+                             + (f" (source stream {plan.depends_on} has no memory)" if plan.depends_on else ""))
+        env = GuardedEnv(build_env(config.env, workdir))
+        summary = run_stream(env, model, config, embedder=embedder if config.has_memory else None, tasks=tasks,
+                             on_task=record)
+        outcome.state = "done"
+        outcome.ran = len(summary.ran)
+        outcome.tasks_done = len(summary.records)
+        outcome.successes = sum(r.success for r in summary.records)
+    except Exception as exc:  # noqa: BLE001 - a crashing stream is recorded and must not stop the grid
+        outcome.state = "failed"
+        outcome.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        outcome.traceback = traceback.format_exc()
+        outcome.tasks_done = RunFolder(config.path).committed()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    outcome.seconds = round(time.perf_counter() - start, 3)
+    return outcome
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

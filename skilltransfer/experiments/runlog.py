@@ -1,0 +1,362 @@
+"""The run log: the files of one stream run, their schemas, and every read and write of them.
+
+A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, every write atomic:
+
+- ``config.json`` (`RunConfigLog`): the stream's settings (`StreamConfig.identity`: typed env, model, condition,
+  every axis, limits, agent and memory settings), the derived agent/induction settings, prompt ids, the embedder id
+  and the stream's task ids;
+- ``results.jsonl`` (one `TaskRecord` per finished task, in stream order): the commit point;
+- ``trajectories/<task_id>.json`` (`TrajectoryLog`; ids made file-name safe by `safe_task_id`), rewritten while the
+  task runs (status "running"), once more if an error ends it ("aborted"), and when it is scored ("finished");
+- ``memory/``: the skill memory after the last committed task.
+
+A task is committed in this order (`RunFolder.commit`): its trajectory, a memory snapshot (``memory.next`` plus the
+marker ``memory.next.task`` naming the task), the results file with the task's line (the commit point), then the
+snapshot replaces ``memory``. `RunFolder.recover_memory` finishes or undoes an interrupted commit, so a resumed run
+starts from exactly the memory after its last committed task.
+
+Folders of the old format (format_version 1, env and model recorded as strings) are read through
+`skilltransfer.experiments.legacy` for ``show`` and ``report``; resuming one is refused with one line.
+
+JSONL is split on ``\\n`` only (`skilltransfer.util.files.iter_jsonl`): pydantic writes U+2028 and its kin unescaped,
+and ``str.splitlines`` would break such a line in two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from skilltransfer.agents.config import AgentConfig, AgentLevel
+from skilltransfer.errors import InputError, read_text, validation_message
+from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
+from skilltransfer.experiments.legacy import upgrade_v1_config
+from skilltransfer.induction.inducer import InductionConfig
+from skilltransfer.protocols import SkillStore
+from skilltransfer.skill import SkillFormat
+from skilltransfer.util.files import atomic_write_text, iter_jsonl, read_json
+
+FORMAT_VERSION = 2
+CONFIG = "config.json"
+RESULTS = "results.jsonl"
+TRAJECTORIES = "trajectories"
+MEMORY = "memory"
+
+
+# --------------------------------------------------------------------------------------------- schemas
+class RunConfigLog(BaseModel):
+    """``config.json`` of a run."""
+
+    format_version: int = FORMAT_VERSION
+    config: StreamConfig
+    """The stream's settings as `StreamConfig.identity` gives them."""
+    level: AgentLevel
+    skill_format: SkillFormat | None
+    agent: AgentConfig
+    induction: InductionConfig | None
+    prompt_ids: dict[str, str]
+    embedder_id: str | None
+    task_ids: list[str]
+    created: str
+
+    def to_json(self) -> str:
+        """The file's text: the model recorded by what shapes its answers only (`IDENTITY_MODEL_FIELDS`), nothing
+        that does not change results (no endpoint, key, cache, sandboxing)."""
+        transport = set(ModelSpec.model_fields) - set(IDENTITY_MODEL_FIELDS)
+        exclude: Any = {"config": {"model": transport, "embedder_cache": True, "env": {"sandboxed"}}}
+        return self.model_dump_json(indent=2, exclude=exclude) + "\n"
+
+
+class RetrievedSkill(BaseModel):
+    """One retrieved skill of a task."""
+
+    skill_id: str
+    name: str
+    format: str
+    score: float
+    subtask_index: int | None
+    query_kind: str
+    source_task_id: str | None
+    source_position: int | None
+    load_error: str | None = None
+
+
+class InducedSkill(BaseModel):
+    """One induction of a task and the memory's ``AddResult``."""
+
+    subtask_index: int | None
+    status: str
+    """added, merged, dropped, pruned or unparseable."""
+    skill_id: str | None
+    skill_name: str | None
+    target_id: str | None
+    reason: str
+    prompt_id: str
+
+
+class TaskRecord(BaseModel):
+    """One line of ``results.jsonl``."""
+
+    format_version: int = FORMAT_VERSION
+    run: str
+    condition: str
+    position: int
+    task_id: str
+    difficulty: int
+    template: str
+    reward: float
+    success: bool
+    exit_status: str
+    steps: int
+    """Executor steps (format errors included)."""
+    subtasks: int
+    latency_s: float
+    """Wall-clock time of the agent on this task (induction included; evaluation excluded)."""
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    dependency: int
+    """Sum over the task's model calls of P*C + C(C+1)/2 (P prompt, C completion tokens)."""
+    peak_context: int
+    """Largest single prompt of the task, in tokens."""
+    context_fitted_calls: int = 0
+    """Model calls whose prompt was shortened to fit the context window (elided steps or cut skills)."""
+    tokens_by_role: dict[str, dict[str, int]]
+    """Per role (executor, planner, summarizer, induction): calls, prompt/completion tokens and dependency."""
+    retrieved: list[RetrievedSkill]
+    induced: list[InducedSkill]
+    memory_size: int
+    trajectory: str
+    """Path of the trajectory file, relative to the run folder."""
+
+
+TrajectoryStatus = Literal["running", "aborted", "finished"]
+
+
+class TrajectoryLog(BaseModel):
+    """``trajectories/<task_id>.json``: the full trajectory of one task."""
+
+    format_version: int = FORMAT_VERSION
+    task_id: str
+    position: int
+    instruction: str
+    status: TrajectoryStatus = "finished"
+    """"running": written while the task runs (a process killed mid-task leaves it so); "aborted": an error ended
+    the task (see ``error``; the run stopped and resuming redoes the task); "finished": scored and recorded."""
+    exit_status: str = ""
+    """The agent's exit status (empty while running)."""
+    error: str | None = None
+    """The error that aborted the task."""
+    score: dict[str, Any] = Field(default_factory=dict)
+    """reward, success and checks (empty until the task is scored)."""
+    steps: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+    contexts: list[list[dict[str, Any]]]
+    """The final message list of each executor run."""
+
+
+def safe_task_id(task_id: str) -> str:
+    """A file-name-safe form of a task id ('/' and other unsafe characters replaced, plus a hash if changed)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", task_id).strip(".") or "task"
+    return safe if safe == task_id else f"{safe}-{hashlib.sha1(task_id.encode()).hexdigest()[:8]}"
+
+
+# --------------------------------------------------------------------------------------------- the folder
+class RunFolder:
+    """One run folder: read its files (one-line errors naming the file and line), write them, commit tasks.
+
+    Args:
+        path: the run folder (it need not exist yet).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lines: list[str] | None = None
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def results_file(self) -> Path:
+        return self.path / RESULTS
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.path / MEMORY
+
+    @staticmethod
+    def is_run(path: Path) -> bool:
+        """Whether ``path`` holds a run (``config.json`` and ``results.jsonl``)."""
+        return (path / CONFIG).is_file() and (path / RESULTS).is_file()
+
+    def exists(self) -> bool:
+        """Whether the run was started (its ``config.json`` exists)."""
+        return self.config_file.is_file()
+
+    # ----------------------------------------------------------------- reading
+    def read_config(self) -> RunConfigLog:
+        """The run's ``config.json``.
+
+        Raises:
+            InputError: not a run folder, or a config that is not JSON or not a run config (naming the field).
+        """
+        if not self.exists():
+            raise InputError(f"not a run folder (no {CONFIG})", path=self.path)
+        data = read_json(self.config_file, what="run config")
+        version = data.get("format_version") if isinstance(data, dict) else None
+        if version == 1:
+            data = upgrade_v1_config(data)
+        elif isinstance(version, int) and version > FORMAT_VERSION:
+            raise InputError(f"run log format_version {version} is newer than this skilltransfer reads "
+                             f"({FORMAT_VERSION}); upgrade skilltransfer", path=self.config_file)
+        try:
+            return RunConfigLog.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(f"not a run config: {validation_message(exc, model=RunConfigLog)}",
+                             path=self.config_file) from None
+
+    def read_records(self) -> list[TaskRecord]:
+        """The records of ``results.jsonl`` in file (stream) order; [] when it does not exist.
+
+        Raises:
+            InputError: a line that is not a `TaskRecord` (naming the file, line and field).
+        """
+        if not self.results_file.is_file():
+            return []
+        records = []
+        for number, line in iter_jsonl(self.results_file, what="results file"):
+            try:
+                records.append(TaskRecord.model_validate_json(line))
+            except ValidationError as exc:
+                raise InputError(validation_message(exc, model=TaskRecord), path=self.results_file,
+                                 line=number) from None
+        return records
+
+    def committed(self) -> int:
+        """How many tasks are committed (non-blank lines of ``results.jsonl``; 0 when unreadable)."""
+        try:
+            return sum(1 for _ in iter_jsonl(self.results_file))
+        except InputError:
+            return 0
+
+    def trajectory_file(self, task_id: str) -> str:
+        """The trajectory file of a task, relative to the run folder."""
+        return f"{TRAJECTORIES}/{safe_task_id(task_id)}.json"
+
+    def read_trajectory(self, relative: str) -> TrajectoryLog:
+        """A trajectory file (``relative`` to the run folder).
+
+        Raises:
+            InputError: the file is missing or not a trajectory.
+        """
+        path = self.path / relative
+        if not path.is_file():
+            raise InputError("trajectory file is missing", path=path)
+        try:
+            return TrajectoryLog.model_validate_json(read_text(path, what="trajectory"))
+        except ValidationError as exc:
+            raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
+
+    def instructions(self, records: list[TaskRecord]) -> dict[str, str]:
+        """Task id -> instruction, from the trajectories of ``records`` (missing files are left out).
+
+        Raises:
+            InputError: a trajectory file that is not JSON.
+        """
+        texts = {}
+        for record in records:
+            path = self.path / record.trajectory
+            if not path.is_file():
+                continue
+            data = read_json(path, what="trajectory")
+            instruction = data.get("instruction") if isinstance(data, dict) else None
+            if isinstance(instruction, str) and instruction.strip():
+                texts[record.task_id] = instruction
+        return texts
+
+    # ----------------------------------------------------------------- writing
+    def start(self, log: RunConfigLog) -> list[TaskRecord]:
+        """Start or resume the run: write ``config.json`` (or check it against ``log``), finish or undo an
+        interrupted memory commit, and return the committed records.
+
+        A stream that extends the saved one (a larger limit) may resume, unless its library is filtered by utility
+        over the stream; ``config.json`` then records the longer stream.
+
+        Raises:
+            InputError: the folder was started with other settings (naming which), or a broken config/results file.
+        """
+        if self.exists():
+            self._check_resume(log)
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.config_file, log.to_json())
+        records = self.read_records()
+        self._lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; rewritten atomically
+        self.recover_memory({r.task_id for r in records})
+        return records
+
+    def _check_resume(self, log: RunConfigLog) -> None:
+        before = self.read_config()
+        if before.format_version != FORMAT_VERSION:
+            raise InputError(f"run folder of log format_version {before.format_version} (an older skilltransfer) "
+                             "cannot be resumed; show and report still read it; use another run folder",
+                             path=self.config_file)
+        changed = [f"config.{name}" for name in before.config.differences(log.config)]
+        keys = ("level", "skill_format", "agent", "induction", "prompt_ids", "embedder_id")
+        changed += [k for k in keys if getattr(before, k) != getattr(log, k)]
+        extends = log.task_ids[: len(before.task_ids)] == before.task_ids
+        if not extends or (log.config.library_filter is not None and log.task_ids != before.task_ids):
+            # a utility-filtered library depends on the whole stream, so it cannot be extended
+            changed.append("task_ids")
+        if changed:
+            raise InputError(f"this run folder was started with different settings ({', '.join(changed)} differ); "
+                             "use another run name or delete the folder", path=self.config_file)
+        if len(log.task_ids) > len(before.task_ids):
+            extended = before.model_copy(update={"task_ids": log.task_ids, "config": log.config})
+            atomic_write_text(self.config_file, extended.to_json())
+
+    def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
+        """Write (or rewrite) a trajectory file atomically."""
+        atomic_write_text(self.path / relative, log.model_dump_json(indent=1) + "\n")
+
+    def commit(self, record: TaskRecord, memory: SkillStore | None) -> None:
+        """Commit a finished task (its trajectory is written): memory snapshot, results line, memory swap."""
+        if self._lines is None:
+            self._lines = [r.model_dump_json() + "\n" for r in self.read_records()]
+        if memory is not None:
+            memory.save(self.path / "memory.next")
+            atomic_write_text(self.path / "memory.next.task", record.task_id)
+        self._lines.append(record.model_dump_json() + "\n")
+        atomic_write_text(self.results_file, "".join(self._lines))
+        if memory is not None:
+            self.swap_memory()
+
+    def swap_memory(self) -> None:
+        """Make the committed snapshot the run's memory."""
+        self.recover_memory({(self.path / "memory.next.task").read_text(encoding="utf-8").strip()})
+
+    def recover_memory(self, finished: set[str]) -> None:
+        """Finish an interrupted memory commit whose task is in ``finished``, or discard its snapshot."""
+        current, nxt = self.memory_dir, self.path / "memory.next"
+        old, marker = self.path / "memory.old", self.path / "memory.next.task"
+        if nxt.exists():
+            committed = marker.is_file() and marker.read_text(encoding="utf-8").strip() in finished
+            if committed:
+                if current.exists():
+                    shutil.rmtree(old, ignore_errors=True)
+                    os.rename(current, old)
+                os.rename(nxt, current)
+            else:
+                shutil.rmtree(nxt)
+        if not current.exists() and old.exists():
+            os.rename(old, current)
+        shutil.rmtree(old, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+

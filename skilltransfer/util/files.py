@@ -1,0 +1,58 @@
+"""Files as the toolkit writes and reads them: atomic text writes, JSONL lines, JSON documents.
+
+JSONL is split on ``\\n`` only: ``str.splitlines`` also splits on U+2028, U+0085 and other characters that JSON
+writers (pydantic among them) leave unescaped inside strings, which would break a line in two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.errors import InputError, read_text
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace`` (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of each non-blank line of JSONL text, split on ``\\n`` only."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield number, line
+
+
+def iter_jsonl(path: str | Path, *, what: str = "file") -> Iterator[tuple[int, str]]:
+    """(line number, line) of each non-blank line of a UTF-8 JSONL file (see `jsonl_lines`).
+
+    Raises:
+        InputError: the file is missing, unreadable or not UTF-8 (``what`` names it).
+    """
+    yield from jsonl_lines(read_text(path, what=what))
+
+
+def read_json(path: str | Path, *, what: str = "file") -> Any:
+    """A UTF-8 JSON document.
+
+    Raises:
+        InputError: the file is missing, unreadable, not UTF-8 or not JSON (naming the file and line).
+    """
+    try:
+        return json.loads(read_text(path, what=what))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None

@@ -1,0 +1,167 @@
+"""The package's import graph: every module imports, no import cycle between modules, no cycle between the parts
+(floors), and none of the forbidden directions (a world knows no agent, the agent calls the inducer, ...).
+
+The graph is read from the source (``ast``): every ``import`` and ``from ... import`` anywhere in a module (inside
+functions and ``TYPE_CHECKING`` blocks too), so a deferred import cannot hide a cycle. ``from package import name``
+is an edge to ``package.name`` when that is a module, else to the package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+import skilltransfer
+
+PACKAGE = Path(skilltransfer.__file__).resolve().parent
+ROOT = "skilltransfer"
+
+PARTS: dict[str, tuple[str, ...]] = {
+    "Face": ("cli", "commands", "__main__"),
+    "Experiments": ("experiments",),
+    "Judge": ("judge",),
+    "Coordination": ("coordination",),
+    "Agents": ("agents",),
+    "Lens": ("lens",),
+    "Induction": ("induction",),
+    "Envs": ("envs",),
+    "LLM": ("llm",),
+    "Memory": ("memory",),
+    "Metrics": ("metrics",),
+    "Sandbox": ("sandbox",),
+    "Base": ("__init__", "protocols", "errors", "skill", "util"),
+}
+"""Part -> the top-level modules and subpackages of ``skilltransfer`` it holds."""
+
+NEVER: list[tuple[str, str, str]] = [
+    ("Sandbox", "Envs", "the sandbox runs code; it knows no world"),
+    ("Envs", "Agents", "a world knows no agent"),
+    ("Envs", "Experiments", "a world knows no runner"),
+    ("Envs", "Memory", "a world knows no skill memory"),
+    ("Envs", "Induction", "a world knows no induction"),
+    ("Induction", "Agents", "the agent calls the inducer, not the reverse"),
+    ("Memory", "Agents", "memory knows no agent"),
+    ("Memory", "Envs", "memory knows no world"),
+    ("Memory", "Experiments", "memory knows no runner"),
+    ("Metrics", "Experiments", "metrics compute from numbers"),
+    ("Metrics", "Agents", "metrics compute from numbers"),
+    ("Metrics", "Envs", "metrics compute from numbers"),
+    ("LLM", "Agents", "models know no agent"),
+    ("LLM", "Envs", "models know no world"),
+    ("LLM", "Experiments", "models know no runner"),
+    ("Agents", "Experiments", "the runner drives the agent"),
+    ("Agents", "Face", "no CLI below the face"),
+    ("Experiments", "Face", "no CLI below the face"),
+    *[("Base", part, "the base is the floor: it imports nothing of the package") for part in PARTS if part != "Base"],
+]
+"""Forbidden directions (``/work/shared/house.json`` plus: the base imports no other part)."""
+
+
+def package_modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package (``sandbox/runtime`` included)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(module: str, level: int, current: str, is_package: bool) -> str:
+    if not level:
+        return module
+    base = current.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (see the module docstring)."""
+    modules = package_modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(node.module or "", node.level, name, is_package)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in targets:
+                while target and target not in modules and "." in target:
+                    target = target.rpartition(".")[0]
+                if target in modules and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def part_of(module: str) -> str:
+    """The part a module belongs to (see `PARTS`)."""
+    top = module.split(".")[1] if "." in module else "__init__"
+    for part, tops in PARTS.items():
+        if top in tops:
+            return part
+    raise AssertionError(f"{module} belongs to no part: add its top-level name to PARTS")
+
+
+def test_every_module_belongs_to_a_part() -> None:
+    for module in package_modules():
+        part_of(module)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    try:
+        tuple(TopologicalSorter(import_graph()).static_order())
+    except CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_parts_form_floors_without_back_edges() -> None:
+    """The parts' graph has no cycle (so every arrow points down a floor) and no forbidden direction."""
+    edges: dict[str, set[str]] = {part: set() for part in PARTS}
+    witness: dict[tuple[str, str], str] = {}
+    for module, targets in import_graph().items():
+        for target in targets:
+            a, b = part_of(module), part_of(target)
+            if a != b:
+                edges[a].add(b)
+                witness.setdefault((a, b), f"{module} -> {target}")
+    forbidden = [f"{a} -> {b} ({why}): {witness[(a, b)]}" for a, b, why in NEVER if (a, b) in witness]
+    assert not forbidden, "\n".join(forbidden)
+    try:
+        tuple(TopologicalSorter(edges).static_order())
+    except CycleError as exc:
+        cycle = exc.args[1]
+        pytest.fail("parts in a circle: " + "; ".join(witness[(a, b)] for a, b in zip(cycle, cycle[1:], strict=False)))
+
+
+def test_every_module_imports() -> None:
+    for module in package_modules():
+        importlib.import_module(module)
+
+
+@pytest.mark.slow
+def test_every_module_imports_alone() -> None:
+    """Each module in a fresh interpreter, first: an import cycle cannot hide behind an import order."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")])}
+
+    def alone(module: str) -> str | None:
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, env=env,
+                              timeout=300, check=False)
+        return None if done.returncode == 0 else f"{module}: {done.stderr.strip().splitlines()[-1]}"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = [f for f in pool.map(alone, package_modules()) if f]
+    assert not failed, "\n".join(failed)
