@@ -91,7 +91,7 @@ def test_subprocedures_from_gold_actions() -> None:
     assert parse("pour cup containing apple juice into metal pot") == ("pour", ("cup", "metal pot"))
     assert parse("pour metal pot in inventory into sink") == ("pour", ("metal pot", "sink"))
     assert parse("wait") == ("wait", ())
-    shared = {"kitchen", "thermometer", "metal pot", "stove"}
+    shared = {"kitchen", "workshop", "thermometer", "metal pot", "stove"}
     assert label("use", ("thermometer", "apple juice"), shared) == "use_thermometer_on_object"
     gold = ["open door to kitchen", "go to kitchen", "look around", "pick up thermometer", "focus on apple juice",
             "pour cup containing apple juice into metal pot", "move metal pot to stove", "activate stove",
@@ -99,6 +99,9 @@ def test_subprocedures_from_gold_actions() -> None:
     assert subprocedures(gold, shared) == ["go_to_kitchen", "pick_up_thermometer", "focus_on_object",
                                            "pour_object_into_metal_pot", "move_metal_pot_to_stove",
                                            "activate_stove", "use_thermometer_on_object"]
+    moves = ["open door to hallway", "go to hallway", "look around", "open door to kitchen", "go to kitchen",
+             "pick up thermometer", "go to hallway", "go to workshop"]
+    assert subprocedures(moves, shared) == ["go_to_kitchen", "pick_up_thermometer", "go_to_workshop"]
     assert shared_objects({"a": [["go to kitchen"]], "b": [["go to kitchen", "pick up ant"]],
                            "c": [["go to kitchen"]]}) == {"kitchen"}
 

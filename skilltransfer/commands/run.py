@@ -20,8 +20,8 @@ _ENV = "Environment"
 
 @app.command()
 def run(
-    env: Annotated[str, typer.Option(help="apps, office, datasci, officebench[:<tasks folder>], or module:Class "
-                                          "(your own env class).")],
+    env: Annotated[str, typer.Option(help="apps, office, datasci, scienceworld, officebench[:<tasks folder>], or "
+                                          "module:Class (your own env class).")],
     condition: Annotated[str, typer.Option(help="task, task+text, task+code, subtask, subtask+text or "
                                                 "subtask+code.")],
     model: Annotated[str | None, typer.Option(help="local (embedded model), openai (any OpenAI-compatible "

@@ -30,7 +30,7 @@ VARIANTS: tuple[str, ...] = get_args(PromptVariant)
 FILTERS: tuple[str, ...] = get_args(LibraryFilter)
 GRID_KEYS = ("name", "description", "out", "max_concurrency", "phases")
 """Keys that only the top level of a spec may hold (the rest are phase settings)."""
-ENV_CHOICES = "apps, office, datasci, officebench[:<tasks folder>], or module:Class"
+ENV_CHOICES = "apps, office, datasci, scienceworld, officebench[:<tasks folder>], or module:Class"
 
 
 # --------------------------------------------------------------------------------------------- models
@@ -40,7 +40,8 @@ class EnvEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     env: str | None = None
-    """Registry name (apps, office, datasci), ``officebench[:<tasks folder>]`` or ``module:Class``; default: the key."""
+    """Registry name (apps, office, datasci, scienceworld), ``officebench[:<tasks folder>]`` or ``module:Class``;
+    default: the key."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments of the env's constructor (``seed``, ``sandboxed``, ...)."""
     split: str | None = None

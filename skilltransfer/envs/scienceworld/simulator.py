@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -25,6 +26,12 @@ JRE_HINT = "install a Java runtime, e.g. Debian's default-jre-headless"
 CALL_TIMEOUT_S = 300.0
 """A simulator call that has not answered after this long is taken for a hang: the JVM is stopped (the next
 ``load`` starts a new one). Generous: generating a gold path takes up to ~30 s on a quiet machine."""
+
+
+HEAP_MB = 1024
+"""The simulator JVM's heap cap (``-Xmx``). Without one a JVM takes up to a quarter of the machine's memory and, across
+hundreds of loads, grows to several GB; the simulator runs in about 400 MB (gold-path generation included)."""
+_LAUNCH_LOCK = threading.Lock()
 
 
 class SimulatorError(RuntimeError):
@@ -70,13 +77,15 @@ class Simulator:
     Args:
         max_moves: the episode completes once the move count exceeds this (the benchmark's ``envStepLimit``);
             None: no limit.
+        heap_mb: the JVM's heap cap in MiB.
 
     Raises:
         SimulatorError: (on first use) the simulator cannot run here (see :func:`unavailable_reason`).
     """
 
-    def __init__(self, *, max_moves: int | None = None) -> None:
+    def __init__(self, *, max_moves: int | None = None, heap_mb: int = HEAP_MB) -> None:
         self.max_moves = max_moves
+        self.heap_mb = heap_mb
         self._env: Any = None
         self._lock = threading.RLock()
         self.task_name: str | None = None
@@ -93,9 +102,7 @@ class Simulator:
                 reason = unavailable_reason()
                 if reason is not None:
                     raise SimulatorError(f"scienceworld env: {reason}")
-                from scienceworld import ScienceWorldEnv
-
-                self._env = ScienceWorldEnv("", envStepLimit=10**9)
+                self._env = _launch(self.heap_mb)
                 _set_timeout(self._env, CALL_TIMEOUT_S)
                 self.starts += 1
             return self._env
@@ -251,3 +258,21 @@ def _set_timeout(env: Any, seconds: float) -> None:
             client.deque.pop().close()
     except AttributeError:  # another py4j layout: calls then wait without limit
         pass
+
+
+def _launch(heap_mb: int) -> Any:
+    """The benchmark's ``ScienceWorldEnv`` (it starts the JVM), with the heap capped through ``JAVA_TOOL_OPTIONS``
+    (the benchmark's constructor takes no JVM options): set only while the JVM starts, before any options of the
+    user's own (the JVM takes the last of repeated options, so the user's ``-Xmx`` wins)."""
+    from scienceworld import ScienceWorldEnv
+
+    with _LAUNCH_LOCK:
+        before = os.environ.get("JAVA_TOOL_OPTIONS")
+        os.environ["JAVA_TOOL_OPTIONS"] = f"-Xmx{heap_mb}m -XX:+UseSerialGC {before or ''}".strip()
+        try:
+            return ScienceWorldEnv("", envStepLimit=10**9)
+        finally:
+            if before is None:
+                del os.environ["JAVA_TOOL_OPTIONS"]
+            else:
+                os.environ["JAVA_TOOL_OPTIONS"] = before

@@ -6,7 +6,8 @@ phrase is reduced to its head (``substance in metal pot`` -> ``substance``, ``cu
 it occurs in the gold paths of at least ``SHARED_MIN_TYPES`` task types (rooms, devices, tools: ``kitchen``,
 ``stove``, ``thermometer``, ``metal pot``); any other object (the variation's own substance, animal or plant) becomes
 ``object``. The labels are snake_case (``go_to_kitchen``, ``pick_up_thermometer``, ``activate_stove``,
-``use_thermometer_on_object``, ``focus_on_object``), kept once each in order of first use. Looking (``look around``,
+``use_thermometer_on_object``, ``focus_on_object``), kept once each in order of first use; consecutive moves count as
+one move to the last place. Looking (``look around``,
 ``look at``, ``look in``, ``examine``), ``inventory``, ``task``, ``wait1``, answering a disambiguation prompt and
 ``open door to X`` (part of going to X) carry no label.
 """
@@ -92,10 +93,22 @@ def label(verb: str, objects: tuple[str, ...], shared: set[str]) -> str:
 
 
 def subprocedures(gold: Sequence[str], shared: set[str]) -> list[str]:
-    """The labels of a gold action sequence, each once, in order of first use."""
+    """The labels of a gold action sequence, each once, in order of first use. A run of moves (``go to`` one place
+    after another, with only unlabelled actions between) counts as going to its last place: the hallway passed on
+    the way to the kitchen is no sub-procedure of its own."""
     seen: dict[str, None] = {}
+    pending: str | None = None
     for action in gold:
         parsed = parse(action)
-        if parsed is not None:
-            seen.setdefault(label(*parsed, shared), None)
+        if parsed is None:
+            continue
+        if parsed[0] == "go_to":
+            pending = label(*parsed, shared)
+            continue
+        if pending is not None:
+            seen.setdefault(pending, None)
+            pending = None
+        seen.setdefault(label(*parsed, shared), None)
+    if pending is not None:
+        seen.setdefault(pending, None)
     return list(seen)
