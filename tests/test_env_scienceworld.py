@@ -220,6 +220,7 @@ def test_a_wrong_focus_fails_and_ends_the_episode(env: ScienceWorldEnv) -> None:
     assert len(episode.session.trace) == 2  # the refused action never reached the simulator
 
 
+@pytest.mark.slow
 def test_bad_actions_are_errors_for_the_agent_not_the_harness(env: ScienceWorldEnv) -> None:
     task = env.task(env.streams["dev30"][1])
     code = ("for bad in [3, 'x' * 600]:\n    try:\n        act(bad)\n    except Exception as e:\n"
@@ -231,6 +232,7 @@ def test_bad_actions_are_errors_for_the_agent_not_the_harness(env: ScienceWorldE
     assert not score.success
 
 
+@pytest.mark.slow
 def test_one_jvm_per_env_reused_and_a_dead_jvm_is_replaced(env: ScienceWorldEnv) -> None:
     starts = env.simulator.starts
     dev30 = env.streams["dev30"]
@@ -244,14 +246,22 @@ def test_one_jvm_per_env_reused_and_a_dead_jvm_is_replaced(env: ScienceWorldEnv)
         assert observation.error
         assert "SimulatorError" in observation.output
         assert "stopped answering" in observation.output
+        again = episode.step("print(look())")  # no new JVM for a world that is gone
+        assert "its world is gone" in again.output
+        assert env.simulator.starts == starts
         assert not episode.evaluate().success
     finally:
         episode.close()
     observation, _, _ = _play(env, env.task(dev30[1]), "print(act('look around'))")
     assert "This " in observation.output
     assert env.simulator.starts == starts + 1
+    env.simulator.env._gateway.java_process.kill()  # dies between tasks: the next start retries on a new JVM
+    observation, _, _ = _play(env, env.task(dev30[2]), "print(act('look around'))")
+    assert "This " in observation.output
+    assert env.simulator.starts == starts + 2
 
 
+@pytest.mark.slow
 def test_a_new_episode_takes_the_simulator_from_an_open_one(env: ScienceWorldEnv) -> None:
     dev30 = env.streams["dev30"]
     first = env.start(env.task(dev30[0]))

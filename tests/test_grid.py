@@ -287,7 +287,7 @@ def test_apply_override_paths():
 
 @pytest.mark.parametrize(("override", "message"), [
     ("envs.x.args.seed=1", "envs.x: unknown env 'x'; choose one of: apps"),
-    ("envs=[apps, foo]", "envs.foo: unknown env 'foo'; choose one of: apps, office, datasci, officebench"),
+    ("envs=[apps, foo]", "envs.foo: unknown env 'foo'; choose one of: apps, office, datasci, scienceworld, "),
     ("conditions=[task, task+video]", "conditions[1]: unknown condition 'task+video'; choose one of: task, task+text,"),
     ("models.default.temprature=0", "unknown key 'models.default.temprature'; allowed: name, base_url, api_key,"),
     ("models.default.name=gpt", "models.default.name: unknown model 'gpt'; choose one of: local, openai, scripted"),

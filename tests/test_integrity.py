@@ -40,7 +40,7 @@ from skilltransfer.sandbox.scratch import MARKER, sweep_leftovers
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parent.parent
 OFFICEBENCH_TASKS = REPO.parent / "shared" / "officebench" / "tasks"
-ENVS = ["apps", "office", "datasci", "officebench", "scienceworld"]
+ENVS = ["apps", "office", "datasci", "officebench", pytest.param("scienceworld", marks=pytest.mark.slow)]
 REAL_TASK = "1-8/0"
 """A real OfficeBench instance checked by comparing data/score.xlsx with the task's reference/score.xlsx."""
 

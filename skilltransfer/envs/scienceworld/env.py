@@ -26,6 +26,7 @@ from skilltransfer.envs.scienceworld.index import SPLITS, Index, TaskType, Varia
 from skilltransfer.envs.scienceworld.simulator import (
     PACKAGE_VERSION,
     Simulator,
+    SimulatorError,
     StepResult,
     installed_version,
     unavailable_reason,
@@ -42,8 +43,7 @@ MAX_ACTION_CHARS = 500
 """The longest action text ``act`` passes to the simulator."""
 TRACE_SHOWN = 400
 """Score-trace entries written into a check's detail (the first and last halves when there are more)."""
-ENDED = ("The episode is over: the simulator reports the task completed or failed. No further actions are taken.")
-
+ENDED = "The episode is over: the simulator reports the task completed or failed. No further actions are taken."
 
 
 def task_id(task_type: str, variation: int) -> str:
@@ -55,6 +55,8 @@ class Session:
     """The harness-side state of one episode: its simulator, score trace and end."""
 
     simulator: Simulator
+    generation: int
+    """The simulator's JVM count when the episode started: a JVM started since is not this episode's world."""
     trace: list[tuple[str, int, int]] = field(default_factory=list)
     """(action, score after it, move count) per simulator step, the episode's first "look around" included."""
     completed: bool = False
@@ -73,6 +75,8 @@ class Session:
     def _check(self) -> None:
         if not self.live:
             raise RuntimeError("this episode has ended; its simulator is no longer available")
+        if not self.simulator.running or self.simulator.starts != self.generation:
+            raise SimulatorError("the simulator of this episode stopped (see the earlier error); its world is gone")
 
     # ------------------------------------------------------------------ services
     def act(self, action: str) -> str:
@@ -124,7 +128,7 @@ class ScienceWorldEnv:
         per_split: at most this many variations of each split per task type (the bundled index holds 10).
         max_moves: end an episode once the simulator's move count exceeds this (the benchmark's
             ``envStepLimit``); None: no limit (the agent's step budget bounds the episode).
-        index_path: another variation index file (``python -m skilltransfer.envs.scienceworld.index``).
+        index_path: another variation index file (``python -m skilltransfer.envs.scienceworld.generate``).
 
     Raises:
         InputError: the simulator cannot run here (no ``java``, no ``scienceworld`` package, another version of it).
@@ -134,7 +138,7 @@ class ScienceWorldEnv:
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  keep_workspaces: bool = False, per_split: int | None = None, max_moves: int | None = None,
-                 index_path: str | None = None, **_: Any) -> None:
+                 index_path: str | None = None) -> None:
         reason = unavailable_reason()
         if reason is not None:
             raise InputError(f"scienceworld env: {reason}")
@@ -274,8 +278,13 @@ class ScienceWorldEnv:
             if self._session is not None:
                 self._session.live = False
             simulator = self.simulator
-            simulator.load(variation.task_type, variation.variation)
-            session = Session(simulator)
+            try:
+                simulator.load(variation.task_type, variation.variation)
+            except SimulatorError:
+                if simulator.running:
+                    raise
+                simulator.load(variation.task_type, variation.variation)  # its JVM had died: once more, on a new one
+            session = Session(simulator, simulator.starts)
             session.record("look around", simulator.reset())
             self._session = session
         services = Services()
