@@ -145,6 +145,16 @@ def _target(text: str) -> int:
     return int(re.findall(r"[Ss]et the counter to (-?\d+)", text)[0])
 
 
+def task_start(messages: list[dict[str, Any]]) -> int:
+    """Index of the executor's task message: the last leading user message that states a task (a demonstration of
+    another task may come before it; the task message then follows the demonstration's last observation)."""
+    index = 1
+    for i, message in enumerate(messages):
+        if message["role"] == "user" and ("# Task\n" in message["content"] or "# Overall task" in message["content"]):
+            index = i
+    return index
+
+
 class CounterScript:
     """A callable script for ``ScriptedModel`` that plays every role in the counter world.
 
@@ -186,8 +196,9 @@ class CounterScript:
 
     @staticmethod
     def execute(messages: list[dict[str, Any]]) -> str:
-        first = messages[1]["content"]
-        n_actions = sum(1 for m in messages if m["role"] == "assistant")
+        start = task_start(messages)
+        first = messages[start]["content"]
+        n_actions = sum(1 for m in messages[start:] if m["role"] == "assistant")
         subtask = "# Current subtask" in first
         if subtask and "Read the current counter" in first.split("# Current subtask")[1]:
             if n_actions == 0:

@@ -97,6 +97,7 @@ def test_repeated_failing_code_gets_a_hint_then_ends_the_task(env):
     assert "(stuck: You have run the same code 3 times" in actions[2].observation
     assert "(stuck:" in model.calls[3][-1]["content"]  # the hint reached the model
     assert len(model.calls) == 5
+    assert [p.get("temperature") for p in model.params] == [None, None, None, 0.8, 0.8]  # resampled after the hint
 
 
 def test_stuck_detection_can_be_switched_off(env):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_tinyenv import role_of
+from helpers_tinyenv import role_of, task_start
 
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.envs.datasci import DataSciEnv
@@ -130,8 +130,9 @@ def attack(tmp_path: Path, env: Any, plan: dict[str, list[str]], *, name: str, c
 
     def reply(messages: list[dict[str, Any]]) -> str:
         assert role_of(messages) == "executor"
-        task_id = next(i for text, i in by_instruction.items() if text in messages[1]["content"])
-        done = sum(1 for m in messages if m["role"] == "assistant")
+        start = task_start(messages)  # a demonstration of another task may come first
+        task_id = next(i for text, i in by_instruction.items() if text in messages[start]["content"])
+        done = sum(1 for m in messages[start:] if m["role"] == "assistant")
         steps = plan[task_id]
         code = steps[done] if done < len(steps) else "print('idle')"
         return f"Trying something.\n```python\n{code}\n```"
@@ -272,7 +273,9 @@ def test_reference_solutions_pass_through_the_stubs_in_the_sandbox(tmp_path: Pat
                 observation = episode.step(env.reference_solution(task))
                 assert not observation.error, (task.id, observation.output)
                 score = episode.evaluate()
-                assert (score.success, score.reward) == (True, 1.0), (task.id, score)
+                # Reference programs print rounded numbers; KramaBench numeric credit is 1 - relative error.
+                assert score.success, (task.id, score)
+                assert score.reward == pytest.approx(1.0, abs=1e-4), (task.id, score)
                 outputs.append(observation.output)
         assert outputs[0] == outputs[1], task.id
 

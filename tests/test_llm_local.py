@@ -97,8 +97,8 @@ def test_missing_gguf_path_is_an_input_error(tmp_path: Path, monkeypatch: pytest
 def test_server_command_uses_the_given_threads_and_cache_setting(tmp_path: Path) -> None:
     server = LocalServer(tmp_path / "x.gguf", port=1234, ctx=8192, threads=3)
     cmd = server.command(tmp_path / "x.gguf")
-    flags = dict(zip(cmd[3::2], cmd[4::2], strict=False))
-    assert cmd[1:3] == ["-m", "llama_cpp.server"]
+    flags = dict(zip(cmd[5::2], cmd[6::2], strict=False))
+    assert cmd[1:5] == ["-m", "skilltransfer.llm.child", str(os.getpid()), "llama_cpp.server"]
     assert flags["--host"] == "127.0.0.1"
     assert flags["--port"] == "1234"
     assert flags["--n_threads"] == flags["--n_threads_batch"] == "3"
@@ -232,3 +232,28 @@ def test_embedded_calls_wait_long_unless_a_timeout_is_set() -> None:
     assert default._ensure().config.timeout_s == LOCAL_TIMEOUT_S
     chosen = LocalModel(ModelConfig(name="local", timeout_s=5), server=Running())  # type: ignore[arg-type]
     assert chosen._ensure().config.timeout_s == 5
+
+
+def test_a_child_server_ends_when_the_process_that_started_it_dies(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(60)\n")
+    starter = ("import os, subprocess, sys\n"
+               "child = subprocess.Popen([sys.executable, '-m', 'skilltransfer.llm.child', str(os.getpid()),"
+               " 'sleeper'])\nprint(child.pid, flush=True)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[1])])}
+    out = subprocess.run([sys.executable, "-c", starter], capture_output=True, text=True, env=env, check=True)
+    pid = int(out.stdout.split()[0])  # the starter has exited: the child must follow within a few seconds
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().split(")")[-1].split()[0] == "Z":  # a zombie no one reaps counts as gone
+                return
+        time.sleep(0.2)
+    os.kill(pid, 9)
+    raise AssertionError("the child outlived its parent")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 from helpers_cli import TINY, cli, records_of, run_tiny, trajectory_of
-from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of, task_start
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.stream import CONDITIONS, FORMAT_VERSION, TaskRecord, safe_task_id
@@ -137,7 +137,7 @@ def test_real_env_through_http_and_cli(tmp_path):
     def oracle(messages):
         if role_of(messages) == "induction":
             return TEXT_SKILL
-        task = next(t for text, t in tasks.items() if text in messages[1]["content"])
+        task = next(t for text, t in tasks.items() if text in messages[task_start(messages)]["content"])
         return f"Solve it.\n```python\n{env.reference_solution(task)}\n```"
 
     out = tmp_path / "ds"

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of, task_start
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments import stream
@@ -308,7 +308,7 @@ def test_real_env_stream_with_oracle_policy(tmp_path, hash_embedder, env_name):
     def oracle(messages):
         if role_of(messages) == "induction":
             return TEXT_SKILL
-        task = next(t for text, t in by_instruction.items() if text in messages[1]["content"])
+        task = next(t for text, t in by_instruction.items() if text in messages[task_start(messages)]["content"])
         return f"Solve it.\n```python\n{env.reference_solution(task)}\n```"
 
     config = StreamConfig(run=env_name, runs_dir=str(tmp_path / "runs"), condition="task+text", env=env_name)

@@ -49,6 +49,12 @@ class AgentConfig(BaseModel):
     from the reply before it enters the context (the step log keeps the raw reply). [] turns both off."""
     stuck_detection: bool = True
     """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``."""
+    stuck_temperature: float | None = Field(default=0.8, ge=0)
+    """After a stuck hint, the executor's remaining calls in that (sub)task sample at this temperature (a model at a
+    low temperature otherwise answers the hint with the same reply); None keeps the run's temperature."""
+    demonstration: Literal["turns", "inline"] = "turns"
+    """How the executor shows the worked example at the end of an env's docs, if any: as earlier chat turns (small
+    models imitate them) or left inline in the system prompt (``skilltransfer.agents.demonstration``)."""
     refuse_premature_done: bool = True
     """Refuse once, with the reason, a planner ``DONE`` before any subtask ran and a ``SUBTASK DONE`` before the
     subtask ran any code."""

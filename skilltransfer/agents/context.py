@@ -7,7 +7,8 @@ The policy (deterministic: the same messages, window and counts give the same pr
    at a quarter of the window). The prompt may use
    ``window - budget - margin`` tokens, margin = 16 + window // 64 (144 at 8,192; 48 at 2,048).
 2. If the prompt fits, it is sent unchanged. Otherwise the first of these variants that fits is sent:
-   a. the system prompt and the task message (everything up to the first user message) stay verbatim; of the steps
+   a. the system prompt and the task message (everything up to the first user message, or the first ``head``
+      messages when the caller says so, e.g. with a demonstration before the task) stay verbatim; of the steps
       after it (a step = a model reply and the observation messages after it), the last ``keep_steps`` stay
       verbatim and older **observations** are elided to one line each, oldest first, in blocks of 4 steps (so the
       prompt prefix, and llama.cpp's reusable KV cache, changes only every few steps);
@@ -154,9 +155,11 @@ def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
     return ladder
 
 
-def _split_conversation(messages: Sequence[Message]) -> tuple[int, list[list[int]]]:
-    """(length of the verbatim head, message indices of each step)."""
-    head = next((i + 1 for i, m in enumerate(messages) if m.get("role") == "user"), len(messages))
+def _split_conversation(messages: Sequence[Message], head: int | None = None) -> tuple[int, list[list[int]]]:
+    """(length of the verbatim head, message indices of each step); the head is everything up to the first user
+    message unless ``head`` says how many leading messages it holds (e.g. a demonstration before the task)."""
+    if head is None:
+        head = next((i + 1 for i, m in enumerate(messages) if m.get("role") == "user"), len(messages))
     steps: list[list[int]] = []
     for index in range(head, len(messages)):
         if messages[index].get("role") == "assistant" or not steps:
@@ -179,9 +182,10 @@ def _apply_skills(messages: list[Message], skills: Sequence[str], cut: int) -> l
     return out
 
 
-def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[str]) -> list[Message]:
+def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[str],
+                          head: int | None = None) -> list[Message]:
     dropped, elided_obs, elided_replies, cut = variant
-    head, steps = _split_conversation(messages)
+    head, steps = _split_conversation(messages, head)
     out = [dict(m) for m in messages]
     for number, indices in enumerate(steps):
         for index in indices:
@@ -228,8 +232,10 @@ class ContextFitter:
         return {**params, "max_tokens": budget}, budget
 
     def fit(self, model: Any, messages: list[Message], budget: int | None, *, trajectory: Trajectory | None = None,
-            skills: Sequence[str] = ()) -> tuple[list[Message], ContextFit | None]:
+            skills: Sequence[str] = (), head: int | None = None) -> tuple[list[Message], ContextFit | None]:
         """The messages to send and what was done (None when the model's window is unknown).
+
+        ``head``: how many leading messages stay verbatim (default: up to the first user message).
 
         Raises:
             ContextExceeded: no variant fits (``fit`` holds the log of the attempt).
@@ -243,7 +249,7 @@ class ContextFitter:
         fit = ContextFit(window, reserved, before, before, counted_by=counted_by)
         if before <= available:
             return messages, fit
-        build, ladder = self._ladder(messages, trajectory, skills)
+        build, ladder = self._ladder(messages, trajectory, skills, head)
 
         def size(index: int) -> int:
             return count_prompt_tokens(model, build(ladder[index]))[0]
@@ -260,8 +266,8 @@ class ContextFitter:
         fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[found]
         return fitted, fit
 
-    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, skills: Sequence[str]
-                ) -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
+    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, skills: Sequence[str],
+                head: int | None = None) -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
         present = [s for s in skills if s and any(s in str(m.get("content") or "") for m in messages)]
         full = trajectory.render() if trajectory is not None else None
         if trajectory is not None and full and any(full in str(m.get("content") or "") for m in messages):
@@ -271,8 +277,8 @@ class ContextFitter:
                 return _apply_skills(out, present, variant[3])
 
             return build_trajectory, variants(trajectory.n_steps, 1, len(present), 1, elide_last_observation=True)
-        _, steps = _split_conversation(messages)
-        return (lambda v: _conversation_variant(messages, v, present),
+        _, steps = _split_conversation(messages, head)
+        return (lambda v: _conversation_variant(messages, v, present, head),
                 variants(len(steps), self.keep_steps, len(present), CONVERSATION_BLOCK))
 
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog
@@ -75,6 +76,8 @@ class ExecutorRun:
     """Index (in ``steps``) of the step whose observation carried a stuck hint."""
     refused_done: bool = False
     """Whether a ``SUBTASK DONE`` before any action was already refused once."""
+    head: int = 2
+    """Leading messages (system prompt, demonstration, task message) that context fitting keeps verbatim."""
 
 
 class Executor:
@@ -93,9 +96,21 @@ class Executor:
         self.config = config
         self.calls = calls
 
-    def system_prompt(self, episode: Episode, *, subtask_mode: bool) -> str:
+    def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool) -> list[Message]:
+        """The first messages: the system prompt (rules and docs), the docs' worked example as earlier turns (see
+        ``skilltransfer.agents.demonstration``), then the task message."""
+        docs, demo = episode.docs().strip(), None
+        if self.config.demonstration == "turns":
+            docs, demo = split_demonstration(docs)
         rules = self.prompts.executor_subtask_rules.render() if subtask_mode else ""
-        return self.prompts.executor_system.render(docs=episode.docs().strip(), subtask_rules=rules)
+        system = {"role": "system", "content": self.prompts.executor_system.render(docs=docs.strip(),
+                                                                                  subtask_rules=rules)}
+        if demo is None:
+            return [system, {"role": "user", "content": task_message}]
+        example = demo.messages(self.prompts.executor_task.render(instruction=demo.task, skills=""),
+                                lambda output: self.prompts.observation.render(output=output))
+        example[-1] = {"role": "user", "content": f"{example[-1]['content']}\n{task_message}"}
+        return [system, *example]
 
     def run(self, episode: Episode, task_message: str, *, subtask_index: int | None, first_index: int, budget: int,
             subtask_mode: bool) -> ExecutorRun:
@@ -109,8 +124,8 @@ class Executor:
             budget: most steps this run may take (format errors count).
             subtask_mode: accept ``SUBTASK DONE: ...`` as the end of the run.
         """
-        system = self.system_prompt(episode, subtask_mode=subtask_mode)
-        run = ExecutorRun(messages=[{"role": "system", "content": system}, {"role": "user", "content": task_message}])
+        run = ExecutorRun(messages=self.opening(episode, task_message, subtask_mode=subtask_mode))
+        run.head = len(run.messages)
         while True:
             steps_before = len(run.steps)
             try:
@@ -145,7 +160,9 @@ class Executor:
         params = dict(self.config.model_params)
         if self.config.stop:
             params.setdefault("stop", list(self.config.stop))
-        completion = self.calls.complete(self.model, run.messages, "executor", **params)
+        if run.hinted_at is not None and self.config.stuck_temperature is not None:
+            params["temperature"] = self.config.stuck_temperature  # a greedy model repeats itself after a hint
+        completion = self.calls.complete(self.model, run.messages, "executor", head=run.head, **params)
         reply = completion.text
         shown = trim_reply(reply) if self.config.stop else reply
         run.messages.append({"role": "assistant", "content": shown})

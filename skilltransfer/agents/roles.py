@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Message
@@ -45,7 +46,7 @@ class Planner:
             refuse_done: refuse a ``DONE`` once, with the reason (no subtask has run yet), and ask again.
         """
         messages: list[Message] = [
-            {"role": "system", "content": self.prompts.planner.render(docs=docs.strip())},
+            {"role": "system", "content": self.prompts.planner.render(docs=split_demonstration(docs)[0].strip())},
             {"role": "user", "content": self.prompts.planner_user.render(
                 instruction=instruction, summary=summary, history="\n".join(history) or "(none yet)",
                 steps_left=steps_left, subtasks_left=subtasks_left)}]

@@ -74,7 +74,7 @@ class CallLog:
             self.on_event(kind, data)
 
     def complete(self, model: ChatModel, messages: list[Message], role: str, *, trajectory: Trajectory | None = None,
-                 **params: Any) -> Completion:
+                 head: int | None = None, **params: Any) -> Completion:
         """Fit the prompt, call the model and record the call's tokens, latency and fitting.
 
         Args:
@@ -83,6 +83,7 @@ class CallLog:
             role: "executor", "planner", "summarizer" or "induction".
             trajectory: the rendered (sub-)trajectory inside ``messages``, which fitting may re-render with steps
                 elided (summarizer, induction).
+            head: leading messages that fitting keeps verbatim (default: up to the first user message).
             **params: sampling parameters.
 
         Raises:
@@ -93,7 +94,8 @@ class CallLog:
         if self.fitter is not None:
             params, budget = self.fitter.params(model, role, params)
             try:
-                messages, fitted = self.fitter.fit(model, messages, budget, trajectory=trajectory, skills=self.skills)
+                messages, fitted = self.fitter.fit(model, messages, budget, trajectory=trajectory, skills=self.skills,
+                                                   head=head)
             except ContextExceeded as exc:
                 self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}"))
                 raise

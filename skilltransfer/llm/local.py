@@ -221,8 +221,9 @@ class LocalServer:
             return int(json.loads(response.read().decode("utf-8"))["count"])
 
     def command(self, model_path: Path) -> list[str]:
-        """The server command line."""
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", self.alias,
+        """The server command line (run under `skilltransfer.llm.child`, so it ends with this process)."""
+        return [sys.executable, "-m", "skilltransfer.llm.child", str(os.getpid()), "llama_cpp.server",
+                "--model", str(model_path), "--model_alias", self.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
                 "--cache", str(self.ram_cache), "--cache_type", "ram", "--verbose", str(self.verbose)]

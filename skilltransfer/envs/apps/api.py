@@ -74,11 +74,12 @@ def register_app(name: str, description: str) -> None:
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str], str]:
     lines = inspect.cleandoc(doc).splitlines()
-    summary = lines[0].strip()
+    head = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    summary = " ".join(line.strip() for line in lines[:head])  # the first paragraph
     args: dict[str, str] = {}
     returns: list[str] = []
     section = ""
-    for line in lines[1:]:
+    for line in lines[head:]:
         stripped = line.strip()
         if stripped in ("Args:", "Returns:"):
             section = stripped
@@ -221,7 +222,8 @@ def login_api(app: str) -> None:
     """Register the standard ``login``/``logout`` pair for ``app``."""
 
     def login(db: Db, username: str, password: str) -> dict[str, str]:
-        """Log in to the app and get an access token for its other APIs.
+        """Log in as the main user (this app's username and password are in apis.supervisor.show_account_passwords())
+        and get an access token for the app's other APIs.
 
         Args:
             username: the account's username (see apis.supervisor.show_account_passwords).
@@ -232,7 +234,8 @@ def login_api(app: str) -> None:
         """
         account = db.one("SELECT * FROM accounts WHERE app = ?", app)
         if account is None or account["username"] != username:
-            raise ApiError(f"No {app} account with username {username!r}.")
+            raise ApiError(f"No {app} account with username {username!r}; the main user's {app} username and password "
+                           "are in apis.supervisor.show_account_passwords().")
         if account["password"] != password:
             raise ApiError(f"Wrong password for {app} account {username!r}.")
         count = len(db.all("SELECT token FROM tokens"))

@@ -73,24 +73,24 @@ def api_count() -> int:
     return sum(len(info.apis) for info in REGISTRY.values())
 
 
-EXAMPLE = """## Example (another task): "What is my wallet balance?"
-Thought: I need the payments app's credentials, then an access token for its APIs.
+EXAMPLE = """## Example (another task): "What is the title of my most recent note?"
+Thought: I need the notes app's credentials, then an access token for its APIs. I print what the API returns.
 ```python
 accounts = {a["account_name"]: a for a in apis.supervisor.show_account_passwords()}
-account = accounts["payments"]
-token = apis.payments.login(username=account["username"], password=account["password"])["access_token"]
-print(apis.payments.show_balance(access_token=token))
+account = accounts["notes"]
+token = apis.notes.login(username=account["username"], password=account["password"])["access_token"]
+notes = apis.notes.search_notes(access_token=token, page_limit=1)
+print(notes)
 ```
-Observation: {'balance': 1204.5}
-Thought: The balance is 1204.5, so I submit it.
+Observation: [{'note_id': 7, 'title': 'Packing list', 'created_at': '2024-05-02T09:15:00', 'updated_at': None}]
+Thought: The most recent note is titled "Packing list", so I submit that text.
 ```python
-complete_task(answer=1204.5)
+complete_task(answer="Packing list")
 ```
-To read every page of a paginated API: `page = 0`, then loop `batch = apis.<app>.<api>(access_token=token,
-page_index=page, page_limit=20)` and `page += 1` until `batch` is empty.
+Observation: Task marked as complete.
 """
-"""The worked example shown with the docs: credentials -> login -> API call -> complete_task, and pagination (a
-task type that no template asks)."""
+"""The worked example at the end of the docs (the format of ``skilltransfer.agents.demonstration``): credentials ->
+login -> API call -> complete_task, on a task type that no template asks."""
 
 _PREAMBLE = [
     "You act for the main user (the supervisor) in a world of apps, through Python code.",

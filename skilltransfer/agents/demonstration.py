@@ -1,0 +1,87 @@
+"""A worked example in an env's docs, shown to the executor as earlier chat turns instead of prose.
+
+Small models follow a pattern they see in their own conversation far better than one described in the system
+prompt. An env opts in by ending its docs with a section in this format (the section runs to the next ``## `` heading
+or the end of the docs)::
+
+    ## Example (another task): "What is my wallet balance?"
+    Thought: I need the payments app's credentials first.
+    ```python
+    ...
+    ```
+    Observation: {'balance': 1204.5}
+    Thought: The balance is 1204.5.
+    ```python
+    complete_task(answer=1204.5)
+    ```
+    Observation: Task marked as complete.
+
+Each reply starts at a ``Thought:`` line and each observation at an ``Observation:`` line; the example ends with an
+observation. With ``AgentConfig.demonstration="turns"`` (the default) the executor removes the section from the system
+prompt and replays it as messages: the example task (in the task message's format), then each reply as an assistant
+message and each observation as a user message; the real task message follows the last observation. The planner
+never sees the example (it writes no code). ``"inline"`` leaves the docs untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skilltransfer.protocols import Message
+
+_HEADER = re.compile(r'^## Example \(another task\): "(?P<task>[^"\n]+)"[ \t]*$', re.MULTILINE)
+_NEXT_SECTION = re.compile(r"^## ", re.MULTILINE)
+_TURN = re.compile(r"^(Thought|Observation):", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    """A worked example: its task and the (reply, observation) pairs that solved it."""
+
+    task: str
+    turns: tuple[tuple[str, str], ...]
+
+    def messages(self, task_message: str, observation: Callable[[str], str]) -> list[Message]:
+        """The example as chat messages: ``task_message`` (the example task in the task message's format), then each
+        reply and its observation (rendered by ``observation``)."""
+        out: list[Message] = [{"role": "user", "content": task_message}]
+        for reply, output in self.turns:
+            out.append({"role": "assistant", "content": reply})
+            out.append({"role": "user", "content": observation(output)})
+        return out
+
+
+def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
+    """The docs without their example section, and the example (None, docs unchanged, when there is none or it does
+    not follow the format)."""
+    header = _HEADER.search(docs)
+    if header is None:
+        return docs, None
+    following = _NEXT_SECTION.search(docs, header.end())
+    end = following.start() if following else len(docs)
+    turns = _parse_turns(docs[header.end():end])
+    if not turns:
+        return docs, None
+    rest = (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n"
+    return rest, Demonstration(header.group("task"), turns)
+
+
+def _parse_turns(body: str) -> tuple[tuple[str, str], ...]:
+    marks = list(_TURN.finditer(body))
+    turns: list[tuple[str, str]] = []
+    reply: str | None = None
+    for index, mark in enumerate(marks):
+        stop = marks[index + 1].start() if index + 1 < len(marks) else len(body)
+        text = body[mark.start(): stop].strip()
+        if mark.group(1) == "Thought":
+            if reply is not None:  # two replies in a row: not the format
+                return ()
+            reply = text
+        else:
+            if reply is None:
+                return ()
+            turns.append((reply, text.removeprefix("Observation:").strip()))
+            reply = None
+    return tuple(turns) if reply is None else ()
