@@ -18,6 +18,8 @@ from skilltransfer.envs.scienceworld.index import SPLITS, load_index, ranked, se
 from skilltransfer.envs.scienceworld.subprocs import head, label, parse, shared_objects, subprocedures
 from skilltransfer.errors import InputError
 
+FAILING_GOLD = {"freeze/11", "freeze/19"}
+"""Bundled variations whose gold path did not complete them when the index was made; the env leaves them out."""
 REASON = simulator_module.unavailable_reason()
 needs_simulator = pytest.mark.skipif(REASON is not None, reason=f"scienceworld simulator unavailable: {REASON}")
 
@@ -57,17 +59,21 @@ def test_index_holds_the_benchmarks_splits_and_passing_gold_paths() -> None:
         together = sorted(v for split in SPLITS for v in info.splits[split])
         assert together == list(range(info.max_variations)) or info.max_variations < 5, name  # a partition
         assert max(info.splits["train"]) < min(info.splits["dev"]) < min(info.splits["test"]), name
-    picked = Counter()
+    picked: Counter = Counter()
+    failing: set[str] = set()
     for v in index.variations:
         info = index.task_types[v.task_type]
         assert v.variation in info.splits[v.split]
         assert v.variation in selection(info.splits, v.task_type, index.per_split)[v.split]
         assert v.description.startswith("Your task is")
-        assert (bool(v.gold), v.gold_score, v.gold_completed) == (True, 100, True), (v.task_type, v.variation)
+        assert v.gold, (v.task_type, v.variation)
+        if not (v.gold_score == 100 and v.gold_completed):
+            failing.add(f"{v.task_type}/{v.variation}")
         picked[v.task_type, v.split] += 1
     for name, info in index.task_types.items():
         for split in SPLITS:
             assert picked[name, split] == min(index.per_split, len(info.splits[split])), (name, split)
+    assert failing == FAILING_GOLD  # the simulator's own gold path stops short of completion (scores 87 and 82)
 
 
 def test_selection_is_a_seeded_prefix() -> None:
@@ -144,7 +150,9 @@ def test_another_simulator_version_is_refused(monkeypatch: pytest.MonkeyPatch) -
 def test_tasks_splits_difficulty_and_streams(env: ScienceWorldEnv) -> None:
     tasks = env.tasks()
     index = env.index
-    assert len(tasks) == len(index.variations)
+    assert set(env.excluded) == FAILING_GOLD
+    assert len(tasks) == len(index.variations) - len(FAILING_GOLD)
+    assert not FAILING_GOLD & {t.id for t in tasks}
     assert len({t.id for t in tasks}) == len(tasks)
     assert {t.split for t in tasks} == set(SPLITS)
     assert sum(len(env.tasks(s)) for s in SPLITS) == len(tasks)
@@ -330,11 +338,15 @@ def test_live_gold_paths_score_one(env: ScienceWorldEnv) -> None:
 
 
 @pytest.mark.slow
-def test_doing_nothing_fails_every_task_type(env: ScienceWorldEnv) -> None:
-    for tasks in _by_type(env, "test").values():
+def test_doing_nothing_fails_every_task_type_whose_gold_path_succeeds(env: ScienceWorldEnv) -> None:
+    by_type = _by_type(env, "test")
+    assert len(by_type) == 30
+    for tasks in by_type.values():
         observation, score, _ = _play(env, tasks[0], "complete_task()")
         assert (observation.done, score.success) == (True, False), tasks[0].id
         assert score.reward < 1, tasks[0].id
+        observation, score, _ = _play(env, tasks[0], env.reference_solution(tasks[0]))
+        assert (observation.done, score.reward, score.success) == (True, 1.0, True), (tasks[0].id, score.checks)
 
 
 def test_doing_nothing_fails(env: ScienceWorldEnv) -> None:

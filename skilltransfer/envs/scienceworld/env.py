@@ -5,7 +5,8 @@ The agent's namespace holds stubs of harness services (``act``, ``look``, ``inve
 ``valid_actions``, ``action_templates``, ``complete_task``); the simulator (one JVM per env object, reused across its
 tasks by ``load``), its score and the gold action sequences stay in the harness process. Tasks are (task type,
 variation) pairs from the bundled index (``index.py``): the benchmark's own train/dev/test variation splits, up to
-``per_split`` variations of each split per task type, the simulator's task description as the instruction.
+``per_split`` variations of each split per task type, the simulator's task description as the instruction; a
+variation whose gold path did not complete it is left out (``excluded``).
 Evaluation: reward = final score / 100 (a negative score counts 0), success = score 100 with the simulator's
 completion flag; a negative score (the task failed irrecoverably) ends the episode.
 """
@@ -125,7 +126,7 @@ class ScienceWorldEnv:
         sandboxed: run agent code in the sandbox (default) or in-process (tests, reference checks).
         limits: sandbox limits.
         keep_workspaces: keep workspaces after ``close``.
-        per_split: at most this many variations of each split per task type (the bundled index holds 10).
+        per_split: at most this many variations of each split per task type (the bundled index holds 5).
         max_moves: end an episode once the simulator's move count exceeds this (the benchmark's
             ``envStepLimit``); None: no limit (the agent's step budget bounds the episode).
         index_path: another variation index file (``python -m skilltransfer.envs.scienceworld.generate``).
@@ -168,7 +169,9 @@ class ScienceWorldEnv:
     def _build_tasks(self) -> tuple[list[TaskSpec], dict[str, Variation]]:
         keep = {(name, v) for name, info in self.index.task_types.items()
                 for split in SPLITS for v in ranked(info.splits[split], name, split)[:self.per_split]}
-        chosen = [v for v in self.index.variations if (v.task_type, v.variation) in keep]
+        chosen = [v for v in self.index.variations if (v.task_type, v.variation) in keep and _gold_succeeds(v)]
+        self.excluded: tuple[str, ...] = tuple(task_id(v.task_type, v.variation) for v in self.index.variations
+                              if (v.task_type, v.variation) in keep and not _gold_succeeds(v))
         gold_by_type: dict[str, list[tuple[str, ...]]] = {}
         for v in self.index.variations:
             gold_by_type.setdefault(v.task_type, []).append(v.gold)
@@ -327,6 +330,12 @@ class ScienceWorldEnv:
         """Stop this env's simulator (a later episode starts a new one)."""
         if self._simulator is not None:
             self._simulator.close()
+
+
+def _gold_succeeds(variation: Variation) -> bool:
+    """Whether the simulator's own gold path completed the variation when the index was made (a task without a
+    passing reference is left out: nothing shows it can be done as scored)."""
+    return variation.gold_completed and variation.gold_score >= 100
 
 
 def _interleave(types: list[TaskType]) -> list[str]:

@@ -1,6 +1,6 @@
-"""Generate the bundled variation index from the simulator (resumable; about 2 hours on a loaded 2-core machine).
+"""Generate the bundled variation index from the simulator (resumable; hours on a loaded 2-core machine).
 
-    python -m skilltransfer.envs.scienceworld.generate [--per-split 10] [--work sw-index.jsonl] [--tasks NAME ...]
+    python -m skilltransfer.envs.scienceworld.generate [--per-split 5] [--work sw-index.jsonl] [--tasks NAME ...]
 
 Selection (see ``index.selection``): for every task type, the benchmark's own train/dev/test variation lists
 (``get_variations_train/dev/test``), each shuffled with ``random.Random("<task type>:<split>")`` and cut to

@@ -23,7 +23,7 @@ from typing import Any
 INDEX_PATH = Path(__file__).with_name("data") / "variations.json.gz"
 INDEX_FORMAT_VERSION = 1
 SPLITS = ("train", "dev", "test")
-DEFAULT_PER_SPLIT = 10
+DEFAULT_PER_SPLIT = 5
 
 
 @dataclass(frozen=True)
