@@ -9,6 +9,8 @@ comparison on the same code.
 
     python benchmarks/small_model.py [--envs apps,office,datasci] [--conditions task,subtask+text] [--tasks 20]
         [--harness on|off] [--out runs/bench-small-model] [--threads N]
+
+``--envs ...,scienceworld`` (needs Java) adds ScienceWorld: its difficulty-1 tasks are the shortest gold-path tercile.
 """
 
 from __future__ import annotations

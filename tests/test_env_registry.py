@@ -44,8 +44,9 @@ def _tasks(n: int) -> list[TaskSpec]:
 
 def test_real_registry_names() -> None:
     assert registry.ENVS == {"apps": "skilltransfer.envs.apps:AppsEnv", "office": "skilltransfer.envs.office:OfficeEnv",
-                             "datasci": "skilltransfer.envs.datasci:DataSciEnv"}
-    with pytest.raises(InputError, match=r"^Unknown env 'x'\. Available: apps, office, datasci$"):
+                             "datasci": "skilltransfer.envs.datasci:DataSciEnv",
+                             "scienceworld": "skilltransfer.envs.scienceworld:ScienceWorldEnv"}
+    with pytest.raises(InputError, match=r"^Unknown env 'x'\. Available: apps, office, datasci, scienceworld$"):
         registry.get_env("x")
 
 

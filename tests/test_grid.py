@@ -287,7 +287,8 @@ def test_apply_override_paths():
 
 @pytest.mark.parametrize(("override", "message"), [
     ("envs.x.args.seed=1", "field 'envs.x': unknown env 'x'; choose one of: apps"),
-    ("envs=[apps, foo]", "field 'envs.foo': unknown env 'foo'; choose one of: apps, office, datasci, officebench"),
+    ("envs=[apps, foo]", "field 'envs.foo': unknown env 'foo'; choose one of: apps, office, datasci, scienceworld, "
+                         "officebench"),
     ("conditions=[task, task+video]", "field 'conditions[1]': unknown value 'task+video'; choose one of: task, "
                                       "task+text,"),
     ("models.default.temprature=0", "field 'models.default.temprature': unknown key; allowed: name, base_url,"),

@@ -25,6 +25,8 @@ from helpers_tinyenv import role_of, task_start
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.envs.datasci import DataSciEnv
 from skilltransfer.envs.office import OfficeEnv
+from skilltransfer.envs.scienceworld import ScienceWorldEnv
+from skilltransfer.envs.scienceworld.simulator import unavailable_reason
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.experiments.stream import run_stream
@@ -40,7 +42,7 @@ from skilltransfer.skill import Skill
 ROOT = os.geteuid() == 0
 REPO = Path(__file__).resolve().parent.parent
 OFFICEBENCH_TASKS = REPO.parent / "shared" / "officebench" / "tasks"
-ENVS = ["apps", "office", "datasci", "officebench"]
+ENVS = ["apps", "office", "datasci", "officebench", pytest.param("scienceworld", marks=pytest.mark.slow)]
 REAL_TASK = "1-8/0"
 """A real OfficeBench instance checked by comparing data/score.xlsx with the task's reference/score.xlsx."""
 
@@ -55,6 +57,11 @@ def make_env(name: str, workdir: Path, *, sandboxed: bool = True, limits: Limits
         return OfficeEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
     if name == "datasci":
         return DataSciEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
+    if name == "scienceworld":  # the simulator runs harness-side; its own attacks: tests/test_env_scienceworld.py
+        reason = unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"scienceworld simulator unavailable: {reason}")
+        return ScienceWorldEnv(workdir=workdir, sandboxed=sandboxed, limits=limits)
     if not OFFICEBENCH_TASKS.is_dir():
         pytest.skip("../shared/officebench/tasks is absent")
     return OfficeEnv(source=f"officebench:{OFFICEBENCH_TASKS}", workdir=workdir, sandboxed=sandboxed, limits=limits)
@@ -683,9 +690,11 @@ def walk(node, depth=0):
             cells.update(type(c.cell_contents).__name__ for c in child.__closure__)
         elif type(child).__name__ == "StubTree" and depth < 3:
             walk(child, depth + 1)
-walk(apis)
-for c in complete_task.__closure__:
-    cells.add(type(c.cell_contents).__name__)
+if "apis" in globals():
+    walk(apis)
+for value in list(globals().values()):  # top-level stubs (complete_task, scienceworld's act, look, ...)
+    if type(value).__name__ == "function" and value.__closure__:
+        cells.update(type(c.cell_contents).__name__ for c in value.__closure__)
 print("CELLS", sorted(cells))
 """
 

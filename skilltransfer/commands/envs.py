@@ -41,7 +41,7 @@ def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) 
 
 
 @envs_app.command("show")
-def show_env(env: str = typer.Argument(..., help="apps, office, datasci or officebench[:<tasks folder>]."),
+def show_env(env: str = typer.Argument(..., help="apps, office, datasci, scienceworld or officebench[:<path>]."),
              limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most this many tasks (0: all)."),
              split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
              stream: str | None = typer.Option(None, help="Only the env's curated stream of this name, in order."),

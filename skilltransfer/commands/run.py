@@ -57,7 +57,8 @@ def env_args(items: list[str]) -> dict[str, Any]:
 
 
 def run(
-    env: Annotated[str | None, typer.Option(help="apps, office, datasci, officebench[:<tasks folder>], or "
+    env: Annotated[str | None, typer.Option(help="apps, office, datasci, scienceworld, officebench[:<tasks "
+                                                 "folder>], or "
                                                  "module:Class (your own env class).")] = None,
     condition: Annotated[Condition | None, typer.Option(help="Level x skill format (required here or in the "
                                                              "config).", case_sensitive=False)] = None,

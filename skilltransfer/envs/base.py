@@ -69,6 +69,7 @@ class WorkspaceEpisode:
         packages: agent-side packages it needs (``NamespaceSpec.packages``).
         services: the env's harness services for this episode (e.g. its APIs); ``complete_task`` is added.
         bindings: how those services appear in the agent's namespace (``skilltransfer.sandbox.services``).
+        hidden_packages: installed packages the sandbox worker may not import or read (``NamespaceSpec``).
         docs: the API documentation text the agent may read.
         evaluator: ``evaluator(workspace, submission) -> Score``, run on the harness side after the agent's
             processes are stopped.
@@ -81,8 +82,9 @@ class WorkspaceEpisode:
     def __init__(self, task: TaskSpec, workspace: Path, *, docs: str, evaluator: Callable[[Path, Submission], Score],
                  setup: str | None = None, setup_kwargs: dict[str, Any] | None = None,
                  packages: dict[str, str] | None = None, services: Services | None = None,
-                 bindings: dict[str, Any] | None = None, sandboxed: bool = True, limits: Limits | None = None,
-                 keep: bool = False, on_close: Callable[[], None] | None = None) -> None:
+                 bindings: dict[str, Any] | None = None, hidden_packages: tuple[str, ...] = (),
+                 sandboxed: bool = True, limits: Limits | None = None, keep: bool = False,
+                 on_close: Callable[[], None] | None = None) -> None:
         self.task = task
         self.workspace = Path(workspace)
         self.submission = Submission()
@@ -94,7 +96,8 @@ class WorkspaceEpisode:
         self.services.register("complete_task", self._complete_task)
         spec = NamespaceSpec(setup=setup, setup_kwargs=dict(setup_kwargs or {}), packages=dict(packages or {}),
                              bindings={**(bindings or {}), "complete_task": function(
-                                 "complete_task", "complete_task", COMPLETE_TASK_DOC, lenient=True)})
+                                 "complete_task", "complete_task", COMPLETE_TASK_DOC, lenient=True)},
+                             hidden_packages=tuple(hidden_packages))
         self.closed = False
         self.runner = make_runner(self.workspace, spec, self.services, sandboxed=sandboxed, limits=limits)
 

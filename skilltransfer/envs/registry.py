@@ -24,6 +24,7 @@ ENVS: dict[str, str] = {
     "apps": "skilltransfer.envs.apps:AppsEnv",
     "office": "skilltransfer.envs.office:OfficeEnv",
     "datasci": "skilltransfer.envs.datasci:DataSciEnv",
+    "scienceworld": "skilltransfer.envs.scienceworld:ScienceWorldEnv",
 }
 """Env name -> ``"module:Class"``."""
 

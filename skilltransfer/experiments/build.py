@@ -25,7 +25,7 @@ from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.util.imports import load_target
 
-ENV_CHOICES = "apps, office, datasci, officebench[:<tasks folder>], or module:Class"
+ENV_CHOICES = "apps, office, datasci, scienceworld, officebench[:<tasks folder>], or module:Class"
 
 
 # --------------------------------------------------------------------------------------------- envs

@@ -87,8 +87,8 @@ class EnvSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     env: str | None = None
-    """Registry name (apps, office, datasci), ``officebench[:<tasks folder>]`` or ``module:Class`` (a plug-in env
-    class); None: the label."""
+    """Registry name (apps, office, datasci, scienceworld), ``officebench[:<tasks folder>]`` or ``module:Class`` (a
+    plug-in env class); None: the label."""
     label: str | None = None
     """The env's name in run names and reports (a grid's ``envs`` key); None: derived from ``env``."""
     args: dict[str, Any] = Field(default_factory=dict)

@@ -278,7 +278,7 @@ class SandboxRunner:
                   "setup": self.spec.setup, "setup_kwargs": self.spec.setup_kwargs, "bindings": self.spec.bindings,
                   "limits": asdict(self.limits), "uid": self.uid, "gid": self.uid,
                   "readable": _readable_paths(self.runtime, module), "hidden": hidden_paths(),
-                  "hidden_packages": list(HIDDEN_PACKAGES)}
+                  "hidden_packages": [*HIDDEN_PACKAGES, *self.spec.hidden_packages]}
         deadline = time.monotonic() + self.limits.startup_s
         try:
             self._send(config, deadline)

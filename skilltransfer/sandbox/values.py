@@ -67,12 +67,15 @@ class NamespaceSpec:
         packages: top-level name in the worker -> dotted name of a self-contained package of this toolkit (relative
             imports only, no evaluation state) copied into the worker's runtime folder, e.g. ``{"office_tools":
             "skilltransfer.envs.office.office_tools"}``; in-process, ``office_tools.x`` resolves to that package.
+        hidden_packages: installed top-level packages the worker may not see either (like ``skilltransfer``), e.g.
+            a simulator whose copy the harness runs behind services (``scienceworld``: its jar makes gold paths).
     """
 
     setup: str | None = None
     setup_kwargs: dict[str, Any] = field(default_factory=dict)
     bindings: dict[str, Any] = field(default_factory=dict)
     packages: dict[str, str] = field(default_factory=dict)
+    hidden_packages: tuple[str, ...] = ()
 
 
 class Runner(Protocol):
