@@ -73,19 +73,19 @@ def api_count() -> int:
     return sum(len(info.apis) for info in REGISTRY.values())
 
 
-EXAMPLE = """## Example (another task): "What is the title of my most recent note?"
+EXAMPLE = """## Example (another task): "What is the title of my note about the dentist?"
 Thought: I need the notes app's credentials, then an access token for its APIs. I print what the API returns.
 ```python
 accounts = {a["account_name"]: a for a in apis.supervisor.show_account_passwords()}
 account = accounts["notes"]
 token = apis.notes.login(username=account["username"], password=account["password"])["access_token"]
-notes = apis.notes.search_notes(access_token=token, page_limit=1)
+notes = apis.notes.search_notes(access_token=token, query="dentist")
 print(notes)
 ```
-Observation: [{'note_id': 7, 'title': 'Packing list', 'created_at': '2024-05-02T09:15:00', 'updated_at': None}]
-Thought: The most recent note is titled "Packing list", so I submit that text.
+Observation: [{'note_id': 7, 'title': 'Call the dentist', 'created_at': '2024-05-02T09:15:00', 'updated_at': None}]
+Thought: The note about the dentist is titled "Call the dentist", so I submit that text.
 ```python
-complete_task(answer="Packing list")
+complete_task(answer="Call the dentist")
 ```
 Observation: Task marked as complete.
 """
@@ -98,7 +98,7 @@ _PREAMBLE = [
     "JSON-like values, so print() what you need.",
     "Get credentials with apis.supervisor.show_account_passwords(); each app (except supervisor and api_docs)",
     "needs access_token=apis.<app>.login(username=..., password=...)['access_token'] in every other call.",
-    "The username is the user's email (the phone number for the phone app): see apis.supervisor.show_profile().",
+    "Log in with the username and password that show_account_passwords() lists for that app; never guess them.",
     "List/search APIs are paginated: page_index (0-based) and page_limit (at most 20); loop until a page is empty.",
     "Full docs: apis.api_docs.show_api_doc(app_name=..., api_name=...). Dates are YYYY-MM-DD, times "
     "YYYY-MM-DDTHH:MM:SS.",
