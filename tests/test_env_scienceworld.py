@@ -17,6 +17,7 @@ from skilltransfer.envs.scienceworld.env import ENDED, ScienceWorldEnv
 from skilltransfer.envs.scienceworld.index import SPLITS, load_index, ranked, selection
 from skilltransfer.envs.scienceworld.subprocs import head, label, parse, shared_objects, subprocedures
 from skilltransfer.errors import InputError
+from skilltransfer.sandbox import Limits
 
 FAILING_GOLD = {"freeze/11", "freeze/19"}
 """Bundled variations whose gold path did not complete them when the index was made; the env leaves them out."""
@@ -28,7 +29,9 @@ needs_simulator = pytest.mark.skipif(REASON is not None, reason=f"scienceworld s
 def env(tmp_path_factory: pytest.TempPathFactory) -> ScienceWorldEnv:
     if REASON is not None:
         pytest.skip(f"scienceworld simulator unavailable: {REASON}")
-    env = ScienceWorldEnv(workdir=tmp_path_factory.mktemp("sw"))
+    # Tests play whole gold paths (up to ~750 simulator steps) in one action: on a loaded 2-core machine that can
+    # take longer than the default 30 s per action.
+    env = ScienceWorldEnv(workdir=tmp_path_factory.mktemp("sw"), limits=Limits(wall_s=600, cpu_s=600))
     yield env
     env.close()
 
