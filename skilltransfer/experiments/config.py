@@ -154,17 +154,27 @@ class ModelSpec(ModelConfig):
     def display_label(self) -> str:
         return self.label or self.resolved_model() or self.resolved_name()
 
+    def effective_params(self) -> dict[str, Any]:
+        """The sampling params calls are sent with: the config's, over the embedded model's own defaults
+        (`skilltransfer.llm.local.LOCAL_DEFAULT_PARAMS`) when the model is ``local``."""
+        if self.resolved_name() == "local":
+            from skilltransfer.llm.local import LOCAL_DEFAULT_PARAMS
+
+            return {**LOCAL_DEFAULT_PARAMS, **self.params}
+        return dict(self.params)
+
     def identity(self) -> ModelSpec:
         """What the run log records: `IDENTITY_MODEL_FIELDS`, the name and model id resolved (from env vars too), so
         a run may resume against another endpoint serving the same model."""
-        return ModelSpec(label=self.label, name=self.resolved_name(), model=self.resolved_model(), params=self.params,
-                         extra_body=self.extra_body, context_window=self.context_window)
+        return ModelSpec(label=self.label, name=self.resolved_name(), model=self.resolved_model(),
+                         params=self.effective_params(), extra_body=self.extra_body,
+                         context_window=self.context_window)
 
     def describe(self) -> str:
         """One line for ``show``: ``name[:model id]`` and the settings that shape answers."""
-        name = self.name or "?"
+        name = self.resolved_name()
         head = f"{name}:{self.model}" if self.model else name
-        settings = [f"{k}={v}" for k, v in sorted(self.params.items())]
+        settings = [f"{k}={v}" for k, v in sorted(self.effective_params().items())]
         settings += [f"{k}={json.dumps(v)}" for k, v in sorted(self.extra_body.items())]
         if self.context_window is not None:
             settings.append(f"context_window={self.context_window}")
