@@ -259,6 +259,14 @@ class StreamConfig(BaseModel):
             raise ValueError("library_filter needs a library")
         return self
 
+    @model_validator(mode="after")
+    def _room_to_finish(self) -> StreamConfig:
+        steps, finish = self.agent_config().step_limit, self.composition.finish_step_limit
+        if self.coordination == "metaskill" and steps <= finish:
+            raise ValueError(f"metaskill needs an executor step limit above composition.finish_step_limit ({finish}), "
+                             f"got {steps}")
+        return self
+
     @property
     def path(self) -> Path:
         return Path(self.runs_dir) / self.run
