@@ -19,6 +19,8 @@ from test_grid_report import cli as main_cli
 from skilltransfer.coordination import Plan, PlanFolder, PlanNode
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.plan import plan_streams
+from skilltransfer.experiments.spec import load_spec
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.judge import load_run
 from skilltransfer.llm.mock_server import MockServer
@@ -204,3 +206,14 @@ def test_grid_of_the_three_interfaces_renders_the_comparison_table(tmp_path: Pat
     table2 = (tmp_path / "report" / "table2_success.csv").read_text()
     assert all(f"task[{i}]" in table2 for i in INTERFACES)
     assert "## Coordination interfaces" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_composition_spec_expands_to_three_interfaces_over_one_plan_folder_per_env() -> None:
+    plans = plan_streams(load_spec("composition"))
+    compose = [p for p in plans if p.phase == "compose"]
+    assert len(plans) == 8
+    assert sorted(p.config.coordination for p in compose) == sorted(INTERFACES * 2)
+    assert {p.config.env.stream for p in compose} == {"multi-app", "multi-step"}
+    assert {p.config.plan_dir for p in compose} == {Path(compose[0].config.runs_dir) / "plans"}
+    assert all(p.depends_on and p.depends_on.startswith("skills/") for p in compose)
+    assert {p.config.coordination for p in plans if p.phase == "skills"} == {"none"}
