@@ -118,7 +118,7 @@ def episode_artifacts(episode: Any, before: Snapshot) -> dict[str, Any]:
     after = snapshot_workspace(workspace) if workspace is not None else {}
     files = []
     for path in sorted(set(before) | set(after)):
-        if path not in after:
+        if path not in after or workspace is None:
             files.append({"path": path, "status": "deleted", "text": ""})
         elif path not in before or before[path] != after[path]:
             files.append({"path": path, "status": "added" if path not in before else "changed",

@@ -246,6 +246,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         try:
             workspace = getattr(episode, "workspace", None)
             before = snapshot_workspace(workspace) if workspace is not None else {}
+            result: AgentResult
             if coordinated is not None:
                 result = coordinated.run(episode, stream_position=position, run_id=config.run,
                                          on_event=_fan_out(live.on_event, on_event))
