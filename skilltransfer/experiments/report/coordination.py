@@ -6,6 +6,7 @@ from __future__ import annotations
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups, per_task
 from skilltransfer.experiments.report.table import Table
+from skilltransfer.experiments.summary import coordination_totals
 from skilltransfer.metrics import bootstrap_ci
 
 
@@ -21,18 +22,15 @@ def coordination_table(runs: list[RunLog], metric: str = "success", seed: int = 
                        "host (nl-sop, prompt-graph); a violated constraint is a node started (or reported) before "
                        "one it depends on completed; unverified: the host did not report it.")
     for (env, model, condition), members in groups(runs).items():
-        rows = [r.coordination for run in members for r in run.records if r.coordination is not None]
-        if not rows:
+        records = [r for run in members for r in run.records]
+        totals = coordination_totals(records)
+        if not totals:
             continue
         values = per_task(members, metric)
         mean, low, high = bootstrap_ci(list(values.values()), seed=seed)
+        interfaces = sorted({r.coordination.interface for r in records if r.coordination is not None})
         table.rows.append({
-            "env": env, "model": model, "condition": condition,
-            "interface": ",".join(sorted({c.interface for c in rows})), "runs": len(members), "tasks": len(values),
-            "success_pct": 100 * mean, "ci_low": 100 * low, "ci_high": 100 * high,
-            "plans_written": sum(c.plan_written for c in rows), "plans_replayed": sum(not c.plan_written for c in rows),
-            "plan_fallbacks": sum(c.plan_fallback is not None for c in rows), "nodes": sum(c.nodes for c in rows),
-            "completed_nodes": sum(c.completed_nodes for c in rows),
-            "violated_constraints": sum(c.violated_constraints for c in rows),
-            "unverified_constraints": sum(c.unverified_constraints for c in rows)})
+            "env": env, "model": model, "condition": condition, "interface": ",".join(interfaces),
+            "runs": len(members), "tasks": len(values), "success_pct": 100 * mean, "ci_low": 100 * low,
+            "ci_high": 100 * high, **{k: v for k, v in totals.items() if k != "tasks"}})
     return table
