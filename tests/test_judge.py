@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 from helpers_cli import cli
@@ -162,6 +164,14 @@ def test_load_run_reads_a_real_stream_folder(tmp_path):
     run = load_run(tmp_path / "r")
     assert list(run.tasks) == ["tiny/0", "tiny/1"]
     art = run.tasks["tiny/1"]
+    assert art.source == "artifacts"  # the stream writes artifacts/<task file>.json
+    assert art.submitted
+    assert art.files == []  # the counter world keeps no files
+    record = [json.loads(line) for line in (tmp_path / "r" / "results.jsonl").read_text().splitlines()][1]
+    saved = json.loads((tmp_path / "r" / "artifacts" / Path(record["trajectory"]).name).read_text())
+    assert (saved["task_id"], saved["submitted"], saved["files"]) == ("tiny/1", True, [])
+    shutil.rmtree(tmp_path / "r" / "artifacts")  # a run folder from before artifacts: the trajectory fallback
+    art = load_run(tmp_path / "r").tasks["tiny/1"]
     assert art.source == "trajectory"
     assert art.submitted
     assert "complete_task()" in art.final_action

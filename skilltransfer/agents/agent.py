@@ -29,7 +29,7 @@ from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.protocols import ChatModel, Episode, SkillStore
-from skilltransfer.skill import Provenance
+from skilltransfer.skill import Provenance, Skill
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
@@ -96,13 +96,13 @@ class Agent:
     # ----------------------------------------------------------------- the two levels
     def _run_task(self, episode: Episode, result: AgentResult, origin: dict[str, Any]) -> None:
         instruction = episode.task.instruction
-        skills = self._retrieve(episode, result, instruction, "instruction", None)
+        skills = self._skills_section(episode, result, instruction, "instruction", None)
         message = self.prompts.executor_task.render(instruction=instruction, skills=skills)
         run = Executor(self.model, self.prompts, self.config, result.calls).run(
             episode, message, subtask_index=None, first_index=0, budget=self.config.step_limit, subtask_mode=False)
         self._record(result, run)
         result.exit_status = run.exit_status
-        self._induce(episode, result, instruction, run.steps, None, origin)
+        self.induce(episode, result, instruction, run.steps, None, origin)
 
     def _run_subtasks(self, episode: Episode, result: AgentResult, origin: dict[str, Any],
                       state: dict[str, Any]) -> None:
@@ -131,14 +131,14 @@ class Agent:
             self._relay(result, state, "subtask_start", {"index": index})
             by_subtask = cfg.retrieval_query == "subtask"
             query, kind = (plan.subtask, "subtask") if by_subtask else (instruction, "instruction")
-            skills = self._retrieve(episode, result, query, kind, index)
+            skills = self._skills_section(episode, result, query, kind, index)
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
                                                            subtask=plan.subtask, skills=skills)
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
                                subtask_mode=True)
             used += len(run.steps)
             self._record(result, run)
-            self._induce(episode, result, plan.subtask, run.steps, index, origin)
+            self.induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(f"{index + 1}. {plan.subtask} -> {run.exit_status}: {run.result.strip()[:300]}")
             if run.exit_status in ("submitted", "context_exceeded"):
                 result.exit_status = run.exit_status
@@ -158,10 +158,12 @@ class Agent:
         result.contexts.append(run.messages)
 
     # ----------------------------------------------------------------- memory: read before, write after
-    def _retrieve(self, episode: Episode, result: AgentResult, query: str, kind: str, index: int | None) -> str:
-        """Retrieve top-k skills, load code skills into the namespace, and return the context section ('' if none)."""
+    def retrieve(self, episode: Episode, result: AgentResult, query: str, kind: str,
+                 index: int | None) -> list[tuple[Skill, float]]:
+        """Retrieve the top-k skills for ``query``, load code skills into the namespace and record a `RetrievalStep`
+        in ``result``; [] without a memory (or with ``top_k`` 0)."""
         if self.memory is None or self.config.top_k <= 0:
-            return ""
+            return []
         hits = self.memory.retrieve(query, k=self.config.top_k)
         step = RetrievalStep(query=query, query_kind=kind, subtask_index=index)
         load_errors: dict[str, str | None] = {}
@@ -175,14 +177,26 @@ class Agent:
                                 "source_position": skill.provenance.stream_position,
                                 "load_error": load_errors.get(skill.id)})
         result.steps.append(step)
+        return hits
+
+    def _skills_section(self, episode: Episode, result: AgentResult, query: str, kind: str, index: int | None) -> str:
+        """`retrieve`, then the executor prompt's skills section ('' if none)."""
+        hits = self.retrieve(episode, result, query, kind, index)
+        if self.memory is None or self.config.top_k <= 0:
+            return ""
         result.calls.skills = [skill.render() for skill, _ in hits]  # context fitting may cut the worst-ranked
         if not hits:
             return ""
         return self.prompts.skills_section.render(skills="\n".join(result.calls.skills))
 
-    def _induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
-                index: int | None, origin: dict[str, Any]) -> None:
-        """Induce one skill from the finished (sub-)trajectory and add it to memory (unparseable replies are logged)."""
+    def induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
+               index: int | None, origin: dict[str, Any]) -> None:
+        """Induce one skill from the finished (sub-)trajectory and add it to memory, recording an `InductionStep` in
+        ``result`` (unparseable replies too); nothing without an inducer or a writable memory.
+
+        Args:
+            origin: ``stream_position`` and ``run_id`` for the skill's provenance.
+        """
         if self.inducer is None or self.memory is None or self.memory.read_only:
             return
         if not any(step.action is not None for step in actions):

@@ -2,15 +2,20 @@
 
 ``<folder>/<name>.plan.json`` where ``name`` is the task id made file-safe plus a short hash of the exact id (two ids
 that differ only in unsafe characters never share a file); the file holds the exact task id, checked on load. A plan
-is written once: saving a different plan for a task that already has one is refused (plans are frozen).
+is written once: saving a different plan for a task that already has one is refused (plans are frozen). Streams that
+share a folder (a grid's interfaces, in threads or processes) write a task's plan one at a time: `PlanFolder.plan_for`
+holds an exclusive lock on ``<name>.lock`` while it looks for the plan and writes it, so the first stream writes it and
+the others replay it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from skilltransfer.coordination.plan import Plan, plan_from_json
@@ -75,14 +80,26 @@ class PlanFolder:
         Returns:
             (the plan, whether it was written now).
         """
-        existing = self.load(task_id)
-        if existing is not None:
-            return existing, False
-        plan = write()
-        if plan.task_id != task_id:
-            raise ValueError(f"the plan writer returned a plan for {plan.task_id!r}, not {task_id!r}")
-        self.save(plan)
+        with self._locked(task_id):
+            existing = self.load(task_id)
+            if existing is not None:
+                return existing, False
+            plan = write()
+            if plan.task_id != task_id:
+                raise ValueError(f"the plan writer returned a plan for {plan.task_id!r}, not {task_id!r}")
+            self.save(plan)
         return plan, True
+
+    @contextlib.contextmanager
+    def _locked(self, task_id: str) -> Iterator[None]:
+        """An exclusive lock on the task's plan (threads and processes alike: one open file each)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / (plan_file_name(task_id).removesuffix(".plan.json") + ".lock"), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def task_ids(self) -> list[str]:
         """The task ids of every plan in the folder, sorted."""

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from skilltransfer.errors import InputError
+from skilltransfer.skill import Skill
 
 FORMAT_VERSION = 1
 NODE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -77,6 +78,9 @@ class Plan(BaseModel):
     task_id: str
     nodes: list[PlanNode]
     origin: PlanOrigin = Field(default_factory=PlanOrigin)
+    packages: list[Skill] = Field(default_factory=list)
+    """The skill packages the nodes name, as they were when the plan was written: frozen with the plan, so every
+    interface (and every stream) that replays it runs the same packages (`with_packages`)."""
 
     def node(self, node_id: str) -> PlanNode:
         """The node with this id (KeyError if none)."""
@@ -94,6 +98,15 @@ class Plan(BaseModel):
         """SHA-256 (16 hex) of the task id and nodes: equal fingerprints mean the same plan (origin aside)."""
         body = json.dumps({"task_id": self.task_id, "nodes": [n.model_dump() for n in self.nodes]}, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def with_packages(self, skills: Iterable[Skill]) -> Plan:
+        """A copy holding the packages among ``skills`` that the nodes name (by name; the first of a name wins)."""
+        named = set(self.skills())
+        chosen: dict[str, Skill] = {}
+        for skill in skills:
+            if skill.name in named:
+                chosen.setdefault(skill.name, skill)
+        return self.model_copy(update={"packages": list(chosen.values())})
 
     def skills(self) -> list[str]:
         """The skill names the plan invokes, first use first, each once."""

@@ -107,21 +107,22 @@ def episode_artifacts(episode: Any, before: Snapshot) -> dict[str, Any]:
     """The artifacts record of a finished episode (a ``WorkspaceEpisode``: ``workspace``, ``submission``, ``task``).
 
     Args:
-        episode: the episode, evaluated and not yet closed.
+        episode: the episode, evaluated and not yet closed (one without a ``workspace`` has no files).
         before: ``snapshot_workspace(episode.workspace)`` taken when the episode started.
 
     Returns:
         ``{"format_version", "task_id", "submitted", "answer", "files": [{"path", "status", "text"}], "unchanged"}``;
         ``status`` is "added", "changed" or "deleted" (a deleted file has no text), files sorted by path.
     """
-    after = snapshot_workspace(episode.workspace)
+    workspace = getattr(episode, "workspace", None)
+    after = snapshot_workspace(workspace) if workspace is not None else {}
     files = []
     for path in sorted(set(before) | set(after)):
-        if path not in after:
+        if path not in after or workspace is None:
             files.append({"path": path, "status": "deleted", "text": ""})
         elif path not in before or before[path] != after[path]:
             files.append({"path": path, "status": "added" if path not in before else "changed",
-                          "text": render_file(episode.workspace, path)})
+                          "text": render_file(workspace, path)})
     submission = getattr(episode, "submission", None)
     return {"format_version": FORMAT_VERSION, "task_id": episode.task.id,
             "submitted": bool(getattr(submission, "done", False)),

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.fields import FieldInfo
 
 from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings
+from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
 from skilltransfer.llm import default_model_name
@@ -38,6 +39,9 @@ CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
 """Condition name -> (induction level, skill format; None = no memory), seed §4."""
 assert tuple(CONDITIONS) == get_args(Condition)
 LibraryFilter = Literal["top", "bottom"]
+Coordination = Literal["none", "nl-sop", "prompt-graph", "metaskill"]
+"""How a task is carried out: ``none`` (the agent of the condition's level) or a coordination interface over the
+task's frozen plan (`skilltransfer.coordination.run_plan`)."""
 OFFICEBENCH = "officebench"
 
 
@@ -225,6 +229,16 @@ class StreamConfig(BaseModel):
     """Keep only the top or bottom half of ``library`` by utility (``skilltransfer.metrics.score_library`` against
     this stream's task instructions with the run's embedder): skills ranked by utility (ties by id), the top half is
     the first ceil(n/2) (so it holds the median skill when n is odd), the bottom half the rest."""
+    coordination: Annotated[Coordination, Axis("coordinations", tag="[{value}]")] = "none"
+    """none (the agent), or nl-sop, prompt-graph, metaskill: each task is carried out from its frozen plan (written
+    once by the plan writer, see ``plans``) under that coordination interface instead of by the agent."""
+    plans: str | None = None
+    """The plan folder of a coordinated stream: one frozen plan file per task, written when missing and replayed when
+    present, so streams given the same folder (a grid's three interfaces) run the same plans. A relative path is
+    resolved against ``runs_dir`` (a grid's output folder); None: ``<run folder>/plans``."""
+    composition: CoordinationConfig = Field(default_factory=CoordinationConfig)
+    """Coordination settings (metaskill's K ``max_parallel``, node step limit, retries, ...); the whole task's step
+    budget (``step_limit``) is the stream's executor step limit, whatever is set here."""
     library: str | None = None
     """A frozen library to retrieve from instead of a growing memory: another run's memory folder, a SKILL.md folder
     or a .jsonl file. Induction is off; near-duplicates are kept as they are; usage counts start from zero."""
@@ -255,9 +269,28 @@ class StreamConfig(BaseModel):
             raise ValueError("library_filter needs a library")
         return self
 
+    @model_validator(mode="after")
+    def _room_to_finish(self) -> StreamConfig:
+        steps, finish = self.agent_config().step_limit, self.composition.finish_step_limit
+        if self.coordination == "metaskill" and steps <= finish:
+            raise ValueError(f"metaskill needs an executor step limit above composition.finish_step_limit ({finish}), "
+                             f"got {steps}")
+        return self
+
     @property
     def path(self) -> Path:
         return Path(self.runs_dir) / self.run
+
+    @property
+    def plan_dir(self) -> Path:
+        """The plan folder of a coordinated stream (see ``plans``)."""
+        if self.plans is None:
+            return self.path / "plans"
+        return Path(self.runs_dir) / self.plans
+
+    def coordination_config(self) -> CoordinationConfig:
+        """``composition`` with the stream's executor step limit as the task's budget."""
+        return self.composition.model_copy(update={"step_limit": self.agent_config().step_limit})
 
     @property
     def level(self) -> AgentLevel:

@@ -41,9 +41,11 @@ def sanitise(text: str) -> str:
 
 
 def default_folder(config: StreamConfig, runs_dir: str | Path = "runs") -> Path:
-    """``runs/<env>[-<stream>]-<condition>-<model>``, sanitised (model: its id if given, else the registry name)."""
+    """``runs/<env>[-<stream>]-<condition>[-<coordination>]-<model>``, sanitised (model: its id if given, else the
+    registry name)."""
     env = config.env.display_label + (f"-{config.env.stream}" if config.env.stream else "")
-    return Path(runs_dir) / sanitise(f"{env}-{config.condition}-{config.model.display_label}")
+    condition = config.condition + (f"-{config.coordination}" if config.coordination != "none" else "")
+    return Path(runs_dir) / sanitise(f"{env}-{condition}-{config.model.display_label}")
 
 
 def run_spec(config_file: Path | None = None, overrides: Sequence[str] = (), flags: dict[str, Any] | None = None,

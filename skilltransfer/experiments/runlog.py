@@ -8,6 +8,10 @@ A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, e
 - ``results.jsonl`` (one `TaskRecord` per finished task, in stream order): the commit point;
 - ``trajectories/<task_id>.json`` (`TrajectoryLog`; ids made file-name safe by `safe_task_id`), rewritten while the
   task runs (status "running"), once more if an error ends it ("aborted"), and when it is scored ("finished");
+- ``artifacts/<task file>.json``: the task's final artifacts (`skilltransfer.envs.artifacts.episode_artifacts`: the
+  answer and the workspace files it added, changed or deleted, as text), written before the task is committed; what
+  ``skilltransfer judge`` reads;
+- ``plans/`` (coordinated streams, unless ``plans`` names a shared folder): one frozen plan per task;
 - ``memory/``: the skill memory after the last committed task.
 
 A task is committed in this order (`RunFolder.commit`): its trajectory, a memory snapshot (``memory.next`` plus the
@@ -25,6 +29,7 @@ and ``str.splitlines`` would break such a line in two.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -46,6 +51,7 @@ FORMAT_VERSION = 2
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
 TRAJECTORIES = "trajectories"
+ARTIFACTS = "artifacts"
 MEMORY = "memory"
 
 
@@ -100,6 +106,22 @@ class InducedSkill(BaseModel):
     prompt_id: str
 
 
+class CoordinationRecord(BaseModel):
+    """A coordinated task's plan and audit in brief (the trajectory holds the whole audit)."""
+
+    interface: str
+    plan_fingerprint: str
+    plan_written: bool
+    """Whether this stream wrote the plan (False: replayed from the plan folder)."""
+    plan_fallback: str | None = None
+    """Why the plan writer fell back to a one-node plan, if it did."""
+    nodes: int
+    completed_nodes: int
+    """Nodes completed (metaskill) or reported done by the host (nl-sop, prompt-graph)."""
+    violated_constraints: int
+    unverified_constraints: int
+
+
 class TaskRecord(BaseModel):
     """One line of ``results.jsonl``."""
 
@@ -134,6 +156,8 @@ class TaskRecord(BaseModel):
     memory_size: int
     trajectory: str
     """Path of the trajectory file, relative to the run folder."""
+    coordination: CoordinationRecord | None = None
+    """The plan and audit in brief, for a coordinated stream."""
 
 
 TrajectoryStatus = Literal["running", "aborted", "finished"]
@@ -159,6 +183,9 @@ class TrajectoryLog(BaseModel):
     calls: list[dict[str, Any]]
     contexts: list[list[dict[str, Any]]]
     """The final message list of each executor run."""
+    coordination: dict[str, Any] | None = None
+    """A coordinated task: ``interface``, ``plan`` (file, fingerprint, written now or replayed, writer, fallback,
+    packages), ``audit`` (`skilltransfer.coordination.Audit.to_dict`), node ``outputs`` and ``prompt_ids``."""
 
 
 def safe_task_id(task_id: str) -> str:
@@ -250,6 +277,10 @@ class RunFolder:
         """The trajectory file of a task, relative to the run folder."""
         return f"{TRAJECTORIES}/{safe_task_id(task_id)}.json"
 
+    def artifacts_file(self, trajectory: str) -> str:
+        """The artifacts file of a task (``artifacts/<its trajectory file name>``), relative to the run folder."""
+        return f"{ARTIFACTS}/{Path(trajectory).name}"
+
     def read_trajectory(self, relative: str) -> TrajectoryLog:
         """A trajectory file (``relative`` to the run folder).
 
@@ -325,6 +356,10 @@ class RunFolder:
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""
         atomic_write_text(self.path / relative, log.model_dump_json(indent=1) + "\n")
+
+    def write_artifacts(self, trajectory: str, artifacts: dict[str, Any]) -> None:
+        """Write a task's artifacts record (`artifacts_file`) atomically."""
+        atomic_write_text(self.path / self.artifacts_file(trajectory), json.dumps(artifacts, indent=1) + "\n")
 
     def commit(self, record: TaskRecord, memory: SkillStore | None) -> None:
         """Commit a finished task (its trajectory is written): memory snapshot, results line, memory swap."""

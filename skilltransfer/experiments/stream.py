@@ -6,6 +6,11 @@ trajectory file is rewritten as it grows (status "running", at most every ``PART
 ends the task mid-way writes it once more (status "aborted", with the error) before the run stops, so a crash, Ctrl-C
 or an endpoint that stays down leaves the partial trajectory on disk. A task whose prompt cannot fit the model's
 window is not an error: it ends with exit status ``context_exceeded`` and is recorded like any failed task.
+
+With ``coordination`` set (nl-sop, prompt-graph, metaskill) each task is carried out from its frozen plan by
+`skilltransfer.experiments.coordinated.CoordinatedTask` instead of ``agent.run``. Every stream snapshots the
+episode's workspace right after ``env.start`` and, after ``evaluate()``, writes the task's artifacts
+(`RunFolder.write_artifacts`).
 """
 
 from __future__ import annotations
@@ -21,9 +26,14 @@ from typing import Any
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
+from skilltransfer.coordination import CoordinationResult
+from skilltransfer.coordination.prompts import CoordinationPrompts
+from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.runlog import (
+    CoordinationRecord,
     InducedSkill,
     RetrievedSkill,
     RunConfigLog,
@@ -100,6 +110,8 @@ class _LiveTrajectory:
         self.interval_s = PARTIAL_WRITE_S if interval_s is None else interval_s
         self.clock = clock
         self.result: AgentResult | None = None
+        self.plan: dict[str, Any] | None = None
+        """A coordinated task's plan (`skilltransfer.experiments.coordinated.plan_info`)."""
         self._last = clock()  # the first write comes PARTIAL_WRITE_S into the task (fast tasks write once)
 
     def on_event(self, event: AgentEvent) -> None:
@@ -115,13 +127,31 @@ class _LiveTrajectory:
                             error=error, score=score or {},
                             steps=[s.to_dict() for s in result.steps_so_far()] if result is not None else [],
                             calls=[c.to_dict() for c in result.calls.calls] if result is not None else [],
-                            contexts=result.contexts if result is not None else [])
+                            contexts=result.contexts if result is not None else [],
+                            coordination=self._coordination(result))
         self.folder.write_trajectory(self.relative, log)
         self._last = self.clock()
 
 
+    def _coordination(self, result: AgentResult | None) -> dict[str, Any] | None:
+        if not isinstance(result, CoordinationResult):
+            return None
+        return {**result.coordination_dict(), "plan": self.plan}
+
+
+def _coordination_record(result: AgentResult, plan: dict[str, Any] | None) -> CoordinationRecord | None:
+    if not isinstance(result, CoordinationResult) or result.audit is None or plan is None:
+        return None
+    audit = result.audit.to_dict()
+    return CoordinationRecord(interface=result.interface, plan_fingerprint=result.plan_fingerprint,
+                              plan_written=bool(plan["written_now"]), plan_fallback=plan["fallback"],
+                              nodes=audit["n_nodes"], completed_nodes=audit["completed_nodes"],
+                              violated_constraints=audit["violated_constraints"],
+                              unverified_constraints=audit["unverified_constraints"])
+
+
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
-            memory: SkillStore | None, trajectory: str) -> TaskRecord:
+            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
     answered = [call for call in result.calls.calls if call.error is None]
     for call in answered:
@@ -147,7 +177,7 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       dependency=calls.dependency, peak_context=calls.peak_context,
                       context_fitted_calls=calls.fitted_calls, tokens_by_role=by_role,
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
-                      trajectory=trajectory)
+                      trajectory=trajectory, coordination=_coordination_record(result, plan))
 
 
 # --------------------------------------------------------------------------------------------- the runner
@@ -192,6 +222,9 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     prompt_ids = AgentPrompts.load(agent_cfg.prompt_dir).ids()
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
+    if config.coordination != "none":
+        coordination_dir = config.composition.prompt_dir
+        prompt_ids.update({f"coordination.{k}": v for k, v in CoordinationPrompts.load(coordination_dir).ids().items()})
     log = RunConfigLog(config=config.identity(), level=config.level, skill_format=fmt, agent=agent_cfg,
                        induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id) if embedder is not None else None,
@@ -201,6 +234,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     finished = {r.task_id for r in records}
     memory = _open_memory(config, fmt, embedder, tasks, folder.memory_dir)
     agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg)
+    coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     ran: list[str] = []
     for position, task in enumerate(tasks):
         if task.id in finished:
@@ -210,8 +244,17 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         agent.on_event = _fan_out(live.on_event, on_event)
         episode = env.start(task)
         try:
-            result = agent.run(episode, stream_position=position, run_id=config.run)
+            workspace = getattr(episode, "workspace", None)
+            before = snapshot_workspace(workspace) if workspace is not None else {}
+            result: AgentResult
+            if coordinated is not None:
+                result = coordinated.run(episode, stream_position=position, run_id=config.run,
+                                         on_event=_fan_out(live.on_event, on_event))
+                live.plan = coordinated.plan
+            else:
+                result = agent.run(episode, stream_position=position, run_id=config.run)
             score = episode.evaluate()
+            folder.write_artifacts(trajectory, episode_artifacts(episode, before))
         except BaseException as exc:
             live.write("aborted", error=" ".join(f"{type(exc).__name__}: {exc}".split())[:1000])
             raise
@@ -223,7 +266,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         live.result = result
         live.write("finished", score={"reward": score.reward, "success": score.success,
                                       "checks": [asdict(c) for c in score.checks]})
-        record = _record(config, position, task, result, score, memory, trajectory)
+        record = _record(config, position, task, result, score, memory, trajectory, live.plan)
         folder.commit(record, memory)
         records.append(record)
         ran.append(task.id)

@@ -102,9 +102,25 @@ class RunSummary:
     tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
     transfers: list[TransferEvent] = field(default_factory=list)
     """Retrievals of skills induced earlier in the same run (see `transfer_events`)."""
+    coordination: dict[str, int] = field(default_factory=dict)
+    """A coordinated run's totals (`coordination_totals`); empty otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def coordination_totals(records: list[TaskRecord]) -> dict[str, int]:
+    """Totals over a coordinated run's tasks: plans written/replayed/fallback, nodes and completed nodes, violated and
+    unverified constraints (empty when no task was coordinated)."""
+    rows = [r.coordination for r in records if r.coordination is not None]
+    if not rows:
+        return {}
+    return {"tasks": len(rows), "plans_written": sum(c.plan_written for c in rows),
+            "plans_replayed": sum(not c.plan_written for c in rows),
+            "plan_fallbacks": sum(c.plan_fallback is not None for c in rows), "nodes": sum(c.nodes for c in rows),
+            "completed_nodes": sum(c.completed_nodes for c in rows),
+            "violated_constraints": sum(c.violated_constraints for c in rows),
+            "unverified_constraints": sum(c.unverified_constraints for c in rows)}
 
 
 def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 0) -> RunSummary:
@@ -153,9 +169,10 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         retrievals=sum(len(r.retrieved) for r in records),
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
-        settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {})},
+        settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {}),
+                  **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
         format_version=log.format_version,
-        transfers=transfer_events(records))
+        transfers=transfer_events(records), coordination=coordination_totals(records))
 
 
 def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
@@ -192,7 +209,14 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
                    f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable; memory holds {s.memory_size}"),
         ("retrieved", f"{s.retrievals} retrievals of {s.distinct_retrieved} distinct skills"),
         ("transfer", _transfer_text(s.transfers)),
+        *([("coordination", _coordination_text(s.coordination))] if s.coordination else []),
     ]
+
+
+def _coordination_text(c: dict[str, int]) -> str:
+    return (f"plans {c['plans_written']} written, {c['plans_replayed']} replayed, {c['plan_fallbacks']} fallback; "
+            f"nodes {c['completed_nodes']}/{c['nodes']} completed; constraints {c['violated_constraints']} violated, "
+            f"{c['unverified_constraints']} unverified")
 
 
 def _transfer_text(events: list[TransferEvent], shown: int = 5) -> str:
@@ -277,6 +301,28 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
     return f"[{kind}] {json.dumps(step, default=str)[:max_chars]}"
 
 
+def format_coordination(data: dict[str, Any]) -> str:
+    """A coordinated task's plan and audit as text (``show --task``)."""
+    plan = data.get("plan") or {}
+    audit = data.get("audit") or {}
+    lines = [f"coordination: {data.get('interface')}, plan {data.get('plan_fingerprint')} "
+             f"({'written now' if plan.get('written_now') else 'replayed'}"
+             + (f", fallback: {plan['fallback']}" if plan.get("fallback") else "") + f") {plan.get('file', '')}"]
+    if audit:
+        lines.append(f"  audit ({audit.get('source')}): {audit.get('completed_nodes')}/{audit.get('n_nodes')} nodes "
+                     f"completed, {audit.get('violated_constraints')} constraints violated, "
+                     f"{audit.get('unverified_constraints')} unverified, peak parallel {audit.get('peak_parallel')}")
+        for node in audit.get("nodes", []):
+            attempts = node.get("attempts") or []
+            exits = ", ".join(str(a.get("exit_status")) for a in attempts)
+            lines.append(f"    {node.get('id')}: {node.get('status')}" + (f" ({exits})" if exits else ""))
+        for constraint in audit.get("constraints", []):
+            if constraint.get("held") is False:
+                lines.append(f"    VIOLATED {constraint.get('before')} -> {constraint.get('after')}: "
+                             f"{constraint.get('detail', '')}")
+    return "\n".join(lines)
+
+
 def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, max_chars: int = 2000) -> str:
     """A task's record and trajectory as readable text (observations cut to ``max_chars``); without a record (an
     unfinished task), the trajectory's status and error."""
@@ -307,5 +353,7 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
         head.append(f"last failed call: {refused[-1]}")
     if checks:
         head.append("checks:\n" + checks)
+    if trajectory.coordination:
+        head.append(format_coordination(trajectory.coordination))
     body = [format_step(step, max_chars) for step in trajectory.steps]
     return "\n".join(head) + "\n\n" + "\n\n".join(body) + "\n"

@@ -106,6 +106,13 @@ class DataSciEnv:
             raise InputError(f"unknown split {split!r}; expected 'dev' or 'test'")
         return [t for t in self._tasks if split is None or t.split == split]
 
+    @property
+    def streams(self) -> dict[str, tuple[str, ...]]:
+        """Curated streams (``skilltransfer run --stream NAME``): ``multi-step`` is every test-split task whose pipeline
+        has four or more sub-procedures (difficulty >= 2), in task order: the multi-skill tasks of the composition
+        study (``experiments/composition.yaml``, which induces its skills on the dev split)."""
+        return {"multi-step": tuple(s.id for s in self._tasks if s.difficulty >= 2 and s.split == "test")}
+
     def _question(self, task: TaskSpec | str) -> Question:
         task_id = task if isinstance(task, str) else task.id
         if task_id not in self._questions:

@@ -116,6 +116,13 @@ class OfficeEnv:
             raise InputError(f"split must be 'dev' or 'test', got {split!r}")
         return [spec for spec in self._specs if split is None or spec.split == split]
 
+    @property
+    def streams(self) -> dict[str, tuple[str, ...]]:
+        """Curated streams (``skilltransfer run --stream NAME``): ``multi-app`` is every test-split task over two or
+        more apps (difficulty >= 2), in task order: the multi-skill tasks of the composition study
+        (``experiments/composition.yaml``, which induces its skills on the dev split)."""
+        return {"multi-app": tuple(s.id for s in self._specs if s.difficulty >= 2 and s.split == "test")}
+
     def task(self, task_id: str) -> TaskSpec:
         """One task by id."""
         for spec in self._specs:

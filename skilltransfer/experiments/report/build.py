@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.report.coordination import coordination_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
 from skilltransfer.experiments.report.table import Table
@@ -60,6 +61,9 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     if utility_binning not in BINNINGS:
         raise InputError(f"unknown utility binning {utility_binning!r}; choose one of: {', '.join(BINNINGS)}")
     tables = [table2(runs, metric, seed), budget_curves(runs, metric), by_difficulty(runs, metric, seed)]
+    coordination = coordination_table(runs, metric, seed)
+    if coordination.rows:
+        tables.append(coordination)
     if embedder_of is not None:
         scores = score_runs(runs, embedder_of)
         tasks = task_utility(runs, scores, metric)

@@ -21,6 +21,7 @@ LONG_TABLES = {"fig3_budget_curves", "task_utility"}
 """Tables shown only as CSV (too long for the Markdown page)."""
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
+    ("Coordination interfaces", ["coordination"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
     ("Skill utility and success (Fig. 5a)", ["fig5a_spearman", "fig5a_utility_bins", "task_utility"],
