@@ -342,7 +342,7 @@ def test_embedded_local_model_smoke(tmp_path, monkeypatch):
     records = records_of(out)
     assert len(records) == 2
     config = json.loads((out / "config.json").read_text())
-    assert config["config"]["model"].startswith("local")
+    assert config["config"]["model"]["name"] == "local"
     for record in records:
         TaskRecord.model_validate(record)
         assert record["model_calls"] >= 2
