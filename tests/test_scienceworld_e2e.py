@@ -97,7 +97,7 @@ def test_run_plays_the_gold_paths_through_the_sandbox(tmp_path: Path, stream) ->
     assert "score trace" in checks[1]["detail"]
     assert "'look around': 0" in checks[1]["detail"]
     config = json.loads((out / "config.json").read_text())
-    assert config["config"]["env"].startswith("scienceworld")
+    assert config["config"]["env"]["env"] == "scienceworld"
 
 
 def test_grid_and_report_over_the_ready_made_spec(tmp_path: Path, stream) -> None:
