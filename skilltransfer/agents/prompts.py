@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from skilltransfer.util.prompts import Prompt, load_prompt
+from skilltransfer.util.prompts import Prompt, PromptSet
 
 AGENT_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
 @dataclass(frozen=True)
-class AgentPrompts:
+class AgentPrompts(PromptSet):
     """All prompts of the agents, loaded once."""
+
+    DEFAULT_FOLDER: ClassVar[Path] = AGENT_PROMPTS
 
     executor_system: Prompt
     executor_subtask_rules: Prompt
@@ -30,12 +32,3 @@ class AgentPrompts:
     premature_subtask_done: Prompt
     premature_planner_done: Prompt
 
-    @classmethod
-    def load(cls, folder: str | Path | None = None) -> AgentPrompts:
-        """Load every agent prompt from ``folder`` (missing files fall back to the packaged ones)."""
-        return cls(**{f.name: load_prompt(f.name, folder, default_folder=AGENT_PROMPTS)
-                      for f in dataclasses.fields(cls)})
-
-    def ids(self) -> dict[str, str]:
-        """Prompt name -> prompt id, for the run config."""
-        return {f.name: getattr(self, f.name).id for f in dataclasses.fields(self)}

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from skilltransfer.util.prompts import Prompt, load_prompt
+from skilltransfer.util.prompts import Prompt, PromptSet
 
 COORDINATION_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
 @dataclass(frozen=True)
-class CoordinationPrompts:
+class CoordinationPrompts(PromptSet):
     """The planner's, the host interfaces' and the runtime's prompts, loaded once."""
+
+    DEFAULT_FOLDER: ClassVar[Path] = COORDINATION_PROMPTS
 
     plan_writer: Prompt
     plan_writer_user: Prompt
@@ -26,12 +28,3 @@ class CoordinationPrompts:
     node_skill: Prompt
     finish: Prompt
 
-    @classmethod
-    def load(cls, folder: str | Path | None = None) -> CoordinationPrompts:
-        """Load every prompt from ``folder`` (missing files fall back to the packaged ones)."""
-        return cls(**{f.name: load_prompt(f.name, folder, default_folder=COORDINATION_PROMPTS)
-                      for f in dataclasses.fields(cls)})
-
-    def ids(self) -> dict[str, str]:
-        """Prompt name -> prompt id (``name@sha256[:8]``)."""
-        return {f.name: getattr(self, f.name).id for f in dataclasses.fields(self)}

@@ -5,10 +5,12 @@ Templates use ``{{name}}`` placeholders (so code braces in prompts need no escap
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Self
 
 from skilltransfer.errors import InputError
 
@@ -49,3 +51,19 @@ def load_prompt(name: str, folder: str | Path | None, *, default_folder: Path) -
         if path.is_file():
             return Prompt(name, path.read_text(encoding="utf-8").strip() + "\n")
     raise InputError(f"prompt file {name}.md not found", path=folder or default_folder)
+
+
+class PromptSet:
+    """Base of a frozen dataclass whose fields are all `Prompt`s, one file per field name in ``DEFAULT_FOLDER``."""
+
+    DEFAULT_FOLDER: ClassVar[Path]
+
+    @classmethod
+    def load(cls, folder: str | Path | None = None) -> Self:
+        """Load every prompt from ``folder`` (missing files fall back to the packaged ones in ``DEFAULT_FOLDER``)."""
+        fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # subclasses are dataclasses
+        return cls(**{f.name: load_prompt(f.name, folder, default_folder=cls.DEFAULT_FOLDER) for f in fields})
+
+    def ids(self) -> dict[str, str]:
+        """Prompt name -> prompt id (``name@sha256[:8]``), for the run config."""
+        return {f.name: getattr(self, f.name).id for f in dataclasses.fields(self)}  # type: ignore[arg-type]
