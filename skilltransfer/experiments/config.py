@@ -160,11 +160,11 @@ class ModelSpec(ModelConfig):
 
     def effective_params(self) -> dict[str, Any]:
         """The sampling params calls are sent with: the config's, over the embedded model's own defaults
-        (`skilltransfer.llm.local.LOCAL_DEFAULT_PARAMS`) when the model is ``local``."""
+        (`skilltransfer.llm.local.with_local_defaults`) when the model is ``local``."""
         if self.resolved_name() == "local":
-            from skilltransfer.llm.local import LOCAL_DEFAULT_PARAMS
+            from skilltransfer.llm.local import with_local_defaults
 
-            return {**LOCAL_DEFAULT_PARAMS, **self.params}
+            return with_local_defaults(self.params)
         return dict(self.params)
 
     def identity(self) -> ModelSpec:

@@ -47,6 +47,11 @@ Measured on the apps starter stream (README, "Harness features"): at 0 the 1.5B 
 0.8 it strays from the documented calls; 0.3 solved the most."""
 
 
+def with_local_defaults(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` over `LOCAL_DEFAULT_PARAMS`: what the embedded model is called with (and what a run records)."""
+    return {**LOCAL_DEFAULT_PARAMS, **params}
+
+
 def cache_dir() -> Path:
     """``$SKILLTRANSFER_CACHE``, else ``$XDG_CACHE_HOME/skilltransfer``, else ``~/.cache/skilltransfer``."""
     if os.environ.get("SKILLTRANSFER_CACHE"):
@@ -316,7 +321,7 @@ class LocalModel:
 
     def __init__(self, config: ModelConfig | None = None, *, server: LocalServer | None = None) -> None:
         config = config or ModelConfig(name="local")
-        self.config = config.model_copy(update={"params": {**LOCAL_DEFAULT_PARAMS, **config.params}})
+        self.config = config.model_copy(update={"params": with_local_defaults(config.params)})
         model_path = self.config.model
         self._own = server is None
         ctx = self.config.resolved_context_window() or self.config.ctx
