@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 
+import pytest
 from typer.testing import CliRunner
 
-from skilltransfer.cli import app
+from skilltransfer.cli import app, main
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.llm.mock_server import MockServer
@@ -36,3 +38,17 @@ def records_of(path) -> list[dict]:
 
 def trajectory_of(path, record) -> TrajectoryLog:
     return TrajectoryLog.model_validate_json((path / record["trajectory"]).read_text())
+
+
+def main_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the console entry point (``skilltransfer.cli.main``, with its one-line errors) on ``argv``; returns
+    (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["skilltransfer", *argv])
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err

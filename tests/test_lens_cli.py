@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers_cli import main_cli as run
 
-from skilltransfer.cli import main
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.memory.embedders import HashEmbedder
 
@@ -25,16 +24,6 @@ DECOMPOSE_RULES = [
 ]
 
 
-def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
-                                                                                                       str]:
-    monkeypatch.setattr(sys, "argv", ["skilltransfer", *argv])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(autouse=True)

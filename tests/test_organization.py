@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from helpers_cli import main_cli as _cli
 
-from skilltransfer.cli import main
 from skilltransfer.errors import InputError
 from skilltransfer.induction.organize import Organizer, parse_groups
 from skilltransfer.llm.context import ContextLengthError
@@ -264,15 +263,6 @@ def test_endpoint_errors_propagate() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the command
-def _cli(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["skilltransfer", *argv])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
