@@ -18,7 +18,14 @@ from skilltransfer.cli import app
 from skilltransfer.commands.serve import serve_model
 from skilltransfer.errors import InputError
 from skilltransfer.llm import local, make_model
-from skilltransfer.llm.local import LocalModel, LocalServer, assemble_model, fit_ctx, llama_cpp_available
+from skilltransfer.llm.local import (
+    RAM_CACHE_BYTES,
+    LocalModel,
+    LocalServer,
+    assemble_model,
+    fit_ctx,
+    llama_cpp_available,
+)
 
 
 @pytest.fixture
@@ -102,9 +109,10 @@ def test_server_command_uses_the_given_threads_and_cache_setting(tmp_path: Path)
     assert flags["--host"] == "127.0.0.1"
     assert flags["--port"] == "1234"
     assert flags["--n_threads"] == flags["--n_threads_batch"] == "3"
-    assert flags["--cache"] == "False"  # the live KV prefix is reused; the RAM state cache is opt-in
-    ram = LocalServer(ram_cache=True).command(tmp_path / "x.gguf")
-    assert ram[ram.index("--cache") + 1] == "True"
+    assert flags["--cache"] == "True"  # interleaved roles resume from their own saved prefix
+    assert flags["--cache_size"] == str(RAM_CACHE_BYTES)
+    live_only = LocalServer(ram_cache=False).command(tmp_path / "x.gguf")
+    assert live_only[live_only.index("--cache") + 1] == "False"
     assert int(flags["--n_ctx"]) == fit_ctx(8192) >= 2048
 
 

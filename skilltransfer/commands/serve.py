@@ -13,7 +13,7 @@ from skilltransfer.llm.local import LocalServer
 
 
 def serve_model(model_path: Path | None = None, port: int = 0, ctx: int = 8192, threads: int | None = None,
-                *, ram_cache: bool = False, block: bool = True) -> LocalServer:
+                *, ram_cache: bool = True, block: bool = True) -> LocalServer:
     """Start the embedded server; with ``block`` keep it running until interrupted, then stop it.
 
     Returns:
@@ -46,9 +46,9 @@ def serve(
                                      "memory).")] = 8192,
     threads: Annotated[int | None, typer.Option("--threads", min=1, help="CPU threads (default: all cores).",
                                                 rich_help_panel="Advanced")] = None,
-    ram_cache: Annotated[bool, typer.Option("--ram-cache", help="Keep past prompts' KV states in RAM (for several "
-                                            "interleaved conversations; slower per call).",
-                                            rich_help_panel="Advanced")] = False,
+    ram_cache: Annotated[bool, typer.Option("--ram-cache/--no-ram-cache", help="Keep the last prompts' KV states "
+                                            "in RAM so interleaved conversations resume from their own prefix.",
+                                            rich_help_panel="Advanced")] = True,
 ) -> None:
     """Start the embedded local model server (OpenAI-compatible) and keep it in the foreground."""
     serve_model(model_path, port, ctx, threads, ram_cache=ram_cache)

@@ -71,8 +71,9 @@ class ModelConfig(BaseModel):
     """Context size for the embedded local server (llama.cpp n_ctx)."""
     threads: int | None = None
     """Embedded server CPU threads; None = $SKILLTRANSFER_LLAMA_THREADS, else all cores (1 is faster on a busy box)."""
-    ram_cache: bool = False
-    """Embedded server: keep past prompts' KV states in RAM, for several interleaved conversations (slower per call)."""
+    ram_cache: bool = True
+    """Embedded server: keep the last prompts' KV states in RAM so a role's next call resumes from its own prefix
+    after another role's call (see `LocalServer`)."""
     script: str | None = None
     """For the "scripted" test double: a JSONL file of replies (strings in order, or match/reply rules)."""
 

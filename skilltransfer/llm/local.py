@@ -36,6 +36,10 @@ MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 PART_COUNT = 22
 KV_BYTES_PER_TOKEN = 28 * 2 * 256 * 2
 """KV-cache bytes per context token of the bundled model (28 layers x K,V x 2 heads x 128 dims x f16)."""
+RAM_CACHE_BYTES = 128 << 20
+"""Capacity of the embedded server's RAM prefix cache, in KV-state bytes (llama-cpp-python's ``--cache_size``; about
+2-4 saved states of 1.5-3k tokens). Each saved state also holds up to n_batch x vocab float32 logits (~0.3 GB for
+the bundled model) that this capacity does not count, so it is kept small: ~1-3 GB of RAM in all."""
 INSTALL_HINT = "pip install 'skilltransfer[local]'"
 LOCAL_TIMEOUT_S = 1800.0
 """Per-call timeout for the embedded server unless ``timeout_s`` is set: it answers one call at a time on the CPU, so
@@ -189,14 +193,16 @@ class LocalServer:
         log_path: server stdout/stderr (llama.cpp timings included); default a file in the cache folder.
         startup_timeout_s: how long to wait for the model to load.
         verbose: llama.cpp's debug log (per-call timings and prefix-cache hits; large) into ``log_path``.
-        ram_cache: also keep KV states of past prompts in RAM (``--cache``), so interleaved conversations resume
-            from their own prefix. A single growing conversation reuses the live KV cache's common prefix either
-            way; the RAM cache adds seconds of state copying per call, so it is off by default.
+        ram_cache: also keep the KV states of the last few prompts in RAM (``--cache``, capacity `RAM_CACHE_BYTES`)
+            and resume a new prompt from the saved state with the longest common prefix. Without it only the live KV
+            cache is reused, and one call of another role (induction, planner) in between makes the next executor
+            call re-read its whole system prompt and docs (~1.5k tokens, ~1.5 min on 2 cores). Costs a state copy
+            per call (well under a second); on by default.
     """
 
     def __init__(self, model_path: str | Path | None = None, *, port: int = 0, ctx: int = 8192,
                  threads: int | None = None, log_path: str | Path | None = None,
-                 startup_timeout_s: float = 300.0, verbose: bool = False, ram_cache: bool = False) -> None:
+                 startup_timeout_s: float = 300.0, verbose: bool = False, ram_cache: bool = True) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.port = port
         self.ctx = ctx
@@ -235,7 +241,8 @@ class LocalServer:
                 "--model", str(model_path), "--model_alias", self.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-                "--cache", str(self.ram_cache), "--cache_type", "ram", "--verbose", str(self.verbose)]
+                "--cache", str(self.ram_cache), "--cache_type", "ram", "--cache_size", str(RAM_CACHE_BYTES),
+                "--verbose", str(self.verbose)]
 
     def start(self) -> LocalServer:
         """Start the server and wait until it answers ``/v1/models``.
