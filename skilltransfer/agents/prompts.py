@@ -31,4 +31,10 @@ class AgentPrompts(PromptSet):
     summarizer_user: Prompt
     premature_subtask_done: Prompt
     premature_planner_done: Prompt
+    skills_library: Prompt
+    action_load_skill: Prompt
+    action_run_skill: Prompt
+    action_open_node: Prompt
+    subagent_task: Prompt
+    subagent_rules: Prompt
 
