@@ -208,7 +208,12 @@ class Agent:
         if not hits:
             return "", None
         skills = [skill for skill, _ in hits]
-        view = LibraryView(organize_retrieved(cfg.library_organization, skills, self.organization), skills)
+        organized = organize_retrieved(cfg.library_organization, skills, self.organization)
+        view = LibraryView(organized, skills)
+        if organized.nodes:
+            retrieval = result.retrievals[-1]
+            retrieval.organization = {"kind": organized.kind, "built_by": organized.built_by,
+                                      "nodes": len(organized.nodes)}
         workspace = getattr(episode, "workspace", None)
         actions = SkillActions(cfg.skill_exec, view, self.prompts, Path(workspace) if workspace is not None else None)
         return actions.section(), actions

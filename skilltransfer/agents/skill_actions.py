@@ -189,7 +189,9 @@ class SkillActions:
                       if name in self.offered)
         size = len(self.view.skills)
         head = f"{size} skill{'s' if size != 1 else ''}"
-        if self.hierarchical:
+        if self.start:
+            head = f"{head}; the members of group {self.start!r}"
+        elif self.hierarchical:
             head += f" in {len(self.view.organization.nodes)} groups ({self.view.organization.kind}); the top level"
         return self.prompts.skills_library.render(summary=head, listing=listing.rstrip("\n"), actions=how.rstrip())
 
@@ -240,9 +242,9 @@ class SkillActions:
                 return f"run_skill error: {call.target!r} is a group; open it with open_node(\"{call.target}\")"
             node = self.view.organization.node(call.target)
             nested = SkillActions(self.mode, self.view, self.prompts, self.workspace, start=call.target)
-            instructions = (f"Group {node.name!r}: {node.description}\nIts members (run one with run_skill):\n"
-                            + "".join(self._entry(e) for e in self.view.children(call.target)))
-            seed = self.prompts.subagent_task.render(name=node.name, inputs=inputs, instructions=instructions.strip(),
+            instructions = (f"Group {node.name!r}: {node.description}\nRun the member skill(s) below that produce what "
+                            "the caller asked for, then report their output.")
+            seed = self.prompts.subagent_task.render(name=node.name, inputs=inputs, instructions=instructions,
                                                      resources="", actions=nested.section())
             return SubagentRequest(call.target, seed, inputs, nested)
         skill = self.view.skill(call.target)

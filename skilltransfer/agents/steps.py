@@ -161,6 +161,9 @@ class RetrievalStep(_Step):
     subtask_index: int | None
     skills: list[dict[str, Any]] = field(default_factory=list)
     """Per skill: id, name, format, score, source_task_id, source_position, load_error (code skills)."""
+    organization: dict[str, Any] | None = None
+    """How the skills were organised for the agent when not flat: kind, ``built_by`` (e.g. the task-tree fallback of
+    a tree/graph stream without a frozen organisation), routing nodes."""
 
 
 @dataclass
