@@ -3,15 +3,19 @@
 each task (`skilltransfer.metrics.ContextAccount`, from results.jsonl's ``context_account``).
 
 Each table appears only when some run of the report uses a non-default value of its axis; it then lists every group
-with a skill memory (the inline / flat groups are its baselines). The execution-mode table keeps the flat-library
+with a skill memory (the inline / flat groups are its baselines), split by the frozen library the runs read (column
+``library``: its path relative to the runs folder, ``memory`` dropped; "own memory" for a growing memory), so a grid's
+own and contract-induced libraries are separate rows. The execution-mode table keeps the flat-library
 groups (modes compared on one organisation); the organisation table lists all.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups, per_task
 from skilltransfer.experiments.report.table import Table
@@ -30,6 +34,19 @@ _COMMON = ["runs", "tasks", "success_pct", "ci_low", "ci_high", "peak_context", 
 
 def _account(record: TaskRecord) -> ContextAccount:
     return ContextAccount.from_dict(record.context_account or {})
+
+
+def library_label(config: StreamConfig) -> str:
+    """Which library a run read (see the module docstring)."""
+    if config.library is None:
+        return "own memory"
+    path = Path(config.library)
+    if path.name == "memory":
+        path = path.parent
+    try:
+        return path.relative_to(config.runs_dir).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def _row(members: list[RunLog], metric: str, seed: int) -> dict[str, Any]:
@@ -54,23 +71,28 @@ def _row(members: list[RunLog], metric: str, seed: int) -> dict[str, Any]:
 
 def _tables(runs: list[RunLog], metric: str, seed: int) -> tuple[Table, Table]:
     execs = Table("skill_exec", "Execution modes: success, peak context, tokens and communication",
-                  ["env", "model", "condition", "skill_exec", *_COMMON],
+                  ["env", "model", "condition", "library", "skill_exec", *_COMMON],
                   note=f"flat-library groups only; {_NOTE}")
     orgs = Table("library_organization", "Library organisations x execution modes",
-                 ["env", "model", "condition", "library_organization", "skill_exec", *_COMMON], note=_NOTE)
+                 ["env", "model", "condition", "library", "library_organization", "skill_exec", *_COMMON], note=_NOTE)
     configs = [run.log.config for run in runs]
     any_exec = any(c.skill_exec != "inline" for c in configs if c.has_memory)
     any_org = any(c.library_organization != "flat" for c in configs if c.has_memory)
-    for (env, model, condition), members in groups(runs).items():
-        config = members[0].log.config
-        if not config.has_memory or not any(run.records for run in members):
-            continue
-        row = {"env": env, "model": model, "condition": condition, **_row(members, metric, seed)}
-        if any_exec and config.library_organization == "flat":
-            execs.rows.append({**row, "skill_exec": config.skill_exec})
-        if any_org:
-            orgs.rows.append({**row, "skill_exec": config.skill_exec,
-                              "library_organization": config.library_organization})
+    for (env, model, condition), grouped in groups(runs).items():
+        by_library: dict[str, list[RunLog]] = {}
+        for run in grouped:
+            by_library.setdefault(library_label(run.log.config), []).append(run)
+        for library, members in sorted(by_library.items()):
+            config = members[0].log.config
+            if not config.has_memory or not any(run.records for run in members):
+                continue
+            row = {"env": env, "model": model, "condition": condition, "library": library,
+                   **_row(members, metric, seed)}
+            if any_exec and config.library_organization == "flat":
+                execs.rows.append({**row, "skill_exec": config.skill_exec})
+            if any_org:
+                orgs.rows.append({**row, "skill_exec": config.skill_exec,
+                                  "library_organization": config.library_organization})
     return execs, orgs
 
 
