@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers_cli import cli, records_of, trajectory_of
+from helpers_cli import cli, main_cli, records_of, trajectory_of
 from helpers_skill_exec import SkillActionScript
 
 from skilltransfer.llm.mock_server import MockServer
@@ -133,3 +133,15 @@ def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server
     tree = [r for r in orgs if r["library_organization"] == "task-tree"]
     assert all(float(r["nodes_opened"]) >= 1 for r in tree if r["skill_exec"] == "inline")
     assert "Execution modes" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["-c", "organization=somewhere"], "organization needs a frozen library"),
+    (["--skill-exec", "subagent", "--coordination", "nl-sop"], "apply to the agent"),
+    (["--skill-exec", "tool"], "tool")])
+def test_bad_axis_settings_are_one_line_errors(tmp_path, monkeypatch, capsys, extra, message):
+    code, _, err = main_cli(["run", "--env", "apps", "--condition", "task+text", "--model", "scripted", "--script",
+                             str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "run"), *extra], monkeypatch, capsys)
+    assert code == 2
+    assert message in err
+    assert not (tmp_path / "run").exists()

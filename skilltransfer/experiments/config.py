@@ -287,12 +287,6 @@ class StreamConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _organization_needs_library(self) -> StreamConfig:
-        if self.organization is not None and self.library is None:
-            raise ValueError("organization needs a frozen library (library)")
-        return self
-
-    @model_validator(mode="after")
     def _room_to_finish(self) -> StreamConfig:
         steps, finish = self.agent_config().step_limit, self.composition.finish_step_limit
         if self.coordination == "metaskill" and steps <= finish:
@@ -310,6 +304,20 @@ class StreamConfig(BaseModel):
         if self.plans is None:
             return self.path / "plans"
         return Path(self.runs_dir) / self.plans
+
+    def check_skill_exec(self) -> None:
+        """Refuse settings of the skill-execution axes that would be ignored (checked when the stream starts, once a
+        grid's ``library_from`` is resolved).
+
+        Raises:
+            InputError: ``organization`` without a frozen library; a non-default mode or organisation on a
+                coordinated stream.
+        """
+        if self.organization is not None and self.library is None:
+            raise InputError("organization needs a frozen library (library / --library)")
+        if self.coordination != "none" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
+            raise InputError("skill_exec and library_organization apply to the agent (coordination none), not to "
+                             f"coordination {self.coordination!r}")
 
     def coordination_config(self) -> CoordinationConfig:
         """``composition`` with the stream's executor step limit as the task's budget."""

@@ -241,6 +241,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     Raises:
         InputError: a run folder started with other settings, a bad library.
     """
+    config.check_skill_exec()
     fmt = config.skill_format
     tasks = list(env.tasks() if tasks is None else tasks)
     counts = Counter(t.id for t in tasks)
