@@ -247,3 +247,30 @@ def test_only_successful_induction_waits_for_the_verdict(env, hash_embedder, tar
     assert score.success == (target == 4)
     assert [s.status for s in result.inductions] == (["added"] if target == 4 else ["skipped"])
     assert len(memory) == (1 if target == 4 else 0)
+
+
+def test_subtask_level_subagent_shares_the_task_budget(env, hash_embedder):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return SkillActionScript.plan(messages)
+        if role == "summarizer":
+            return "- the counter was set"
+        seeded = any("# Skill task" in str(m["content"]) for m in messages)
+        turns = sum(1 for m in messages[task_start(messages):] if m["role"] == "assistant")
+        if seeded:
+            return block("apis.counter.reset()\nprint(apis.counter.add(4))") if turns == 0 else "SUBTASK DONE: 4"
+        first = str(messages[task_start(messages)]["content"])
+        if "Read the current counter" in first.split("# Current subtask")[1]:
+            return block('run_skill("set_counter", {"target": 4})') if turns == 0 else "SUBTASK DONE: it is 4"
+        return block("complete_task()")
+
+    model = ScriptedModel(script)
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent",
+                          level="subtask")
+    assert score.success
+    assert [(s.index, s.subtask_index, s.window) for s in result.actions] == [
+        (0, 0, 0), (1, 0, 1), (2, 0, 1), (3, 0, 0), (4, 1, 0)]
+    assert context_account(result).subagent_calls == 1
+    planner_prompts = [m for m, c in zip(model.calls, result.calls.calls, strict=True) if c.role == "planner"]
+    assert "Executor steps left: 46;" in text_of(planner_prompts[1:2])  # 50 - the caller's 2 - the subagent's 2
