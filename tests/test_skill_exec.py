@@ -274,3 +274,18 @@ def test_subtask_level_subagent_shares_the_task_budget(env, hash_embedder):
     assert context_account(result).subagent_calls == 1
     planner_prompts = [m for m, c in zip(model.calls, result.calls.calls, strict=True) if c.role == "planner"]
     assert "Executor steps left: 46;" in text_of(planner_prompts[1:2])  # 50 - the caller's 2 - the subagent's 2
+
+
+@pytest.mark.parametrize("mode", ["inline", "subagent"])
+def test_default_streams_record_the_prompt_ids_they_always_did(tmp_path, hash_embedder, mode):
+    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.experiments.stream import run_stream
+
+    config = StreamConfig(run="r", runs_dir=str(tmp_path), condition="task+text", skill_exec=mode,
+                          embedder="hash:128")
+    run_stream(TinyEnv([4], workdir=tmp_path / "ws"), ScriptedModel(SkillActionScript()), config,
+               embedder=hash_embedder)
+    ids = RunFolder(tmp_path / "r").read_config().prompt_ids
+    assert ("subagent_task" in ids) == (mode == "subagent")
+    assert "executor_task" in ids

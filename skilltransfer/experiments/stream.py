@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.agent import Agent
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.prompts import SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
@@ -252,6 +252,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     induction = config.induction_config()
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = AgentPrompts.load(agent_cfg.prompt_dir).ids()
+    if (config.skill_exec, config.library_organization) == ("inline", "flat"):
+        prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
     if config.coordination != "none":
