@@ -11,12 +11,19 @@ executor or planner prompt ends the task with exit status ``context_exceeded`` (
 induced from, like any failed task); a summarizer prompt keeps the previous summary (``SummaryStep.status``); an
 induction prompt writes no skill (``InductionStep.status``). ``on_event`` receives `AgentEvent`s (task, subtask,
 step and model-call starts and ends) for progress displays and step-by-step trajectory writes.
+
+``config.skill_exec`` and ``config.library_organization`` decide how retrieved skills are shown and executed
+(`skilltransfer.agents.skill_actions`); the default (inline, flat) is the skills section as it always was. When the
+inducer needs the task's verdict (``only_successful`` or the ``contract`` variant), induction waits for it: the
+(sub-)trajectories are kept in ``AgentResult.deferred`` and induced by `Agent.induce_deferred` once the caller has
+evaluated the task (a subtask's trajectory is given its task's verdict).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
@@ -24,10 +31,12 @@ from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.prompts import AgentPrompts
-from skilltransfer.agents.result import AgentEvent, AgentResult
+from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
+from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
 from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
 from skilltransfer.induction.inducer import Inducer
+from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import ChatModel, Episode, SkillStore
 from skilltransfer.skill import Provenance, Skill
 
@@ -46,12 +55,15 @@ class Agent:
             None (or a read-only memory) disables induction.
         config: agent settings; keyword arguments override its fields.
         on_event: called with each `AgentEvent` (may be set later as the ``on_event`` attribute).
+        organization: a frozen library organisation (tree/graph) the retrieved skills are shown in; skills it does
+            not hold are grouped by source task (`skilltransfer.agents.skill_actions.organize_retrieved`).
     """
 
     def __init__(self, model: ChatModel, *, memory: SkillStore | None = None, inducer: Inducer | None = None,
                  config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
-                 **kwargs: Any) -> None:
+                 organization: LibraryView | None = None, **kwargs: Any) -> None:
         self.model = model
+        self.organization = organization
         self.memory = memory
         self.inducer = inducer
         self.config = AgentConfig.model_validate({**(config or AgentConfig()).model_dump(), **kwargs})
@@ -96,10 +108,11 @@ class Agent:
     # ----------------------------------------------------------------- the two levels
     def _run_task(self, episode: Episode, result: AgentResult, origin: dict[str, Any]) -> None:
         instruction = episode.task.instruction
-        skills = self._skills_section(episode, result, instruction, "instruction", None)
+        skills, actions = self._skills_section(episode, result, instruction, "instruction", None)
         message = self.prompts.executor_task.render(instruction=instruction, skills=skills)
         run = Executor(self.model, self.prompts, self.config, result.calls).run(
-            episode, message, subtask_index=None, first_index=0, budget=self.config.step_limit, subtask_mode=False)
+            episode, message, subtask_index=None, first_index=0, budget=self.config.step_limit, subtask_mode=False,
+            actions=actions)
         self._record(result, run)
         result.exit_status = run.exit_status
         self.induce(episode, result, instruction, run.steps, None, origin)
@@ -131,12 +144,12 @@ class Agent:
             self._relay(result, state, "subtask_start", {"index": index})
             by_subtask = cfg.retrieval_query == "subtask"
             query, kind = (plan.subtask, "subtask") if by_subtask else (instruction, "instruction")
-            skills = self._skills_section(episode, result, query, kind, index)
+            skills, actions = self._skills_section(episode, result, query, kind, index)
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
                                                            subtask=plan.subtask, skills=skills)
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
-                               subtask_mode=True)
-            used += len(run.steps)
+                               subtask_mode=True, actions=actions)
+            used += run.used
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(f"{index + 1}. {plan.subtask} -> {run.exit_status}: {run.result.strip()[:300]}")
@@ -153,7 +166,7 @@ class Agent:
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:
-        result.steps.extend(run.steps)
+        result.steps.extend(sorted([*run.steps, *run.delegated], key=lambda step: step.index))
         result.pending.clear()
         result.contexts.append(run.messages)
 
@@ -179,15 +192,31 @@ class Agent:
         result.steps.append(step)
         return hits
 
-    def _skills_section(self, episode: Episode, result: AgentResult, query: str, kind: str, index: int | None) -> str:
-        """`retrieve`, then the executor prompt's skills section ('' if none)."""
+    def _skills_section(self, episode: Episode, result: AgentResult, query: str, kind: str,
+                        index: int | None) -> tuple[str, SkillActions | None]:
+        """`retrieve`, then the executor prompt's skills section ('' if none) and the skill actions it offers."""
         hits = self.retrieve(episode, result, query, kind, index)
         if self.memory is None or self.config.top_k <= 0:
-            return ""
-        result.calls.skills = [skill.render() for skill, _ in hits]  # context fitting may cut the worst-ranked
+            return "", None
+        cfg = self.config
+        if cfg.skill_exec == "inline" and cfg.library_organization == "flat":
+            result.calls.skills = [skill.render() for skill, _ in hits]  # context fitting may cut the worst-ranked
+            if not hits:
+                return "", None
+            return self.prompts.skills_section.render(skills="\n".join(result.calls.skills)), None
+        result.calls.skills = []
         if not hits:
-            return ""
-        return self.prompts.skills_section.render(skills="\n".join(result.calls.skills))
+            return "", None
+        skills = [skill for skill, _ in hits]
+        organized = organize_retrieved(cfg.library_organization, skills, self.organization)
+        view = LibraryView(organized, skills)
+        if organized.nodes:
+            retrieval = result.retrievals[-1]
+            retrieval.organization = {"kind": organized.kind, "built_by": organized.built_by,
+                                      "nodes": len(organized.nodes)}
+        workspace = getattr(episode, "workspace", None)
+        actions = SkillActions(cfg.skill_exec, view, self.prompts, Path(workspace) if workspace is not None else None)
+        return actions.section(), actions
 
     def induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
                index: int | None, origin: dict[str, Any]) -> None:
@@ -201,17 +230,39 @@ class Agent:
             return
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from
+        if self.needs_verdict:
+            result.deferred.append(DeferredInduction(goal, list(actions), index, dict(origin)))
+            return
+        self._induce(episode, result, goal, actions, index, origin, None)
+
+    @property
+    def needs_verdict(self) -> bool:
+        """Whether induction waits for the task's verdict (``only_successful``, or the ``contract`` variant, which
+        tells the model the outcome)."""
+        cfg = self.inducer.config if self.inducer is not None else None
+        return cfg is not None and (cfg.only_successful or cfg.variant == "contract")
+
+    def induce_deferred(self, episode: Episode, result: AgentResult, succeeded: bool) -> None:
+        """Induce the (sub-)trajectories kept for the verdict (see the module docstring), each with ``succeeded``."""
+        pending, result.deferred = result.deferred, []
+        for item in pending:
+            self._induce(episode, result, item.goal, item.actions, item.index, item.origin, succeeded)
+
+    def _induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep], index: int | None,
+                origin: dict[str, Any], succeeded: bool | None) -> None:
+        assert self.inducer is not None
+        assert self.memory is not None
         provenance = Provenance(source_task_id=episode.task.id, subtask_index=index, **origin)
         try:
             limits = self.inducer.config
             trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
             induced = self.inducer.induce(goal, trajectory, level=self.config.level, calls=result.calls,
-                                          provenance=provenance)
+                                          provenance=provenance, succeeded=succeeded)
         except ContextExceeded as exc:
             result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,
                                               status="context_exceeded", reason=exc.message))
             return
-        step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status="unparseable",
+        step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status=induced.status,
                              reason=induced.error, reply=induced.reply, prompt_tokens=induced.prompt_tokens,
                              completion_tokens=induced.completion_tokens)
         if induced.skill is not None:

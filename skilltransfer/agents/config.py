@@ -8,6 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 AgentLevel = Literal["task", "subtask"]
 RetrievalQuery = Literal["instruction", "subtask"]
+SkillExec = Literal["inline", "agent-skill", "subagent", "hybrid"]
+"""How retrieved skills are executed (``skilltransfer.agents.skill_actions``)."""
+LibraryOrganization = Literal["flat", "task-tree", "tree", "graph"]
+"""How retrieved skills are organised for the agent (``skilltransfer.memory.organization``)."""
 ROLE_MAX_TOKENS: dict[str, int] = {"executor": 1024, "planner": 96, "summarizer": 256, "induction": 768}
 """Default completion budget per role (tokens)."""
 
@@ -63,3 +67,8 @@ class AgentConfig(AgentSettings):
 
     level: AgentLevel = "task"
     """"task": one flat ReAct loop over the whole task; "subtask": planner -> executor -> summarizer cycles."""
+    skill_exec: SkillExec = "inline"
+    """inline (skills in full in the context), agent-skill (``load_skill``), subagent (``run_skill``) or hybrid
+    (groups opened inline, leaf skills as subagents); see ``skilltransfer.agents.skill_actions``."""
+    library_organization: LibraryOrganization = "flat"
+    """flat (retrieved skills at the top), task-tree, tree or graph (the agent opens groups with ``open_node``)."""

@@ -4,6 +4,13 @@ Each step asks the model for a reply (a short thought and one ```python block), 
 appends the observation. The loop ends when the agent calls ``complete_task`` (the observation says done), when a
 subtask-mode executor replies ``SUBTASK DONE: ...``, or when its step budget is spent. A reply without a code block
 is a step too: its observation is a format error that tells the model the expected format.
+
+A code block that is a skill action (``skilltransfer.agents.skill_actions``) is handled here, not run in the episode:
+``load_skill``/``open_node`` answer with text; ``run_skill`` runs a *subagent*: a fresh executor run in the same
+episode whose context is only the system prompt (rules, docs) and the skill's seed message (instructions + the
+caller's inputs). Its steps are drawn from the caller's remaining budget (``ExecutorRun.delegated``) and its model
+calls are recorded under a window of its own; the caller sees only its ``SUBTASK DONE`` output, or a one-line
+failure. A subagent that calls ``complete_task`` ends the task (the world is submitted): the caller's run ends too.
 """
 
 from __future__ import annotations
@@ -16,8 +23,10 @@ from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
 from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
 from skilltransfer.agents.stuck import detect
+from skilltransfer.llm.context import count_prompt_tokens
 from skilltransfer.protocols import ChatModel, Episode, Message
 from skilltransfer.util.text import truncate
 
@@ -79,6 +88,17 @@ class ExecutorRun:
     """Whether a ``SUBTASK DONE`` before any action was already refused once."""
     head: int = 2
     """Leading messages (system prompt, demonstration, task message) that context fitting keeps verbatim."""
+    delegated: list[ActionStep] = field(default_factory=list)
+    """Steps its subagents took (``run_skill``), drawn from this run's budget."""
+    actions: SkillActions | None = None
+    """The skill actions this context is offered (None: none)."""
+    window: int = 0
+    """This run's context window (0: the main agent)."""
+
+    @property
+    def used(self) -> int:
+        """Steps of this run's budget spent: its own and its subagents'."""
+        return len(self.steps) + len(self.delegated)
 
 
 class Executor:
@@ -101,13 +121,16 @@ class Executor:
         self.calls = calls
         self.take_step = take_step
 
-    def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool) -> list[Message]:
+    def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool,
+                subagent: bool = False) -> list[Message]:
         """The first messages: the system prompt (rules and docs), the docs' worked example as earlier turns (see
-        ``skilltransfer.agents.demonstration``), then the task message."""
+        ``skilltransfer.agents.demonstration``), then the task message (a subagent: its seed message)."""
         docs, demo = episode.docs().strip(), None
         if self.config.demonstration == "turns":
             docs, demo = split_demonstration(docs)
         rules = self.prompts.executor_subtask_rules.render() if subtask_mode else ""
+        if subagent:
+            rules = self.prompts.subagent_rules.render()
         system = {"role": "system", "content": self.prompts.executor_system.render(docs=docs.strip(),
                                                                                   subtask_rules=rules)}
         if demo is None:
@@ -118,7 +141,7 @@ class Executor:
         return [system, *example]
 
     def run(self, episode: Episode, task_message: str, *, subtask_index: int | None, first_index: int, budget: int,
-            subtask_mode: bool) -> ExecutorRun:
+            subtask_mode: bool, actions: SkillActions | None = None, window: int = 0) -> ExecutorRun:
         """Run until submission or until ``budget`` steps are used.
 
         Args:
@@ -128,8 +151,11 @@ class Executor:
             first_index: index of this run's first step in the task's shared budget.
             budget: most steps this run may take (format errors count).
             subtask_mode: accept ``SUBTASK DONE: ...`` as the end of the run.
+            actions: the skill actions offered in this context (None: none).
+            window: the context window (0: the main agent; k: the task's k-th subagent).
         """
-        run = ExecutorRun(messages=self.opening(episode, task_message, subtask_mode=subtask_mode))
+        run = ExecutorRun(messages=self.opening(episode, task_message, subtask_mode=subtask_mode,
+                                                subagent=window > 0), actions=actions, window=window)
         run.head = len(run.messages)
         while True:
             steps_before = len(run.steps)
@@ -159,24 +185,26 @@ class Executor:
 
     def _step(self, run: ExecutorRun, episode: Episode, subtask_index: int | None, first_index: int, budget: int,
               subtask_mode: bool) -> None:
-        if len(run.steps) >= budget:
-            raise LimitsExceeded(f"step limit reached ({first_index + len(run.steps)} executor steps)")
+        if run.used >= budget:
+            raise LimitsExceeded(f"step limit reached ({first_index + run.used} executor steps)")
         if self.take_step is not None and not self.take_step():
             raise LimitsExceeded("the task's shared step budget is spent")
-        self.calls.emit("step_start", index=first_index + len(run.steps), subtask_index=subtask_index)
+        self.calls.emit("step_start", index=first_index + run.used, subtask_index=subtask_index)
         params = dict(self.config.model_params)
         if self.config.stop:
             params.setdefault("stop", list(self.config.stop))
         if run.hinted_at is not None and self.config.stuck_temperature is not None:
             params["temperature"] = self.config.stuck_temperature  # a greedy model repeats itself after a hint
+        self.calls.window = run.window
         completion = self.calls.complete(self.model, run.messages, "executor", head=run.head, **params)
         reply = completion.text
         shown = trim_reply(reply) if self.config.stop else reply
         run.messages.append({"role": "assistant", "content": shown})
         thought, code, n_blocks = parse_action(shown, complete=completion.finish_reason != "length")
-        step = ActionStep(index=first_index + len(run.steps), subtask_index=subtask_index, reply=reply,
+        step = ActionStep(index=first_index + run.used, subtask_index=subtask_index, reply=reply,
                           thought=thought, action=code, observation="", prompt_tokens=completion.prompt_tokens,
-                          completion_tokens=completion.completion_tokens, latency_s=completion.latency_s)
+                          completion_tokens=completion.completion_tokens, latency_s=completion.latency_s,
+                          window=run.window)
         run.steps.append(step)
         if code is None:
             done = _SUBTASK_DONE.search(shown) if subtask_mode else None
@@ -189,6 +217,10 @@ class Executor:
                 step.observation = self.prompts.format_error.render(subtask_hint=hint)
             self._check_stuck(run, step)
             raise FormatError(step.observation)
+        call = parse_skill_call(code, run.actions.offered) if run.actions is not None else None
+        if call is not None:
+            self._skill_action(run, episode, step, call, subtask_index, first_index, budget)
+            return
         observation = episode.step(code)
         output = truncate(observation.output, self.config.max_observation_chars)
         if n_blocks > 1:
@@ -201,6 +233,64 @@ class Executor:
             raise Submitted(output, scope="task")
         self._check_stuck(run, step)
         run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
+
+    def _skill_action(self, run: ExecutorRun, episode: Episode, step: ActionStep, call: SkillCall | str,
+                      subtask_index: int | None, first_index: int, budget: int) -> None:
+        """Handle a skill action step (see the module docstring); its answer is the step's observation."""
+        assert run.actions is not None
+        if isinstance(call, str):
+            step.error, answer = True, call
+        else:
+            step.skill_action = {"action": call.action, "target": call.target}
+            handled = run.actions.handle(call)
+            if isinstance(handled, SubagentRequest):
+                answer = self._subagent(run, episode, step, handled, subtask_index, first_index, budget)
+            else:
+                answer = handled
+                step.error = " error: " in answer.partition("\n")[0]
+        step.observation = truncate(answer, self.config.max_observation_chars) if step.skill_action is None or \
+            step.skill_action["action"] == "run_skill" else answer  # a loaded skill or a listing is never cut
+        self._check_stuck(run, step)
+        run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
+
+    def _subagent(self, run: ExecutorRun, episode: Episode, step: ActionStep, request: SubagentRequest,
+                  subtask_index: int | None, first_index: int, budget: int) -> str:
+        """Run ``request`` as a subagent in a fresh context; its output, or a clear failure line."""
+        assert step.skill_action is not None
+        left = budget - run.used
+        info = step.skill_action
+        if left <= 0:
+            info.update(status="no_budget", steps=0)
+            return f"run_skill({request.target!r}) FAILED: no steps are left in the task's budget for a subagent"
+        self.calls.windows += 1
+        window = self.calls.windows
+        caller_window = self.calls.window
+
+        def tokens(text: str) -> int:
+            return count_prompt_tokens(self.model, [{"role": "user", "content": text}])[0]
+
+        info.update(window=window, sent_tokens=tokens(request.inputs_text), seed_tokens=tokens(request.seed))
+        try:
+            sub = self.run(episode, request.seed, subtask_index=subtask_index, first_index=first_index + run.used,
+                           budget=left, subtask_mode=True, actions=request.actions, window=window)
+        finally:
+            self.calls.window = caller_window
+        run.delegated.extend([*sub.steps, *sub.delegated])
+        info.update(status=sub.exit_status, steps=sub.used)
+        if sub.exit_status == "submitted":
+            info["returned_tokens"] = 0
+            step.observation = f"run_skill({request.target!r}): the subagent called complete_task; the task ended"
+            step.done = True
+            raise Submitted(sub.result, scope="task")
+        if sub.exit_status == "subtask_done":
+            output = f"run_skill({request.target!r}) returned:\n{sub.result}"
+        else:
+            reason = " ".join(sub.result.split())[:300]
+            output = (f"run_skill({request.target!r}) FAILED: the subagent ended with status {sub.exit_status} "
+                      f"after {sub.used} steps ({reason}); it returned no output. Its actions may have changed the "
+                      "environment.")
+        info["returned_tokens"] = tokens(output)
+        return output
 
     def _refuse_done(self, run: ExecutorRun, step: ActionStep) -> bool:
         """Refuse (once) a ``SUBTASK DONE`` sent before this subtask ran any code; the refusal is the observation."""

@@ -9,6 +9,10 @@ from typing import ClassVar
 from skilltransfer.util.prompts import Prompt, PromptSet
 
 AGENT_PROMPTS = Path(__file__).resolve().parent / "prompts"
+SKILL_EXEC_PROMPTS = ("skills_library", "action_load_skill", "action_run_skill", "action_open_node", "subagent_task",
+                      "subagent_rules")
+"""The prompts only the skill execution modes use (a default stream leaves them out of its recorded prompt ids, so
+run folders written before they existed still resume)."""
 
 
 @dataclass(frozen=True)
@@ -31,4 +35,10 @@ class AgentPrompts(PromptSet):
     summarizer_user: Prompt
     premature_subtask_done: Prompt
     premature_planner_done: Prompt
+    skills_library: Prompt
+    action_load_skill: Prompt
+    action_run_skill: Prompt
+    action_open_node: Prompt
+    subagent_task: Prompt
+    subagent_rules: Prompt
 

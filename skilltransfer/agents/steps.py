@@ -42,6 +42,8 @@ class ModelCall:
     window is unknown."""
     error: str | None = None
     """Why the call was not answered ("context_exceeded: ..."); its token counts are then 0."""
+    window: int = 0
+    """The context window the call belongs to: 0 the main agent, k the task's k-th subagent (``run_skill``)."""
 
     @property
     def dependency(self) -> int:
@@ -68,6 +70,10 @@ class CallLog:
     fitter: ContextFitter | None = None
     on_event: EventSink | None = None
     skills: Sequence[str] = ()
+    window: int = 0
+    """The context window calls are recorded under now (`ModelCall.window`)."""
+    windows: int = 0
+    """Subagent windows opened so far in the task."""
 
     def emit(self, kind: str, **data: Any) -> None:
         """Report an event to ``on_event`` (if any)."""
@@ -98,7 +104,8 @@ class CallLog:
                 messages, fitted = self.fitter.fit(model, messages, budget, trajectory=trajectory, skills=self.skills,
                                                    head=head)
             except ContextExceeded as exc:
-                self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}"))
+                self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}",
+                                            self.window))
                 raise
             fit = fitted.to_dict() if fitted is not None else None
         self.emit("call_start", role=role)
@@ -107,10 +114,10 @@ class CallLog:
             completion = model.complete(messages, **params)
         except ContextLengthError as exc:
             self.calls.append(ModelCall(role, 0, 0, time.perf_counter() - start, "none", fit,
-                                        f"context_exceeded: {exc}"))
+                                        f"context_exceeded: {exc}", self.window))
             raise ContextExceeded(str(exc), fit=fit) from exc
         self.calls.append(ModelCall(role, int(completion.prompt_tokens), int(completion.completion_tokens),
-                                    float(completion.latency_s), completion.usage_source, fit))
+                                    float(completion.latency_s), completion.usage_source, fit, window=self.window))
         self.emit("call_end", role=role, tokens=int(completion.prompt_tokens) + int(completion.completion_tokens))
         return completion
 
@@ -154,6 +161,9 @@ class RetrievalStep(_Step):
     subtask_index: int | None
     skills: list[dict[str, Any]] = field(default_factory=list)
     """Per skill: id, name, format, score, source_task_id, source_position, load_error (code skills)."""
+    organization: dict[str, Any] | None = None
+    """How the skills were organised for the agent when not flat: kind, ``built_by`` (e.g. the task-tree fallback of
+    a tree/graph stream without a frozen organisation), routing nodes."""
 
 
 @dataclass
@@ -193,6 +203,12 @@ class ActionStep(_Step):
     """The loop pattern detected after this step (``skilltransfer.agents.stuck``), if any."""
     refused: str | None = None
     """Why the reply was refused (``"premature_subtask_done"``), if it was."""
+    window: int = 0
+    """The context window that took the step: 0 the main agent, k the task's k-th subagent."""
+    skill_action: dict[str, Any] | None = None
+    """A harness-side skill action (``skilltransfer.agents.skill_actions``) the step was, instead of code run in the
+    episode: ``action``, ``target``, and for ``run_skill`` the subagent's ``window``, ``status``, ``steps``,
+    ``sent_tokens``, ``seed_tokens``, ``returned_tokens``."""
 
 
 @dataclass
@@ -215,8 +231,8 @@ class InductionStep(_Step):
     subtask_index: int | None
     prompt_id: str
     status: str
-    """"added", "merged", "dropped", "pruned" (memory's AddResult.action), "unparseable", or "context_exceeded" (the
-    induction prompt could not fit: no skill)."""
+    """"added", "merged", "dropped", "pruned" (memory's AddResult.action), "unparseable", "skipped" (``only_successful``
+    and the task failed), or "context_exceeded" (the induction prompt could not fit: no skill)."""
     skill_id: str | None = None
     skill_name: str | None = None
     target_id: str | None = None

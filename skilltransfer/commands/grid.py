@@ -97,7 +97,7 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
 def grid(
     spec: Annotated[str, typer.Argument(help="A grid spec YAML file, or a ready-made spec name "
                                              "(paper-table2, cross-level, utility-split, order-reshuffle, "
-                                             "prompt-ablation).")],
+                                             "prompt-ablation, subagent-vs-skill, ...).")],
     out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (default runs/grid-<name>).")] = None,
     max_concurrency: Annotated[int | None, typer.Option("--max-concurrency", "-j", min=1,
                                                         help="Streams running at once.")] = None,

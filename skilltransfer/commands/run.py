@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.console import Console
 
+from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter
@@ -32,7 +33,8 @@ FLAG_KEYS: dict[str, str] = {
     "script": "model.script", "retry_budget": "model.retry_budget_s", "embedder": "embedder", "library": "library",
     "library_filter": "library_filter", "induction_prompt": "induction_variant", "max_steps": "limits.step_limit",
     "max_subtasks": "limits.subtask_limit", "top_k": "agent.top_k", "seed": "env.seed", "split": "env.split",
-    "sandbox": "env.sandboxed", "coordination": "coordination",
+    "sandbox": "env.sandboxed", "coordination": "coordination", "skill_exec": "skill_exec",
+    "library_organization": "library_organization",
 }
 """Flag (parameter name) -> the spec key it sets."""
 
@@ -112,6 +114,13 @@ def run(
         help="none (the agent, default) or a coordination interface over each task's frozen plan: nl-sop, "
              "prompt-graph, metaskill (plans in <out>/plans, or the folder of the 'plans' key).",
         case_sensitive=False, rich_help_panel=_AGENT)] = None,
+    skill_exec: Annotated[SkillExec | None, typer.Option(
+        help="How retrieved skills run: inline (default), agent-skill (load_skill), subagent (run_skill) or hybrid.",
+        case_sensitive=False, rich_help_panel=_AGENT)] = None,
+    library_organization: Annotated[LibraryOrganization | None, typer.Option(
+        help="How retrieved skills are shown: flat (default), task-tree, tree or graph (tree/graph: the frozen "
+             "organisation of -c organization=DIR, else grouped by source task).", case_sensitive=False,
+        rich_help_panel=_AGENT)] = None,
     induction_prompt: Annotated[PromptVariant | None, typer.Option(help="Induction prompt variant (default full).",
                                                                    rich_help_panel=_AGENT)] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Executor step budget per task (default 50).",
@@ -144,7 +153,8 @@ def run(
              "script": str(script) if script else None, "retry_budget": retry_budget, "embedder": embedder,
              "library": str(library) if library else None, "library_filter": library_filter,
              "induction_prompt": induction_prompt, "max_steps": max_steps, "max_subtasks": max_subtasks,
-             "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination}
+             "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination,
+             "skill_exec": skill_exec, "library_organization": library_organization}
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | env_args(env_arg or [])
     stream_config = run_spec(config, overrides or [], flags, out)
     console = Console(stderr=True)

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings
+from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings, LibraryOrganization, SkillExec
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
@@ -203,6 +203,10 @@ def _induces(config: StreamConfig) -> bool:
     return config.induction_config() is not None
 
 
+def _has_memory(config: StreamConfig) -> bool:
+    return config.has_memory
+
+
 # --------------------------------------------------------------------------------------------- the stream
 class StreamConfig(BaseModel):
     """One stream: where it logs, its env, model and condition, and every setting of its agent and memory."""
@@ -232,6 +236,19 @@ class StreamConfig(BaseModel):
     coordination: Annotated[Coordination, Axis("coordinations", tag="[{value}]")] = "none"
     """none (the agent), or nl-sop, prompt-graph, metaskill: each task is carried out from its frozen plan (written
     once by the plan writer, see ``plans``) under that coordination interface instead of by the agent."""
+    skill_exec: Annotated[SkillExec, Axis("skill_execs", tag="[{value}]", tag_if=_has_memory)] = "inline"
+    """How retrieved skills are executed: inline (in full in the context), agent-skill (``load_skill``), subagent
+    (``run_skill``: a fresh context per call) or hybrid (groups opened inline, leaf skills as subagents)."""
+    library_organization: Annotated[LibraryOrganization, Axis("library_organizations", tag="[{value}]",
+                                                              tag_if=_has_memory)] = "flat"
+    """How retrieved skills are shown: flat, task-tree (grouped by source task, no LLM), tree or graph (the frozen
+    ``organization``; without one, and for skills it does not hold, grouped by source task)."""
+    organization: str | None = None
+    """A folder written by ``skilltransfer library organize`` (tree/graph) over the frozen ``library``: its routing
+    nodes group the retrieved skills it holds (used by tree/graph streams; flat/task-tree streams ignore it)."""
+    only_successful: bool = False
+    """Induce only from tasks that succeeded (``InductionConfig.only_successful``; induction then waits for each
+    task's verdict)."""
     plans: str | None = None
     """The plan folder of a coordinated stream: one frozen plan file per task, written when missing and replayed when
     present, so streams given the same folder (a grid's three interfaces) run the same plans. A relative path is
@@ -288,6 +305,20 @@ class StreamConfig(BaseModel):
             return self.path / "plans"
         return Path(self.runs_dir) / self.plans
 
+    def check_skill_exec(self) -> None:
+        """Refuse settings of the skill-execution axes that would be ignored (checked when the stream starts, once a
+        grid's ``library_from`` is resolved).
+
+        Raises:
+            InputError: ``organization`` without a frozen library; a non-default mode or organisation on a
+                coordinated stream.
+        """
+        if self.organization is not None and self.library is None:
+            raise InputError("organization needs a frozen library (library / --library)")
+        if self.coordination != "none" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
+            raise InputError("skill_exec and library_organization apply to the agent (coordination none), not to "
+                             f"coordination {self.coordination!r}")
+
     def coordination_config(self) -> CoordinationConfig:
         """``composition`` with the stream's executor step limit as the task's budget."""
         return self.composition.model_copy(update={"step_limit": self.agent_config().step_limit})
@@ -314,12 +345,16 @@ class StreamConfig(BaseModel):
         """The agent's settings: ``agent`` with the condition's level and the step/subtask limits."""
         limits = {k: v for k, v in {"step_limit": self.limits.step_limit,
                                     "subtask_limit": self.limits.subtask_limit}.items() if v is not None}
-        return AgentConfig.model_validate({**self.agent.model_dump(), **limits, "level": self.level})
+        return AgentConfig.model_validate({**self.agent.model_dump(), **limits, "level": self.level,
+                                           "skill_exec": self.skill_exec,
+                                           "library_organization": self.library_organization})
 
     def induction_config(self) -> InductionConfig | None:
         """Induction settings, or None when the stream induces nothing (no memory, or a frozen library)."""
         fmt = self.skill_format
-        return InductionConfig(format=fmt, variant=self.induction_variant) if fmt and not self.library else None
+        if not fmt or self.library:
+            return None
+        return InductionConfig(format=fmt, variant=self.induction_variant, only_successful=self.only_successful)
 
     def identity(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,

@@ -120,6 +120,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     from skilltransfer.memory.library import load_library
 
     folder = config.path
+    config.check_skill_exec()
     check_output_path(folder, flag="--out")
     for name in (CONFIG, RESULTS):
         if (folder / name).exists() and not (folder / name).is_file():
@@ -128,6 +129,10 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
         check_output_path(workdir, flag="--workdir")
     if config.library is not None:  # a bad library fails here, before the run folder is written
         load_library(config.library)
+    if config.organization is not None:
+        from skilltransfer.memory.organization import LibraryView
+
+        LibraryView.load(config.organization)
     env = build_env(config.env, workdir)
     tasks = stream_tasks(env, config)
     model = stream_model(build_base_model(config.model), config.model)

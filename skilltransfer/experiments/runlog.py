@@ -158,6 +158,10 @@ class TaskRecord(BaseModel):
     """Path of the trajectory file, relative to the run folder."""
     coordination: CoordinationRecord | None = None
     """The plan and audit in brief, for a coordinated stream."""
+    context_account: dict[str, Any] | None = None
+    """Per context window (the main agent's executor context, then each subagent's): calls, prompt/completion
+    tokens, peak context, communication tokens; skill loads, nodes opened (`skilltransfer.metrics.ContextAccount`
+    ``to_dict``). None in runs logged before it existed."""
 
 
 TrajectoryStatus = Literal["running", "aborted", "finished"]

@@ -10,7 +10,10 @@ window is not an error: it ends with exit status ``context_exceeded`` and is rec
 With ``coordination`` set (nl-sop, prompt-graph, metaskill) each task is carried out from its frozen plan by
 `skilltransfer.experiments.coordinated.CoordinatedTask` instead of ``agent.run``. Every stream snapshots the
 episode's workspace right after ``env.start`` and, after ``evaluate()``, writes the task's artifacts
-(`RunFolder.write_artifacts`).
+(`RunFolder.write_artifacts`). After ``evaluate()`` the agent induces what waited for the verdict
+(`Agent.induce_deferred`: ``only_successful`` or the ``contract`` induction variant). Each record carries the task's
+`ContextAccount` (`context_account`); ``skill_exec``/``library_organization`` are the agent's settings, and a frozen
+``organization`` folder is loaded once per stream (`LibraryView.load`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.agent import Agent
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.prompts import SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
@@ -44,7 +47,9 @@ from skilltransfer.experiments.runlog import (
 )
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.memory.library import load_library
+from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Embedder, Env, Score, SkillStore, TaskSpec
 from skilltransfer.skill import SkillFormat, UsageStats
 
@@ -150,6 +155,31 @@ def _coordination_record(result: AgentResult, plan: dict[str, Any] | None) -> Co
                               unverified_constraints=audit["unverified_constraints"])
 
 
+def context_account(result: AgentResult) -> ContextAccount:
+    """The task's context windows: the main agent's executor calls, then one window per ``run_skill`` subagent
+    (its executor calls, the inputs sent, its seed prompt and the output returned); loads and opened nodes.
+    Planner, summarizer and induction calls are not in a window (``tokens_by_role`` has them)."""
+    account = ContextAccount()
+    windows: dict[int, ContextWindow] = {0: account.main}
+    for step in sorted(result.actions, key=lambda s: s.skill_action.get("window", 0) if s.skill_action else 0):
+        action = step.skill_action
+        if action is None or step.error and action["action"] != "run_skill":
+            continue
+        if action["action"] == "load_skill":
+            account.skill_loads += 1
+        elif action["action"] == "open_node":
+            account.nodes_opened += 1
+        elif "window" in action:
+            window = account.open_subagent(action["target"], sent_tokens=action["sent_tokens"],
+                                           seed_tokens=action["seed_tokens"])
+            window.returned_tokens = action.get("returned_tokens", 0)
+            windows[action["window"]] = window
+    for call in result.calls.calls:
+        if call.role == "executor" and call.error is None:
+            windows.get(call.window, account.main).record_call(call.prompt_tokens, call.completion_tokens)
+    return account
+
+
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
             memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
@@ -177,7 +207,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       dependency=calls.dependency, peak_context=calls.peak_context,
                       context_fitted_calls=calls.fitted_calls, tokens_by_role=by_role,
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
-                      trajectory=trajectory, coordination=_coordination_record(result, plan))
+                      trajectory=trajectory, coordination=_coordination_record(result, plan),
+                      context_account=context_account(result).to_dict())
 
 
 # --------------------------------------------------------------------------------------------- the runner
@@ -210,6 +241,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     Raises:
         InputError: a run folder started with other settings, a bad library.
     """
+    config.check_skill_exec()
     fmt = config.skill_format
     tasks = list(env.tasks() if tasks is None else tasks)
     counts = Counter(t.id for t in tasks)
@@ -220,6 +252,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     induction = config.induction_config()
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = AgentPrompts.load(agent_cfg.prompt_dir).ids()
+    if (config.skill_exec, config.library_organization) == ("inline", "flat"):
+        prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
     if config.coordination != "none":
@@ -233,7 +267,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     records = folder.start(log)
     finished = {r.task_id for r in records}
     memory = _open_memory(config, fmt, embedder, tasks, folder.memory_dir)
-    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg)
+    organization = LibraryView.load(config.organization) if config.organization is not None else None
+    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=organization)
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     ran: list[str] = []
     for position, task in enumerate(tasks):
@@ -254,6 +289,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
             else:
                 result = agent.run(episode, stream_position=position, run_id=config.run)
             score = episode.evaluate()
+            agent.induce_deferred(episode, result, score.success)
             folder.write_artifacts(trajectory, episode_artifacts(episode, before))
         except BaseException as exc:
             live.write("aborted", error=" ".join(f"{type(exc).__name__}: {exc}".split())[:1000])

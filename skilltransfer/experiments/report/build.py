@@ -9,6 +9,7 @@ from typing import Any
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
 from skilltransfer.experiments.report.runs import RunLog
+from skilltransfer.experiments.report.skill_exec import skill_exec_tables
 from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.experiments.report.transfer import DEFAULT_BINS, Heatmap, skill_counts, transfer_heatmaps
@@ -64,6 +65,7 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     coordination = coordination_table(runs, metric, seed)
     if coordination.rows:
         tables.append(coordination)
+    tables += skill_exec_tables(runs, metric, seed)
     if embedder_of is not None:
         scores = score_runs(runs, embedder_of)
         tasks = task_utility(runs, scores, metric)

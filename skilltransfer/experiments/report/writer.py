@@ -22,6 +22,7 @@ LONG_TABLES = {"fig3_budget_curves", "task_utility"}
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
     ("Coordination interfaces", ["coordination"], None),
+    ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
     ("Skill utility and success (Fig. 5a)", ["fig5a_spearman", "fig5a_utility_bins", "task_utility"],
@@ -82,6 +83,7 @@ def _cells(table: Table) -> tuple[list[str], list[list[str]]]:
     if table.name == "table2_success":
         return _table2_pivot(table)
     digits = {"density": 3, "rho": 3, "p_value": 4, "transfer_density": 3, "mean_utility": 3, "mean_value": 3,
+              "communication_share": 3,
               "mean_specificity": 3, "mean_abstractness": 3}
     if "mean_utility" in table.columns:
         digits.update(ci_low=3, ci_high=3)

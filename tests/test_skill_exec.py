@@ -1,0 +1,291 @@
+"""Skill execution modes and library organisations in the agent (issue 14 §2-§3, §5): isolation of subagents, the
+shared step budget, failures, loads once per load, navigation of each organisation, deferred induction."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_skill_exec import SkillActionScript, block
+from helpers_tinyenv import TinyEnv, role_of, task_start
+
+from skilltransfer.agents import Agent
+from skilltransfer.agents.skill_actions import SkillCall, parse_skill_call, render_inputs
+from skilltransfer.experiments.stream import context_account
+from skilltransfer.induction import Inducer
+from skilltransfer.induction.inducer import InductionConfig
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.organization import LibraryView, Organization, RoutingNode
+from skilltransfer.memory.store import SkillMemory
+from skilltransfer.skill import Provenance, Skill
+
+BODY = "SECRET-BODY-MARKER: reset the counter, then add the target."
+ALPHA = Skill(name="set_counter", description="Set the counter to a target value.", body=BODY,
+              inputs="target: the value", outputs="the new counter value",
+              provenance=Provenance(source_task_id="t1"), resources={"notes.txt": "resource text"})
+BETA = Skill(name="read_counter", description="Read the counter and print it.", body="Call apis.counter.get().",
+             provenance=Provenance(source_task_id="t2"))
+
+
+@pytest.fixture
+def env(tmp_path):
+    return TinyEnv([4, 7], workdir=tmp_path / "ws")
+
+
+def memory_of(embedder, *skills: Skill) -> SkillMemory:
+    memory = SkillMemory(embedder)
+    for skill in skills:
+        assert memory.add(skill).action == "added"
+    return memory
+
+
+def solve(env, model, **kwargs):
+    episode = env.start(env.tasks()[0])
+    try:
+        agent = Agent(model, **kwargs)
+        result = agent.run(episode, stream_position=0)
+        score = episode.evaluate()
+        agent.induce_deferred(episode, result, score.success)
+        return result, score
+    finally:
+        episode.close()
+
+
+def windows_of(model: ScriptedModel, result) -> dict[int, list[list[dict]]]:
+    """Executor prompts by context window (the model's calls zipped with the call log)."""
+    out: dict[int, list[list[dict]]] = {}
+    for messages, call in zip(model.calls, result.calls.calls, strict=True):
+        if call.role == "executor":
+            out.setdefault(call.window, []).append(messages)
+    return out
+
+
+def text_of(prompts: list[list[dict]]) -> str:
+    return "\n".join(str(m["content"]) for messages in prompts for m in messages)
+
+
+# --------------------------------------------------------------------------------------------- parsing
+@pytest.mark.parametrize(("code", "expected"), [
+    ('load_skill("a b")', SkillCall("load_skill", "a b")),
+    ('print(load_skill(name="x"))', SkillCall("load_skill", "x")),
+    ('run_skill("x", {"target": 4})', SkillCall("run_skill", "x", {"target": 4})),
+    ("run_skill('x', inputs='all of it')", SkillCall("run_skill", "x", "all of it")),
+    ("print(apis.counter.get())", None),
+])
+def test_parse_skill_call(code, expected):
+    assert parse_skill_call(code, frozenset({"load_skill", "run_skill"})) == expected
+
+
+@pytest.mark.parametrize("code", ['x = load_skill("a")', 'load_skill("a")\nprint(1)', "load_skill(name)",
+                                  'load_skill("a", "b")', "run_skill()"])
+def test_misused_skill_action_gets_a_usage_error(code):
+    answer = parse_skill_call(code, frozenset({"load_skill", "run_skill"}))
+    assert isinstance(answer, str)
+    assert "harness action" in answer
+
+
+def test_actions_not_offered_are_python():
+    assert parse_skill_call('load_skill("a")', frozenset({"run_skill"})) is None
+    assert render_inputs({"a": 1, "b": "two"}) == "- a: 1\n- b: two"
+
+
+# --------------------------------------------------------------------------------------------- subagent mode
+def test_subagent_isolation_output_and_accounting(env, hash_embedder):
+    model = ScriptedModel(SkillActionScript())
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent")
+    assert score.success
+    by_window = windows_of(model, result)
+    assert set(by_window) == {0, 1}
+    caller, sub = text_of(by_window[0]), text_of(by_window[1])
+    assert "SECRET-BODY-MARKER" not in caller  # the caller never sees the skill body
+    assert "### Skill: set_counter" in caller
+    assert "Input: target: the value" in caller
+    assert "SECRET-BODY-MARKER" in sub
+    assert "Set the counter to 4." not in sub
+    assert "Delegate." not in sub
+    assert "- target: 4" in sub
+    run_step = next(s for s in result.actions if s.skill_action and s.skill_action["action"] == "run_skill")
+    assert run_step.observation.startswith("run_skill('set_counter') returned:\nskill output 4")
+    assert run_step.skill_action["status"] == "subtask_done"
+    assert "skills/set_counter/" in sub  # resources placed in the workspace and named to the subagent
+    account = context_account(result)
+    assert account.subagent_calls == 1
+    assert account.windows[1].calls == 2
+    assert account.windows[1].sent_tokens > 0
+    assert account.windows[1].seed_tokens > account.windows[1].sent_tokens
+    assert account.windows[1].returned_tokens > 0
+    assert account.main.calls == 2
+    assert 0 < account.communication_share < 1
+    assert [s.window for s in result.actions] == [0, 1, 1, 0]
+    assert [s.index for s in result.actions] == [0, 1, 2, 3]
+
+
+def test_subagent_steps_come_out_of_the_shared_budget(env, hash_embedder):
+    def script(messages):
+        if role_of(messages) != "executor":
+            return "DONE"
+        seeded = any("# Skill task" in str(m["content"]) for m in messages)
+        turns = sum(1 for m in messages[task_start(messages):] if m["role"] == "assistant")
+        if seeded:
+            return block(f"print({len(messages)} * {turns})")  # never done: varied code, so no loop is detected
+        return block('run_skill("set_counter", {"target": 4})') if turns == 0 else block("print('caller')")
+
+    model = ScriptedModel(script)
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent", step_limit=5)
+    assert not score.success
+    assert len(result.actions) == 5  # 1 caller step + 4 subagent steps; nothing is left for the caller
+    assert result.exit_status == "limits_exceeded"
+    failed = result.actions[0]
+    assert failed.observation.startswith("run_skill('set_counter') FAILED: the subagent ended with status "
+                                         "limits_exceeded after 4 steps")
+    assert sum(1 for c in result.calls.calls if c.role == "executor") == 5
+
+
+def test_unknown_skill_and_group_misuse_are_clear_errors(env, hash_embedder):
+    replies = iter([block('run_skill("no_such_skill")'), block("apis.counter.reset()\napis.counter.add(4)\n"
+                                                                 "complete_task()")])
+    model = ScriptedModel(lambda messages: next(replies))
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent")
+    assert score.success
+    assert result.actions[0].observation.startswith("run_skill error: no routing node or skill is named "
+                                                    "'no_such_skill'")
+    assert result.actions[0].error
+
+
+# --------------------------------------------------------------------------------------------- agent-skill mode
+def test_agent_skill_loads_appear_once_per_load(env, hash_embedder):
+    replies = iter([block('load_skill("set_counter")'), block('print(load_skill("set_counter"))'),
+                    block("apis.counter.reset()\napis.counter.add(4)\ncomplete_task()")])
+    model = ScriptedModel(lambda messages: next(replies))
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="agent-skill")
+    assert score.success
+    assert BODY not in text_of(model.calls[:1])  # the list shows the card only
+    final = text_of(model.calls[-1:])
+    assert final.count(BODY) == 2  # two loads, two copies
+    assert text_of(model.calls[1:2]).count(BODY) == 1
+    assert context_account(result).skill_loads == 2
+    assert "`load_skill(" in text_of(model.calls[:1])
+    assert "`run_skill(" not in text_of(model.calls[:1])
+
+
+def test_inline_flat_prompt_is_unchanged(env, hash_embedder):
+    model = ScriptedModel(SkillActionScript())
+    solve(env, model, memory=memory_of(hash_embedder, ALPHA))
+    first = text_of(model.calls[:1])
+    assert BODY in first
+    assert "Skill actions" not in first
+    assert "# Skills from earlier tasks\nThese skills" in first
+
+
+# --------------------------------------------------------------------------------------------- organisations
+def frozen_view() -> LibraryView:
+    org = Organization(kind="graph", roots=["counter work"], nodes=[
+        RoutingNode(name="counter work", description="Everything about the counter.", children=["writes"],
+                    skills=[BETA.id]),
+        RoutingNode(name="writes", description="Changing the counter.", skills=[ALPHA.id])])
+    return LibraryView(org, [ALPHA, BETA])
+
+
+@pytest.mark.parametrize(("organization", "frozen", "groups"), [
+    ("task-tree", False, ["task t1", "task t2"]), ("tree", False, ["task t1", "task t2"]),
+    ("graph", True, ["counter work"])])
+@pytest.mark.parametrize("mode", ["inline", "agent-skill", "subagent", "hybrid"])
+def test_navigation_of_each_organisation(env, hash_embedder, organization, frozen, groups, mode):
+    model = ScriptedModel(SkillActionScript())
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA, BETA), skill_exec=mode,
+                          library_organization=organization, organization=frozen_view() if frozen else None)
+    assert score.success
+    first = text_of(model.calls[:1])
+    for group in groups:
+        assert f"- [group] {group}" in first
+    assert "### Skill:" not in first  # the top level lists groups only
+    built = result.retrievals[0].organization
+    assert built is not None
+    if organization == "tree":
+        assert built["built_by"]["method"].startswith("fallback:task-tree")
+    actions = [s.skill_action["action"] for s in result.actions if s.skill_action]
+    account = context_account(result)
+    if mode == "subagent":  # groups run as subagents too: a routing subagent runs a member
+        assert actions[0] == "run_skill"
+        assert account.subagent_calls == 2
+        assert account.nodes_opened == 0
+        assert "`open_node(" not in first
+    else:
+        assert actions[0] == "open_node"
+        assert account.nodes_opened == 1
+        assert "## Group: " + groups[0] in text_of(model.calls[1:2])
+    if mode == "hybrid":
+        assert actions == ["open_node", "run_skill"]
+        assert account.subagent_calls == 1
+    if mode == "agent-skill":
+        assert actions[:2] == ["open_node", "load_skill"]
+
+
+def test_open_node_on_a_skill_and_load_on_a_group_are_errors(env, hash_embedder):
+    replies = iter([block('open_node("set_counter")'), block('load_skill("task t1")'),
+                    block("apis.counter.reset()\napis.counter.add(4)\ncomplete_task()")])
+    model = ScriptedModel(lambda messages: next(replies))
+    result, _ = solve(env, model, memory=memory_of(hash_embedder, ALPHA, BETA), skill_exec="agent-skill",
+                      library_organization="task-tree")
+    assert "is a skill, not a group" in result.actions[0].observation
+    assert "is a group; open it with open_node" in result.actions[1].observation
+    assert context_account(result).skill_loads == 0
+    assert context_account(result).nodes_opened == 0
+
+
+# --------------------------------------------------------------------------------------------- induction verdict
+@pytest.mark.parametrize("target", [4, 5])
+def test_only_successful_induction_waits_for_the_verdict(env, hash_embedder, target):
+    def script(messages):
+        if role_of(messages) == "induction":
+            assert "did not succeed" not in str(messages[-1]["content"])
+            return "NAME: s\nDESCRIPTION: set it\nINPUTS: the target\nOUTPUTS: the value\nBODY:\n1. reset\n2. add"
+        return block(f"apis.counter.reset()\napis.counter.add({target})\ncomplete_task()")
+
+    memory = SkillMemory(hash_embedder)
+    model = ScriptedModel(script)
+    inducer = Inducer(model, config=InductionConfig(format="text", variant="contract", only_successful=True))
+    result, score = solve(env, model, memory=memory, inducer=inducer)
+    assert score.success == (target == 4)
+    assert [s.status for s in result.inductions] == (["added"] if target == 4 else ["skipped"])
+    assert len(memory) == (1 if target == 4 else 0)
+
+
+def test_subtask_level_subagent_shares_the_task_budget(env, hash_embedder):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return SkillActionScript.plan(messages)
+        if role == "summarizer":
+            return "- the counter was set"
+        seeded = any("# Skill task" in str(m["content"]) for m in messages)
+        turns = sum(1 for m in messages[task_start(messages):] if m["role"] == "assistant")
+        if seeded:
+            return block("apis.counter.reset()\nprint(apis.counter.add(4))") if turns == 0 else "SUBTASK DONE: 4"
+        first = str(messages[task_start(messages)]["content"])
+        if "Read the current counter" in first.split("# Current subtask")[1]:
+            return block('run_skill("set_counter", {"target": 4})') if turns == 0 else "SUBTASK DONE: it is 4"
+        return block("complete_task()")
+
+    model = ScriptedModel(script)
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent",
+                          level="subtask")
+    assert score.success
+    assert [(s.index, s.subtask_index, s.window) for s in result.actions] == [
+        (0, 0, 0), (1, 0, 1), (2, 0, 1), (3, 0, 0), (4, 1, 0)]
+    assert context_account(result).subagent_calls == 1
+    planner_prompts = [m for m, c in zip(model.calls, result.calls.calls, strict=True) if c.role == "planner"]
+    assert "Executor steps left: 46;" in text_of(planner_prompts[1:2])  # 50 - the caller's 2 - the subagent's 2
+
+
+@pytest.mark.parametrize("mode", ["inline", "subagent"])
+def test_default_streams_record_the_prompt_ids_they_always_did(tmp_path, hash_embedder, mode):
+    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.experiments.stream import run_stream
+
+    config = StreamConfig(run="r", runs_dir=str(tmp_path), condition="task+text", skill_exec=mode,
+                          embedder="hash:128")
+    run_stream(TinyEnv([4], workdir=tmp_path / "ws"), ScriptedModel(SkillActionScript()), config,
+               embedder=hash_embedder)
+    ids = RunFolder(tmp_path / "r").read_config().prompt_ids
+    assert ("subagent_task" in ids) == (mode == "subagent")
+    assert "executor_task" in ids

@@ -1,0 +1,147 @@
+"""Every execution mode x library organisation through ``skilltransfer run`` on the bundled envs, and the
+``subagent-vs-skill`` grid (reduced) through the mock server with both report tables (issue 14 §5)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers_cli import cli, main_cli, records_of, trajectory_of
+from helpers_skill_exec import SkillActionScript
+
+from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.memory.library import export_skill_md
+from skilltransfer.memory.organization import Organization, RoutingNode, save_organization
+from skilltransfer.skill import Provenance, Skill
+
+MODES = ["inline", "agent-skill", "subagent", "hybrid"]
+ORGANIZATIONS = ["flat", "task-tree", "tree", "graph"]
+SPEC = Path(__file__).resolve().parents[1] / "experiments" / "subagent-vs-skill.yaml"
+SKILLS = [Skill(name="look-around", description="Inspect the environment before acting.",
+                body="1. Read the docs.\n2. Print what you find.", inputs="what to inspect", outputs="what was found",
+                provenance=Provenance(source_task_id="t1")),
+          Skill(name="finish-up", description="Finish the task and submit.", body="Call complete_task().",
+                provenance=Provenance(source_task_id="t2"))]
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory) -> Path:
+    """A two-skill library with a frozen graph organisation beside it."""
+    folder = tmp_path_factory.mktemp("organised")
+    export_skill_md(SKILLS, folder)
+    org = Organization(kind="graph", roots=["all work", "endings"], nodes=[
+        RoutingNode(name="all work", description="Everything.", children=["endings"], skills=[SKILLS[0].id]),
+        RoutingNode(name="endings", description="Finishing.", skills=[SKILLS[1].id])])
+    save_organization(org, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server():
+    with MockServer(SkillActionScript()) as running:
+        yield running
+
+
+def run_env(server: MockServer, out: Path, env: str, library: Path, mode: str, organization: str) -> None:
+    extra = ["-c", f"organization={library}"] if organization in ("tree", "graph") else []
+    cli("run", "--env", env, "--condition", "task", "--library", str(library), "--skill-exec", mode,
+        "--library-organization", organization, "--model", "openai", "--base-url", server.url, "--model-name",
+        "mock", "--api-key", "x", "--embedder", "hash:64", "--limit", "1", "--max-steps", "8", "--no-sandbox",
+        "--no-progress", "--out", str(out), *extra)
+
+
+def check_run(out: Path, mode: str, organization: str) -> None:
+    [record] = records_of(out)
+    assert record["exit_status"] == "submitted"
+    trajectory = trajectory_of(out, record)
+    actions = [s["skill_action"]["action"] for s in trajectory.steps if s.get("skill_action")]
+    account = record["context_account"]
+    if mode == "inline" and organization == "flat":
+        assert actions == []
+    elif organization == "flat" or mode == "subagent":
+        assert actions[0] == {"inline": "none", "agent-skill": "load_skill"}.get(mode, "run_skill")
+        assert account["subagent_calls"] >= (mode in ("subagent", "hybrid"))
+    else:
+        assert actions[0] == "open_node"
+        assert account["nodes_opened"] == 1
+    config = json.loads((out / "config.json").read_text())["config"]
+    assert (config["skill_exec"], config["library_organization"]) == (mode, organization)
+
+
+@pytest.mark.parametrize("organization", ORGANIZATIONS)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_and_organisation_runs_on_apps(tmp_path, server, library, mode, organization):
+    run_env(server, tmp_path / "run", "apps", library, mode, organization)
+    check_run(tmp_path / "run", mode, organization)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["office", "datasci"])
+@pytest.mark.parametrize("organization", ORGANIZATIONS)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_and_organisation_runs_on_the_other_envs(tmp_path, server, library, env, mode, organization):
+    run_env(server, tmp_path / "run", env, library, mode, organization)
+    check_run(tmp_path / "run", mode, organization)
+
+
+def test_show_prints_the_axes(tmp_path, server, library):
+    run_env(server, tmp_path / "run", "apps", library, "hybrid", "task-tree")
+    shown = cli("show", str(tmp_path / "run")).output
+    assert "skill_exec=hybrid" in shown
+    assert "library_organization=task-tree" in shown
+
+
+# --------------------------------------------------------------------------------------------- the grid spec
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server):
+    spec = yaml.safe_load(SPEC.read_text())
+    counter = {"env": "helpers_tinyenv:TinyEnv", "args": {"targets": [3, 5]}}
+    spec.update(out=str(tmp_path / "out"), envs={"tiny": counter}, embedder="hash:64", max_concurrency=4,
+                models={"mock": {"name": "openai", "base_url": server.url, "model": "mock", "api_key": "x"}})
+    for phase in spec["phases"]:
+        if "envs" in phase:
+            phase["envs"] = {"tiny": {**counter, "args": {"targets": [4, 6]}}}
+        if "skill_execs" in phase:
+            phase["skill_execs"] = ["inline", "subagent"]
+            phase["library_organizations"] = ["flat", "task-tree"]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    output = cli("grid", str(path), "-q").output
+    assert "10 streams run, 0 already finished, 0 failed" in output
+    cli("report", str(tmp_path / "out"), "--out", str(tmp_path / "report"), "--no-utility")
+    execs = read_csv(tmp_path / "report" / "skill_exec.csv")
+    orgs = read_csv(tmp_path / "report" / "library_organization.csv")
+    assert {(r["condition"], r["library"], r["skill_exec"]) for r in execs} >= {
+        ("task+text+library", "own/tiny/mock/task+text", "inline"),
+        ("task+text+library", "contract/tiny/mock/task+text-contract", "inline"),
+        ("task+text+library[subagent]", "own/tiny/mock/task+text", "subagent")}
+    assert all(r["runs"] == "1" for r in execs)
+    assert all(r["condition"].count("task-tree") == 0 for r in execs)  # flat-library groups only
+    subagent = next(r for r in execs if r["skill_exec"] == "subagent")
+    assert float(subagent["subagent_calls"]) >= 1
+    assert 0 < float(subagent["communication_share"]) < 1
+    inline = next(r for r in execs if r["skill_exec"] == "inline")
+    assert float(inline["communication_share"]) == 0
+    assert {r["library_organization"] for r in orgs} == {"flat", "task-tree"}
+    tree = [r for r in orgs if r["library_organization"] == "task-tree"]
+    assert all(float(r["nodes_opened"]) >= 1 for r in tree if r["skill_exec"] == "inline")
+    assert "Execution modes" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["-c", "organization=somewhere"], "organization needs a frozen library"),
+    (["--skill-exec", "subagent", "--coordination", "nl-sop"], "apply to the agent"),
+    (["--skill-exec", "tool"], "tool")])
+def test_bad_axis_settings_are_one_line_errors(tmp_path, monkeypatch, capsys, extra, message):
+    code, _, err = main_cli(["run", "--env", "apps", "--condition", "task+text", "--model", "scripted", "--script",
+                             str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "run"), *extra], monkeypatch, capsys)
+    assert code == 2
+    assert message in err
+    assert not (tmp_path / "run").exists()
