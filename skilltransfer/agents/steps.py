@@ -154,6 +154,14 @@ class RetrievalStep(_Step):
     subtask_index: int | None
     skills: list[dict[str, Any]] = field(default_factory=list)
     """Per skill: id, name, format, score, source_task_id, source_position, load_error (code skills)."""
+    route: dict[str, Any] | None = None
+    """What the retriever did, when one chose the skills section (lens reuse: `skilltransfer.lens.RouteLog`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.route is None:
+            del out["route"]  # flat reuse logs as before
+        return out
 
 
 @dataclass

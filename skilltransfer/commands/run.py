@@ -15,7 +15,7 @@ from rich.console import Console
 
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter
+from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction.inducer import PromptVariant
@@ -32,7 +32,7 @@ FLAG_KEYS: dict[str, str] = {
     "script": "model.script", "retry_budget": "model.retry_budget_s", "embedder": "embedder", "library": "library",
     "library_filter": "library_filter", "induction_prompt": "induction_variant", "max_steps": "limits.step_limit",
     "max_subtasks": "limits.subtask_limit", "top_k": "agent.top_k", "seed": "env.seed", "split": "env.split",
-    "sandbox": "env.sandboxed", "coordination": "coordination",
+    "sandbox": "env.sandboxed", "coordination": "coordination", "reuse": "reuse",
 }
 """Flag (parameter name) -> the spec key it sets."""
 
@@ -112,6 +112,10 @@ def run(
         help="none (the agent, default) or a coordination interface over each task's frozen plan: nl-sop, "
              "prompt-graph, metaskill (plans in <out>/plans, or the folder of the 'plans' key).",
         case_sensitive=False, rich_help_panel=_AGENT)] = None,
+    reuse: Annotated[Reuse | None, typer.Option(
+        help="flat (the top-k skills whole, default) or routed over a skill graph: lens (verifier ACCEPT / DECOMPOSE "
+             "/ REWRITE / SKIP), rewrite-all, no-walk. With --library, -c skill_graph=DIR uses a prebuilt graph.",
+        case_sensitive=False, rich_help_panel=_AGENT)] = None,
     induction_prompt: Annotated[PromptVariant | None, typer.Option(help="Induction prompt variant (default full).",
                                                                    rich_help_panel=_AGENT)] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Executor step budget per task (default 50).",
@@ -144,7 +148,8 @@ def run(
              "script": str(script) if script else None, "retry_budget": retry_budget, "embedder": embedder,
              "library": str(library) if library else None, "library_filter": library_filter,
              "induction_prompt": induction_prompt, "max_steps": max_steps, "max_subtasks": max_subtasks,
-             "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination}
+             "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination,
+             "reuse": reuse}
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | env_args(env_arg or [])
     stream_config = run_spec(config, overrides or [], flags, out)
     console = Console(stderr=True)
