@@ -91,5 +91,5 @@ def test_lens_reuse_runs_on_every_bundled_env(tmp_path, env):
     assert [len(r["routes"]) for r in records] == [1, 1]
     assert records[1]["routes"][0]["graph_units"] > 0  # the first task's skill, decomposed into the graph
     assert (out / "memory" / "graph" / "manifest.json").is_file()
-    shown = cli("show", str(out)).output
-    assert "lens" in shown
+    assert "reuse=lens" in cli("show", str(out)).output
+    assert "routed (lens): visited" in cli("show", str(out), "--task", "1").output

@@ -157,3 +157,28 @@ def test_reuse_axis_in_names_and_errors(tmp_path):
     with pytest.raises(InputError, match="skill graph folder not found"):
         run(tmp_path, "task", LensCounterScript(CounterScript()), library=str(library(tmp_path)), reuse="lens",
             skill_graph=str(tmp_path / "nothing"))
+
+
+def test_incremental_add_merges_into_existing_units_and_remove_keeps_the_rest():
+    from skilltransfer.lens.decompose import Decomposer, add_skill
+
+    decomposer = Decomposer(ScriptedModel(LensCounterScript(None)))
+    graph = SkillGraph(_EMB)
+    add_skill(graph, COUNTER, decomposer)
+    before = len(graph)
+    twin = COUNTER.model_copy(update={"id": "twin", "name": "set_counter_twin"})
+    _, merges = add_skill(graph, twin, decomposer)
+    assert merges  # its procedures are the counter skill's: merged, shared by both skills
+    shared = [u for u in graph if set(u.sources) == {COUNTER.id, "twin"}]
+    assert shared
+    assert len(graph) == before + 1  # only the twin's policy is new: its strategy, steps and caveat merged
+    graph.remove_skill("twin")
+    graph.validate()
+    assert len(graph) == before
+    assert all(u.sources == [COUNTER.id] for u in graph)
+    changed = COUNTER.model_copy(update={"body": COUNTER.body + "\n3. Print the counter."})
+    record, _ = add_skill(graph, changed, decomposer)  # a new version replaces the old units
+    graph.validate()
+    assert record.status == "model"
+    assert any(u.text == "Print the counter." for u in graph)
+    assert len(graph.roots) == 1
