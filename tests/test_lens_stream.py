@@ -83,8 +83,10 @@ def test_context_holds_only_accepted_and_rewritten_units(tmp_path):
     assert brief["decomposed"] == 2
     assert brief["context_tokens"] == route["context_tokens"] > 0
     roles = {c["role"] for c in log.calls}
-    assert {"verifier", "decomposer", "executor"} <= roles
-    assert records[0]["tokens_by_role"]["verifier"]["calls"] == brief["verifier_calls"]
+    assert {"verifier", "rewriter", "decomposer", "executor"} <= roles
+    by_role = records[0]["tokens_by_role"]
+    assert by_role["verifier"]["calls"] + by_role["rewriter"]["calls"] == brief["verifier_calls"]
+    assert by_role["rewriter"]["calls"] == brief["rewritten"]
     assert records[1]["routes"][0]["decomposed"] == 0  # the graph is kept, not rebuilt
     assert [s["name"] for s in records[0]["retrieved"]] == ["set_counter_value"]  # source skills of the units
     config = json.loads((summary.path / "config.json").read_text())

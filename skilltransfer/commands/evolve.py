@@ -4,7 +4,7 @@ candidate only when it raises J on a validation split (`skilltransfer.experiment
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -46,7 +46,13 @@ def evolve(
                                                       rich_help_panel=_MODEL)] = None,
     context_window: Annotated[int | None, typer.Option(min=256, help="The model's context window.",
                                                        rich_help_panel=_MODEL)] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call, every role.",
+                                                   rich_help_panel=_MODEL)] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache.", rich_help_panel=_MODEL)] = None,
+    cache_mode: Annotated[Literal["rw", "ro", "off"] | None, typer.Option(help="rw (default), ro (replay) or off.",
+                                                                        rich_help_panel=_MODEL)] = None,
+    retry_budget: Annotated[float | None, typer.Option(min=0, help="Seconds a call keeps retrying transient errors.",
+                                                       rich_help_panel=_MODEL)] = None,
     script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL).",
                                                 rich_help_panel=_MODEL)] = None,
     embedder: Annotated[str | None, typer.Option(help="Retrieval embedder: minilm, hash:DIM (test double).")] = None,
@@ -66,6 +72,7 @@ def evolve(
     given = {"env": env, "condition": condition, "reuse": reuse, "library": str(library) if library else None,
              "model": model, "base_url": base_url, "api_key": api_key, "model_name": model_name,
              "temperature": temperature, "context_window": context_window, "cache": str(cache) if cache else None,
+             "max_tokens": max_tokens, "cache_mode": cache_mode, "retry_budget": retry_budget,
              "script": str(script) if script else None, "embedder": embedder, "sandbox": sandbox,
              "limit": dev + val}
     flags = {FLAG_KEYS[name]: value for name, value in given.items()}

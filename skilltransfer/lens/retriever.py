@@ -9,8 +9,8 @@
    retrieval after an induction (the next subtask or task); a frozen library without a prebuilt graph is decomposed
    whole at the stream's first retrieval.
 2. **Route** (`skilltransfer.lens.route`) with ``seeds_k = k`` (the agent's ``top_k``) and the reuse mode (``lens``,
-   ``rewrite-all``, ``no-walk``); the verifier and rewriter calls go through the task's call log under role
-   ``verifier``, decompositions under role ``decomposer``.
+   ``rewrite-all``, ``no-walk``); the verifier, rewriter and decomposer calls go through the task's call log under
+   those roles (``verifier``, ``rewriter``, ``decomposer``).
 3. The skills section is the routed context's blocks (only accepted and rewritten units, graph order, within the
    token budget); the hits are the source skills of those units (code skills are loaded into the namespace), best
    unit score first; the `RouteLog` (plus what syncing did) is logged with the retrieval step.
@@ -34,7 +34,7 @@ from skilltransfer.skill import Skill
 
 GRAPH_DIR = "graph"
 """The skill graph's folder inside a run's memory folder (saved with every memory snapshot)."""
-VERIFIER_ROLE, DECOMPOSER_ROLE = "verifier", "decomposer"
+VERIFIER_ROLE, REWRITER_ROLE, DECOMPOSER_ROLE = "verifier", "rewriter", "decomposer"
 
 
 class LensConfig(BaseModel):
@@ -110,7 +110,7 @@ class LensRetriever:
         """Sync the graph, route ``query`` and return the routed skills section (see the module docstring)."""
         synced = self.sync(models(DECOMPOSER_ROLE))
         cfg = self.config.route.model_copy(update={"mode": self.mode, "seeds_k": max(1, k)})
-        routed = route(self.graph, query, models(VERIFIER_ROLE), cfg)
+        routed = route(self.graph, query, models(VERIFIER_ROLE), cfg, rewriter=models(REWRITER_ROLE))
         best: dict[str, float] = {}
         for unit in routed.units:
             for skill_id in self.graph.units[unit.unit].sources:
