@@ -7,7 +7,7 @@ SkillStore -> retrieval -> agent; run logs -> metrics -> reports.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -104,6 +104,27 @@ class SkillStore(Protocol):
     def __len__(self) -> int: ...
 
     def __iter__(self) -> Iterator[Skill]: ...
+
+
+@dataclass
+class Retrieval:
+    """What a `SkillRetriever` gives the agent for one (sub)task query."""
+
+    hits: list[tuple[Skill, float]]
+    """The skills retrieved (code skills are loaded into the episode's namespace), best first."""
+    blocks: list[str] | None = None
+    """The skills section's blocks in order; None: each hit's ``Skill.render()`` (flat reuse)."""
+    log: dict[str, Any] | None = None
+    """What retrieval did (e.g. a routing log), recorded with the (sub)task's retrieval step."""
+
+
+class SkillRetriever(Protocol):
+    """Chooses what enters a (sub)task's skills section (flat top-k by default; see ``skilltransfer.lens``).
+
+    ``models(role)`` is the agent's model behind the task's call log, its calls recorded under ``role``.
+    """
+
+    def retrieve(self, query: str, k: int, models: Callable[[str], ChatModel]) -> Retrieval: ...
 
 
 class Trajectory(Protocol):

@@ -36,13 +36,28 @@ from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
 from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
 from skilltransfer.induction.inducer import Inducer
+from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
-from skilltransfer.protocols import ChatModel, Episode, SkillStore
+from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Retrieval, SkillRetriever, SkillStore
 from skilltransfer.skill import Provenance, Skill
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
 NO_SUMMARY = "(nothing done yet)"
+
+
+class _LoggedModel:
+    """The agent's model behind a task's call log under one role (what a `SkillRetriever` calls): every call is
+    fitted and recorded like the agent's own; a prompt that cannot fit raises ``ContextLengthError``."""
+
+    def __init__(self, model: ChatModel, calls: CallLog, role: str) -> None:
+        self.model, self.calls, self.role = model, calls, role
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        try:
+            return self.calls.complete(self.model, messages, self.role, **params)
+        except ContextExceeded as exc:
+            raise ContextLengthError(exc.message) from exc
 
 
 class Agent:
@@ -57,14 +72,18 @@ class Agent:
         on_event: called with each `AgentEvent` (may be set later as the ``on_event`` attribute).
         organization: a frozen library organisation (tree/graph) the retrieved skills are shown in; skills it does
             not hold are grouped by source task (`skilltransfer.agents.skill_actions.organize_retrieved`).
+        retriever: chooses each (sub)task's skills section from ``memory``; None: the top-k skills by description
+            (flat reuse). The agent does not know how it chooses.
     """
 
     def __init__(self, model: ChatModel, *, memory: SkillStore | None = None, inducer: Inducer | None = None,
                  config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
-                 organization: LibraryView | None = None, **kwargs: Any) -> None:
+                 organization: LibraryView | None = None, retriever: SkillRetriever | None = None,
+                 **kwargs: Any) -> None:
         self.model = model
         self.organization = organization
         self.memory = memory
+        self.retriever = retriever
         self.inducer = inducer
         self.config = AgentConfig.model_validate({**(config or AgentConfig()).model_dump(), **kwargs})
         self.prompts = AgentPrompts.load(self.config.prompt_dir)
@@ -166,48 +185,57 @@ class Agent:
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:
-        result.steps.extend(sorted([*run.steps, *run.delegated], key=lambda step: step.index))
+        ordered: list[ActionStep] = sorted([*run.steps, *run.delegated], key=lambda step: step.index)
+        result.steps.extend(ordered)
         result.pending.clear()
         result.contexts.append(run.messages)
 
     # ----------------------------------------------------------------- memory: read before, write after
     def retrieve(self, episode: Episode, result: AgentResult, query: str, kind: str,
                  index: int | None) -> list[tuple[Skill, float]]:
-        """Retrieve the top-k skills for ``query``, load code skills into the namespace and record a `RetrievalStep`
-        in ``result``; [] without a memory (or with ``top_k`` 0)."""
+        """Retrieve the skills for ``query`` (the top-k, or what the retriever chooses), load code skills into the
+        namespace and record a `RetrievalStep` in ``result``; [] without a memory (or with ``top_k`` 0)."""
+        return self._retrieve(episode, result, query, kind, index).hits
+
+    def _retrieve(self, episode: Episode, result: AgentResult, query: str, kind: str, index: int | None) -> Retrieval:
         if self.memory is None or self.config.top_k <= 0:
-            return []
-        hits = self.memory.retrieve(query, k=self.config.top_k)
-        step = RetrievalStep(query=query, query_kind=kind, subtask_index=index)
+            return Retrieval([])
+        if self.retriever is None:
+            got = Retrieval(self.memory.retrieve(query, k=self.config.top_k))
+        else:
+            got = self.retriever.retrieve(query, self.config.top_k,
+                                          lambda role: _LoggedModel(self.model, result.calls, role))
+        step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log)
         load_errors: dict[str, str | None] = {}
-        for skill, _ in reversed(hits):  # worst first, so the best-ranked definition wins a name clash
+        for skill, _ in reversed(got.hits):  # worst first, so the best-ranked definition wins a name clash
             if skill.format == "code":
                 observation = episode.load_code(skill.body)
                 load_errors[skill.id] = observation.output if observation.error else None
-        for skill, score in hits:
+        for skill, score in got.hits:
             step.skills.append({"id": skill.id, "name": skill.name, "format": skill.format, "score": round(score, 6),
                                 "source_task_id": skill.provenance.source_task_id,
                                 "source_position": skill.provenance.stream_position,
                                 "load_error": load_errors.get(skill.id)})
         result.steps.append(step)
-        return hits
+        return got
 
     def _skills_section(self, episode: Episode, result: AgentResult, query: str, kind: str,
                         index: int | None) -> tuple[str, SkillActions | None]:
-        """`retrieve`, then the executor prompt's skills section ('' if none) and the skill actions it offers."""
-        hits = self.retrieve(episode, result, query, kind, index)
+        """Retrieve, then the executor prompt's skills section ('' if none) and the skill actions it offers."""
+        got = self._retrieve(episode, result, query, kind, index)
         if self.memory is None or self.config.top_k <= 0:
             return "", None
         cfg = self.config
         if cfg.skill_exec == "inline" and cfg.library_organization == "flat":
-            result.calls.skills = [skill.render() for skill, _ in hits]  # context fitting may cut the worst-ranked
-            if not hits:
+            blocks = got.blocks if got.blocks is not None else [skill.render() for skill, _ in got.hits]
+            result.calls.skills = blocks  # context fitting may cut the worst-ranked
+            if not blocks:
                 return "", None
-            return self.prompts.skills_section.render(skills="\n".join(result.calls.skills)), None
+            return self.prompts.skills_section.render(skills="\n".join(blocks)), None
         result.calls.skills = []
-        if not hits:
+        if not got.hits:
             return "", None
-        skills = [skill for skill, _ in hits]
+        skills = [skill for skill, _ in got.hits]
         organized = organize_retrieved(cfg.library_organization, skills, self.organization)
         view = LibraryView(organized, skills)
         if organized.nodes:

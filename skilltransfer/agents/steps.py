@@ -164,6 +164,14 @@ class RetrievalStep(_Step):
     organization: dict[str, Any] | None = None
     """How the skills were organised for the agent when not flat: kind, ``built_by`` (e.g. the task-tree fallback of
     a tree/graph stream without a frozen organisation), routing nodes."""
+    route: dict[str, Any] | None = None
+    """What the retriever did, when one chose the skills section (lens reuse: `skilltransfer.lens.RouteLog`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.route is None:
+            del out["route"]  # flat reuse logs as before
+        return out
 
 
 @dataclass

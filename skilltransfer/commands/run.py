@@ -16,7 +16,7 @@ from rich.console import Console
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter
+from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction.inducer import PromptVariant
@@ -34,7 +34,7 @@ FLAG_KEYS: dict[str, str] = {
     "library_filter": "library_filter", "induction_prompt": "induction_variant", "max_steps": "limits.step_limit",
     "max_subtasks": "limits.subtask_limit", "top_k": "agent.top_k", "seed": "env.seed", "split": "env.split",
     "sandbox": "env.sandboxed", "coordination": "coordination", "skill_exec": "skill_exec",
-    "library_organization": "library_organization",
+    "library_organization": "library_organization", "reuse": "reuse",
 }
 """Flag (parameter name) -> the spec key it sets."""
 
@@ -121,6 +121,10 @@ def run(
         help="How retrieved skills are shown: flat (default), task-tree, tree or graph (tree/graph: the frozen "
              "organisation of -c organization=DIR, else grouped by source task).", case_sensitive=False,
         rich_help_panel=_AGENT)] = None,
+    reuse: Annotated[Reuse | None, typer.Option(
+        help="flat (the top-k skills whole, default) or routed over a skill graph: lens (verifier ACCEPT / DECOMPOSE "
+             "/ REWRITE / SKIP), rewrite-all, no-walk. With --library, -c skill_graph=DIR uses a prebuilt graph.",
+        case_sensitive=False, rich_help_panel=_AGENT)] = None,
     induction_prompt: Annotated[PromptVariant | None, typer.Option(help="Induction prompt variant (default full).",
                                                                    rich_help_panel=_AGENT)] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Executor step budget per task (default 50).",
@@ -154,7 +158,7 @@ def run(
              "library": str(library) if library else None, "library_filter": library_filter,
              "induction_prompt": induction_prompt, "max_steps": max_steps, "max_subtasks": max_subtasks,
              "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination,
-             "skill_exec": skill_exec, "library_organization": library_organization}
+             "skill_exec": skill_exec, "library_organization": library_organization, "reuse": reuse}
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | env_args(env_arg or [])
     stream_config = run_spec(config, overrides or [], flags, out)
     console = Console(stderr=True)

@@ -26,6 +26,7 @@ from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings, 
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
+from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.memory.store import MemoryConfig
@@ -42,6 +43,10 @@ LibraryFilter = Literal["top", "bottom"]
 Coordination = Literal["none", "nl-sop", "prompt-graph", "metaskill"]
 """How a task is carried out: ``none`` (the agent of the condition's level) or a coordination interface over the
 task's frozen plan (`skilltransfer.coordination.run_plan`)."""
+Reuse = Literal["flat", "lens", "rewrite-all", "no-walk"]
+"""How retrieved skills enter the agent's context: ``flat`` (the top-k skills whole) or routed over the skill graph
+(`skilltransfer.lens.retriever`): ``lens`` (the verifier's ACCEPT / DECOMPOSE / REWRITE / SKIP), ``rewrite-all``
+and ``no-walk`` (the study's ablations)."""
 OFFICEBENCH = "officebench"
 
 
@@ -256,6 +261,15 @@ class StreamConfig(BaseModel):
     composition: CoordinationConfig = Field(default_factory=CoordinationConfig)
     """Coordination settings (metaskill's K ``max_parallel``, node step limit, retries, ...); the whole task's step
     budget (``step_limit``) is the stream's executor step limit, whatever is set here."""
+    reuse: Annotated[Reuse, Axis("reuses", tag="[{value}]")] = "flat"
+    """flat (the top-k skills whole, as before), or lens, rewrite-all, no-walk: the skills section is routed over a
+    skill graph kept in step with the memory (``lens`` settings; ``skill_graph``)."""
+    lens: LensConfig = Field(default_factory=LensConfig)
+    """Lens reuse settings: routing (token budget, walk, ...) and decomposition of skills into the graph."""
+    skill_graph: str | None = None
+    """A prebuilt skill graph folder (``skilltransfer library decompose`` or ``evolve``) for lens reuse of a frozen
+    ``library``; None: the graph is built from the memory as it grows (lazily for a library). A resumed run reloads
+    its own graph (``memory/graph``)."""
     library: str | None = None
     """A frozen library to retrieve from instead of a growing memory: another run's memory folder, a SKILL.md folder
     or a .jsonl file. Induction is off; near-duplicates are kept as they are; usage counts start from zero."""
@@ -284,6 +298,18 @@ class StreamConfig(BaseModel):
     def _filter_needs_library(self) -> StreamConfig:
         if self.library_filter is not None and self.library is None:
             raise ValueError("library_filter needs a library")
+        return self
+
+    @model_validator(mode="after")
+    def _lens_needs_memory(self) -> StreamConfig:
+        if self.reuse != "flat" and not self.has_memory:
+            raise ValueError(f"reuse {self.reuse!r} needs a skill memory (a memory condition or a library)")
+        if self.skill_graph is not None and (self.reuse == "flat" or self.library is None):
+            raise ValueError("skill_graph is read by lens reuse of a frozen library only (set reuse: lens, "
+                             "rewrite-all or no-walk, and library)")
+        if self.reuse != "flat" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
+            raise ValueError(f"reuse {self.reuse!r} routes skill units into the context inline; it does not combine "
+                             "with skill_exec or library_organization (keep them inline and flat)")
         return self
 
     @model_validator(mode="after")

@@ -139,6 +139,6 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     embedder = build_embedder(config) if config.has_memory else None
     console = console or Console(stderr=True)
     console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}",
-                  highlight=False)
+                  highlight=False, markup=False)  # a label's [tag] is not rich markup
     return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
                   heartbeat_s=heartbeat_s)

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -91,6 +92,44 @@ class RetrievedSkill(BaseModel):
     source_task_id: str | None
     source_position: int | None
     load_error: str | None = None
+
+
+class RouteRecord(BaseModel):
+    """One lens retrieval of a task in brief (the trajectory's retrieval step holds the whole `RouteLog`)."""
+
+    subtask_index: int | None
+    visited: int
+    """Units the verifier routed (or rewrote, under rewrite-all)."""
+    rewritten: int
+    adaptation_cost: int
+    """Visited plus rewritten units (the study's C_adapt)."""
+    retrieved_tree: int
+    """Distinct units under the seeds and expanded units (what flat reuse of them would insert)."""
+    decisions: dict[str, int]
+    """ACCEPT / DECOMPOSE / REWRITE / SKIP counts."""
+    verifier_calls: int
+    verifier_tokens: int
+    """Prompt plus completion tokens of routing's calls."""
+    context_units: int
+    context_tokens: int
+    graph_units: int = 0
+    decomposed: int = 0
+    """Skills decomposed into the graph before this retrieval (the graph kept in step with the memory)."""
+
+    @classmethod
+    def from_log(cls, log: dict[str, Any], subtask_index: int | None) -> RouteRecord:
+        decisions: dict[str, int] = {}
+        for visit in log.get("visits", []):
+            decisions[visit["decision"]] = decisions.get(visit["decision"], 0) + 1
+        return cls(subtask_index=subtask_index, visited=int(log.get("visited", 0)),
+                   rewritten=len(log.get("rewrites", {})), adaptation_cost=int(log.get("adaptation_cost", 0)),
+                   retrieved_tree=int(log.get("retrieved_tree", 0)), decisions=decisions,
+                   verifier_calls=int(log.get("verifier_calls", 0)),
+                   verifier_tokens=int(log.get("verifier_prompt_tokens", 0))
+                   + int(log.get("verifier_completion_tokens", 0)),
+                   context_units=len(log.get("context_units", [])), context_tokens=int(log.get("context_tokens", 0)),
+                   graph_units=int(log.get("graph_units", 0)),
+                   decomposed=len((log.get("synced") or {}).get("added", [])))
 
 
 class InducedSkill(BaseModel):
@@ -162,6 +201,8 @@ class TaskRecord(BaseModel):
     """Per context window (the main agent's executor context, then each subagent's): calls, prompt/completion
     tokens, peak context, communication tokens; skill loads, nodes opened (`skilltransfer.metrics.ContextAccount`
     ``to_dict``). None in runs logged before it existed."""
+    routes: list[RouteRecord] = Field(default_factory=list)
+    """Lens reuse: one brief per (sub)task retrieval (empty under flat reuse)."""
 
 
 TrajectoryStatus = Literal["running", "aborted", "finished"]
@@ -365,12 +406,18 @@ class RunFolder:
         """Write a task's artifacts record (`artifacts_file`) atomically."""
         atomic_write_text(self.path / self.artifacts_file(trajectory), json.dumps(artifacts, indent=1) + "\n")
 
-    def commit(self, record: TaskRecord, memory: SkillStore | None) -> None:
-        """Commit a finished task (its trajectory is written): memory snapshot, results line, memory swap."""
+    def commit(self, record: TaskRecord, memory: SkillStore | None, *,
+               save_with_memory: Callable[[Path], None] | None = None) -> None:
+        """Commit a finished task (its trajectory is written): memory snapshot, results line, memory swap.
+
+        ``save_with_memory`` writes what belongs to the memory (a lens stream's skill graph) into the snapshot
+        folder, so it is committed (and recovered) with it."""
         if self._lines is None:
             self._lines = [r.model_dump_json() + "\n" for r in self.read_records()]
         if memory is not None:
             memory.save(self.path / "memory.next")
+            if save_with_memory is not None:
+                save_with_memory(self.path / "memory.next")
             atomic_write_text(self.path / "memory.next.task", record.task_id)
         self._lines.append(record.model_dump_json() + "\n")
         atomic_write_text(self.results_file, "".join(self._lines))

@@ -39,6 +39,7 @@ from skilltransfer.experiments.runlog import (
     CoordinationRecord,
     InducedSkill,
     RetrievedSkill,
+    RouteRecord,
     RunConfigLog,
     RunFolder,
     TaskRecord,
@@ -46,6 +47,8 @@ from skilltransfer.experiments.runlog import (
     TrajectoryStatus,
 )
 from skilltransfer.induction.inducer import Inducer
+from skilltransfer.lens.graph import SkillGraph
+from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
@@ -103,6 +106,17 @@ def _open_memory(cfg: StreamConfig, fmt: SkillFormat | None, embedder: Embedder 
     if cfg.library is not None:
         return _frozen_library(cfg, cfg.library, embedder, tasks)
     return SkillMemory(embedder, config=cfg.memory)
+
+
+def _lens_retriever(cfg: StreamConfig, memory: SkillMemory | None, embedder: Embedder | None,
+                    memory_dir: Path) -> LensRetriever | None:
+    """The retriever of a lens stream: its graph from the run's memory (resume), else ``skill_graph``, else empty."""
+    if cfg.reuse == "flat" or memory is None or embedder is None:
+        return None
+    saved = memory_dir / GRAPH_DIR
+    source = saved if saved.is_dir() else cfg.skill_graph
+    graph = SkillGraph.load(source, embedder) if source is not None else None
+    return LensRetriever(memory, graph, embedder, mode=cfg.reuse, config=cfg.lens)
 
 
 # --------------------------------------------------------------------------------------------- records
@@ -198,6 +212,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
                for s in result.inductions]
+    routes = [RouteRecord.from_log(step.route, step.subtask_index) for step in result.retrievals
+              if step.route is not None]
     calls = result.calls
     return TaskRecord(run=cfg.run, condition=cfg.condition, position=position, task_id=task.id,
                       difficulty=task.difficulty, template=task.template, reward=score.reward, success=score.success,
@@ -208,7 +224,7 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       context_fitted_calls=calls.fitted_calls, tokens_by_role=by_role,
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
-                      context_account=context_account(result).to_dict())
+                      context_account=context_account(result).to_dict(), routes=routes)
 
 
 # --------------------------------------------------------------------------------------------- the runner
@@ -256,6 +272,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
+    if config.reuse != "flat":
+        prompt_ids.update({f"lens.{k}": v for k, v in lens_prompt_ids(config.lens).items()})
     if config.coordination != "none":
         coordination_dir = config.composition.prompt_dir
         prompt_ids.update({f"coordination.{k}": v for k, v in CoordinationPrompts.load(coordination_dir).ids().items()})
@@ -268,7 +286,9 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     finished = {r.task_id for r in records}
     memory = _open_memory(config, fmt, embedder, tasks, folder.memory_dir)
     organization = LibraryView.load(config.organization) if config.organization is not None else None
-    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=organization)
+    retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
+    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=organization,
+                  retriever=retriever)
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     ran: list[str] = []
     for position, task in enumerate(tasks):
@@ -303,7 +323,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         live.write("finished", score={"reward": score.reward, "success": score.success,
                                       "checks": [asdict(c) for c in score.checks]})
         record = _record(config, position, task, result, score, memory, trajectory, live.plan)
-        folder.commit(record, memory)
+        folder.commit(record, memory, save_with_memory=retriever.save if retriever is not None else None)
         records.append(record)
         ran.append(task.id)
         if on_task is not None:

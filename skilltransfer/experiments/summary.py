@@ -266,6 +266,18 @@ def _where(step: dict[str, Any]) -> str:
     return f" (subtask {index})" if index is not None else ""
 
 
+def _route_line(route: dict[str, Any]) -> str:
+    """A lens retrieval in one line: decisions, rewrites, verifier calls, context and tree sizes."""
+    counts: dict[str, int] = {}
+    for visit in route.get("visits") or []:
+        counts[visit["decision"]] = counts.get(visit["decision"], 0) + 1
+    decided = ", ".join(f"{n} {d.lower()}" for d, n in sorted(counts.items())) or "none"
+    return (f"\n    routed ({route.get('mode')}): visited {route.get('visited', 0)} ({decided}), "
+            f"{len(route.get('rewrites') or {})} rewritten, {route.get('verifier_calls', 0)} verifier calls, context "
+            f"{len(route.get('context_units') or [])} units / {route.get('context_tokens', 0)} tokens of a "
+            f"{route.get('retrieved_tree', 0)}-unit retrieved tree")
+
+
 def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
     """One trajectory step as readable text."""
     kind = step.get("type", "?")
@@ -275,7 +287,7 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
                           f"{s.get('source_task_id') or '?'} (position {s.get('source_position')})"
                           + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in skills)
         return f"[retrieve{_where(step)}] by {step.get('query_kind')}: {step.get('query', '')[:200]!r}\n" \
-               + (found or "    (no skills)")
+               + (found or "    (no skills)") + (_route_line(step["route"]) if step.get("route") else "")
     if kind == "PlanStep":
         what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
         return f"[plan {step.get('subtask_index')}] {what}"

@@ -221,8 +221,14 @@ class Decomposer:
         return outline, record
 
 
-def merge_near_duplicates(graph: SkillGraph, threshold: float) -> list[dict[str, Any]]:
+def merge_near_duplicates(graph: SkillGraph, threshold: float, only: set[str] | None = None) -> list[dict[str, Any]]:
     """Merge same-layer units with cosine >= ``threshold`` (see the module docstring).
+
+    Args:
+        graph: the graph (changed in place).
+        threshold: the merge cosine (> 1: nothing is merged).
+        only: merge only these (new) units, each into the most similar unit already kept (every other unit counts
+            as kept); None: all units.
 
     Returns:
         One ``{"kept", "merged", "cosine"}`` record per merge.
@@ -234,9 +240,10 @@ def merge_near_duplicates(graph: SkillGraph, threshold: float) -> list[dict[str,
     order = graph.order()
     merges: list[dict[str, Any]] = []
     for layer in LAYERS[1:]:
-        members = sorted((uid for uid in ids if uid in graph.units and graph.units[uid].layer == layer),
-                         key=order.__getitem__)
-        kept: list[str] = []
+        same = sorted((uid for uid in ids if uid in graph.units and graph.units[uid].layer == layer),
+                      key=order.__getitem__)
+        members = same if only is None else [uid for uid in same if uid in only]
+        kept: list[str] = [] if only is None else [uid for uid in same if uid not in only]
         for uid in members:
             folded = False
             if kept:
@@ -253,6 +260,41 @@ def merge_near_duplicates(graph: SkillGraph, threshold: float) -> list[dict[str,
             if not folded:
                 kept.append(uid)
     return merges
+
+
+def add_outline(graph: SkillGraph, skill: Skill, outline: Outline) -> list[str]:
+    """Add a skill's decomposition to the graph (root registered as the skill's); returns the new unit ids (from the
+    skill id and the position; a re-added skill whose old units survive as shared ones gets ``<id>#<n>`` ids)."""
+    key, again = skill.id, 0
+    while any(unit_id(key, position) in graph.units for position in range(len(outline))):
+        again += 1
+        key = f"{skill.id}#{again}"
+    ids = [unit_id(key, position) for position in range(len(outline))]
+    for position, (layer, text, parent) in enumerate(outline):
+        unit = Unit(id=ids[position], layer=layer, text=text, sources=[skill.id])
+        if parent is None:
+            graph.add_skill(skill, unit)
+        else:
+            graph.add_unit(unit)
+            graph.add_edge(ids[parent], ids[position])
+    return ids
+
+
+def add_skill(graph: SkillGraph, skill: Skill, decomposer: Decomposer) -> tuple[DecomposeRecord, list[dict[str, Any]]]:
+    """Decompose one skill into the graph and merge its units into near-duplicates already there (incremental:
+    a growing memory's graph stays as a whole-library build would merge it, up to merge order). A skill already in
+    the graph is replaced.
+
+    Returns:
+        The decomposition record and the merges made.
+    """
+    if skill.id in graph.roots:
+        graph.remove_skill(skill.id)
+    outline, record = decomposer(skill)
+    new = add_outline(graph, skill, outline)
+    merges = merge_near_duplicates(graph, decomposer.config.merge_threshold, only=set(new[1:]))
+    graph.validate()
+    return record, merges
 
 
 def decompose_library(skills: Sequence[Skill], model: ChatModel, embedder: Any, config: DecomposeConfig | None = None,
@@ -277,14 +319,7 @@ def decompose_library(skills: Sequence[Skill], model: ChatModel, embedder: Any, 
     records: list[DecomposeRecord] = []
     for index, skill in enumerate(skills):
         outline, record = decomposer(skill)
-        ids = [unit_id(skill.id, position) for position in range(len(outline))]
-        for position, (layer, text, parent) in enumerate(outline):
-            unit = Unit(id=ids[position], layer=layer, text=text, sources=[skill.id])
-            if parent is None:
-                graph.add_skill(skill, unit)
-            else:
-                graph.add_unit(unit)
-                graph.add_edge(ids[parent], ids[position])
+        add_outline(graph, skill, outline)
         records.append(record)
         if on_skill is not None:
             on_skill(index, len(skills), record)

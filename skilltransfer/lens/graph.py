@@ -165,6 +165,29 @@ class SkillGraph:
         self.roots = {skill: keep if root == drop else root for skill, root in self.roots.items()}
         self.remove_unit(drop)
 
+    def remove_skill(self, skill_id: str) -> list[str]:
+        """Remove a source skill: its root and every unit no other skill's root still reaches; units it shared keep
+        their place under the other skills, without its provenance. Returns the removed unit ids."""
+        self.roots.pop(skill_id, None)
+        self.skills.pop(skill_id, None)
+        reachable: set[str] = set()
+        for root in self.roots.values():
+            reachable.update(self.subtree(root))
+        gone = [uid for uid in self.units if uid not in reachable]
+        for uid in gone:
+            for parent in list(self._parents[uid]):
+                self.remove_edge(parent, uid)
+            for child in list(self._children[uid]):
+                self.remove_edge(uid, child)
+        for uid in gone:
+            del self.units[uid], self._children[uid], self._parents[uid]
+            self._vectors.pop(uid, None)
+        for unit in self.units.values():
+            if skill_id in unit.sources:
+                unit.sources.remove(skill_id)
+        self._changed()
+        return gone
+
     def set_text(self, uid: str, text: str) -> None:
         """Replace a unit's text (its embedding is recomputed on demand)."""
         self.units[uid].text = text

@@ -162,8 +162,10 @@ class RoutedContext:
 class _Router:
     """One query's routing state (see the module docstring)."""
 
-    def __init__(self, graph: SkillGraph, query: str, model: ChatModel, config: RouteConfig) -> None:
+    def __init__(self, graph: SkillGraph, query: str, model: ChatModel, config: RouteConfig,
+                 rewriter: ChatModel | None = None) -> None:
         self.graph, self.query, self.model, self.cfg = graph, query, model, config
+        self.rewriter = rewriter or model
         folder = config.prompt_dir
         self.prompts = {name: lens_prompt(name, folder) for name in ("verify", "verify_user", "rewrite",
                                                                       "rewrite_user")}
@@ -176,8 +178,8 @@ class _Router:
         """Unit -> (decision, rank of the candidate it came from, that candidate's score)."""
 
     # ----------------------------------------------------------------- model calls
-    def _call(self, messages: list[Message], max_tokens: int) -> str:
-        done = self.model.complete(messages, **{"max_tokens": max_tokens, **self.cfg.model_params})
+    def _call(self, messages: list[Message], max_tokens: int, model: ChatModel | None = None) -> str:
+        done = (model or self.model).complete(messages, **{"max_tokens": max_tokens, **self.cfg.model_params})
         self.log.verifier_calls += 1
         self.log.verifier_prompt_tokens += done.prompt_tokens
         self.log.verifier_completion_tokens += done.completion_tokens
@@ -217,7 +219,7 @@ class _Router:
         messages: list[Message] = [{"role": "system", "content": self.prompts["rewrite"].render()},
                                    {"role": "user", "content": user}]
         try:
-            text = clean_rewrite(self._call(messages, self.cfg.rewrite_max_tokens))
+            text = clean_rewrite(self._call(messages, self.cfg.rewrite_max_tokens, self.rewriter))
         except ContextLengthError:
             text = ""
         if text:
@@ -309,21 +311,23 @@ def clean_rewrite(reply: str) -> str:
     return re.sub(r"^(?:adapted(?: for this task)?|rewrite|rewritten)\s*:\s*", "", text, flags=re.IGNORECASE).strip()
 
 
-def route(graph: SkillGraph, query: str, model: ChatModel, config: RouteConfig | None = None) -> RoutedContext:
+def route(graph: SkillGraph, query: str, model: ChatModel, config: RouteConfig | None = None, *,
+          rewriter: ChatModel | None = None) -> RoutedContext:
     """Retrieve, expand and route the skill graph's units for one query (see the module docstring).
 
     Args:
         graph: the skill graph (its routing notes go into the verifier's prompt).
         query: the task instruction or subtask text.
-        model: the verifier's and rewriter's chat model.
+        model: the verifier's (and, without ``rewriter``, the rewriter's) chat model.
         config: settings (default `RouteConfig()`).
+        rewriter: the rewriter's chat model (e.g. the same model logged under another role).
 
     Returns:
         The context section (empty text when nothing was accepted), its units and the log.
     """
     cfg = config or RouteConfig()
     start = time.perf_counter()
-    router = _Router(graph, query, model, cfg)
+    router = _Router(graph, query, model, cfg, rewriter)
     seeds = graph.top_units(query, cfg.seeds_k)
     expanded = [] if cfg.mode == "no-walk" else expand(graph, seeds, cfg.walk)
     router.log.seeds, router.log.expanded = seeds, expanded

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
+from skilltransfer.experiments.report.reuse import evolution_table, has_lens, lens_cost_table, reuse_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.skill_exec import skill_exec_tables
 from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
@@ -40,7 +42,7 @@ class Report:
 
 def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | None = None,
                  metric: str = "success", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
-                 seed: int = 0, utility_binning: str = "first") -> Report:
+                 seed: int = 0, utility_binning: str = "first", evolutions: list[Path] | None = None) -> Report:
     """Compute the report's tables.
 
     Args:
@@ -51,6 +53,7 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         utility_n_bins: equal-size bins of the utility analyses.
         seed: bootstrap seed.
         utility_binning: which of those bins take the extra tasks ("first" or "spread", see ``equal_size_bins``).
+        evolutions: ``evolution.jsonl`` files of ``skilltransfer evolve`` (J per round).
 
     Raises:
         InputError: unknown metric or binning, or bins below 2.
@@ -66,6 +69,10 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     if coordination.rows:
         tables.append(coordination)
     tables += skill_exec_tables(runs, metric, seed)
+    if has_lens(runs):
+        tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
+    if evolutions:
+        tables.append(evolution_table(evolutions))
     if embedder_of is not None:
         scores = score_runs(runs, embedder_of)
         tasks = task_utility(runs, scores, metric)

@@ -231,8 +231,37 @@ def transfer_figure(report: Report) -> Drawn | None:
     return Drawn("fig6_transfer_density", "Transfer density heatmaps (Fig. 6)", figure, len(axes))
 
 
+REUSE_MARKERS = {"lens": "o", "rewrite-all": "s", "no-walk": "^"}
+
+
+def lens_cost_figure(report: Report) -> Drawn | None:
+    """Adaptation cost (units visited + rewritten) of each routed query against its retrieved-tree size, one series
+    per reuse mode, with the mean per tree size and the line cost = size for reference."""
+    if "lens_cost_vs_size" not in report.tables or not report.table("lens_cost_vs_size").rows:
+        return None
+    rows = report.table("lens_cost_vs_size").rows
+    figure = Figure(figsize=(5.6, 4.2), layout="constrained")
+    ax = figure.add_subplot(1, 1, 1)
+    top = max(max(r["retrieved_tree"] for r in rows), 1)
+    for reuse in sorted({r["reuse"] for r in rows}):
+        mine = [r for r in rows if r["reuse"] == reuse]
+        sizes = np.array([r["retrieved_tree"] for r in mine], dtype=float)
+        costs = np.array([r["adaptation_cost"] for r in mine], dtype=float)
+        marker = REUSE_MARKERS.get(reuse, "x")
+        points = ax.scatter(sizes, costs, s=14, alpha=0.45, marker=marker, label=f"{reuse} ({len(mine)} queries)")
+        xs = np.unique(sizes)
+        ax.plot(xs, [costs[sizes == x].mean() for x in xs], color=np.asarray(points.get_facecolor())[0, :3], linewidth=1.2)
+    ax.plot([0, top], [0, top], color="#999999", linestyle=":", linewidth=1, label="cost = tree size")
+    ax.set_xlabel("retrieved-tree size n (units under seeds + expansion)")
+    ax.set_ylabel("adaptation cost (visited + rewritten units)")
+    ax.legend(fontsize=8)
+    ax.set_title("Lens routing: adaptation cost vs retrieved-tree size", fontsize=10)
+    return Drawn("lens_cost_vs_size", "Adaptation cost against retrieved-tree size", figure, 1)
+
+
 FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
-    budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure)
+    budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure,
+    lens_cost_figure)
 
 
 def draw_all(report: Report) -> list[Drawn]:

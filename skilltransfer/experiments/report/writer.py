@@ -17,12 +17,14 @@ from skilltransfer.experiments.report.table import Table, fmt, natural_key
 from skilltransfer.util.files import atomic_write_text
 
 FIGURE_DIR = "figures"
-LONG_TABLES = {"fig3_budget_curves", "task_utility"}
+LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size"}
 """Tables shown only as CSV (too long for the Markdown page)."""
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
     ("Coordination interfaces", ["coordination"], None),
     ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization"], None),
+    ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
+    ("Registry evolution", ["evolution_rounds"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
     ("Skill utility and success (Fig. 5a)", ["fig5a_spearman", "fig5a_utility_bins", "task_utility"],

@@ -1,0 +1,105 @@
+"""``skilltransfer evolve``: evolve a library's skill graph and routing notes on a development split, committing a
+candidate only when it raises J on a validation split (`skilltransfer.experiments.evolve`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+
+from skilltransfer.commands.run import FLAG_KEYS
+from skilltransfer.errors import InputError
+
+_MODEL = "Model"
+_EVOLVE = "Evolution"
+
+
+def evolve(
+    out: Annotated[Path, typer.Option(help="The evolution folder (new or empty): graph/, evolution.jsonl, pairs/, "
+                                           "evals/.")],
+    env: Annotated[str | None, typer.Option(help="The env whose tasks are split (as for run).")] = None,
+    library: Annotated[Path | None, typer.Option(help="The frozen library whose skill graph is evolved.")] = None,
+    condition: Annotated[str, typer.Option(help="The agent's condition (its level; induction is off with a "
+                                                "library).")] = "task",
+    reuse: Annotated[str, typer.Option(help="lens, rewrite-all or no-walk.")] = "lens",
+    dev: Annotated[int, typer.Option(min=1, help="Development tasks: the first N of the stream.")] = 10,
+    val: Annotated[int, typer.Option(min=1, help="Validation tasks: the N after the development tasks.")] = 10,
+    rounds: Annotated[int, typer.Option(min=1, help="Evolution rounds.", rich_help_panel=_EVOLVE)] = 3,
+    lam: Annotated[float, typer.Option(min=0, help="lambda in J = success - lambda * cost.",
+                                       rich_help_panel=_EVOLVE)] = 0.05,
+    cost_unit: Annotated[float, typer.Option(min=1, help="cost = mean tokens per task / this.",
+                                             rich_help_panel=_EVOLVE)] = 10_000,
+    candidates: Annotated[int, typer.Option(min=1, help="Candidate edit sets per round (writer calls).",
+                                            rich_help_panel=_EVOLVE)] = 1,
+    config: Annotated[Path | None, typer.Option("--config", help="A YAML of run spec keys (one stream).")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("-c", help="Override: key.path=value (e.g. "
+                                                        "skill_graph=DIR, lens.route.token_budget=800).")] = None,
+    model: Annotated[str | None, typer.Option(help="local, openai or scripted (as for run).",
+                                              rich_help_panel=_MODEL)] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.", rich_help_panel=_MODEL)] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key.", rich_help_panel=_MODEL)] = None,
+    model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint; a GGUF path for local.",
+                                                   rich_help_panel=_MODEL)] = None,
+    temperature: Annotated[float | None, typer.Option(min=0, help="Sampling temperature.",
+                                                      rich_help_panel=_MODEL)] = None,
+    context_window: Annotated[int | None, typer.Option(min=256, help="The model's context window.",
+                                                       rich_help_panel=_MODEL)] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call, every role.",
+                                                   rich_help_panel=_MODEL)] = None,
+    cache: Annotated[Path | None, typer.Option(help="SQLite response cache.", rich_help_panel=_MODEL)] = None,
+    cache_mode: Annotated[Literal["rw", "ro", "off"] | None, typer.Option(help="rw (default), ro (replay) or off.",
+                                                                        rich_help_panel=_MODEL)] = None,
+    retry_budget: Annotated[float | None, typer.Option(min=0, help="Seconds a call keeps retrying transient errors.",
+                                                       rich_help_panel=_MODEL)] = None,
+    script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL).",
+                                                rich_help_panel=_MODEL)] = None,
+    embedder: Annotated[str | None, typer.Option(help="Retrieval embedder: minilm, hash:DIM (test double).")] = None,
+    sandbox: Annotated[bool | None, typer.Option("--sandbox/--no-sandbox", help="Run agent code in the sandbox "
+                                                 "(default).", show_default=False)] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created.")] = None,
+) -> dict[str, Any]:
+    """Evolve a library's skill graph and verifier routing notes: rounds of dev tasks -> gap reports from failures ->
+    writer edits -> validation; a candidate is committed only if J = success - lambda * cost rises."""
+    from skilltransfer.errors import check_output_path
+    from skilltransfer.experiments.build import build_base_model, build_embedder, build_env, stream_model, stream_tasks
+    from skilltransfer.experiments.evolve import evolve_stream
+    from skilltransfer.experiments.launch import run_spec
+    from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
+
+    check_output_path(out, flag="--out")
+    given = {"env": env, "condition": condition, "reuse": reuse, "library": str(library) if library else None,
+             "model": model, "base_url": base_url, "api_key": api_key, "model_name": model_name,
+             "temperature": temperature, "context_window": context_window, "cache": str(cache) if cache else None,
+             "max_tokens": max_tokens, "cache_mode": cache_mode, "retry_budget": retry_budget,
+             "script": str(script) if script else None, "embedder": embedder, "sandbox": sandbox,
+             "limit": dev + val}
+    flags = {FLAG_KEYS[name]: value for name, value in given.items()}
+    stream = run_spec(config, overrides or [], flags, out / "evals" / "run")
+    built = build_env(stream.env, workdir)
+    tasks = stream_tasks(built, stream)
+    if len(tasks) < dev + val:
+        raise InputError(f"the stream has {len(tasks)} tasks; --dev {dev} + --val {val} need {dev + val}")
+    chat = stream_model(build_base_model(stream.model), stream.model)
+    vectors = build_embedder(stream)
+    console = Console(stderr=True)
+    try:
+        result, info = evolve_stream(
+            built, chat, stream, tasks[:dev], tasks[dev:dev + val], out, embedder=vectors,
+            evolve_config=EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit),
+            writer_config=WriterConfig(candidates=candidates),
+            on_eval=lambda name, n: console.print(f"evaluating {name} ({n} tasks)", highlight=False),
+            on_round=lambda log: console.print(
+                f"round {log.round}: dev success {100 * log.dev.success:.0f}%, {log.gap_reports} gap reports, "
+                f"{len(log.candidates)} candidates, committed {log.committed}, J {log.j_before:.4f} -> {log.j:.4f}",
+                highlight=False))
+    finally:
+        for part in (chat, vectors):
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
+    typer.echo(f"baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} after {len(result.rounds)} rounds "
+               f"({info['evaluations']} evaluations); pair: {info['graph']} (run --library {stream.library} "
+               f"-c skill_graph={info['graph']}); log: {info['log']}")
+    return {"baseline": result.baseline.j, "j": result.j, **{k: str(v) for k, v in info.items()}}

@@ -1,0 +1,114 @@
+"""Reuse-mode tables (present when a report holds a lens run): success and tokens by reuse mode, the adaptation cost
+of each routed query against its retrieved-tree size, and J per round of registry evolution (``evolution.jsonl``
+files under the report's paths)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.report.runs import RunLog
+from skilltransfer.experiments.report.success import groups, per_task
+from skilltransfer.experiments.report.table import Table
+from skilltransfer.metrics import bootstrap_ci
+
+EVOLUTION_LOG = "evolution.jsonl"
+
+
+def has_lens(runs: list[RunLog]) -> bool:
+    """Whether any run reused skills through the skill graph."""
+    return any(run.log.config.reuse != "flat" for run in runs)
+
+
+def reuse_table(runs: list[RunLog], metric: str = "success", seed: int = 0) -> Table:
+    """Success (%) with a 95 % task-bootstrap CI, tokens per task and routing per query, per (env, model, condition
+    label) group of runs with a skill memory (the label carries the reuse mode: ``subtask+text[lens]``)."""
+    table = Table("reuse", "Reuse modes: success, tokens and routing",
+                  ["env", "model", "condition", "reuse", "runs", "tasks", "success_pct", "ci_low", "ci_high",
+                   "tokens_per_task", "routing_tokens_per_task", "queries", "visited_per_query",
+                   "rewritten_per_query", "context_tokens_per_query", "retrieved_tree_per_query"],
+                  note="success as in Table 2 (each task averaged over the group's runs first, 10,000 task-bootstrap "
+                       "resamples); tokens per task: prompt + completion tokens of every call of the task (agent, "
+                       "induction, and under lens reuse the verifier/rewriter and decomposer calls); routing tokens: "
+                       "the verifier's and rewriter's share; per query: means over the (sub)task retrievals.")
+    for (env, model, condition), members in groups(runs).items():
+        if not members[0].log.config.has_memory:
+            continue
+        records = [r for run in members for r in run.records]
+        values = per_task(members, metric)
+        mean, low, high = bootstrap_ci(list(values.values()), seed=seed)
+        routes = [route for r in records for route in r.routes]
+        n = len(records) or 1
+
+        def per_query(field: str, routes: list = routes) -> float | None:
+            return float(np.mean([getattr(q, field) for q in routes])) if routes else None
+
+        table.rows.append({
+            "env": env, "model": model, "condition": condition, "reuse": members[0].log.config.reuse,
+            "runs": len(members), "tasks": len(values), "success_pct": 100 * mean, "ci_low": 100 * low,
+            "ci_high": 100 * high, "tokens_per_task": sum(r.prompt_tokens + r.completion_tokens for r in records) / n,
+            "routing_tokens_per_task": sum(q.verifier_tokens for q in routes) / n, "queries": len(routes),
+            "visited_per_query": per_query("visited"), "rewritten_per_query": per_query("rewritten"),
+            "context_tokens_per_query": per_query("context_tokens"),
+            "retrieved_tree_per_query": per_query("retrieved_tree")})
+    return table
+
+
+def lens_cost_table(runs: list[RunLog]) -> Table:
+    """One row per routed query: its retrieved-tree size n and adaptation cost (visited + rewritten units)."""
+    table = Table("lens_cost_vs_size", "Adaptation cost against retrieved-tree size (one row per routed query)",
+                  ["env", "model", "condition", "reuse", "run", "task_id", "subtask_index", "retrieved_tree",
+                   "visited", "rewritten", "adaptation_cost", "context_units"],
+                  note="retrieved_tree: distinct units under the seeds and walk-expanded units (what flat reuse of "
+                       "them would insert); adaptation_cost = units visited + units rewritten (the study's C_adapt).")
+    for run in runs:
+        for record in run.records:
+            for route in record.routes:
+                table.rows.append({"env": run.env, "model": run.model, "condition": run.condition,
+                                   "reuse": run.log.config.reuse, "run": run.name, "task_id": record.task_id,
+                                   "subtask_index": route.subtask_index, "retrieved_tree": route.retrieved_tree,
+                                   "visited": route.visited, "rewritten": route.rewritten,
+                                   "adaptation_cost": route.adaptation_cost, "context_units": route.context_units})
+    return table
+
+
+def find_evolutions(paths: list[Path]) -> list[Path]:
+    """``evolution.jsonl`` files at or under ``paths`` (sorted)."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file() and path.name == EVOLUTION_LOG:
+            found.add(path)
+        elif path.is_dir():
+            found.update(path.rglob(EVOLUTION_LOG))
+    return sorted(found)
+
+
+def evolution_table(files: list[Path]) -> Table:
+    """J per evolution round (round 0: the baseline pair on the validation split)."""
+    table = Table("evolution_rounds", "Registry evolution: J per round",
+                  ["source", "round", "dev_success_pct", "gap_reports", "candidates", "committed", "j_before", "j"],
+                  note="J = success - lambda * cost on the validation split (see `skilltransfer evolve`); a round "
+                       "commits its best candidate only if it raises J, so J never decreases.")
+    for file in files:
+        for number, line in enumerate(file.read_text(encoding="utf-8").split("\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                if "baseline" in row:
+                    base = row["baseline"]
+                    table.rows.append({"source": str(file.parent), "round": 0, "dev_success_pct": None,
+                                       "gap_reports": None, "candidates": None, "committed": None,
+                                       "j_before": None, "j": base["j"]})
+                    continue
+                table.rows.append({"source": str(file.parent), "round": row["round"],
+                                   "dev_success_pct": 100 * row["dev"]["success"], "gap_reports": row["gap_reports"],
+                                   "candidates": len(row["candidates"]), "committed": row["committed"],
+                                   "j_before": row["j_before"], "j": row["j"]})
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InputError(f"not an evolution log line ({type(exc).__name__}: {exc})", path=file,
+                                 line=number) from None
+    return table

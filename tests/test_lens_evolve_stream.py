@@ -1,0 +1,122 @@
+"""`skilltransfer evolve` end to end: rounds of real streams, gap reports from failed tasks, a writer's candidates
+evaluated on the validation split, J monotone, the final pair usable in `run`; on a scripted model (library API) and
+through the mock server (CLI), then `report` shows J per round."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from helpers_cli import TINY, cli
+from helpers_lens import VERIFIER_MARK, LensCounterScript
+from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv, task_start
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.evolve import evolve_stream
+from skilltransfer.experiments.report import make_report
+from skilltransfer.experiments.stream import run_stream
+from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
+from skilltransfer.lens.graph import SkillGraph
+from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.memory.library import export_jsonl
+from skilltransfer.skill import Skill
+
+GOOD_NOTE = "ACCEPT counter steps."
+BAD_NOTE = "SKIP every unit."
+SKILL = Skill(name="set_counter_value", description="Set the counter to a target value.",
+              body="1. Reset the counter with apis.counter.reset().\n2. Add the target with apis.counter.add(n).")
+
+
+class GatedScript:
+    """The verifier SKIPs everything until its routing notes hold `GOOD_NOTE`; the executor solves a task only when
+    the skills section shows the reset step (else it adds one too many); the writer proposes the bad note first,
+    then the good one (a test double)."""
+
+    def __init__(self) -> None:
+        self.lens = LensCounterScript(CounterScript(TEXT_SKILL))
+        self.writer_calls = 0
+
+    def __call__(self, messages):
+        system = messages[0]["content"]
+        if system.startswith("You improve a skill library"):
+            self.writer_calls += 1
+            return f"NOTE: {BAD_NOTE if self.writer_calls % 2 else GOOD_NOTE}"
+        if system.startswith(VERIFIER_MARK) and GOOD_NOTE not in system:
+            return "DECISION: SKIP"
+        reply = self.lens(messages)
+        task = messages[task_start(messages)]["content"]
+        if "You are the EXECUTOR" in system and "Reset the counter with" not in task:
+            return reply.replace("add(", "add(1 + ")
+        return reply
+
+
+def library(tmp_path):
+    path = tmp_path / "lib.jsonl"
+    export_jsonl([SKILL], path)
+    return path
+
+
+def test_evolve_on_a_scripted_model_commits_the_better_candidate(tmp_path):
+    embedder = HashEmbedder(dim=64)
+    config = StreamConfig(condition="task", library=str(library(tmp_path)), reuse="lens", env=TINY)
+    env = TinyEnv([3, 5, 2, 4], workdir=tmp_path / "ws")
+    tasks = env.tasks()
+    script = GatedScript()
+    model = ScriptedModel(script)
+    result, info = evolve_stream(env, model, config, tasks[:2], tasks[2:], tmp_path / "evo", embedder=embedder,
+                                 evolve_config=EvolveConfig(rounds=2), writer_config=WriterConfig(candidates=2))
+    assert result.baseline.success == 0.0
+    first, second = result.rounds
+    assert first.gap_reports == 2
+    assert [c.applied[0].text for c in first.candidates] == [BAD_NOTE, GOOD_NOTE]
+    assert first.candidates[0].evaluation.success == 0.0  # the worse candidate is evaluated and not taken
+    assert first.committed == 1
+    assert first.j > first.j_before
+    assert second.gap_reports == 0
+    assert second.committed is None
+    assert second.j == first.j  # nothing failed, nothing proposed: the pair stays
+    assert [log.j for log in result.rounds] == sorted(log.j for log in result.rounds)
+    saved = SkillGraph.load(tmp_path / "evo" / "graph", embedder)
+    assert saved.routing_notes == [GOOD_NOTE]
+    lines = (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()
+    assert "baseline" in json.loads(lines[0])
+    assert len(lines) == 3
+    assert info["evaluations"] == 1 + 2 * (1 + 2) - 2  # baseline; round 1: dev + 2 candidates; round 2: dev only
+    # the final pair as a frozen library's verifier in `run`: the tasks now succeed
+    frozen = config.model_copy(update={"run": "frozen", "runs_dir": str(tmp_path / "runs"),
+                                       "skill_graph": str(tmp_path / "evo" / "graph")})
+    summary = run_stream(TinyEnv([7, 1], workdir=tmp_path / "ws2"), ScriptedModel(GatedScript()), frozen,
+                         embedder=embedder)
+    assert summary.success_rate == 1.0
+    with pytest.raises(InputError, match="not empty"):
+        evolve_stream(env, model, config, tasks[:2], tasks[2:], tmp_path / "evo", embedder=embedder)
+    with pytest.raises(InputError, match="share tasks"):
+        evolve_stream(env, model, config, tasks[:2], tasks[1:], tmp_path / "evo2", embedder=embedder)
+    with pytest.raises(InputError, match="flat"):
+        evolve_stream(env, model, config.model_copy(update={"reuse": "flat"}), tasks[:2], tasks[2:],
+                      tmp_path / "evo3", embedder=embedder)
+
+
+def test_evolve_through_the_mock_server_and_report(tmp_path):
+    out = tmp_path / "evo"
+    with MockServer(GatedScript()) as server:
+        result = cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(out), "--dev", "2",
+                     "--val", "2", "--rounds", "2", "--candidates", "2", "--model", "openai", "--base-url",
+                     server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64", "--no-sandbox",
+                     "-c", "env.args.targets=[3, 5, 2, 4]")
+    assert "final J" in result.output
+    assert (out / "graph" / "manifest.json").is_file()
+    make_report([out], tmp_path / "report", utility=False)
+    rows = list(csv.DictReader((tmp_path / "report" / "evolution_rounds.csv").open()))
+    assert [row["round"] for row in rows] == ["0", "1", "2"]
+    js = [float(row["j"]) for row in rows]
+    assert js[2] >= js[1] > js[0]
+    assert (tmp_path / "report" / "reuse.csv").is_file()  # the evaluation streams are lens runs
+    with pytest.raises(InputError, match="--dev 2 \\+ --val 9"):
+        cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(tmp_path / "e2"), "--dev",
+            "2", "--val", "9", "--model", "openai", "--base-url", "http://127.0.0.1:9", "--model-name", "mock",
+            "--api-key", "x", "--embedder", "hash:64", "--no-sandbox", "-c", "env.args.targets=[3, 5]")
