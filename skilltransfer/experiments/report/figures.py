@@ -250,7 +250,8 @@ def lens_cost_figure(report: Report) -> Drawn | None:
         marker = REUSE_MARKERS.get(reuse, "x")
         points = ax.scatter(sizes, costs, s=14, alpha=0.45, marker=marker, label=f"{reuse} ({len(mine)} queries)")
         xs = np.unique(sizes)
-        ax.plot(xs, [costs[sizes == x].mean() for x in xs], color=np.asarray(points.get_facecolor())[0, :3], linewidth=1.2)
+        color = np.asarray(points.get_facecolor())[0, :3]
+        ax.plot(xs, [costs[sizes == x].mean() for x in xs], color=color, linewidth=1.2)
     ax.plot([0, top], [0, top], color="#999999", linestyle=":", linewidth=1, label="cost = tree size")
     ax.set_xlabel("retrieved-tree size n (units under seeds + expansion)")
     ax.set_ylabel("adaptation cost (visited + rewritten units)")
