@@ -130,7 +130,10 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
     memory = SkillMemory(hash_embedder)
     env = TinyEnv([2], workdir=tmp_path)
     episode = env.start(env.tasks()[0])
-    Agent(model, memory=memory, inducer=Inducer(model, variant="contract"), level=level).run(episode)
+    agent = Agent(model, memory=memory, inducer=Inducer(model, variant="contract"), level=level)
+    result = agent.run(episode)
+    assert len(memory) == 0 and result.deferred  # the contract prompt states the outcome: induction waits for it
+    agent.induce_deferred(episode, result, succeeded=True)
     episode.close()
     [skill] = list(memory)  # the subtask level's second skill is a near-duplicate of the first
     assert skill.inputs == "- the target value, an integer"
