@@ -79,10 +79,18 @@ def test_every_mode_and_organisation_runs_on_apps(tmp_path, server, library, mod
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env", ["office", "datasci"])
+@pytest.mark.parametrize("env", ["office", "datasci", "scienceworld"])
 @pytest.mark.parametrize("organization", ORGANIZATIONS)
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_and_organisation_runs_on_the_other_envs(tmp_path, server, library, env, mode, organization):
+    if env == "scienceworld":
+        from skilltransfer.envs.registry import get_env
+        from skilltransfer.errors import InputError
+
+        try:
+            get_env(env, seed=0, sandboxed=False, workdir=tmp_path / "probe")
+        except (InputError, ImportError) as exc:
+            pytest.skip(f"{env} unavailable: {exc}")
     run_env(server, tmp_path / "run", env, library, mode, organization)
     check_run(tmp_path / "run", mode, organization)
 
