@@ -132,7 +132,8 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
     episode = env.start(env.tasks()[0])
     agent = Agent(model, memory=memory, inducer=Inducer(model, variant="contract"), level=level)
     result = agent.run(episode)
-    assert len(memory) == 0 and result.deferred  # the contract prompt states the outcome: induction waits for it
+    assert len(memory) == 0  # the contract prompt states the outcome: induction waits for the verdict
+    assert result.deferred
     agent.induce_deferred(episode, result, succeeded=True)
     episode.close()
     [skill] = list(memory)  # the subtask level's second skill is a near-duplicate of the first
