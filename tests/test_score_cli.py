@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers_cli import main_cli
 
-from skilltransfer.cli import app, main
+from skilltransfer.cli import app
 from skilltransfer.commands.score import score
 from skilltransfer.errors import InputError
 from skilltransfer.metrics import load_task_texts, score_library, write_report
@@ -56,15 +56,8 @@ def run_cli(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
     """Run the console entry point in-process; returns (exit code, stdout, stderr)."""
     # While `score` is the only registered command, Typer runs it as the root command (no subcommand name).
     prefix = ["score"] if len(app.registered_commands) > 1 else []
-    monkeypatch.setattr(sys, "argv", ["skilltransfer", *prefix, *args])
     monkeypatch.setenv("COLUMNS", "150")
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+    return main_cli([*prefix, *args], monkeypatch, capsys)
 
 
 def test_cli_prints_ranked_table(library: Path, tasks: Path, monkeypatch: pytest.MonkeyPatch,
