@@ -111,6 +111,7 @@ def test_server_command_uses_the_given_threads_and_cache_setting(tmp_path: Path)
     assert flags["--n_threads"] == flags["--n_threads_batch"] == "3"
     assert flags["--cache"] == "True"  # interleaved roles resume from their own saved prefix
     assert flags["--cache_size"] == str(RAM_CACHE_BYTES)
+    assert flags["--logits_all"] == "False"  # last-position logits only: no logprobs asked for
     live_only = LocalServer(ram_cache=False).command(tmp_path / "x.gguf")
     assert live_only[live_only.index("--cache") + 1] == "False"
     assert int(flags["--n_ctx"]) == fit_ctx(8192) >= 2048

@@ -198,6 +198,11 @@ class LocalServer:
             cache is reused, and one call of another role (induction, planner) in between makes the next executor
             call re-read its whole system prompt and docs (~1.5k tokens, ~1.5 min on 2 cores). Costs a state copy
             per call (well under a second); on by default.
+
+    The server computes logits for the last prompt position only (``--logits_all False``; llama-cpp-python's server
+    default is every position, which only ``logprobs`` needs and no caller here asks for): the output layer then
+    runs once per prompt instead of once per prompt token, and neither the (n_ctx x vocabulary) logits array nor the
+    copies of it in each saved prefix state fill memory (peak resident memory of the main job 8.9 GB with it).
     """
 
     def __init__(self, model_path: str | Path | None = None, *, port: int = 0, ctx: int = 8192,
@@ -242,7 +247,7 @@ class LocalServer:
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
                 "--cache", str(self.ram_cache), "--cache_type", "ram", "--cache_size", str(RAM_CACHE_BYTES),
-                "--verbose", str(self.verbose)]
+                "--logits_all", "False", "--verbose", str(self.verbose)]
 
     def start(self) -> LocalServer:
         """Start the server and wait until it answers ``/v1/models``.
