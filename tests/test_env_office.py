@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import time
 from pathlib import Path
 
 import pytest
 
+from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.envs.office import OfficeEnv, files
 from skilltransfer.envs.office.checks import CheckContext, run_check, run_checks
+from skilltransfer.envs.office.docs_example import EXAMPLES
 from skilltransfer.envs.office.office_tools.apps import APPS, docs_overview, setup
 from skilltransfer.envs.office.safe_lambda import UnsafeExpressionError, compile_lambda
 from skilltransfer.envs.office.templates import TEMPLATES
@@ -327,3 +331,40 @@ def test_sandboxed_episodes(tmp_path: Path) -> None:
         with env.start(task) as episode:
             episode.step("complete_task()")
             assert not episode.evaluate().success
+
+
+# ---------------------------------------------------------------- worked examples
+
+
+@pytest.mark.parametrize("app", sorted(EXAMPLES))
+def test_docs_example_replays_on_its_testbed(app: str, tmp_path: Path) -> None:
+    """Every code block of an app's worked example, run in order on the example's testbed, prints exactly the
+    observation the example shows (so no example teaches a wrong API result)."""
+    example = EXAMPLES[app]
+    example.prepare(tmp_path)
+    namespace = setup(tmp_path, username=example.username)
+    namespace["complete_task"] = lambda answer=None: print("Task marked as complete.")
+    _, demo = split_demonstration(f"docs\n\n{example.text}")
+    assert demo is not None
+    assert f"apis.{app}." in example.text
+    for reply, observation in demo.turns:
+        code = reply.split("```python\n", 1)[1].split("```", 1)[0]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(code, namespace)
+        assert printed.getvalue().strip() == observation
+
+
+def test_episode_docs_end_with_the_tasks_app_example(tmp_path: Path) -> None:
+    env = OfficeEnv(seed=0, sandboxed=False, workdir=tmp_path)
+    plain = OfficeEnv(seed=0, sandboxed=False, workdir=tmp_path, docs_example=False)
+    by_template = {task.template: task for task in env.tasks()}
+    for template, app in (("excel_update_cell", "excel"), ("calendar_cancel_event", "calendar"),
+                          ("email_forward", "email"), ("email_to_calendar", "email")):
+        task = by_template[template]
+        assert env.docs(task) == f"{docs_overview()}\n\n{EXAMPLES[app].text}"
+        assert plain.docs(task) == docs_overview()
+        with env.start(task) as episode:
+            assert episode.docs() == env.docs(task)
+    assert env.docs(by_template["ocr_note_to_word"]) == docs_overview()  # no example for its apps
+    assert env.docs() == docs_overview()

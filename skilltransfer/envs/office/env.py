@@ -11,6 +11,7 @@ from typing import Any
 
 from skilltransfer.envs.base import WorkspaceEpisode, temporary_workdir
 from skilltransfer.envs.office.checks import CheckContext, run_checks
+from skilltransfer.envs.office.docs_example import example_for
 from skilltransfer.envs.office.office_tools import files
 from skilltransfer.envs.office.office_tools.apps import docs_overview
 from skilltransfer.envs.office.officebench import RealTask, load_officebench, resolve_root
@@ -51,13 +52,17 @@ class OfficeEnv:
         source: ``"generated"`` (default), ``"officebench"`` (``$OFFICEBENCH_ROOT``) or ``"officebench:<path>"``.
         per_template: generated tasks per template (16 templates; 14 gives 224 tasks).
         keep: keep workspaces after episodes close.
+        docs_example: end an episode's docs with the worked example of API use of the task's first app that has one
+            (excel, calendar or email; see ``docs_example``), which the executor replays as chat turns.
     """
 
     name = "office"
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
-                 source: str = "generated", per_template: int = 14, keep: bool = False) -> None:
+                 source: str = "generated", per_template: int = 14, keep: bool = False,
+                 docs_example: bool = True) -> None:
         self.seed = seed
+        self.docs_example = docs_example
         self.sandboxed = sandboxed
         self.limits = limits
         self.keep = keep
@@ -139,9 +144,11 @@ class OfficeEnv:
         self._workdir.mkdir(parents=True, exist_ok=True)
         return self._workdir
 
-    def docs(self) -> str:
-        """The API overview an agent reads."""
-        return docs_overview()
+    def docs(self, task: TaskSpec | None = None) -> str:
+        """The API overview an agent reads; for ``task``, ending with its apps' worked example (see
+        ``docs_example``)."""
+        example = example_for(task.apps) if task is not None and self.docs_example else None
+        return f"{docs_overview()}\n\n{example}" if example is not None else docs_overview()
 
     def start(self, task: TaskSpec) -> WorkspaceEpisode:
         """A fresh workspace with the task's testbed, and an episode over it."""
@@ -161,7 +168,7 @@ class OfficeEnv:
             raise InputError(f"task {task.id!r} does not belong to this office env (source {self.source!r})")
         setup_kwargs = {"now": task.metadata["now"], "username": task.metadata["username"]}
         return WorkspaceEpisode(task, workspace, setup=SETUP, setup_kwargs=setup_kwargs, packages=PACKAGES,
-                                docs=self.docs(), sandboxed=self.sandboxed, limits=self.limits, keep=self.keep,
+                                docs=self.docs(task), sandboxed=self.sandboxed, limits=self.limits, keep=self.keep,
                                 evaluator=lambda ws, submission: self.evaluate(task, ws, submission.answer))
 
     def evaluate(self, task: TaskSpec, workspace: Path, answer: Any = None) -> Score:
