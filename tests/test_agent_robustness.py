@@ -7,7 +7,7 @@ import pytest
 from helpers_tinyenv import TinyEnv, role_of
 
 from skilltransfer.agents import Agent, PlanStep
-from skilltransfer.agents.executor import import_hint, parse_action, trim_reply
+from skilltransfer.agents.executor import api_hint, import_hint, parse_action, trim_reply
 from skilltransfer.agents.steps import ActionStep
 from skilltransfer.agents.stuck import detect, normalise_code
 from skilltransfer.llm.testing import ScriptedModel
@@ -45,6 +45,20 @@ def test_trim_reply_cuts_an_invented_observation_after_the_code():
     thinking = "Observation: first I think\n```python\nx\n```"
     assert trim_reply(thinking) == thinking
     assert trim_reply("no code, Observation: here") == "no code, Observation: here"
+
+
+def test_api_hint_lists_the_objects_documented_apis():
+    docs = ("  apis.excel.read_file(file_path): rows\n"
+            "  apis.excel.set_cell(file_path, row_idx, column_idx, text): set\n"
+            "  apis.email.send_email(sender, recipient, subject, content): send")
+    error = "Traceback ...\nAttributeError: 'ExcelApp' object has no attribute 'delete_file'\n"
+    hint = api_hint(error, "apis.excel.delete_file('data/a.xlsx')\n", docs)
+    assert "`apis.excel` has no API `delete_file`" in hint
+    assert "read_file, set_cell." in hint
+    assert "send_email" not in hint
+    assert api_hint(error, "x = apis.word.delete_file('a')", docs) == ""  # an object the docs do not document
+    assert api_hint(error, "print(1)", docs) == ""  # the attribute is not in the code
+    assert api_hint("NameError: name 'x' is not defined", "apis.excel.x", docs) == ""
 
 
 def test_import_hint_only_for_documented_objects():
@@ -166,3 +180,36 @@ def test_planner_refusal_can_be_switched_off(env):
     result, _ = solve(env, model, level="subtask", refuse_premature_done=False)
     assert result.steps[0].refused_reply is None
     assert len(model.calls) == 1
+
+
+def _replanning_script(messages):
+    """The planner plans the same subtask every time; the executor repeats one failing action."""
+    role = role_of(messages)
+    if role == "planner":
+        return "SUBTASK: Add  the value"
+    if role == "summarizer":
+        return "- tried to add"
+    return "Retry.\n```python\napis.counter.add('x')\n```"
+
+
+def test_a_stuck_subtask_planned_again_ends_the_task(env):
+    model = ScriptedModel(_replanning_script)
+    result, _ = solve(env, model, level="subtask", step_limit=30)
+    assert result.exit_status == "stuck"
+    plans = [s for s in result.steps if isinstance(s, PlanStep)]
+    assert len(plans) == 2  # the second plan repeats the stuck subtask: the task ends before it runs
+    assert [a.subtask_index for a in result.actions] == [0] * 5
+
+
+def test_a_different_subtask_after_a_stuck_one_runs(env):
+    plans = iter(["SUBTASK: Add the value", "SUBTASK: Add the value another way", "DONE"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return next(plans)
+        return "- tried to add" if role == "summarizer" else "Retry.\n```python\napis.counter.add('x')\n```"
+
+    result, _ = solve(env, ScriptedModel(script), level="subtask", step_limit=30)
+    assert result.exit_status == "planner_done"
+    assert [a.subtask_index for a in result.actions] == [0] * 5 + [1] * 5

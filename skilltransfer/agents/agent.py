@@ -144,6 +144,7 @@ class Agent:
         executor = Executor(self.model, self.prompts, cfg, calls)
         summary, used = NO_SUMMARY, 0
         history: list[str] = []
+        stuck_subtasks: set[str] = set()
         result.exit_status = "subtask_limit"
         for index in range(cfg.subtask_limit):
             if used >= cfg.step_limit:
@@ -160,6 +161,9 @@ class Agent:
             if plan.decision != "subtask" or plan.subtask is None:
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
+            if cfg.stuck_detection and _normalized(plan.subtask) in stuck_subtasks:
+                result.exit_status = "stuck"  # planned again word for word after it ended stuck: a planner loop
+                break
             self._relay(result, state, "subtask_start", {"index": index})
             by_subtask = cfg.retrieval_query == "subtask"
             query, kind = (plan.subtask, "subtask") if by_subtask else (instruction, "instruction")
@@ -172,6 +176,8 @@ class Agent:
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(f"{index + 1}. {plan.subtask} -> {run.exit_status}: {run.result.strip()[:300]}")
+            if run.exit_status == "stuck":
+                stuck_subtasks.add(_normalized(plan.subtask))
             if run.exit_status in ("submitted", "context_exceeded"):
                 result.exit_status = run.exit_status
                 break
@@ -299,3 +305,8 @@ class Agent:
             step.skill_name = induced.skill.name
             step.reason = "; ".join(part for part in (added.reason, induced.error) if part)
         result.steps.append(step)
+
+
+def _normalized(subtask: str) -> str:
+    """A subtask's text compared case- and whitespace-insensitively."""
+    return " ".join(subtask.lower().split())

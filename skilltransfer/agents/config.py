@@ -50,7 +50,8 @@ class AgentSettings(BaseModel):
     an observation. With any stop set, text after the first code block from an ``Observation`` line on is also cut
     from the reply before it enters the context (the step log keeps the raw reply). [] turns both off."""
     stuck_detection: bool = True
-    """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``."""
+    """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``; a
+    subtask the planner plans again, word for word, after it ended ``stuck`` ends the task (exit status ``stuck``)."""
     stuck_temperature: float | None = Field(default=0.8, ge=0)
     """After a stuck hint, the executor's remaining calls in that (sub)task sample at this temperature (a model at a
     low temperature otherwise answers the hint with the same reply); None keeps the run's temperature."""

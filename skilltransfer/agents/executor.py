@@ -72,6 +72,27 @@ def import_hint(output: str, docs: str) -> str:
             f"Do not import it; call it directly, e.g. `{name}.<name>(...)` as the documentation shows.)")
 
 
+_NO_ATTRIBUTE = re.compile(r"AttributeError: '\w+' object has no attribute '(\w+)'")
+
+
+def api_hint(output: str, code: str, docs: str) -> str:
+    """A note for a call of an API the docs do not list (``apis.excel.delete_file`` -> AttributeError): the object's
+    documented APIs, found in the docs as ``<object>.<name>(``; "" when the docs list none for it."""
+    missing = _NO_ATTRIBUTE.search(output)
+    if missing is None:
+        return ""
+    name = missing.group(1)
+    called = re.search(rf"\b([A-Za-z_]\w*(?:\.\w+)*)\.{re.escape(name)}\b", code)
+    if called is None:
+        return ""
+    owner = called.group(1)
+    documented = sorted(set(re.findall(rf"\b{re.escape(owner)}\.(\w+)\(", docs)) - {name})
+    if not documented:
+        return ""
+    return (f"\n(note: `{owner}` has no API `{name}`. Its documented APIs are: {', '.join(documented)}. Use one of "
+            "them; do not invent API names.)")
+
+
 @dataclass
 class ExecutorRun:
     """The outcome of one executor run (the whole task, or one subtask)."""
@@ -226,7 +247,8 @@ class Executor:
         if n_blocks > 1:
             output += f"\n(note: only the first of your {n_blocks} code blocks was run)"
         if observation.error:
-            output += import_hint(output, run.messages[0]["content"])
+            output += import_hint(output, run.messages[0]["content"]) + api_hint(output, code,
+                                                                                  run.messages[0]["content"])
         step.observation, step.error, step.done = output, observation.error, observation.done
         if observation.done:
             run.messages.append({"role": "user", "content": self.prompts.observation.render(output=output)})

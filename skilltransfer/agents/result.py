@@ -29,7 +29,7 @@ class AgentResult:
     contexts: list[list[Message]] = field(default_factory=list)
     """The final message list of each executor run (one per subtask)."""
     exit_status: str = ""
-    """"submitted", "planner_done", "planner_format_error", "subtask_limit", "limits_exceeded" or
+    """"submitted", "planner_done", "planner_format_error", "subtask_limit", "limits_exceeded", "stuck" or
     "context_exceeded"."""
     latency_s: float = 0.0
     pending: list[ActionStep] = field(default_factory=list)
