@@ -77,6 +77,7 @@ def test_import_hint_only_for_documented_objects():
     ([step("a()", "E1", error=True), step("b()", "E2", error=True)] * 3, "alternation"),
     ([step(None, "FORMAT ERROR")] * 3, "no_action"),
     ([step(None, "FORMAT ERROR"), step("print('hello')", "hello")] * 3, "alternation"),
+    ([step("a()", "E1", error=True), step("import os", ""), step("c()", "E3", error=True)] * 2, "cycle"),
 ])
 def test_stuck_patterns(steps, pattern):
     assert detect(steps).pattern == pattern
@@ -89,6 +90,8 @@ def test_stuck_patterns(steps, pattern):
     [step("print(1)", "1")] * 3,
     [step(f"add({i})", str(i)) for i in range(8)],
     [step("a()", "E1", error=True), step("b()", "E2", error=True)] * 2 + [step("c()", "E3", error=True)],
+    ([step("a()", "E1", error=True), step("b()", "E2", error=True), step("c()", "E3", error=True)] * 2)[:5]
+    + [step("c()", "E4", error=True)],  # the cycle's last observation changed
 ])
 def test_not_stuck(steps):
     assert detect(steps) is None

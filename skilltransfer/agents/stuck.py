@@ -8,6 +8,7 @@ the current executor run only:
 * ``repeated_action``: the last 4 actions are the same code with the same observation;
 * ``alternation``: the last 6 steps alternate between two replies (A B A B A B, a reply without code counting as
   one) with the same observations;
+* ``cycle``: the last 6 steps repeat a cycle of three different replies (A B C A B C) with the same observations;
 * ``no_action``: the last 3 replies had no code block at all.
 
 Code is compared as its tokens without comments and layout; observations after dropping an earlier stuck hint,
@@ -37,6 +38,8 @@ HINTS: dict[str, str] = {
                        "the next step, or finish.",
     "alternation": "You are alternating between the same two actions and neither works. Stop, reread the task and the "
                    "errors, and try a different approach.",
+    "cycle": "You are repeating the same three actions in a cycle and they do not get you further. Stop, reread the "
+             "task and the errors, and try a different approach.",
     "no_action": "Your last {n} replies had no ```python code block, so nothing ran. Reply with a short thought and "
                  "exactly one ```python code block.",
 }
@@ -91,4 +94,7 @@ def detect(steps: Sequence[ActionStep]) -> Stuck | None:
         evens, odds = steps[-6::2], steps[-5::2]
         if _same(evens) and _same(odds) and normalise_code(evens[0].action) != normalise_code(odds[0].action):
             return Stuck("alternation", 6)
+        thirds = [steps[-6 + k::3] for k in range(3)]
+        if all(_same(third) for third in thirds) and len({normalise_code(t[0].action) for t in thirds}) == 3:
+            return Stuck("cycle", 6)
     return None
