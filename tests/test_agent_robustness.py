@@ -178,6 +178,49 @@ def test_planner_done_before_any_subtask_is_refused_once(env):
     assert result.exit_status == "planner_done"
 
 
+def test_planner_done_before_complete_task_is_refused_once_per_task(env):
+    """A DONE after subtasks ran, with nobody having called complete_task, is refused once; the planner then plans
+    the call and the task is submitted. The refusal says why."""
+    executor_replies = iter(["```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: counter is 4",
+                             "```python\ncomplete_task()\n```"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            if "(none yet)" in messages[1]["content"]:
+                return "SUBTASK: set the counter to 4"
+            return "SUBTASK: call complete_task()" if "REFUSED" in messages[-1]["content"] else "DONE"
+        return "- counter is 4" if role == "summarizer" else next(executor_replies)
+
+    result, score = solve(env, ScriptedModel(script), level="subtask")
+    plans = [s for s in result.steps if isinstance(s, PlanStep)]
+    assert [(p.decision, p.refused) for p in plans] == [("subtask", None), ("subtask", "unfinished_planner_done")]
+    assert plans[1].refused_reply == "DONE"
+    assert result.exit_status == "submitted"
+    assert score.success
+
+
+def test_a_second_unfinished_planner_done_in_a_task_is_accepted(env):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: look" if "(none yet)" in messages[1]["content"] else "DONE"
+        if role == "summarizer":
+            return "- looked"
+        return "```python\nprint(apis.counter.get())\n```" if messages[-1]["role"] != "user" or \
+            "Observation" not in messages[-1]["content"] else "SUBTASK DONE: it is 0"
+
+    model = ScriptedModel(script)
+    result, score = solve(env, model, level="subtask")
+    plans = [s for s in result.steps if isinstance(s, PlanStep)]
+    assert [(p.decision, p.refused) for p in plans] == [("subtask", None), ("done", "unfinished_planner_done")]
+    assert result.exit_status == "planner_done"
+    assert not score.success
+    refusals = [m[-1]["content"] for m in model.calls if m[-1]["content"].startswith("REFUSED")]
+    assert len(refusals) == 1
+    assert "complete_task` has not been called" in refusals[0]
+
+
 def test_planner_refusal_can_be_switched_off(env):
     model = ScriptedModel(["DONE"])
     result, _ = solve(env, model, level="subtask", refuse_premature_done=False)
@@ -205,7 +248,7 @@ def test_a_stuck_subtask_planned_again_ends_the_task(env):
 
 
 def test_a_different_subtask_after_a_stuck_one_runs(env):
-    plans = iter(["SUBTASK: Add the value", "SUBTASK: Add the value another way", "DONE"])
+    plans = iter(["SUBTASK: Add the value", "SUBTASK: Add the value another way", "DONE", "DONE"])  # one refused
 
     def script(messages):
         role = role_of(messages)

@@ -175,6 +175,8 @@ API_ERROR_CASES = [
      "unexpected argument(s) folder"),
     ("apis.email.send_mail(access_token=tok)",
      "has no API 'send_mail'"),
+    ("apis.note.search_notes(access_token=tok)",
+     "there is no app 'note'. Apps: supervisor, email, contacts, phone, calendar, todo, file_system, notes,"),
     ("apis.calendar.show_events(access_token=tok)",
      "Invalid or expired access token for calendar"),
     ("apis.email.show_email(access_token=tok, email_id=99999)",

@@ -40,6 +40,7 @@ from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Retrieval, SkillRetriever, SkillStore
 from skilltransfer.skill import Provenance, Skill
+from skilltransfer.util.prompts import Prompt
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
@@ -145,6 +146,7 @@ class Agent:
         summary, used = NO_SUMMARY, 0
         history: list[str] = []
         stuck_subtasks: set[str] = set()
+        refused_unfinished = False
         result.exit_status = "subtask_limit"
         for index in range(cfg.subtask_limit):
             if used >= cfg.step_limit:
@@ -153,11 +155,12 @@ class Agent:
             try:
                 plan = planner.next(episode.docs(), instruction, summary, history, index=index,
                                     steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index,
-                                    refuse_done=cfg.refuse_premature_done and not history)
+                                    refusal=self._done_refusal(history, refused_unfinished))
             except ContextExceeded:
                 result.exit_status = "context_exceeded"
                 break
             result.steps.append(plan)
+            refused_unfinished = refused_unfinished or plan.refused == "unfinished_planner_done"
             if plan.decision != "subtask" or plan.subtask is None:
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
@@ -171,7 +174,8 @@ class Agent:
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
                                                            subtask=plan.subtask, skills=skills)
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
-                               subtask_mode=True, actions=actions)
+                               subtask_mode=True, actions=actions,
+                               earlier_outputs=[a.observation for a in result.actions if a.action is not None])
             used += run.used
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
@@ -188,6 +192,16 @@ class Agent:
                     step = SummaryStep(index, summary, self.prompts.summarizer.id, status="context_exceeded")
                 result.steps.append(step)
                 summary = step.summary
+
+    def _done_refusal(self, history: list[str], refused_unfinished: bool) -> Prompt | None:
+        """The prompt that refuses the planner's next ``DONE``, if one is due: before any subtask ran, and once per
+        task when subtasks ran but nobody called ``complete_task`` (a planner reaching DONE is never told the task is
+        finished, so a small model stops one subtask short: after finding the answer, or before the write)."""
+        if not self.config.refuse_premature_done:
+            return None
+        if not history:
+            return self.prompts.premature_planner_done
+        return None if refused_unfinished else self.prompts.unfinished_planner_done
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:

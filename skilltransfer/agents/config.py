@@ -53,14 +53,18 @@ class AgentSettings(BaseModel):
     """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``; a
     subtask the planner plans again, word for word, after it ended ``stuck`` ends the task (exit status ``stuck``)."""
     stuck_temperature: float | None = Field(default=0.8, ge=0)
-    """After a stuck hint, the executor's remaining calls in that (sub)task sample at this temperature (a model at a
-    low temperature otherwise answers the hint with the same reply); None keeps the run's temperature."""
+    """After a stuck hint or a refused ungrounded answer, the executor's remaining calls in that (sub)task sample at
+    this temperature (a model at a low temperature otherwise answers the hint with the same reply); None keeps the
+    run's temperature."""
     demonstration: Literal["turns", "inline"] = "turns"
     """How the executor shows the worked example at the end of an env's docs, if any: as earlier chat turns (small
     models imitate them) or left inline in the system prompt (``skilltransfer.agents.demonstration``)."""
     refuse_premature_done: bool = True
-    """Refuse once, with the reason, a planner ``DONE`` before any subtask ran and a ``SUBTASK DONE`` before the
-    subtask ran any code."""
+    """Refuse once, with the reason, a planner ``DONE`` before any subtask ran, a planner ``DONE`` while nobody has
+    called ``complete_task`` (once per task), and a ``SUBTASK DONE`` before the subtask ran any code."""
+    refuse_ungrounded_answer: bool = True
+    """Refuse once per task, without running it, a ``complete_task`` whose literal answer holds a number or word that
+    no output of the task shows (``skilltransfer.agents.grounding``): the model is told which parts it never saw."""
 
 
 class AgentConfig(AgentSettings):

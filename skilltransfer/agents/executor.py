@@ -16,12 +16,13 @@ failure. A subagent that calls ``complete_task`` ends the task (the world is sub
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
+from skilltransfer.agents.grounding import literal_answers, missing_parts
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
@@ -107,6 +108,8 @@ class ExecutorRun:
     """Index (in ``steps``) of the step whose observation carried a stuck hint."""
     refused_done: bool = False
     """Whether a ``SUBTASK DONE`` before any action was already refused once."""
+    refused_answer: bool = False
+    """Whether this run refused an ungrounded ``complete_task`` answer (its later calls sample like after a hint)."""
     head: int = 2
     """Leading messages (system prompt, demonstration, task message) that context fitting keeps verbatim."""
     delegated: list[ActionStep] = field(default_factory=list)
@@ -115,6 +118,8 @@ class ExecutorRun:
     """The skill actions this context is offered (None: none)."""
     window: int = 0
     """This run's context window (0: the main agent)."""
+    earlier_outputs: Sequence[str] = ()
+    """Observations of the task's earlier (sub)task runs (what grounds a submitted answer besides this run's)."""
 
     @property
     def used(self) -> int:
@@ -141,6 +146,8 @@ class Executor:
         self.config = config
         self.calls = calls
         self.take_step = take_step
+        self.refused_answer = False
+        """Whether an ungrounded ``complete_task`` answer was already refused (once per executor, i.e. per task)."""
 
     def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool,
                 subagent: bool = False) -> list[Message]:
@@ -162,7 +169,8 @@ class Executor:
         return [system, *example]
 
     def run(self, episode: Episode, task_message: str, *, subtask_index: int | None, first_index: int, budget: int,
-            subtask_mode: bool, actions: SkillActions | None = None, window: int = 0) -> ExecutorRun:
+            subtask_mode: bool, actions: SkillActions | None = None, window: int = 0,
+            earlier_outputs: Sequence[str] = ()) -> ExecutorRun:
         """Run until submission or until ``budget`` steps are used.
 
         Args:
@@ -174,9 +182,11 @@ class Executor:
             subtask_mode: accept ``SUBTASK DONE: ...`` as the end of the run.
             actions: the skill actions offered in this context (None: none).
             window: the context window (0: the main agent; k: the task's k-th subagent).
+            earlier_outputs: the observations of the task's earlier runs (they ground a submitted answer too).
         """
         run = ExecutorRun(messages=self.opening(episode, task_message, subtask_mode=subtask_mode,
-                                                subagent=window > 0), actions=actions, window=window)
+                                                subagent=window > 0), actions=actions, window=window,
+                          earlier_outputs=earlier_outputs)
         run.head = len(run.messages)
         while True:
             steps_before = len(run.steps)
@@ -214,7 +224,7 @@ class Executor:
         params = dict(self.config.model_params)
         if self.config.stop:
             params.setdefault("stop", list(self.config.stop))
-        if run.hinted_at is not None and self.config.stuck_temperature is not None:
+        if (run.hinted_at is not None or run.refused_answer) and self.config.stuck_temperature is not None:
             params["temperature"] = self.config.stuck_temperature  # a greedy model repeats itself after a hint
         self.calls.window = run.window
         completion = self.calls.complete(self.model, run.messages, "executor", head=run.head, **params)
@@ -241,6 +251,10 @@ class Executor:
         call = parse_skill_call(code, run.actions.offered) if run.actions is not None else None
         if call is not None:
             self._skill_action(run, episode, step, call, subtask_index, first_index, budget)
+            return
+        if self._refuse_answer(run, step, code):
+            self._check_stuck(run, step)
+            run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
             return
         observation = episode.step(code)
         output = truncate(observation.output, self.config.max_observation_chars)
@@ -322,6 +336,22 @@ class Executor:
         step.refused = "premature_subtask_done"
         step.observation = self.prompts.premature_subtask_done.render()
         return True
+
+    def _refuse_answer(self, run: ExecutorRun, step: ActionStep, code: str) -> bool:
+        """Refuse (once per task, without running the code) a ``complete_task`` whose literal answer holds parts that
+        no output of the task shows (`skilltransfer.agents.grounding`); the refusal is the observation."""
+        if not self.config.refuse_ungrounded_answer or self.refused_answer:
+            return False
+        outputs = [*run.earlier_outputs, *(s.observation for s in run.steps[:-1] if s.action is not None)]
+        for answer in literal_answers(code):
+            missing = missing_parts(answer, outputs)
+            if missing:
+                self.refused_answer = run.refused_answer = True
+                step.refused = "ungrounded_answer"
+                step.observation = self.prompts.ungrounded_answer.render(
+                    answer=answer, missing=", ".join(f'"{part}"' for part in missing))
+                return True
+        return False
 
     def _check_stuck(self, run: ExecutorRun, step: ActionStep) -> None:
         """After a step: on a detected loop, append a hint the first time and end the run the second time."""

@@ -35,6 +35,8 @@ class AgentPrompts(PromptSet):
     summarizer_user: Prompt
     premature_subtask_done: Prompt
     premature_planner_done: Prompt
+    unfinished_planner_done: Prompt
+    ungrounded_answer: Prompt
     skills_library: Prompt
     action_load_skill: Prompt
     action_run_skill: Prompt

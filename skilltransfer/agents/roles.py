@@ -9,6 +9,7 @@ from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Message
+from skilltransfer.util.prompts import Prompt
 
 _PLAN = re.compile(r"^[ \t>*#_-]*(?:(SUBTASK)[ \t*_]*:[ \t*_]*(.*)|(DONE)\b.*)$", re.MULTILINE | re.IGNORECASE)
 
@@ -39,11 +40,12 @@ class Planner:
         self.model, self.prompts, self.config, self.calls = model, prompts, config, calls
 
     def next(self, docs: str, instruction: str, summary: str, history: list[str], *, index: int, steps_left: int,
-             subtasks_left: int, refuse_done: bool = False) -> PlanStep:
+             subtasks_left: int, refusal: Prompt | None = None) -> PlanStep:
         """Ask for the next subtask (re-asking after a malformed reply up to ``planner_retries`` times).
 
         Args:
-            refuse_done: refuse a ``DONE`` once, with the reason (no subtask has run yet), and ask again.
+            refusal: when set, a ``DONE`` is refused once with this prompt (it gives the reason) and the planner is
+                asked again; the second answer stands. ``PlanStep.refused`` names the prompt.
         """
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.planner.render(docs=split_demonstration(docs)[0].strip())},
@@ -52,25 +54,25 @@ class Planner:
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
         prompt_tokens = completion_tokens = 0
         reply, refused, format_errors = "", None, 0
+        decision: tuple[str, str | None] | None = None
         while format_errors <= self.config.planner_retries:
             completion = self.calls.complete(self.model, messages, "planner", **self.config.model_params)
             reply = completion.text
             prompt_tokens += completion.prompt_tokens
             completion_tokens += completion.completion_tokens
             decision = parse_plan(reply)
-            if decision is not None and decision[0] == "done" and refuse_done and refused is None:
+            if decision is not None and decision[0] == "done" and refusal is not None and refused is None:
                 refused = reply
-                messages += [{"role": "assistant", "content": reply},
-                             {"role": "user", "content": self.prompts.premature_planner_done.render()}]
+                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": refusal.render()}]
                 continue
             if decision is not None:
-                return PlanStep(index, decision[0], decision[1], reply, self.prompts.planner.id, prompt_tokens,
-                                completion_tokens, refused_reply=refused)
+                break
             format_errors += 1
             messages += [{"role": "assistant", "content": reply},
                          {"role": "user", "content": self.prompts.planner_format_error.render()}]
-        return PlanStep(index, "format_error", None, reply, self.prompts.planner.id, prompt_tokens, completion_tokens,
-                        refused_reply=refused)
+        kind, subtask = decision if decision is not None else ("format_error", None)
+        return PlanStep(index, kind, subtask, reply, self.prompts.planner.id, prompt_tokens, completion_tokens,
+                        refused_reply=refused, refused=refusal.name if refused is not None and refusal else None)
 
 
 class Summarizer:

@@ -188,6 +188,9 @@ class PlanStep(_Step):
     completion_tokens: int = 0
     refused_reply: str | None = None
     """A premature ``DONE`` that was refused before this decision, if any."""
+    refused: str | None = None
+    """Why it was refused: ``"premature_planner_done"`` (no subtask had run) or ``"unfinished_planner_done"``
+    (``complete_task`` had not been called)."""
 
 
 @dataclass
@@ -210,7 +213,8 @@ class ActionStep(_Step):
     stuck: str | None = None
     """The loop pattern detected after this step (``skilltransfer.agents.stuck``), if any."""
     refused: str | None = None
-    """Why the reply was refused (``"premature_subtask_done"``), if it was."""
+    """Why the reply was refused (``"premature_subtask_done"``, or ``"ungrounded_answer"``: its code was not run), if
+    it was."""
     window: int = 0
     """The context window that took the step: 0 the main agent, k the task's k-th subagent."""
     skill_action: dict[str, Any] | None = None

@@ -290,9 +290,12 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
                + (found or "    (no skills)") + (_route_line(step["route"]) if step.get("route") else "")
     if kind == "PlanStep":
         what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
-        return f"[plan {step.get('subtask_index')}] {what}"
+        refused = f" (after a refused DONE: {step.get('refused') or 'premature_planner_done'})" \
+            if step.get("refused_reply") is not None else ""
+        return f"[plan {step.get('subtask_index')}] {what}{refused}"
     if kind == "ActionStep":
         flags = [f for f in ("error", "format_error", "done") if step.get(f)]
+        flags += [f"{name}={step[name]}" for name in ("refused", "stuck") if step.get(name)]
         head = f"[step {step.get('index')}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
         parts = [head]
         if step.get("thought", "").strip() and step.get("action") is not None:

@@ -43,7 +43,9 @@ def bindings() -> dict[str, Any]:
         children = {name: function(f"apis.{app}.{name}", name, f"{spec.description} (see apis.api_docs.show_api_doc)")
                     for name, spec in info.apis.items()}
         apps[app] = tree(children, f"<app {app}: {names}>", f"App {app!r} has no API {{name}}. Its APIs: {names}.")
-    return {"apis": tree(apps, f"<apis: {', '.join(REGISTRY)}>", "'Apis' object has no attribute {name}")}
+    listing = ", ".join(REGISTRY)
+    return {"apis": tree(apps, f"<apis: {listing}>",
+                         f"'Apis' object has no attribute {{name}}: there is no app {{name}}. Apps: {listing}.")}
 
 
 def _service(world: WorldDb, spec: ApiSpec) -> Callable[..., Any]:

@@ -1,0 +1,63 @@
+"""Is a submitted answer grounded? The parts of a literal ``complete_task`` answer that no output of the task shows.
+
+A small model often submits a value it never saw: it searches a note, sees only the title, and answers
+``complete_task(answer="1")``. The executor refuses such a submission once per task (``refuse_ungrounded_answer``),
+with the parts that appear nowhere, before the code runs. Only literal answers are checked (a string or number
+written in the code); an answer computed in code (``complete_task(answer=len(events))``) is not. The check reads
+what the agent itself saw (its observations), never the task's expected answer.
+
+An answer's parts are its numbers and its words of three or more letters (lower-cased, a few function words left
+out); a number is found when an output holds the same number (``45.2`` matches ``$45.20``; thousands separators
+are ignored), a word when an output holds that word.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+_PART = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]{3,}")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_FUNCTION_WORDS = frozenset({"the", "and", "are", "was", "were", "has", "have", "its", "his", "her", "their", "for",
+                             "with", "from", "that", "this", "answer", "not"})
+
+
+def literal_answers(code: str) -> list[str]:
+    """The literal answers (strings, numbers) that ``code`` passes to ``complete_task``, as text; [] when the code
+    does not parse or passes none."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    answers: list[str] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "complete_task"):
+            continue
+        values = [kw.value for kw in node.keywords if kw.arg == "answer"] + node.args[:1]
+        for value in values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str | int | float) \
+                    and not isinstance(value.value, bool):
+                answers.append(str(value.value))
+    return answers
+
+
+def _parts(text: str) -> list[str]:
+    return [p for p in _PART.findall(_THOUSANDS.sub("", text.lower())) if p not in _FUNCTION_WORDS]
+
+
+def _number(part: str) -> float | None:
+    return float(part) if part[0].isdigit() else None
+
+
+def missing_parts(answer: str, outputs: Iterable[str]) -> list[str]:
+    """The parts of ``answer`` (see the module docs) that none of ``outputs`` holds, in answer order."""
+    seen = {p for text in outputs for p in _parts(text)}
+    numbers = {n for n in map(_number, seen) if n is not None}
+    missing: list[str] = []
+    for part in dict.fromkeys(_parts(answer)):
+        value = _number(part)
+        found = part in seen if value is None else any(abs(value - n) < 1e-9 for n in numbers)
+        if not found:
+            missing.append(part)
+    return missing

@@ -1,0 +1,96 @@
+"""The ungrounded-answer refusal: a literal complete_task answer whose parts no output showed is refused once."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_tinyenv import TinyEnv
+
+from skilltransfer.agents import Agent
+from skilltransfer.agents.grounding import literal_answers, missing_parts
+from skilltransfer.llm.testing import ScriptedModel
+
+
+def test_literal_answers_reads_keyword_and_positional_literals_only():
+    assert literal_answers('complete_task(answer="Call the dentist")') == ["Call the dentist"]
+    assert literal_answers("x = 1\ncomplete_task(42)") == ["42"]
+    assert literal_answers("complete_task(answer=len(events))") == []  # computed in code: not checked
+    assert literal_answers("complete_task()") == []
+    assert literal_answers("complete_task(answer=True)") == []
+    assert literal_answers("complete_task(answer=") == []  # does not parse
+    assert literal_answers('apis.x.complete_task(answer="a")') == []  # not the harness's complete_task
+
+
+def test_missing_parts_matches_numbers_by_value_and_words_by_word():
+    outputs = ["[{'note_id': 21, 'title': 'Parking spot'}]", "Total: $1,045.20", "first_name: Ivan, last_name: Murphy"]
+    assert missing_parts("1", outputs) == ["1"]  # 21 is not 1
+    assert missing_parts("1045.2", outputs) == []
+    assert missing_parts("$1,045.20", outputs) == []
+    assert missing_parts("Ivan Murphy", outputs) == []  # the words may come from different fields
+    assert missing_parts("The answer is Ivan Brennan", outputs) == ["brennan"]
+    assert missing_parts("", outputs) == []
+    assert missing_parts("555-939-6462", ["phone: 555-939-6462"]) == []
+
+
+@pytest.fixture
+def env(tmp_path):
+    return TinyEnv([4], workdir=tmp_path / "ws")
+
+
+def solve(env, model, **kwargs):
+    episode = env.start(env.tasks()[0])
+    try:
+        return Agent(model, **kwargs).run(episode), episode.evaluate()
+    finally:
+        episode.close()
+
+
+def test_a_guessed_answer_is_refused_once_without_running_its_code(env):
+    model = ScriptedModel(["```python\ncomplete_task(answer='7')\n```", "```python\nprint(apis.counter.add(4))\n```",
+                           "```python\ncomplete_task(answer='4')\n```"])
+    result, score = solve(env, model)
+    first, _, last = result.actions
+    assert first.refused == "ungrounded_answer"
+    assert first.observation.startswith('REFUSED: complete_task was not run. Your answer "7" contains "7"')
+    assert not first.done
+    assert last.done
+    assert result.exit_status == "submitted"
+    assert score.success
+    assert [params.get("temperature") for params in model.params] == [None, 0.8, 0.8]  # sampled anew after it
+
+
+def test_the_refusal_is_once_per_task_and_can_be_switched_off(env):
+    guesses = ["```python\ncomplete_task(answer='7')\n```", "```python\ncomplete_task(answer='8')\n```"]
+    result, _ = solve(env, ScriptedModel(list(guesses)))
+    assert [a.refused for a in result.actions] == ["ungrounded_answer", None]
+    assert result.exit_status == "submitted"
+    result, _ = solve(env, ScriptedModel(list(guesses)), refuse_ungrounded_answer=False)
+    assert [a.refused for a in result.actions] == [None]
+
+
+def test_an_answer_seen_in_an_earlier_subtask_is_grounded(env):
+    def script(messages):
+        role = "planner" if "PLANNER" in messages[0]["content"] else \
+            "summarizer" if "SUMMARIZER" in messages[0]["content"] else "executor"
+        if role == "planner":
+            return "SUBTASK: add 4" if "(none yet)" in messages[1]["content"] else "SUBTASK: submit 4"
+        if role == "summarizer":
+            return "- the counter is 4"
+        if "submit 4" in messages[-1]["content"]:
+            return "```python\ncomplete_task(answer='4')\n```"
+        return "```python\nprint(apis.counter.add(4))\n```" if messages[-1]["role"] == "user" and \
+            "Observation" not in messages[-1]["content"] else "SUBTASK DONE: the counter is 4"
+
+    result, score = solve(env, ScriptedModel(script), level="subtask")
+    assert [a.refused for a in result.actions] == [None, None, None]
+    assert score.success
+
+
+def test_show_marks_refused_and_stuck_steps():
+    from skilltransfer.experiments.summary import format_step
+
+    step = {"type": "ActionStep", "index": 2, "subtask_index": None, "action": "complete_task(answer='7')",
+            "thought": "", "observation": "REFUSED: ...", "refused": "ungrounded_answer", "stuck": None}
+    assert format_step(step).splitlines()[0] == "[step 2] refused=ungrounded_answer"
+    plan = {"type": "PlanStep", "subtask_index": 1, "decision": "subtask", "subtask": "call complete_task()",
+            "refused_reply": "DONE", "refused": "unfinished_planner_done"}
+    assert format_step(plan) == "[plan 1] call complete_task() (after a refused DONE: unfinished_planner_done)"
