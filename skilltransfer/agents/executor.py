@@ -26,7 +26,7 @@ from skilltransfer.agents.grounding import literal_answers, missing_parts
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
-from skilltransfer.agents.stuck import detect
+from skilltransfer.agents.stuck import detect, repeats
 from skilltransfer.llm.context import count_prompt_tokens
 from skilltransfer.protocols import ChatModel, Episode, Message
 from skilltransfer.util.text import truncate
@@ -354,10 +354,15 @@ class Executor:
         return False
 
     def _check_stuck(self, run: ExecutorRun, step: ActionStep) -> None:
-        """After a step: on a detected loop, append a hint the first time and end the run the second time."""
+        """After a step: on a detected loop, append a hint the first time; end the run when the next step repeats the
+        hinted one, or when a loop shows again later."""
         if not self.config.stuck_detection:
             return
         since = 0 if run.hinted_at is None else run.hinted_at
+        hinted = run.steps[since] if run.hinted_at is not None else None
+        if hinted is not None and since == len(run.steps) - 2 and repeats(step, hinted):
+            step.stuck = hinted.stuck
+            raise Stuck(f"stuck: {hinted.stuck} again right after the hint (the step repeats the hinted one)")
         stuck = detect(run.steps[since:])
         if stuck is None:
             return

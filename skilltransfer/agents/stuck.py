@@ -13,8 +13,8 @@ the current executor run only:
 
 Code is compared as its tokens without comments and layout; observations after dropping an earlier stuck hint,
 collapsing whitespace and masking memory addresses and timings. The executor answers the first detection with a
-hint appended to the observation and ends the (sub)task (exit status ``stuck``) if a pattern shows again after the
-hint.
+hint appended to the observation and ends the (sub)task (exit status ``stuck``) when the very next step repeats the
+hinted step (`repeats`: the model ignored the hint) or a pattern shows again after the hint.
 """
 
 from __future__ import annotations
@@ -80,6 +80,11 @@ def _same(steps: Sequence[ActionStep]) -> bool:
     codes = {normalise_code(s.action) for s in steps}
     observations = {normalise_observation(s.observation) for s in steps}
     return len(codes) == 1 and len(observations) == 1
+
+
+def repeats(step: ActionStep, earlier: ActionStep) -> bool:
+    """Whether ``step`` sent the same code (or again no code) as ``earlier`` and got the same observation."""
+    return _same([step, earlier])
 
 
 def detect(steps: Sequence[ActionStep]) -> Stuck | None:
