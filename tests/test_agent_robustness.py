@@ -69,6 +69,15 @@ def test_import_hint_only_for_documented_objects():
     assert import_hint("NameError: x", "apis.x") == ""
 
 
+def _token_loop() -> list[ActionStep]:
+    """A wrong login and a right one, alternating; each right one prints a new access token."""
+    steps = []
+    for token in ("9ba644a52f83035d", "09e2365794e19e35", "4f1c0b9e77a2d310"):
+        steps += [step("login('x')", "ApiError: no account", error=True),
+                  step("t = login(u, p)", f"{{'access_token': 'contacts-{token}', 'token_type': 'Bearer'}}")]
+    return steps
+
+
 @pytest.mark.parametrize(("steps", "pattern"), [
     ([step("f()", "ValueError: bad", error=True)] * 3, "repeated_error"),
     ([step("f()  # try again", "ValueError: bad", error=True), step("f()", "ValueError:  bad", error=True),
@@ -78,6 +87,7 @@ def test_import_hint_only_for_documented_objects():
     ([step(None, "FORMAT ERROR")] * 3, "no_action"),
     ([step(None, "FORMAT ERROR"), step("print('hello')", "hello")] * 3, "alternation"),
     ([step("a()", "E1", error=True), step("import os", ""), step("c()", "E3", error=True)] * 2, "cycle"),
+    (_token_loop(), "alternation"),  # a fresh access token in every other observation: still a loop
 ])
 def test_stuck_patterns(steps, pattern):
     assert detect(steps).pattern == pattern
@@ -89,6 +99,7 @@ def test_stuck_patterns(steps, pattern):
      step("f()", "ValueError: bad", error=True)],
     [step("print(1)", "1")] * 3,
     [step(f"add({i})", str(i)) for i in range(8)],
+    [step("print(n)", n) for n in ["123456789012", "123456789013", "123456789014", "123456789015"]],  # digits only
     [step("a()", "E1", error=True), step("b()", "E2", error=True)] * 2 + [step("c()", "E3", error=True)],
     ([step("a()", "E1", error=True), step("b()", "E2", error=True), step("c()", "E3", error=True)] * 2)[:5]
     + [step("c()", "E4", error=True)],  # the cycle's last observation changed

@@ -12,9 +12,10 @@ the current executor run only:
 * ``no_action``: the last 3 replies had no code block at all.
 
 Code is compared as its tokens without comments and layout; observations after dropping an earlier stuck hint,
-collapsing whitespace and masking memory addresses and timings. The executor answers the first detection with a
-hint appended to the observation and ends the (sub)task (exit status ``stuck``) when the very next step repeats the
-hinted step (`repeats`: the model ignored the hint) or a pattern shows again after the hint.
+collapsing whitespace and masking memory addresses, timings and random hex ids (an access token from a fresh
+login: an A-B loop of "log in wrongly", "log in rightly" gets a new token each time). The executor answers the
+first detection with a hint appended to the observation and ends the (sub)task (exit status ``stuck``) when the very
+next step repeats the hinted step (`repeats`: the model ignored the hint) or a pattern shows again after the hint.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from skilltransfer.agents.steps import ActionStep
 
 _HINT = re.compile(r"\n\(stuck: .*\)\Z", re.DOTALL)
-_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+\.\d+ ?s\b", re.IGNORECASE)
+_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+\.\d+ ?s\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{12,}\b", re.IGNORECASE)
 
 HINTS: dict[str, str] = {
     "repeated_error": "You have run the same code {n} times and it failed the same way each time; running it again "
@@ -72,7 +73,8 @@ def normalise_code(code: str | None) -> str:
 
 
 def normalise_observation(text: str) -> str:
-    """An observation without a stuck hint, whitespace collapsed and volatile parts (addresses, timings) masked."""
+    """An observation without a stuck hint, whitespace collapsed and volatile parts (addresses, timings, hex ids of 12+
+    characters with letters and digits) masked."""
     return " ".join(_VOLATILE.sub("#", _HINT.sub("", text)).split())
 
 
