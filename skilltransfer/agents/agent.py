@@ -34,7 +34,15 @@ from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
-from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, SummaryStep, TrajectoryText
+from skilltransfer.agents.steps import (
+    ActionStep,
+    CallLog,
+    InductionStep,
+    PlanStep,
+    RetrievalStep,
+    SummaryStep,
+    TrajectoryText,
+)
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
@@ -146,7 +154,6 @@ class Agent:
         summary, used = NO_SUMMARY, 0
         history: list[str] = []
         stuck_subtasks: set[str] = set()
-        refused_unfinished = False
         result.exit_status = "subtask_limit"
         for index in range(cfg.subtask_limit):
             if used >= cfg.step_limit:
@@ -155,12 +162,11 @@ class Agent:
             try:
                 plan = planner.next(episode.docs(), instruction, summary, history, index=index,
                                     steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index,
-                                    refusal=self._done_refusal(history, refused_unfinished))
+                                    refusal=self._done_refusal(history, result))
             except ContextExceeded:
                 result.exit_status = "context_exceeded"
                 break
             result.steps.append(plan)
-            refused_unfinished = refused_unfinished or plan.refused == "unfinished_planner_done"
             if plan.decision != "subtask" or plan.subtask is None:
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
@@ -193,7 +199,7 @@ class Agent:
                 result.steps.append(step)
                 summary = step.summary
 
-    def _done_refusal(self, history: list[str], refused_unfinished: bool) -> Prompt | None:
+    def _done_refusal(self, history: list[str], result: AgentResult) -> Prompt | None:
         """The prompt that refuses the planner's next ``DONE``, if one is due: before any subtask ran, and once per
         task when subtasks ran but nobody called ``complete_task`` (a planner reaching DONE is never told the task is
         finished, so a small model stops one subtask short: after finding the answer, or before the write)."""
@@ -201,7 +207,8 @@ class Agent:
             return None
         if not history:
             return self.prompts.premature_planner_done
-        return None if refused_unfinished else self.prompts.unfinished_planner_done
+        refused = any(isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
+        return None if refused else self.prompts.unfinished_planner_done
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:

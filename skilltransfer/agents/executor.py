@@ -108,8 +108,6 @@ class ExecutorRun:
     """Index (in ``steps``) of the step whose observation carried a stuck hint."""
     refused_done: bool = False
     """Whether a ``SUBTASK DONE`` before any action was already refused once."""
-    refused_answer: bool = False
-    """Whether this run refused an ungrounded ``complete_task`` answer (its later calls sample like after a hint)."""
     head: int = 2
     """Leading messages (system prompt, demonstration, task message) that context fitting keeps verbatim."""
     delegated: list[ActionStep] = field(default_factory=list)
@@ -224,7 +222,8 @@ class Executor:
         params = dict(self.config.model_params)
         if self.config.stop:
             params.setdefault("stop", list(self.config.stop))
-        if (run.hinted_at is not None or run.refused_answer) and self.config.stuck_temperature is not None:
+        hinted = run.hinted_at is not None or any(s.refused == "ungrounded_answer" for s in run.steps)
+        if hinted and self.config.stuck_temperature is not None:
             params["temperature"] = self.config.stuck_temperature  # a greedy model repeats itself after a hint
         self.calls.window = run.window
         completion = self.calls.complete(self.model, run.messages, "executor", head=run.head, **params)
@@ -346,7 +345,7 @@ class Executor:
         for answer in literal_answers(code):
             missing = missing_parts(answer, outputs)
             if missing:
-                self.refused_answer = run.refused_answer = True
+                self.refused_answer = True
                 step.refused = "ungrounded_answer"
                 step.observation = self.prompts.ungrounded_answer.render(
                     answer=answer, missing=", ".join(f'"{part}"' for part in missing))
