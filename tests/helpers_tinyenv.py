@@ -130,6 +130,17 @@ def set_counter_to(target):
 ```'''
 
 
+def solve_first_task(env: Any, model: Any, **config: Any) -> tuple[Any, Score]:
+    """Run an `Agent` (``config``: its settings) on ``env``'s first task; (its result, the episode's score)."""
+    from skilltransfer.agents import Agent
+
+    episode = env.start(env.tasks()[0])
+    try:
+        return Agent(model, **config).run(episode), episode.evaluate()
+    finally:
+        episode.close()
+
+
 def role_of(messages: list[dict[str, Any]]) -> str:
     """Which agent part sent these messages (by its system prompt)."""
     system = messages[0]["content"]

@@ -4,9 +4,9 @@ blocks, stuck detection, refusal of premature DONE / SUBTASK DONE, and the hint 
 from __future__ import annotations
 
 import pytest
-from helpers_tinyenv import TinyEnv, role_of
+from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents import Agent, PlanStep
+from skilltransfer.agents import PlanStep
 from skilltransfer.agents.executor import api_hint, import_hint, parse_action, trim_reply
 from skilltransfer.agents.steps import ActionStep
 from skilltransfer.agents.stuck import detect, normalise_code
@@ -17,13 +17,6 @@ from skilltransfer.llm.testing import ScriptedModel
 def env(tmp_path):
     return TinyEnv([4, 7], workdir=tmp_path / "ws")
 
-
-def solve(env, model, **kwargs):
-    episode = env.start(env.tasks()[0])
-    try:
-        return Agent(model, **kwargs).run(episode), episode.evaluate()
-    finally:
-        episode.close()
 
 
 def step(code: str | None, observation: str, *, error: bool = False) -> ActionStep:
@@ -117,7 +110,7 @@ def test_normalise_code_ignores_comments_and_blank_lines():
 
 def test_repeated_failing_code_gets_a_hint_then_ends_the_task(env):
     model = ScriptedModel(lambda messages: "Retry.\n```python\napis.counter.add('x')\n```")
-    result, score = solve(env, model, step_limit=20)
+    result, score = solve_first_task(env, model, step_limit=20)
     assert not score.success
     assert result.exit_status == "stuck"
     actions = result.actions
@@ -131,14 +124,14 @@ def test_repeated_failing_code_gets_a_hint_then_ends_the_task(env):
 def test_a_step_that_changes_after_the_hint_goes_on_until_a_loop_shows_again(env):
     replies = iter(["```python\napis.counter.add('x')\n```"] * 3 + ["```python\nprint(apis.counter.get())\n```"]
                    + ["```python\napis.counter.add('y')\n```"] * 3)
-    result, _ = solve(env, ScriptedModel(lambda messages: next(replies)), step_limit=20)
+    result, _ = solve_first_task(env, ScriptedModel(lambda messages: next(replies)), step_limit=20)
     assert result.exit_status == "stuck"
     assert [a.stuck for a in result.actions] == [None, None, "repeated_error", None, None, None, "repeated_error"]
 
 
 def test_stuck_detection_can_be_switched_off(env):
     model = ScriptedModel(lambda messages: "```python\napis.counter.add('x')\n```")
-    result, _ = solve(env, model, step_limit=6, stuck_detection=False)
+    result, _ = solve_first_task(env, model, step_limit=6, stuck_detection=False)
     assert result.exit_status == "limits_exceeded"
     assert all(a.stuck is None for a in result.actions)
 
@@ -147,7 +140,7 @@ def test_invented_observation_never_enters_the_context(env):
     replies = iter(["Add.\n```python\nprint(apis.counter.add(4))\n```\nObservation: 4\n```python\ncomplete_task()\n```",
                     "```python\ncomplete_task()\n```"])
     model = ScriptedModel(lambda messages: next(replies))
-    result, score = solve(env, model)
+    result, score = solve_first_task(env, model)
     assert score.success
     assert model.params[0]["stop"] == ["\nObservation:"]
     assert model.calls[1][2]["content"] == "Add.\n```python\nprint(apis.counter.add(4))\n```"
@@ -166,7 +159,7 @@ def test_premature_subtask_done_is_refused_once(env):
             return "- counter is 4"
         return next(executor_replies)
 
-    result, _ = solve(env, ScriptedModel(script), level="subtask")
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask")
     actions = result.actions
     assert actions[0].refused == "premature_subtask_done"
     assert "REFUSED" in actions[0].observation
@@ -181,14 +174,14 @@ def test_second_premature_subtask_done_is_accepted(env):
             return "SUBTASK: look" if "(none yet)" in messages[-1]["content"] else "DONE"
         return "- nothing" if role == "summarizer" else "SUBTASK DONE: nothing to do"
 
-    result, _ = solve(env, ScriptedModel(script), level="subtask")
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask")
     assert [a.refused for a in result.actions] == ["premature_subtask_done", None]
 
 
 def test_planner_done_before_any_subtask_is_refused_once(env):
     replies = iter(["DONE", "DONE"])
     model = ScriptedModel(lambda messages: next(replies))
-    result, _ = solve(env, model, level="subtask")
+    result, _ = solve_first_task(env, model, level="subtask")
     plan = result.steps[0]
     assert isinstance(plan, PlanStep)
     assert plan.decision == "done"
@@ -211,7 +204,7 @@ def test_planner_done_before_complete_task_is_refused_once_per_task(env):
             return "SUBTASK: call complete_task()" if "REFUSED" in messages[-1]["content"] else "DONE"
         return "- counter is 4" if role == "summarizer" else next(executor_replies)
 
-    result, score = solve(env, ScriptedModel(script), level="subtask")
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
     plans = [s for s in result.steps if isinstance(s, PlanStep)]
     assert [(p.decision, p.refused) for p in plans] == [("subtask", None), ("subtask", "unfinished_planner_done")]
     assert plans[1].refused_reply == "DONE"
@@ -230,7 +223,7 @@ def test_a_second_unfinished_planner_done_in_a_task_is_accepted(env):
             "Observation" not in messages[-1]["content"] else "SUBTASK DONE: it is 0"
 
     model = ScriptedModel(script)
-    result, score = solve(env, model, level="subtask")
+    result, score = solve_first_task(env, model, level="subtask")
     plans = [s for s in result.steps if isinstance(s, PlanStep)]
     assert [(p.decision, p.refused) for p in plans] == [("subtask", None), ("done", "unfinished_planner_done")]
     assert result.exit_status == "planner_done"
@@ -242,7 +235,7 @@ def test_a_second_unfinished_planner_done_in_a_task_is_accepted(env):
 
 def test_planner_refusal_can_be_switched_off(env):
     model = ScriptedModel(["DONE"])
-    result, _ = solve(env, model, level="subtask", refuse_premature_done=False)
+    result, _ = solve_first_task(env, model, level="subtask", refuse_premature_done=False)
     assert result.steps[0].refused_reply is None
     assert len(model.calls) == 1
 
@@ -259,7 +252,7 @@ def _replanning_script(messages):
 
 def test_a_stuck_subtask_planned_again_ends_the_task(env):
     model = ScriptedModel(_replanning_script)
-    result, _ = solve(env, model, level="subtask", step_limit=30)
+    result, _ = solve_first_task(env, model, level="subtask", step_limit=30)
     assert result.exit_status == "stuck"
     plans = [s for s in result.steps if isinstance(s, PlanStep)]
     assert len(plans) == 2  # the second plan repeats the stuck subtask: the task ends before it runs
@@ -275,6 +268,6 @@ def test_a_different_subtask_after_a_stuck_one_runs(env):
             return next(plans)
         return "- tried to add" if role == "summarizer" else "Retry.\n```python\napis.counter.add('x')\n```"
 
-    result, _ = solve(env, ScriptedModel(script), level="subtask", step_limit=30)
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", step_limit=30)
     assert result.exit_status == "planner_done"
     assert [a.subtask_index for a in result.actions] == [0] * 4 + [1] * 4

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers_tinyenv import DOCS, CounterScript, TinyEnv
+from helpers_tinyenv import DOCS, CounterScript, TinyEnv, solve_first_task
 
-from skilltransfer.agents import Agent
 from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.envs.apps.docs import overview
 from skilltransfer.llm.testing import ScriptedModel
@@ -61,17 +60,10 @@ class ExampleEnv(TinyEnv):
         self.docs = f"{DOCS}\n\n{EXAMPLE}"
 
 
-def _solve(env, model, **config):
-    episode = env.start(env.tasks()[0])
-    try:
-        return Agent(model, **config).run(episode), episode.evaluate()
-    finally:
-        episode.close()
-
 
 def test_executor_replays_the_example_as_turns(tmp_path):
     model = ScriptedModel(CounterScript())
-    result, score = _solve(ExampleEnv([4], workdir=tmp_path), model)
+    result, score = solve_first_task(ExampleEnv([4], workdir=tmp_path), model)
     assert score.success
     first = model.calls[0]
     assert [m["role"] for m in first] == ["system", "user", "assistant", "user", "assistant", "user"]
@@ -85,7 +77,7 @@ def test_executor_replays_the_example_as_turns(tmp_path):
 
 def test_inline_keeps_the_example_in_the_system_prompt(tmp_path):
     model = ScriptedModel(CounterScript())
-    _solve(ExampleEnv([4], workdir=tmp_path), model, demonstration="inline")
+    solve_first_task(ExampleEnv([4], workdir=tmp_path), model, demonstration="inline")
     first = model.calls[0]
     assert [m["role"] for m in first] == ["system", "user"]
     assert "## Example (another task)" in first[0]["content"]
@@ -94,7 +86,7 @@ def test_inline_keeps_the_example_in_the_system_prompt(tmp_path):
 def test_planner_never_sees_the_example(tmp_path):
     script = CounterScript()
     model = ScriptedModel(script)
-    _solve(ExampleEnv([4], workdir=tmp_path), model, level="subtask")
+    solve_first_task(ExampleEnv([4], workdir=tmp_path), model, level="subtask")
     planner_prompts = [c[0]["content"] for c in model.calls if "PLANNER" in c[0]["content"]]
     assert planner_prompts
     assert all("Example (another task)" not in p for p in planner_prompts)

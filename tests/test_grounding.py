@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers_tinyenv import TinyEnv
+from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents import Agent
 from skilltransfer.agents.grounding import literal_answers, missing_parts
 from skilltransfer.llm.testing import ScriptedModel
 
@@ -36,18 +35,11 @@ def env(tmp_path):
     return TinyEnv([4], workdir=tmp_path / "ws")
 
 
-def solve(env, model, **kwargs):
-    episode = env.start(env.tasks()[0])
-    try:
-        return Agent(model, **kwargs).run(episode), episode.evaluate()
-    finally:
-        episode.close()
-
 
 def test_a_guessed_answer_is_refused_once_without_running_its_code(env):
     model = ScriptedModel(["```python\ncomplete_task(answer='7')\n```", "```python\nprint(apis.counter.add(4))\n```",
                            "```python\ncomplete_task(answer='4')\n```"])
-    result, score = solve(env, model)
+    result, score = solve_first_task(env, model)
     first, _, last = result.actions
     assert first.refused == "ungrounded_answer"
     assert first.observation.startswith('REFUSED: complete_task was not run. Your answer "7" contains "7"')
@@ -60,17 +52,16 @@ def test_a_guessed_answer_is_refused_once_without_running_its_code(env):
 
 def test_the_refusal_is_once_per_task_and_can_be_switched_off(env):
     guesses = ["```python\ncomplete_task(answer='7')\n```", "```python\ncomplete_task(answer='8')\n```"]
-    result, _ = solve(env, ScriptedModel(list(guesses)))
+    result, _ = solve_first_task(env, ScriptedModel(list(guesses)))
     assert [a.refused for a in result.actions] == ["ungrounded_answer", None]
     assert result.exit_status == "submitted"
-    result, _ = solve(env, ScriptedModel(list(guesses)), refuse_ungrounded_answer=False)
+    result, _ = solve_first_task(env, ScriptedModel(list(guesses)), refuse_ungrounded_answer=False)
     assert [a.refused for a in result.actions] == [None]
 
 
 def test_an_answer_seen_in_an_earlier_subtask_is_grounded(env):
     def script(messages):
-        role = "planner" if "PLANNER" in messages[0]["content"] else \
-            "summarizer" if "SUMMARIZER" in messages[0]["content"] else "executor"
+        role = role_of(messages)
         if role == "planner":
             return "SUBTASK: add 4" if "(none yet)" in messages[1]["content"] else "SUBTASK: submit 4"
         if role == "summarizer":
@@ -80,7 +71,7 @@ def test_an_answer_seen_in_an_earlier_subtask_is_grounded(env):
         return "```python\nprint(apis.counter.add(4))\n```" if messages[-1]["role"] == "user" and \
             "Observation" not in messages[-1]["content"] else "SUBTASK DONE: the counter is 4"
 
-    result, score = solve(env, ScriptedModel(script), level="subtask")
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
     assert [a.refused for a in result.actions] == [None, None, None]
     assert score.success
 
