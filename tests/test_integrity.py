@@ -392,11 +392,16 @@ def test_forged_frames_never_desynchronise_or_complete(tmp_path: Path, env: Any)
     assert records[0]["exit_status"] != "submitted"
 
 
+# The thief keeps the real reply pipe and leaves the worker's own client reading an empty one, so every reply the
+# harness sends is stolen (two threads reading one pipe would race, and the worker sometimes won).
 STEAL = CHANNEL + """
 import threading
+stolen = os.dup(channel.rfd)
+empty, _keep_open = os.pipe()
+os.dup2(empty, channel.rfd)
 def steal():
     while True:
-        os.read(channel.rfd, 1 << 16)
+        os.read(stolen, 1 << 16)
 threading.Thread(target=steal, daemon=True).start()
 print("armed")
 """
