@@ -167,6 +167,9 @@ API_ERROR_CASES = [
      "Invalid or expired access token for email"),
     ("apis.email.login(username='x@y.z', password='p')",
      "No email account with username"),
+    ("user = next(a for a in apis.supervisor.show_account_passwords() if a['account_name'] == 'email')['username']\n"
+     "apis.email.login(username=user, password='p')",
+     "use the password that apis.supervisor.show_account_passwords() lists for account_name 'email'"),
     (LOGIN.replace("{app}", "email") + "apis.email.show_inbox(access_token=tok, page_limit=50)",
      "page_limit must be an integer between 1 and 20"),
     ("apis.email.show_inbox(tok)",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import traceback
 from pathlib import Path
 from typing import Any
 
 from skilltransfer.sandbox.runner import SandboxRunner
 from skilltransfer.sandbox.runtime.channel import DirectTransport
+from skilltransfer.sandbox.runtime.explain import format_error
 from skilltransfer.sandbox.runtime.stubs import build
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, Runner
@@ -51,8 +51,7 @@ class InProcessRunner:
             except BaseException as exc:  # noqa: BLE001 - agent code may raise anything, incl. SystemExit
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-                error = "".join(line for line in lines if 'File "' not in line or 'File "<action>"' in line)
+                error = format_error(exc, self.namespace)
         return ExecResult(output=buffer.getvalue(), error=error)
 
     def stop(self) -> None:

@@ -75,10 +75,13 @@ class Services:
         return text
 
 
-def function(service: str, name: str | None = None, doc: str | None = None, *, lenient: bool = False) -> dict[str, Any]:
-    """A binding: a function calling ``service`` (``lenient``: convert arguments that are not JSON, e.g. numpy)."""
-    return {"kind": "function", "service": service, "name": name or service.rsplit(".", 1)[-1], "doc": doc,
-            "lenient": lenient}
+def function(service: str, name: str | None = None, doc: str | None = None, *, lenient: bool = False,
+             lookup_note: str = "") -> dict[str, Any]:
+    """A binding: a function calling ``service`` (``lenient``: convert arguments that are not JSON, e.g. numpy;
+    ``lookup_note``: added to the error of a failing key or index lookup in its result)."""
+    binding = {"kind": "function", "service": service, "name": name or service.rsplit(".", 1)[-1], "doc": doc,
+               "lenient": lenient}
+    return {**binding, "lookup_note": lookup_note} if lookup_note else binding
 
 
 def tree(children: dict[str, dict[str, Any]], text: str, missing: str | None = None) -> dict[str, Any]:

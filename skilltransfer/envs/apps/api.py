@@ -237,7 +237,9 @@ def login_api(app: str) -> None:
             raise ApiError(f"No {app} account with username {username!r}; the main user's {app} username and password "
                            "are in apis.supervisor.show_account_passwords().")
         if account["password"] != password:
-            raise ApiError(f"Wrong password for {app} account {username!r}.")
+            raise ApiError(f"Wrong password for {app} account {username!r}; use the password that "
+                           f"apis.supervisor.show_account_passwords() lists for account_name {app!r} "
+                           "(each app has its own).")
         count = len(db.all("SELECT token FROM tokens"))
         digest = hashlib.sha256(f"{app}:{password}:{count}".encode()).hexdigest()[:16]
         token = f"{app}-{digest}"

@@ -34,13 +34,21 @@ from skilltransfer.sandbox import InProcessRunner, NamespaceSpec, Services
 from skilltransfer.sandbox.scratch import remove_tree
 from skilltransfer.sandbox.services import function, tree
 
+LOOKUP_NOTES = {
+    "apis.supervisor.show_account_passwords": "Access tokens are not listed here: get one with "
+    "apis.<app>.login(username=..., password=...)['access_token'], using the entry whose account_name is that app",
+}
+"""Added to a failing key/index lookup in an API's result: the embedded model looked for an ``access_token`` in the
+passwords list on 3 of 4 starter tasks."""
+
 
 def bindings() -> dict[str, Any]:
     """The agent's ``apis`` object: one stub per documented API, shaped like the apps (``dir``, repr, errors)."""
     apps = {}
     for app, info in REGISTRY.items():
         names = ", ".join(sorted(info.apis))
-        children = {name: function(f"apis.{app}.{name}", name, f"{spec.description} (see apis.api_docs.show_api_doc)")
+        children = {name: function(f"apis.{app}.{name}", name, f"{spec.description} (see apis.api_docs.show_api_doc)",
+                                   lookup_note=LOOKUP_NOTES.get(f"apis.{app}.{name}", ""))
                     for name, spec in info.apis.items()}
         apps[app] = tree(children, f"<app {app}: {names}>", f"App {app!r} has no API {{name}}. Its APIs: {names}.")
     listing = ", ".join(REGISTRY)

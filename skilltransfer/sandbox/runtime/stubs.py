@@ -2,22 +2,25 @@
 
 A binding is one of:
 
-* ``{"kind": "function", "service": "apis.email.send_email", "name": "send_email", "doc": "...", "lenient": false}``:
-  a function that sends its arguments (JSON) to the harness service and returns its result or raises its error;
-  ``lenient`` arguments are converted (numpy values, sets, anything else ``str``) instead of refused;
+* ``{"kind": "function", "service": "apis.email.send_email", "name": "send_email", "doc": "...", "lenient": false,
+  "lookup_note": "..."}``: a function that sends its arguments (JSON) to the harness service and returns its result or
+  raises its error; ``lenient`` arguments are converted (numpy values, sets, anything else ``str``) instead of
+  refused; ``lookup_note`` (optional) is added to the errors of failing lookups in its results;
 * ``{"kind": "tree", "children": {name: binding}, "repr": "...", "missing": "... {name} ..."}``: an attribute
   namespace (e.g. ``apis`` and ``apis.email``) whose ``dir()`` lists its children; ``missing`` is the message of
   the AttributeError for an unknown name (``{name}`` is replaced by its repr);
 * ``{"kind": "value", "value": ...}``: a plain JSON value (e.g. the user name the agent acts for).
 
 A stub holds its service name and the transport (the worker's channel, or the in-process runner's direct
-transport) and nothing else.
+transport) and nothing else. Results come back as ``explain.ApiList``/``ApiDict``, whose failing lookups name the API.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from .explain import explained
 
 
 class StubTree:
@@ -42,9 +45,10 @@ class StubTree:
         raise AttributeError(str(missing).replace("{name}", repr(name)))
 
 
-def _function(service: str, name: str, doc: str | None, lenient: bool, transport: Any) -> Callable[..., Any]:
+def _function(service: str, name: str, doc: str | None, lenient: bool, note: str,
+              transport: Any) -> Callable[..., Any]:
     def stub(*args: Any, **kwargs: Any) -> Any:
-        return transport.call(service, list(args), kwargs, lenient=lenient)
+        return explained(transport.call(service, list(args), kwargs, lenient=lenient), service, note)
 
     stub.__name__ = stub.__qualname__ = name
     stub.__doc__ = doc
@@ -60,7 +64,7 @@ def _node(name: str, spec: dict[str, Any], transport: Any) -> Any:
     kind = spec.get("kind")
     if kind == "function":
         return _function(str(spec["service"]), str(spec.get("name") or name), spec.get("doc"),
-                         bool(spec.get("lenient")), transport)
+                         bool(spec.get("lenient")), str(spec.get("lookup_note") or ""), transport)
     if kind == "tree":
         children = {child: _node(child, sub, transport) for child, sub in dict(spec.get("children") or {}).items()}
         return StubTree(children, str(spec.get("repr") or f"<{name}>"), spec.get("missing"))

@@ -29,6 +29,7 @@ import traceback
 from typing import Any
 
 from .channel import WorkerChannel
+from .explain import format_error
 from .guard import install_guard
 from .isolation import (
     drop_privileges,
@@ -73,12 +74,6 @@ class LimitedWriter(io.TextIOBase):
         if not self.dropped:
             return self.head + self.tail
         return f"{self.head}\n... [{self.dropped} characters truncated] ...\n{self.tail}"
-
-
-def format_error(exc: BaseException) -> str:
-    """A traceback keeping only the frames of the agent's own code."""
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    return "".join(line for line in lines if 'File "' not in line or "<action>" in line or "<skill>" in line)
 
 
 def new_namespace(entries: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +136,7 @@ class Worker:
                 try:
                     exec(compile(code, filename, "exec"), namespace)
                 except BaseException as exc:  # noqa: BLE001 - agent code may raise anything, incl. SystemExit
-                    error = format_error(exc)
+                    error = format_error(exc, namespace)
                 with contextlib.suppress(Exception):
                     sys.stdout.flush()
         finally:
