@@ -7,6 +7,7 @@ from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role
 
 from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
+from skilltransfer.induction.abstraction import instance_names
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.store import SkillMemory
@@ -159,3 +160,44 @@ def test_one_skill_per_trajectory_and_unparseable_is_skipped(tmp_path, level, ha
 def test_config_rejects_unknown_variant():
     with pytest.raises(ValueError, match="variant"):
         InductionConfig(variant="tiny")
+
+
+def test_instance_names_of_a_goal():
+    assert instance_names("What is Olga Nguyen's phone number?") == ["Olga Nguyen"]
+    assert instance_names("I need to call Nadia Brennan. What's their phone number?") == ["Nadia Brennan"]
+    assert instance_names("Call Olga Nguyen now, then email Jean-Luc Picard") == ["Jean-Luc Picard", "Olga Nguyen"]
+    assert instance_names("What is the title of my note about the dentist?") == []
+
+
+OLGA_SKILL = ("NAME: Get Olga Nguyen phone\nDESCRIPTION: Retrieve Olga Nguyen's phone number.\nBODY:\n"
+              "1. Search contacts for Olga Nguyen (query=\"Olga Nguyen\").\n2. Olga's entry holds `phone`.")
+
+
+def test_names_of_the_goal_are_masked_in_text_skills_and_recorded():
+    goal = "What is Olga Nguyen's phone number?"
+    skill = Inducer(ScriptedModel([OLGA_SKILL])).induce(goal, TRAJECTORY, level="task", calls=CallLog()).skill
+    assert skill is not None
+    assert skill.name == "Get <name> phone"
+    assert skill.description == "Retrieve <name>'s phone number."
+    assert skill.body == '1. Search contacts for <name> (query="<name>").\n2. <name>\'s entry holds `phone`.'
+    assert skill.extra["masked_names"] == "Olga Nguyen"
+    kept = Inducer(ScriptedModel([OLGA_SKILL]), mask_instance_names=False).induce(goal, TRAJECTORY, level="task",
+                                                                                    calls=CallLog()).skill
+    assert kept is not None
+    assert "Olga Nguyen" in kept.body
+    assert "masked_names" not in kept.extra
+    other = Inducer(ScriptedModel([OLGA_SKILL])).induce("Count the notes.", TRAJECTORY, level="task",
+                                                         calls=CallLog()).skill
+    assert other is not None
+    assert "masked_names" not in other.extra
+
+
+def test_code_bodies_keep_what_the_model_wrote():
+    reply = ("NAME: olga_phone\nDESCRIPTION: Olga Nguyen's phone.\nBODY:\n```python\ndef olga_phone(apis):\n"
+             "    return 'Olga Nguyen'\n```")
+    skill = Inducer(ScriptedModel([reply]), format="code").induce("Find Olga Nguyen's phone", TRAJECTORY,
+                                                                  level="task", calls=CallLog()).skill
+    assert skill is not None
+    assert skill.name == "olga_phone"
+    assert skill.description == "<name>'s phone."
+    assert "'Olga Nguyen'" in skill.body

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skilltransfer.induction.abstraction import instance_names, mask_names
 from skilltransfer.protocols import ChatModel, ModelCalls, Trajectory
 from skilltransfer.skill import Provenance, Skill, SkillFormat, SkillLevel, parse_code_signature
 from skilltransfer.util.prompts import Prompt, load_prompt
@@ -65,6 +66,10 @@ class InductionConfig(BaseModel):
     """A folder of replacement induction prompt files (same names as the packaged ones)."""
     model_params: dict[str, Any] = Field(default_factory=dict)
     """Extra sampling parameters for the induction call."""
+    mask_instance_names: bool = True
+    """Replace the goal's multi-word proper names (and their words) in the skill's name, description and text body
+    with ``<name>`` (`skilltransfer.induction.abstraction`): the prompt's abstraction rule, enforced; the names masked
+    are recorded in ``Skill.extra["masked_names"]`` ("; "-separated). Code bodies are left as written."""
     only_successful: bool = False
     """Induce only from (sub)trajectories the caller says succeeded (``induce(..., succeeded=True)``), as the study
     synthesises its packages from successful trajectories; others are skipped without a model call."""
@@ -272,8 +277,19 @@ class Inducer:
                     name = parse_code_signature(body).function_name
                 except ValueError:
                     pass  # broken code: the memory prunes it and logs why
+        extra: dict[str, Any] = {"induction_prompt": self.prompt_id}
+        names = instance_names(goal) if self.config.mask_instance_names else []
+        written = "\n".join((name, description, body))
+        masked = [n for n in names if mask_names(written, [n]) != written]
+        if masked:
+            description = mask_names(description, masked)
+            if self.config.format == "text":
+                body = mask_names(body, masked)
+            if self.config.format == "text" or not name.isidentifier():
+                name = mask_names(name, masked)
+            extra["masked_names"] = "; ".join(masked)
         out.skill = Skill(name=name, description=description, body=body, format=self.config.format, level=level,
-                          provenance=provenance or Provenance(), extra={"induction_prompt": self.prompt_id},
+                          provenance=provenance or Provenance(), extra=extra,
                           inputs=contracts.get("inputs", ""), outputs=contracts.get("outputs", ""))
         out.error = note
         return out
