@@ -6,6 +6,7 @@ import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
 
 from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
+from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
 from skilltransfer.induction.abstraction import instance_names
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS
@@ -201,3 +202,12 @@ def test_code_bodies_keep_what_the_model_wrote():
     assert skill.name == "olga_phone"
     assert skill.description == "<name>'s phone."
     assert "'Olga Nguyen'" in skill.body
+
+
+def test_a_stream_switches_name_masking_off():
+    on = StreamConfig(run="r", condition="task+text").induction_config()
+    off = StreamConfig(run="r", condition="task+text", mask_instance_names=False).induction_config()
+    assert on is not None
+    assert off is not None
+    assert on.mask_instance_names
+    assert not off.mask_instance_names

@@ -254,6 +254,9 @@ class StreamConfig(BaseModel):
     only_successful: bool = False
     """Induce only from tasks that succeeded (``InductionConfig.only_successful``; induction then waits for each
     task's verdict)."""
+    mask_instance_names: bool = True
+    """Mask the goal's multi-word proper names as ``<name>`` in induced skills (``InductionConfig.mask_instance_names``;
+    ``-c mask_instance_names=false`` keeps what the model wrote)."""
     plans: str | None = None
     """The plan folder of a coordinated stream: one frozen plan file per task, written when missing and replayed when
     present, so streams given the same folder (a grid's three interfaces) run the same plans. A relative path is
@@ -380,7 +383,8 @@ class StreamConfig(BaseModel):
         fmt = self.skill_format
         if not fmt or self.library:
             return None
-        return InductionConfig(format=fmt, variant=self.induction_variant, only_successful=self.only_successful)
+        return InductionConfig(format=fmt, variant=self.induction_variant, only_successful=self.only_successful,
+                               mask_instance_names=self.mask_instance_names)
 
     def identity(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,
