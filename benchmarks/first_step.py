@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -47,10 +48,19 @@ def first_prompt(env: Any, task: Any) -> tuple[list[dict[str, Any]], dict[str, A
 
 
 def chosen_tasks(env: Any, args: argparse.Namespace) -> list[Any]:
+    """The tasks named by ``--tasks`` and ``--templates``; exits 2 with one ``error:`` line on an unknown name."""
     by_id = {t.id: t for t in env.tasks()}
-    picked = [by_id[i] for i in args.tasks.split(",") if i] if args.tasks else []
-    for template in [t for t in args.templates.split(",") if t]:
-        picked += [t for t in env.tasks() if t.template == template][: args.per_template]
+    ids = [i for i in args.tasks.split(",") if i]
+    templates = [t for t in args.templates.split(",") if t]
+    known_templates = {t.template for t in by_id.values()}
+    unknown = [i for i in ids if i not in by_id] + [t for t in templates if t not in known_templates]
+    if unknown or not (ids or templates):
+        print(f"error: --tasks/--templates: unknown in {env.name}: {', '.join(unknown)}" if unknown
+              else "error: name tasks with --tasks or --templates", file=sys.stderr)
+        sys.exit(2)
+    picked = [by_id[i] for i in ids]
+    for template in templates:
+        picked += [t for t in by_id.values() if t.template == template][: args.per_template]
     return picked
 
 

@@ -16,7 +16,8 @@ _NAME_RUN = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 
 
 def instance_names(goal: str) -> list[str]:
-    """The multi-word proper names of ``goal``, longest first (a sentence's first word is not a name)."""
+    """The multi-word proper names of ``goal``, longest first; a run of 3+ capitalised words that starts a sentence
+    loses its first word (a verb: "Call Olga Nguyen")."""
     names: set[str] = set()
     for match in _NAME_RUN.finditer(goal):
         words = match.group(0).split(" ")

@@ -79,9 +79,8 @@ def function(service: str, name: str | None = None, doc: str | None = None, *, l
              lookup_note: str = "") -> dict[str, Any]:
     """A binding: a function calling ``service`` (``lenient``: convert arguments that are not JSON, e.g. numpy;
     ``lookup_note``: added to the error of a failing key or index lookup in its result)."""
-    binding = {"kind": "function", "service": service, "name": name or service.rsplit(".", 1)[-1], "doc": doc,
-               "lenient": lenient}
-    return {**binding, "lookup_note": lookup_note} if lookup_note else binding
+    return {"kind": "function", "service": service, "name": name or service.rsplit(".", 1)[-1], "doc": doc,
+            "lenient": lenient, "lookup_note": lookup_note}
 
 
 def tree(children: dict[str, dict[str, Any]], text: str, missing: str | None = None) -> dict[str, Any]:
