@@ -14,3 +14,10 @@ def toy_setup(workspace: Path, greeting: str = "hello") -> dict[str, Any]:
         return f"{(workspace / 'greeting.txt').read_text()}, {name}"
 
     return {"greet": greet}
+
+
+def object_setup(workspace: Path) -> dict[str, Any]:
+    """A namespace whose entry is an object (like an env's ``apis``), not a function."""
+    import types
+
+    return {"tools": types.SimpleNamespace(double=lambda x: 2 * x), "json": types.SimpleNamespace()}

@@ -15,6 +15,7 @@ import pytest
 from skilltransfer.envs.base import Submission, WorkspaceEpisode
 from skilltransfer.protocols import Score, TaskSpec
 from skilltransfer.sandbox import Limits, NamespaceSpec, SandboxError, SandboxRunner, Services, check_code_loads
+from skilltransfer.sandbox.inprocess import make_runner
 from skilltransfer.sandbox.runner import _readable_paths
 from skilltransfer.sandbox.services import function
 
@@ -389,3 +390,38 @@ def test_workspace_in_dev_shm_and_setup_module_outside_the_package(tmp_path: Pat
         assert (Path(folder) / "new.txt").read_text() == "x"
         listed = sandbox.execute(f"import os\nprint(os.listdir({str(Path(__file__).resolve().parent)!r}))")
         assert eval(listed.output) == ["sandbox_setups.py"]  # noqa: S307 - the setup's module, nothing else
+
+
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_an_actions_last_expression_is_shown_like_a_notebook_cell(tmp_path, sandboxed):
+    runner = make_runner(tmp_path, sandboxed=sandboxed)
+    try:
+        assert runner.execute("values = [1, 2]\nvalues").output == "[1, 2]\n"
+        assert runner.execute("values.append(3)\nlen(values)").output == "3\n"
+        assert runner.execute("print('x')").output == "x\n"  # print returns None: nothing more
+        assert runner.execute("for v in values:\n    v").output == ""  # only a top-level last statement
+        failed = runner.execute("a = 1\na + undefined_name")
+        assert "line 2" in (failed.error or "")
+        assert "NameError" in (failed.error or "")
+    finally:
+        runner.close()
+
+
+def test_echo_of_the_last_expression_can_be_switched_off(tmp_path):
+    runner = make_runner(tmp_path, sandboxed=True, limits=Limits(echo_last_expression=False))
+    try:
+        assert runner.execute("values = [1, 2]\nvalues").output == ""
+    finally:
+        runner.close()
+
+
+def test_an_object_in_the_namespace_is_importable_by_its_name(tmp_path):
+    """`import tools` binds the namespace's object (a model writes `import apis`); a real module keeps its name."""
+    runner = SandboxRunner(tmp_path, NamespaceSpec(setup="sandbox_setups:object_setup"), limits=LIMITS)
+    try:
+        assert runner.execute("import tools\nprint(tools.double(2))").output == "4\n"
+        assert runner.execute("from tools import double\nprint(double(3))").output == "6\n"
+        assert runner.execute("import json as real\nprint(real.dumps([1]))").output == "[1]\n"
+        assert "not a package" in (runner.execute("import tools.double").error or "")
+    finally:
+        runner.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.sandbox.runner import SandboxRunner
+from skilltransfer.sandbox.runtime.cell import run_cell
 from skilltransfer.sandbox.runtime.channel import DirectTransport
 from skilltransfer.sandbox.runtime.explain import format_error
 from skilltransfer.sandbox.runtime.stubs import build
@@ -32,13 +33,14 @@ class InProcessRunner:
         workspace: the episode folder (the working directory while code runs).
         spec: how the namespace is built; service stubs call ``services`` directly (same JSON round trip).
         services: the episode's harness services.
-        limits: only ``max_message_bytes`` applies.
+        limits: only ``max_message_bytes`` and ``echo_last_expression`` apply.
     """
 
     def __init__(self, workspace: Path, spec: NamespaceSpec | None = None, services: Services | None = None, *,
                  limits: Limits | None = None) -> None:
         self.workspace = Path(workspace)
-        transport = DirectTransport(services or Services(), (limits or Limits()).max_message_bytes)
+        self.limits = limits or Limits()
+        transport = DirectTransport(services or Services(), self.limits.max_message_bytes)
         self.namespace: dict[str, Any] = {"__name__": "__episode__"}
         self.namespace.update(namespace_entries(self.workspace, spec or NamespaceSpec(), transport))
 
@@ -47,7 +49,7 @@ class InProcessRunner:
         error: str | None = None
         with contextlib.chdir(self.workspace), contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             try:
-                exec(compile(code, "<action>", "exec"), self.namespace)
+                run_cell(code, "<action>", self.namespace, echo=self.limits.echo_last_expression)
             except BaseException as exc:  # noqa: BLE001 - agent code may raise anything, incl. SystemExit
                 if isinstance(exc, KeyboardInterrupt):
                     raise

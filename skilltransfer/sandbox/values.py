@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one sandbox worker."""
+    """Resource limits and execution settings of one sandbox worker."""
 
     wall_s: float = 30.0
     """Wall-clock seconds per call (harness side); on overrun the worker is killed and restarted."""
@@ -36,6 +36,8 @@ class Limits:
     """When the harness is root: run as a private unprivileged uid in private network/mount/PID namespaces."""
     uid_base: int = 200_000
     """Private uids are drawn from ``[uid_base, uid_base + 100_000)``."""
+    echo_last_expression: bool = True
+    """Show an action's last expression like a notebook cell (its repr, when not None; ``sandbox.runtime.cell``)."""
 
 
 class SandboxError(RuntimeError):

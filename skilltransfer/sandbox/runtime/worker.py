@@ -26,8 +26,10 @@ import os
 import resource
 import sys
 import traceback
+import types
 from typing import Any
 
+from .cell import run_cell
 from .channel import WorkerChannel
 from .explain import format_error
 from .guard import install_guard
@@ -103,13 +105,18 @@ class Worker:
             self.setup_function = getattr(importlib.import_module(module_name), attr)
 
     def build(self, workspace: str, setup_kwargs: dict[str, Any], bindings: dict[str, Any]) -> None:
-        """Fill the namespace: the setup function's entries, then the service stubs."""
+        """Fill the namespace: the setup function's entries, then the service stubs. Each entry that is an object
+        (not a function, class or module) is also importable by its name: ``import apis`` binds the same object."""
         if self.setup_function is not None:
             from pathlib import Path
 
             self.entries.update(self.setup_function(Path(workspace), **setup_kwargs))
         self.entries.update(build(bindings, self.channel))
         self.namespace.update(self.entries)
+        for name, value in self.entries.items():  # `import apis` binds the namespace's object, as a model expects
+            if name.isidentifier() and not name.startswith("_") and name not in sys.modules \
+                    and not callable(value) and not isinstance(value, types.ModuleType):
+                sys.modules[name] = value
 
     def _fd_output(self) -> str:
         end = os.lseek(self.capture, 0, os.SEEK_END)
@@ -126,7 +133,8 @@ class Worker:
         soft = math.ceil(usage.ru_utime + usage.ru_stime + float(self.limits["cpu_s"]))
         resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
 
-    def run(self, code: str, filename: str, namespace: dict[str, Any], nonce: str) -> tuple[str, str | None]:
+    def run(self, code: str, filename: str, namespace: dict[str, Any], nonce: str, *,
+            echo: bool = False) -> tuple[str, str | None]:
         writer = LimitedWriter(int(self.limits["max_output_chars"]))
         error: str | None = None
         self._arm_cpu()
@@ -134,7 +142,7 @@ class Worker:
         try:
             with contextlib.redirect_stdout(writer), contextlib.redirect_stderr(writer):
                 try:
-                    exec(compile(code, filename, "exec"), namespace)
+                    run_cell(code, filename, namespace, echo=echo)
                 except BaseException as exc:  # noqa: BLE001 - agent code may raise anything, incl. SystemExit
                     error = format_error(exc, namespace)
                 with contextlib.suppress(Exception):
@@ -213,7 +221,8 @@ def main() -> None:
             channel.send({"t": "checked", "n": nonce,
                           "reason": worker.check(message["code"], message["name"], nonce)})
         elif message.get("op") == "exec":
-            output, error = worker.run(message["code"], "<action>", worker.namespace, nonce)
+            output, error = worker.run(message["code"], "<action>", worker.namespace, nonce,
+                                       echo=bool(config["limits"].get("echo_last_expression", True)))
             channel.send({"t": "result", "n": nonce, "output": output, "error": error})
 
 
