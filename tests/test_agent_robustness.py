@@ -8,7 +8,8 @@ from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
 from skilltransfer.agents import PlanStep
 from skilltransfer.agents.executor import api_hint, import_hint, parse_action, trim_reply
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.agents.roles import uncopied
+from skilltransfer.agents.steps import ActionStep, SummaryStep
 from skilltransfer.agents.stuck import detect, normalise_code
 from skilltransfer.llm.testing import ScriptedModel
 
@@ -159,7 +160,7 @@ def test_premature_subtask_done_is_refused_once(env):
             return "- counter is 4"
         return next(executor_replies)
 
-    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask")
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
     actions = result.actions
     assert actions[0].refused == "premature_subtask_done"
     assert "REFUSED" in actions[0].observation
@@ -174,7 +175,7 @@ def test_second_premature_subtask_done_is_accepted(env):
             return "SUBTASK: look" if "(none yet)" in messages[-1]["content"] else "DONE"
         return "- nothing" if role == "summarizer" else "SUBTASK DONE: nothing to do"
 
-    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask")
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
     assert [a.refused for a in result.actions] == ["premature_subtask_done", None]
 
 
@@ -223,7 +224,7 @@ def test_a_second_unfinished_planner_done_in_a_task_is_accepted(env):
             "Observation" not in messages[-1]["content"] else "SUBTASK DONE: it is 0"
 
     model = ScriptedModel(script)
-    result, score = solve_first_task(env, model, level="subtask")
+    result, score = solve_first_task(env, model, level="subtask", close_unfinished=False)
     plans = [s for s in result.steps if isinstance(s, PlanStep)]
     assert [(p.decision, p.refused) for p in plans] == [("subtask", None), ("done", "unfinished_planner_done")]
     assert result.exit_status == "planner_done"
@@ -268,6 +269,174 @@ def test_a_different_subtask_after_a_stuck_one_runs(env):
             return next(plans)
         return "- tried to add" if role == "summarizer" else "Retry.\n```python\napis.counter.add('x')\n```"
 
-    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", step_limit=30)
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False, step_limit=30)
     assert result.exit_status == "planner_done"
     assert [a.subtask_index for a in result.actions] == [0] * 4 + [1] * 4
+
+
+def test_a_stuck_subtask_copied_from_the_history_line_ends_the_task(env):
+    """A planner that copies its history line (``<subtask> -> stuck: ...``) plans that subtask again."""
+    plans = iter(["SUBTASK: Add the value", "SUBTASK: Add the value -> stuck: stuck: failing_action"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return next(plans)
+        return "- tried to add" if role == "summarizer" else "Retry.\n```python\napis.counter.add('x')\n```"
+
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", step_limit=30)
+    plans_made = [s for s in result.steps if isinstance(s, PlanStep)]
+    assert plans_made[1].subtask == "Add the value"
+    assert result.exit_status == "stuck"
+
+
+def test_uncopied_drops_the_history_line_form():
+    assert uncopied("2. Read the file -> subtask_done: 3 rows") == "Read the file"
+    assert uncopied("List the files. -> stuck: stuck: repeated_action") == "List the files."
+    assert uncopied("Map a -> b") == "Map a -> b"
+    assert uncopied("2. Read the file") == "2. Read the file"
+
+
+def _done_by_repeat_script(executor_replies):
+    replies = iter(executor_replies)
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return "- counter is 4" if role == "summarizer" else next(replies)
+
+    return script
+
+
+def test_subtask_done_with_a_repeat_of_code_that_ran_ends_the_subtask(env):
+    code = "```python\nprint(apis.counter.add(4))\n```"
+    script = _done_by_repeat_script([f"SUBTASK DONE: 4\n\n{code}", f"SUBTASK DONE: the counter is 4\n\n{code}"])
+    model = ScriptedModel(script)
+    result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
+    assert len(result.actions) == 2
+    first, second = result.actions
+    assert first.observation.strip() == "4"  # the first time, the code runs
+    assert "repeats step 1" in second.observation
+    assert "not run again" in second.observation
+    planner_calls = [messages for messages in model.calls if role_of(messages) == "planner"]
+    assert "1. set the counter to 4 -> subtask_done: the counter is 4" in planner_calls[1][1]["content"]
+
+
+def test_subtask_done_with_new_or_failed_code_runs_it(env):
+    failing = "```python\napis.counter.add('x')\n```"
+    script = _done_by_repeat_script([f"SUBTASK DONE: 4\n\n{failing}", f"SUBTASK DONE: 4\n\n{failing}",
+                                     "SUBTASK DONE: gave up"])
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
+    assert [a.error for a in result.actions[:2]] == [True, True]  # a failed step is no result to report
+
+
+def test_done_on_repeat_can_be_switched_off(env):
+    code = "```python\nprint(apis.counter.add(1))\n```"
+    script = _done_by_repeat_script([f"SUBTASK DONE: 1\n\n{code}", f"SUBTASK DONE: 2\n\n{code}", "SUBTASK DONE: 2"])
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False,
+                                 done_on_repeat=False)
+    assert [a.observation.strip() for a in result.actions[:2]] == ["1", "2"]
+
+
+def test_a_subtask_done_line_in_a_code_fence_is_the_done_reply(env):
+    script = _done_by_repeat_script(["```python\nprint(apis.counter.add(4))\n```",
+                                     "I print it.\n```python\nSUBTASK DONE: the counter is 4\n```"])
+    model = ScriptedModel(script)
+    result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
+    assert [a.observation for a in result.actions][1] == "(subtask marked done)"
+    assert result.actions[1].action is None
+    planner_calls = [messages for messages in model.calls if role_of(messages) == "planner"]
+    assert "-> subtask_done: the counter is 4\n" in planner_calls[1][1]["content"] + "\n"
+
+
+def test_a_summary_ends_before_an_invented_heading(env):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
+        if role == "summarizer":
+            return "- counter is 4\n\n## Subtask just executed\nList the files."
+        return "```python\nprint(apis.counter.add(4))\n```" if len(messages) < 4 else "SUBTASK DONE: 4"
+
+    model = ScriptedModel(script)
+    result, _ = solve_first_task(env, model, level="subtask")
+    summaries = [s for s in result.steps if isinstance(s, SummaryStep)]
+    assert summaries[0].summary == "- counter is 4"
+    summarizer_params = [p for c, p in zip(model.calls, model.params, strict=True) if role_of(c) == "summarizer"]
+    assert summarizer_params[0]["stop"] == ["\n#"]
+
+
+def test_a_done_that_stands_without_complete_task_is_followed_by_the_closing_subtask(env):
+    """After the refused and the repeated DONE, the harness plans one closing subtask; the executor submits there."""
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[1]["content"] else "DONE"
+        if role == "summarizer":
+            return "- counter is 4"
+        if "Finish the task now" in messages[-1]["content"]:
+            return "```python\ncomplete_task()\n```"
+        return "```python\nprint(apis.counter.add(4))\n```" if len(messages) < 4 else "SUBTASK DONE: 4"
+
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
+    plans = [s for s in result.steps if isinstance(s, PlanStep)]
+    assert [p.decision for p in plans] == ["subtask", "done", "closing"]
+    assert plans[-1].subtask.startswith("Finish the task now")
+    assert result.exit_status == "submitted"
+    assert score.success
+
+
+def test_a_closing_subtask_that_does_not_submit_ends_the_task(env):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: look" if "(none yet)" in messages[1]["content"] else "DONE"
+        if role == "summarizer":
+            return "- looked"
+        return "```python\nprint(apis.counter.get())\n```" if len(messages) < 4 else "SUBTASK DONE: it is 0"
+
+    model = ScriptedModel(script)
+    result, _ = solve_first_task(env, model, level="subtask")
+    assert [p.decision for p in result.steps if isinstance(p, PlanStep)] == ["subtask", "done", "closing"]
+    assert result.exit_status == "planner_done"
+    assert sum(role_of(m) == "planner" for m in model.calls) == 3  # subtask, DONE (refused) + DONE; none after
+
+
+def test_trim_reply_cuts_a_done_report_written_before_the_code_ran():
+    reply = "Look.\n```python\nprint(1)\n```\nSUBTASK DONE: 23 rows, all fine\nmore"
+    assert trim_reply(reply) == "Look.\n```python\nprint(1)\n```"
+    assert trim_reply("SUBTASK DONE: 1\n```python\nprint(1)\n```") == "SUBTASK DONE: 1\n```python\nprint(1)\n```"
+
+
+def test_a_subtask_report_with_an_unseen_number_is_refused_twice(env):
+    replies = iter(["```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: the counter is 4, 37 steps left",
+                    "SUBTASK DONE: the counter is 4, 38 steps left", "SUBTASK DONE: the counter is 4, 38 steps left"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return "- counter is 4" if role == "summarizer" else next(replies)
+
+    model = ScriptedModel(script)
+    result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
+    first, refused, accepted = result.actions[1:4]
+    assert first.refused == "ungrounded_report"
+    assert refused.refused == "ungrounded_report"
+    assert '"38"' in refused.observation
+    assert '"4"' not in refused.observation  # the output showed 4
+    assert accepted.observation == "(subtask marked done)"
+
+
+def test_a_subtask_report_of_numbers_from_the_task_message_is_accepted(env):
+    replies = iter(["```python\nprint(apis.counter.get())\n```", "SUBTASK DONE: the target is 4"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: find the target" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return "- target 4" if role == "summarizer" else next(replies)
+
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
+    assert result.actions[1].refused is None

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import DOCS, CounterScript, TinyEnv, solve_first_task
 
-from skilltransfer.agents.demonstration import split_demonstration
+from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
 from skilltransfer.envs.apps.docs import overview
+from skilltransfer.envs.datasci.api import docs_text
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.sandbox import make_runner
 
 EXAMPLE = '''## Example (another task): "Set the counter to 2."
 Thought: Reset first.
@@ -52,6 +54,26 @@ def test_apps_docs_example_follows_the_format():
     assert demo.turns[-1][1] == "Task marked as complete."
 
 
+def test_datasci_docs_example_follows_the_format_and_its_code_cleans_by_the_readme(tmp_path):
+    """The example's cleaning code, run on a file written by its README's conventions, prints what it claims."""
+    docs, demo = split_demonstration(docs_text(example=True))
+    assert demo is not None
+    assert "## Example (another task)" not in docs
+    assert demo.turns[-1][1] == "Task marked as complete."
+    (tmp_path / "data" / "weather").mkdir(parents=True)
+    (tmp_path / "data" / "weather" / "stations.csv").write_text(
+        "station_id,name,elevation,elevation_unit\nST-001,A,\"1,000\",ft\n ST-001 ,A,\"1,000\",ft \n"
+        "ST-002,B,100,m\nST-003,C,NA,\nST-004,D,-,m\n")
+    code = demo.turns[1][0].split("```python\n")[1].split("```")[0]
+    runner = make_runner(tmp_path, sandboxed=False)
+    try:
+        result = runner.execute(code)
+    finally:
+        runner.close()
+    assert result.error is None
+    assert result.output.split() == ["4", "2", str(round((304.8 + 100) / 2, 2))]
+
+
 class ExampleEnv(TinyEnv):
     """The counter world whose docs end with a worked example (a test helper)."""
 
@@ -90,3 +112,61 @@ def test_planner_never_sees_the_example(tmp_path):
     planner_prompts = [c[0]["content"] for c in model.calls if "PLANNER" in c[0]["content"]]
     assert planner_prompts
     assert all("Example (another task)" not in p for p in planner_prompts)
+
+
+PLAN = '''## Example plan (another task): "Set the counter to 2."
+SUBTASK: reset the counter
+SUBTASK: add 2 and call complete_task()
+'''
+
+
+class PlanExampleEnv(TinyEnv):
+    """The counter world whose docs end with a worked example and its plan (a test helper)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.docs = f"{DOCS}\n\n{EXAMPLE}\n{PLAN}"
+
+
+def test_split_plan_example_removes_the_section():
+    docs, plan = split_plan_example(f"{DOCS}\n\n{PLAN}\n## Later section\ntext\n")
+    assert plan == PLAN.strip()
+    assert "Example plan" not in docs
+    assert "## Later section\ntext" in docs
+    assert split_plan_example(DOCS) == (DOCS, None)
+
+
+def test_the_planner_sees_the_example_plan_and_the_executor_does_not(tmp_path):
+    model = ScriptedModel(CounterScript())
+    solve_first_task(PlanExampleEnv([4], workdir=tmp_path), model, level="subtask")
+    planner = [c[0]["content"] for c in model.calls if "PLANNER" in c[0]["content"]]
+    others = [m["content"] for c in model.calls if "PLANNER" not in c[0]["content"] for m in c]
+    assert planner
+    assert all(PLAN.strip() in p and "Example (another task)" not in p for p in planner)
+    assert others
+    assert all("Example plan" not in text for text in others)
+
+
+@pytest.mark.parametrize("docs", [overview(("notes",), example=True), docs_text(example=True)])
+def test_env_docs_plans_follow_the_format(docs):
+    _, plan = split_plan_example(docs)
+    assert plan is not None
+    lines = plan.splitlines()[1:]
+    assert lines
+    assert all(line.startswith("SUBTASK: ") for line in lines)
+    assert "complete_task" in lines[-1]
+
+
+def test_numbers_of_the_worked_example_do_not_ground_a_subtask_report(tmp_path):
+    """The example's observations are not this task's outputs: a report of the example's "0" is refused."""
+    replies = iter(["```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: it was 0 before", "SUBTASK DONE: 4"])
+
+    def script(messages):
+        system = messages[0]["content"]
+        if "PLANNER" in system:
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return "- counter is 4" if "SUMMARIZER" in system else next(replies)
+
+    result, _ = solve_first_task(ExampleEnv([4], workdir=tmp_path), ScriptedModel(script), level="subtask",
+                                 close_unfinished=False)
+    assert result.actions[1].refused == "ungrounded_report"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents.grounding import literal_answers, missing_parts
+from skilltransfer.agents.grounding import literal_answers, missing_numbers, missing_parts
 from skilltransfer.llm.testing import ScriptedModel
 
 
@@ -85,3 +85,9 @@ def test_show_marks_refused_and_stuck_steps():
     plan = {"type": "PlanStep", "subtask_index": 1, "decision": "subtask", "subtask": "call complete_task()",
             "refused_reply": "DONE", "refused": "unfinished_planner_done"}
     assert format_step(plan) == "[plan 1] call complete_task() (after a refused DONE: unfinished_planner_done)"
+
+
+def test_zero_padded_ids_do_not_ground_a_number():
+    assert missing_numbers("38 planets have no radius", ["PL-00038, PL-00401"]) == ["38"]
+    assert missing_numbers("38 planets have no radius", ["38"]) == []
+    assert missing_parts("PL-00038", ["planet PL-00038"]) == []

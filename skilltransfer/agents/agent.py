@@ -1,7 +1,9 @@
 """The task-level and subtask-level agents (seed §3.1) with skill retrieval and induction (seed §3.2).
 
 One class runs both: the subtask-level agent cycles planner -> executor -> summarizer until the planner says DONE,
-the agent calls ``complete_task``, 15 subtasks were run or the shared 50-step executor budget is spent; the task-level
+the agent calls ``complete_task``, 15 subtasks were run or the shared 50-step executor budget is spent (a DONE that
+stands while nobody called ``complete_task`` is followed by one closing subtask, ``prompts/closing_subtask.md``, that
+asks the executor to submit the answer; ``AgentConfig.close_unfinished``); the task-level
 agent is the special case with the whole task as its single subtask and only the executor. With a memory, skills are
 retrieved before each (sub)task (top-k by description; code skills are also loaded into the episode's namespace) and,
 with an inducer, one skill is induced from each finished (sub-)trajectory and added to the memory right away.
@@ -167,7 +169,12 @@ class Agent:
                 result.exit_status = "context_exceeded"
                 break
             result.steps.append(plan)
-            if plan.decision != "subtask" or plan.subtask is None:
+            closing = plan.decision == "done" and self._closing_due(history, result)
+            if closing:
+                plan = PlanStep(index, "closing", self.prompts.closing_subtask.render().strip(), "",
+                                self.prompts.closing_subtask.id)
+                result.steps.append(plan)
+            if plan.subtask is None or plan.decision not in ("subtask", "closing"):
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
             if cfg.stuck_detection and _normalized(plan.subtask) in stuck_subtasks:
@@ -191,6 +198,9 @@ class Agent:
             if run.exit_status in ("submitted", "context_exceeded"):
                 result.exit_status = run.exit_status
                 break
+            if closing:
+                result.exit_status = "planner_done"
+                break
             if used < cfg.step_limit and index + 1 < cfg.subtask_limit:
                 try:
                     step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index)
@@ -198,6 +208,14 @@ class Agent:
                     step = SummaryStep(index, summary, self.prompts.summarizer.id, status="context_exceeded")
                 result.steps.append(step)
                 summary = step.summary
+
+    def _closing_due(self, history: list[str], result: AgentResult) -> bool:
+        """Whether a planner ``DONE`` that stands is followed by the closing subtask: subtasks ran, nobody called
+        ``complete_task`` and the unfinished-DONE refusal has had its turn (``AgentConfig.close_unfinished``)."""
+        if not self.config.close_unfinished or not history:
+            return False
+        return not self.config.refuse_premature_done or any(
+            isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
 
     def _done_refusal(self, history: list[str], result: AgentResult) -> Prompt | None:
         """The prompt that refuses the planner's next ``DONE``, if one is due: before any subtask ran, and once per

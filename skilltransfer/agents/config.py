@@ -48,7 +48,8 @@ class AgentSettings(BaseModel):
     stop: list[str] = Field(default_factory=lambda: ["\nObservation:"])
     """Executor stop sequences (sent unless ``model_params`` has ``stop``): generation ends before the model invents
     an observation. With any stop set, text after the first code block from an ``Observation`` line on is also cut
-    from the reply before it enters the context (the step log keeps the raw reply). [] turns both off."""
+    from the reply before it enters the context (the step log keeps the raw reply), and the summarizer's reply ends
+    before its first heading line (``roles.SUMMARY_STOP``). [] turns all three off."""
     stuck_detection: bool = True
     """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``; a
     subtask the planner plans again, word for word, after it ended ``stuck`` ends the task (exit status ``stuck``)."""
@@ -62,9 +63,18 @@ class AgentSettings(BaseModel):
     refuse_premature_done: bool = True
     """Refuse once, with the reason, a planner ``DONE`` before any subtask ran, a planner ``DONE`` while nobody has
     called ``complete_task`` (once per task), and a ``SUBTASK DONE`` before the subtask ran any code."""
+    close_unfinished: bool = True
+    """Subtask level: when a planner ``DONE`` stands (after the unfinished-DONE refusal, when that is on) but nobody
+    called ``complete_task``, run one closing subtask (``prompts/closing_subtask.md``) that asks the executor to
+    submit the answer from the progress so far; its `PlanStep` has decision ``"closing"``."""
+    done_on_repeat: bool = True
+    """Subtask level: a reply that says ``SUBTASK DONE`` and re-sends code the subtask already ran without an error
+    ends the subtask with that report; the code is not run again."""
     refuse_ungrounded_answer: bool = True
     """Refuse once per task, without running it, a ``complete_task`` whose literal answer holds a number or word that
-    no output of the task shows (``skilltransfer.agents.grounding``): the model is told which parts it never saw."""
+    no output of the task shows, and (at most twice per subtask) a ``SUBTASK DONE`` report with a number that neither
+    an output nor the task message shows (``skilltransfer.agents.grounding``): the model is told which parts it never
+    saw."""
 
 
 class AgentConfig(AgentSettings):

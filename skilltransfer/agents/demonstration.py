@@ -21,6 +21,9 @@ observation. With ``AgentConfig.demonstration="turns"`` (the default) the execut
 prompt and replays it as messages: the example task (in the task message's format), then each reply as an assistant
 message and each observation as a user message; the real task message follows the last observation. The planner
 never sees the example (it writes no code). ``"inline"`` leaves the docs untouched.
+
+An env may also end its docs with an *example plan* (`split_plan_example`): the subtasks a planner would send for
+the worked example's task. The planner shows it after the docs; the executor drops it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from skilltransfer.protocols import Message
 
 _HEADER = re.compile(r'^## Example \(another task\): "(?P<task>[^"\n]+)"[ \t]*$', re.MULTILINE)
+_PLAN_HEADER = re.compile(r'^## Example plan \(another task\): "[^"\n]+"[ \t]*$', re.MULTILINE)
 _NEXT_SECTION = re.compile(r"^## ", re.MULTILINE)
 _TURN = re.compile(r"^(Thought|Observation):", re.MULTILINE)
 
@@ -66,6 +70,22 @@ def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
         return docs, None
     rest = (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n"
     return rest, Demonstration(header.group("task"), turns)
+
+
+def split_plan_example(docs: str) -> tuple[str, str | None]:
+    """The docs without their example plan section, and that section (None, docs unchanged, when there is none).
+
+    The section is the planner's counterpart of the worked example: a header ``## Example plan (another task):
+    "<task>"`` and the ``SUBTASK: ...`` lines a planner would send for that task, one per subtask, then ``DONE``. The
+    planner shows it after the docs; the executor never sees it.
+    """
+    header = _PLAN_HEADER.search(docs)
+    if header is None:
+        return docs, None
+    following = _NEXT_SECTION.search(docs, header.end())
+    end = following.start() if following else len(docs)
+    rest = (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n"
+    return rest, docs[header.start(): end].strip()
 
 
 def _parse_turns(body: str) -> tuple[tuple[str, str], ...]:

@@ -2,8 +2,9 @@
 
 Each step asks the model for a reply (a short thought and one ```python block), runs the code in the episode and
 appends the observation. The loop ends when the agent calls ``complete_task`` (the observation says done), when a
-subtask-mode executor replies ``SUBTASK DONE: ...``, or when its step budget is spent. A reply without a code block
-is a step too: its observation is a format error that tells the model the expected format.
+subtask-mode executor replies ``SUBTASK DONE: ...`` (also inside a code fence, or while re-sending code the subtask
+already ran), or when its step budget is spent. A reply without a code block is a step too: its observation is a
+format error that tells the model the expected format.
 
 A code block that is a skill action (``skilltransfer.agents.skill_actions``) is handled here, not run in the episode:
 ``load_skill``/``open_node`` answer with text; ``run_skill`` runs a *subagent*: a fresh executor run in the same
@@ -20,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.demonstration import split_demonstration
+from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
-from skilltransfer.agents.grounding import literal_answers, missing_parts
+from skilltransfer.agents.grounding import literal_answers, missing_numbers, missing_parts
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
@@ -35,6 +36,10 @@ _CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL
 _OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*)\Z", re.DOTALL | re.IGNORECASE)
 _INVENTED = re.compile(r"^[ \t>*#]*Observation\b", re.MULTILINE | re.IGNORECASE)
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*)'")
+REPORT_REFUSALS = 2
+"""How often a subtask's ungrounded ``SUBTASK DONE`` report is refused (a small model that computed the value after
+the first refusal often re-sends its old report once)."""
+_DONE_LINE = re.compile(r"^[ \t>*#]*SUBTASK[ _]DONE\b", re.MULTILINE | re.IGNORECASE)
 _SUBTASK_DONE = re.compile(r"^[ \t>*#]*SUBTASK[ _]DONE\b[ \t]*:?[ \t]*(.*)", re.MULTILINE | re.IGNORECASE | re.DOTALL)
 
 
@@ -54,11 +59,14 @@ def parse_action(reply: str, *, complete: bool = True) -> tuple[str, str | None,
 
 
 def trim_reply(reply: str) -> str:
-    """The reply without what a model invents after its first code block: an ``Observation:`` it did not get (and
-    everything after it). The trimmed reply is what enters the context; the step log keeps the raw one."""
+    """The reply without what a model invents after its first code block: an ``Observation:`` it did not get, or a
+    ``SUBTASK DONE`` report written before the code ran (and everything after either). The trimmed reply is what
+    enters the context; the step log keeps the raw one."""
     block = _CODE_BLOCK.search(reply)
-    invented = _INVENTED.search(reply, block.end()) if block else None
-    return reply[: invented.start()].rstrip() if invented else reply
+    if block is None:
+        return reply
+    cuts = [m.start() for m in (_INVENTED.search(reply, block.end()), _DONE_LINE.search(reply, block.end())) if m]
+    return reply[: min(cuts)].rstrip() if cuts else reply
 
 
 def import_hint(output: str, docs: str) -> str:
@@ -151,7 +159,7 @@ class Executor:
                 subagent: bool = False) -> list[Message]:
         """The first messages: the system prompt (rules and docs), the docs' worked example as earlier turns (see
         ``skilltransfer.agents.demonstration``), then the task message (a subagent: its seed message)."""
-        docs, demo = episode.docs().strip(), None
+        docs, demo = split_plan_example(episode.docs().strip())[0], None
         if self.config.demonstration == "turns":
             docs, demo = split_demonstration(docs)
         rules = self.prompts.executor_subtask_rules.render() if subtask_mode else ""
@@ -222,7 +230,8 @@ class Executor:
         params = dict(self.config.model_params)
         if self.config.stop:
             params.setdefault("stop", list(self.config.stop))
-        hinted = run.hinted_at is not None or any(s.refused == "ungrounded_answer" for s in run.steps)
+        hinted = run.hinted_at is not None or any(s.refused in ("ungrounded_answer", "ungrounded_report")
+                                                  for s in run.steps)
         if hinted and self.config.stuck_temperature is not None:
             params["temperature"] = self.config.stuck_temperature  # a greedy model repeats itself after a hint
         self.calls.window = run.window
@@ -236,11 +245,14 @@ class Executor:
                           completion_tokens=completion.completion_tokens, latency_s=completion.latency_s,
                           window=run.window)
         run.steps.append(step)
+        if subtask_mode and code is not None and _SUBTASK_DONE.match(code.strip()):
+            code = step.action = None  # a done line put in a code fence is the done reply, not Python
         if code is None:
             done = _SUBTASK_DONE.search(shown) if subtask_mode else None
-            if done is not None and not self._refuse_done(run, step):
+            report = done.group(1).split("```")[0].strip() if done is not None else ""
+            if done is not None and not self._refuse_done(run, step) and not self._refuse_report(run, step, report):
                 step.observation = "(subtask marked done)"
-                raise Submitted(done.group(1).strip() or "(no report)", scope="subtask")
+                raise Submitted(report or "(no report)", scope="subtask")
             if done is None:
                 hint = " (or a `SUBTASK DONE: <result>` line when the subtask is finished)" if subtask_mode else ""
                 step.format_error = True
@@ -251,6 +263,8 @@ class Executor:
         if call is not None:
             self._skill_action(run, episode, step, call, subtask_index, first_index, budget)
             return
+        if subtask_mode:
+            self._done_by_repeat(run, step, shown, code)
         if self._refuse_answer(run, step, code):
             self._check_stuck(run, step)
             run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
@@ -334,6 +348,44 @@ class Executor:
         run.refused_done = True
         step.refused = "premature_subtask_done"
         step.observation = self.prompts.premature_subtask_done.render()
+        return True
+
+    def _done_by_repeat(self, run: ExecutorRun, step: ActionStep, reply: str, code: str) -> None:
+        """A reply that says ``SUBTASK DONE`` and re-sends code this subtask already ran without an error ends the
+        subtask, without running the code again (a small model reports its result and repeats its last action).
+
+        Raises ``Submitted`` (scope "subtask") with the report, or the earlier run's output when the report is empty.
+        """
+        if not self.config.done_on_repeat:
+            return
+        done = _SUBTASK_DONE.search(_CODE_BLOCK.sub("", reply))
+        if done is None:
+            return
+        same = " ".join(code.split())
+        earlier = next((s for s in run.steps[:-1] if s.action is not None and not s.error and s.skill_action is None
+                        and " ".join(s.action.split()) == same), None)
+        if earlier is None:
+            return
+        step.observation = (f"(subtask marked done: the code repeats step {earlier.index + 1}, which already ran; "
+                            "it was not run again)")
+        report = done.group(1).strip().split("\n\n")[0].strip()
+        raise Submitted(report or earlier.observation.strip() or "(no report)", scope="subtask")
+
+    def _refuse_report(self, run: ExecutorRun, step: ActionStep, report: str) -> bool:
+        """Refuse (up to `REPORT_REFUSALS` times per subtask) a ``SUBTASK DONE`` report holding a number that no output
+        of the task and not the task message shows (`skilltransfer.agents.grounding.missing_numbers`); the refusal is
+        the observation."""
+        refusals = sum(s.refused == "ungrounded_report" for s in run.steps)
+        if not self.config.refuse_ungrounded_answer or refusals >= REPORT_REFUSALS:
+            return False
+        task_message = run.messages[run.head - 1]["content"]  # not the worked example's turns before it
+        seen = [*run.earlier_outputs, *(s.observation for s in run.steps[:-1] if s.action is not None), task_message]
+        missing = missing_numbers(report, seen)
+        if not missing:
+            return False
+        step.refused = "ungrounded_report"
+        step.observation = self.prompts.ungrounded_report.render(report=report[:300],
+                                                                 missing=", ".join(f'"{n}"' for n in missing))
         return True
 
     def _refuse_answer(self, run: ExecutorRun, step: ActionStep, code: str) -> bool:

@@ -2,13 +2,16 @@
 
 A small model often submits a value it never saw: it searches a note, sees only the title, and answers
 ``complete_task(answer="1")``. The executor refuses such a submission once per task (``refuse_ungrounded_answer``),
-with the parts that appear nowhere, before the code runs. Only literal answers are checked (a string or number
-written in the code); an answer computed in code (``complete_task(answer=len(events))``) is not. The check reads
+with the parts that appear nowhere, before the code runs; likewise, twice per subtask, a ``SUBTASK DONE`` report
+with a number that neither an output nor the task message shows (``missing_numbers``). Only literal answers are
+checked (a string or number written in the code); an answer computed in code (``complete_task(answer=len(events))``)
+is not. The check reads
 what the agent itself saw (its observations), never the task's expected answer.
 
 An answer's parts are its numbers and its words of three or more letters (lower-cased, a few function words left
 out); a number is found when an output holds the same number (``45.2`` matches ``$45.20``; thousands separators
-are ignored), a word when an output holds that word.
+are ignored; zero-padded digits such as the ``00038`` of ``PL-00038`` are matched as text), a word when an output
+holds that word.
 """
 
 from __future__ import annotations
@@ -47,7 +50,17 @@ def _parts(text: str) -> list[str]:
 
 
 def _number(part: str) -> float | None:
-    return float(part) if part[0].isdigit() else None
+    """The part's value; None for a word, and for zero-padded digits (``00038`` of ``PL-00038``: an id, matched as
+    text)."""
+    if not part[0].isdigit() or (len(part) > 1 and part[0] == "0" and part[1] != "."):
+        return None
+    return float(part)
+
+
+def missing_numbers(report: str, outputs: Iterable[str]) -> list[str]:
+    """The numbers of ``report`` (a ``SUBTASK DONE`` report: prose, so its words are not checked) that none of
+    ``outputs`` holds, in report order."""
+    return [part for part in missing_parts(report, outputs) if part[0].isdigit()]
 
 
 def missing_parts(answer: str, outputs: Iterable[str]) -> list[str]:

@@ -36,7 +36,9 @@ class AgentPrompts(PromptSet):
     premature_subtask_done: Prompt
     premature_planner_done: Prompt
     unfinished_planner_done: Prompt
+    closing_subtask: Prompt
     ungrounded_answer: Prompt
+    ungrounded_report: Prompt
     skills_library: Prompt
     action_load_skill: Prompt
     action_run_skill: Prompt

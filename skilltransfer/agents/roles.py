@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.demonstration import split_demonstration
+from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Message
@@ -33,6 +33,18 @@ def parse_plan(reply: str) -> tuple[str, str | None] | None:
     return "subtask", text
 
 
+_COPIED_OUTCOME = re.compile(r"\s+->\s+(?:subtask_done|stuck|limits_exceeded|context_exceeded|submitted)\b.*\Z",
+                             re.DOTALL)
+_NUMBERED = re.compile(r"^\d+\.\s+")
+
+
+def uncopied(subtask: str) -> str:
+    """``subtask`` without the history-line form a planner imitates: a leading ``<n>. `` and a trailing
+    ``-> <exit status>: <result>`` (``"<n>. <subtask> -> <status>: <result>"`` is how the planner's history reads)."""
+    text = _COPIED_OUTCOME.sub("", subtask)
+    return _NUMBERED.sub("", text) if text != subtask else text
+
+
 class Planner:
     """Reads the goal and running summary; proposes the next subtask or declares completion."""
 
@@ -47,8 +59,10 @@ class Planner:
             refusal: when set, a ``DONE`` is refused once with this prompt (it gives the reason) and the planner is
                 asked again; the second answer stands. ``PlanStep.refused`` names the prompt.
         """
+        docs, plan_example = split_plan_example(split_demonstration(docs)[0])
+        example = f"\n{plan_example}\n" if plan_example else ""
         messages: list[Message] = [
-            {"role": "system", "content": self.prompts.planner.render(docs=split_demonstration(docs)[0].strip())},
+            {"role": "system", "content": self.prompts.planner.render(docs=docs.strip(), example=example)},
             {"role": "user", "content": self.prompts.planner_user.render(
                 instruction=instruction, summary=summary, history="\n".join(history) or "(none yet)",
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
@@ -71,8 +85,15 @@ class Planner:
             messages += [{"role": "assistant", "content": reply},
                          {"role": "user", "content": self.prompts.planner_format_error.render()}]
         kind, subtask = decision if decision is not None else ("format_error", None)
+        if subtask is not None:
+            subtask = uncopied(subtask)
         return PlanStep(index, kind, subtask, reply, self.prompts.planner.id, prompt_tokens, completion_tokens,
                         refused_reply=refused, refused=refusal.name if refused is not None and refusal else None)
+
+
+SUMMARY_STOP = "\n#"
+"""Where a summary ends (with ``AgentConfig.stop`` set): a summary is bullet points, and a heading after them is the
+model writing on into an invented next prompt (``## Subtask just executed`` ...)."""
 
 
 class Summarizer:
@@ -89,8 +110,13 @@ class Summarizer:
             {"role": "system", "content": self.prompts.summarizer.render()},
             {"role": "user", "content": self.prompts.summarizer_user.render(
                 instruction=instruction, summary=summary, subtask=subtask, trajectory=trajectory.render())}]
-        completion = self.calls.complete(self.model, messages, "summarizer", trajectory=trajectory,
-                                         **self.config.model_params)
-        text = completion.text.strip() or summary
+        params = dict(self.config.model_params)
+        if self.config.stop:
+            params.setdefault("stop", [SUMMARY_STOP])
+        completion = self.calls.complete(self.model, messages, "summarizer", trajectory=trajectory, **params)
+        text = completion.text
+        if self.config.stop:
+            text = text.split(SUMMARY_STOP, 1)[0] if not text.startswith("#") else ""
+        text = text.strip() or summary
         return SummaryStep(index, text, self.prompts.summarizer.id, completion.prompt_tokens,
                            completion.completion_tokens)

@@ -180,7 +180,8 @@ class PlanStep(_Step):
 
     subtask_index: int
     decision: str
-    """"subtask", "done" or "format_error"."""
+    """"subtask", "done", "format_error" or "closing" (the harness's closing subtask after a DONE that stood while
+    nobody had called ``complete_task``; ``AgentConfig.close_unfinished``)."""
     subtask: str | None
     reply: str
     prompt_id: str
@@ -213,8 +214,8 @@ class ActionStep(_Step):
     stuck: str | None = None
     """The loop pattern detected after this step (``skilltransfer.agents.stuck``), if any."""
     refused: str | None = None
-    """Why the reply was refused (``"premature_subtask_done"``, or ``"ungrounded_answer"``: its code was not run), if
-    it was."""
+    """Why the reply was refused (``"premature_subtask_done"``, ``"ungrounded_report"``, or ``"ungrounded_answer"``:
+    its code was not run), if it was."""
     window: int = 0
     """The context window that took the step: 0 the main agent, k the task's k-th subagent."""
     skill_action: dict[str, Any] | None = None

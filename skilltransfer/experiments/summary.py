@@ -290,6 +290,8 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
                + (found or "    (no skills)") + (_route_line(step["route"]) if step.get("route") else "")
     if kind == "PlanStep":
         what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
+        if step.get("decision") == "closing":
+            what = f"closing (harness): {step.get('subtask')}"
         refused = f" (after a refused DONE: {step.get('refused') or 'premature_planner_done'})" \
             if step.get("refused_reply") is not None else ""
         return f"[plan {step.get('subtask_index')}] {what}{refused}"

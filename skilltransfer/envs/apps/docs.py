@@ -92,6 +92,15 @@ Observation: Task marked as complete.
 """The worked example at the end of the docs (the format of ``skilltransfer.agents.demonstration``): credentials ->
 login -> API call -> complete_task, on a task type that no template asks."""
 
+PLAN_EXAMPLE = """## Example plan (another task): "What is the title of my note about the dentist?"
+SUBTASK: Get the notes account's username and password from apis.supervisor.show_account_passwords(), log in to \
+the notes app with them and keep the access token.
+SUBTASK: With that access token, search my notes for "dentist" and print the matching note's title.
+SUBTASK: call complete_task(answer=<the title printed>)
+"""
+"""The planner's counterpart of `EXAMPLE`: the subtasks for the same task
+(``skilltransfer.agents.demonstration.split_plan_example``)."""
+
 _PREAMBLE = [
     "You act for the main user (the supervisor) in a world of apps, through Python code.",
     "Call APIs as apis.<app>.<api>(keyword=value, ...); `apis` is already defined (do not import it). APIs return "
@@ -120,7 +129,7 @@ def overview(focus: tuple[str, ...] | None = None, *, example: bool = False) -> 
         focus: the task's apps. When given, those apps (and ``supervisor``) come first with every API's full
             signature (``access_token`` included) and what it returns; every other app is one line naming its APIs
             (their docs stay one ``api_docs`` call away). None lists every app's APIs in one line each.
-        example: append the worked example of API use (`EXAMPLE`).
+        example: append the worked example of API use (`EXAMPLE`) and its plan (`PLAN_EXAMPLE`).
     """
     lines = list(_PREAMBLE)
     first = [name for name in REGISTRY if focus is not None and (name in focus or name == "supervisor")]
@@ -143,5 +152,5 @@ def overview(focus: tuple[str, ...] | None = None, *, example: bool = False) -> 
             lines.append(f"- {_signature(spec, with_token=False)}: {spec.description}")
         lines.append("")
     if example:
-        lines += ["", EXAMPLE]
+        lines += ["", EXAMPLE, PLAN_EXAMPLE]
     return "\n".join(lines).rstrip() + "\n"

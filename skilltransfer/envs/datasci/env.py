@@ -41,18 +41,21 @@ class DataSciEnv:
         keep: keep episode workspaces after close.
         success_thresholds: answer type -> minimal KramaBench score for success, over ``DEFAULT_THRESHOLDS``
             (see ``skilltransfer.envs.datasci.scoring``).
+        docs_example: end the docs with a worked example (``skilltransfer.envs.datasci.api.EXAMPLE``), which the
+            executor replays as chat turns.
     """
 
     name = "datasci"
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  instances_per_template: int = 2, dev_every: int = 5, keep: bool = False,
-                 success_thresholds: dict[str, float] | None = None) -> None:
+                 success_thresholds: dict[str, float] | None = None, docs_example: bool = True) -> None:
         if instances_per_template < 1 or dev_every < 1:
             raise InputError("instances_per_template and dev_every must be >= 1")
         if success_thresholds is not None and not isinstance(success_thresholds, dict):
             raise InputError("success_thresholds must be a JSON object: answer type -> threshold")
         self.success_rule = SuccessRule(success_thresholds or {})
+        self.docs_example = docs_example
         self.seed = seed
         self.sandboxed = sandboxed
         self.limits = limits
@@ -149,6 +152,7 @@ class DataSciEnv:
         self._workdir.mkdir(parents=True, exist_ok=True)
         workspace = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self._workdir))
         self.world.write(workspace, [task.metadata["domain"]])
-        return WorkspaceEpisode(task, workspace, setup=SETUP, packages=PACKAGES, docs=docs_text(),
+        return WorkspaceEpisode(task, workspace, setup=SETUP, packages=PACKAGES,
+                                docs=docs_text(example=self.docs_example),
                                 evaluator=lambda _ws, submission: self.score(task, submission.answer),
                                 sandboxed=self.sandboxed, limits=self.limits, keep=self.keep)
