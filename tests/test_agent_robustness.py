@@ -411,7 +411,8 @@ def test_trim_reply_cuts_a_done_report_written_before_the_code_ran():
 
 def test_a_subtask_report_with_an_unseen_number_is_refused_twice(env):
     replies = iter(["```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: the counter is 4, 37 steps left",
-                    "SUBTASK DONE: the counter is 4, 38 steps left", "SUBTASK DONE: the counter is 4, 38 steps left"])
+                    "```python\nprint(apis.counter.get() + 1)\n```", "SUBTASK DONE: the counter is 4, 38 steps left",
+                    "SUBTASK DONE: the counter is 4, 38 steps left"])
 
     def script(messages):
         role = role_of(messages)
@@ -421,11 +422,13 @@ def test_a_subtask_report_with_an_unseen_number_is_refused_twice(env):
 
     model = ScriptedModel(script)
     result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
-    first, refused, accepted = result.actions[1:4]
+    first, _, refused, accepted = result.actions[1:5]
     assert first.refused == "ungrounded_report"
+    assert "previous refusal" not in first.observation
     assert refused.refused == "ungrounded_report"
     assert '"38"' in refused.observation
     assert '"4"' not in refused.observation  # the output showed 4
+    assert "The output of your code after the previous refusal:\n5\nReport what it shows." in refused.observation
     assert accepted.observation == "(subtask marked done)"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
-import time
 from pathlib import Path
 
 import pytest
@@ -72,10 +71,8 @@ def test_subprocedures_are_shared_across_templates() -> None:
             assert f"apis.{app}." in draft.solution, (template.name, app)
 
 
-def test_generation_is_deterministic_and_fast(tmp_path: Path) -> None:
-    start = time.perf_counter()
+def test_generation_is_deterministic(tmp_path: Path) -> None:
     first = OfficeEnv(seed=3, workdir=tmp_path / "a").tasks()
-    assert time.perf_counter() - start < 3.0
     assert first == OfficeEnv(seed=3, workdir=tmp_path / "b").tasks()
     assert [t.instruction for t in first] != [t.instruction for t in OfficeEnv(seed=4).tasks()]
     assert not (tmp_path / "a").exists()  # nothing is written before start()

@@ -384,8 +384,13 @@ class Executor:
         if not missing:
             return False
         step.refused = "ungrounded_report"
-        step.observation = self.prompts.ungrounded_report.render(report=report[:300],
-                                                                 missing=", ".join(f'"{n}"' for n in missing))
+        refused_at = max((i for i, s in enumerate(run.steps[:-1]) if s.refused == "ungrounded_report"), default=None)
+        ran = [s for s in run.steps[refused_at + 1: -1] if s.action is not None and not s.error] \
+            if refused_at is not None else []
+        shown = (f"\nThe output of your code after the previous refusal:\n{truncate(ran[-1].observation.strip(), 600)}"
+                 "\nReport what it shows.") if ran else ""  # a model that computed the value re-sends its old report
+        step.observation = self.prompts.ungrounded_report.render(
+            report=report[:300], missing=", ".join(f'"{n}"' for n in missing), last_output=shown)
         return True
 
     def _refuse_answer(self, run: ExecutorRun, step: ActionStep, code: str) -> bool:
