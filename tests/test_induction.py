@@ -8,7 +8,7 @@ from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role
 from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
-from skilltransfer.induction.abstraction import instance_names
+from skilltransfer.induction.abstraction import instance_names, instance_paths, mask_names
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.store import SkillMemory
@@ -211,3 +211,22 @@ def test_a_stream_switches_name_masking_off():
     assert off is not None
     assert on.mask_instance_names
     assert not off.mask_instance_names
+
+
+def test_goal_paths_are_masked_also_as_the_start_of_a_longer_path():
+    goal = "List the files of data/astronomy, read data/astronomy/README.md and describe the CSV file."
+    paths = instance_paths(goal)
+    assert paths == ["data/astronomy/README.md", "data/astronomy"]
+    text = "Load data/astronomy/planets.csv; see data/astronomy/README.md. Not data/astronomyx or mydata/astronomy."
+    assert mask_names(text, paths) == "Load <path>/planets.csv; see <path>. Not data/astronomyx or mydata/astronomy."
+
+
+def test_paths_of_the_goal_are_masked_in_text_skills_and_recorded():
+    reply = ("NAME: count_missing\nDESCRIPTION: Count rows without a value in data/astronomy.\nBODY:\n"
+             "1. Read data/astronomy/README.md.\n2. Load data/astronomy/planets.csv with pandas, dtype=str.")
+    goal = "How many distinct planets in data/astronomy have no recorded radius? See data/astronomy/README.md."
+    skill = Inducer(ScriptedModel([reply])).induce(goal, TRAJECTORY, level="task", calls=CallLog()).skill
+    assert skill is not None
+    assert skill.description == "Count rows without a value in <path>."
+    assert skill.body == "1. Read <path>.\n2. Load <path>/planets.csv with pandas, dtype=str."
+    assert skill.extra["masked_names"] == "data/astronomy/README.md; data/astronomy"

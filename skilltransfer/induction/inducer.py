@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skilltransfer.induction.abstraction import instance_names, mask_names
+from skilltransfer.induction.abstraction import instance_names, instance_paths, mask_names
 from skilltransfer.protocols import ChatModel, ModelCalls, Trajectory
 from skilltransfer.skill import Provenance, Skill, SkillFormat, SkillLevel, parse_code_signature
 from skilltransfer.util.prompts import Prompt, load_prompt
@@ -67,9 +67,10 @@ class InductionConfig(BaseModel):
     model_params: dict[str, Any] = Field(default_factory=dict)
     """Extra sampling parameters for the induction call."""
     mask_instance_names: bool = True
-    """Replace the goal's multi-word proper names (and their words) in the skill's name, description and text body
-    with ``<name>`` (`skilltransfer.induction.abstraction`): the prompt's abstraction rule, enforced; the names masked
-    are recorded in ``Skill.extra["masked_names"]`` ("; "-separated). Code bodies are left as written."""
+    """Replace the goal's multi-word proper names (and their words) with ``<name>`` and its file paths (also as the
+    start of a longer path) with ``<path>`` in the skill's name, description and text body
+    (`skilltransfer.induction.abstraction`): the prompt's abstraction rule, enforced; the names and paths masked are
+    recorded in ``Skill.extra["masked_names"]`` ("; "-separated). Code bodies are left as written."""
     only_successful: bool = False
     """Induce only from (sub)trajectories the caller says succeeded (``induce(..., succeeded=True)``), as the study
     synthesises its packages from successful trajectories; others are skipped without a model call."""
@@ -278,7 +279,7 @@ class Inducer:
                 except ValueError:
                     pass  # broken code: the memory prunes it and logs why
         extra: dict[str, Any] = {"induction_prompt": self.prompt_id}
-        names = instance_names(goal) if self.config.mask_instance_names else []
+        names = instance_names(goal) + instance_paths(goal) if self.config.mask_instance_names else []
         written = "\n".join((name, description, body))
         masked = [n for n in names if mask_names(written, [n]) != written]
         if masked:
