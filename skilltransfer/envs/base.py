@@ -101,14 +101,15 @@ class WorkspaceEpisode:
         self.closed = False
         self.runner = make_runner(self.workspace, spec, self.services, sandboxed=sandboxed, limits=limits)
 
-    def _complete_task(self, answer: Any = None) -> str:
-        """The ``complete_task`` service: record completion and the (size-capped) answer."""
+    def _complete_task(self, answer: Any = None) -> None:
+        """The ``complete_task`` service: record completion and the (size-capped) answer. It returns nothing, so the
+        completing action's observation is what the agent's code printed, with or without the sandbox's echo of a
+        last expression (``Limits.echo_last_expression``)."""
         size = len(json.dumps(answer))
         if size > MAX_ANSWER_CHARS:
             raise ValueError(f"complete_task: the answer is {size} characters long (as JSON), over the limit of "
                              f"{MAX_ANSWER_CHARS}; the task is not marked as complete. Submit a shorter answer.")
         self.submission = Submission(done=True, answer=answer)
-        return "Task marked as complete."
 
     @property
     def done(self) -> bool:
