@@ -108,7 +108,7 @@ def test_at_most_k_nodes_run_at_once_and_model_calls_overlap(env):
     assert result.audit.violations == []
     assert result.audit.peak_parallel == 2
     assert script.peak == 2
-    script = ComposeScript(latency_s=0.05)
+    script = ComposeScript(latency_s=0.5)  # long enough that all four are in flight at once on a loaded machine
     result, _ = run(env, wide_plan(4, add=1), script, task=1, max_parallel=8)
     assert result.audit.peak_parallel == 4
     assert 2 <= script.peak <= 4
