@@ -297,21 +297,22 @@ def test_uncopied_drops_the_history_line_form():
     assert uncopied("2. Read the file") == "2. Read the file"
 
 
-def _done_by_repeat_script(executor_replies):
+def _one_subtask_script(executor_replies, subtask="set the counter to 4", summary="- counter is 4"):
+    """The planner plans ``subtask`` once, then says DONE; the executor sends ``executor_replies`` in turn."""
     replies = iter(executor_replies)
 
     def script(messages):
         role = role_of(messages)
         if role == "planner":
-            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
-        return "- counter is 4" if role == "summarizer" else next(replies)
+            return f"SUBTASK: {subtask}" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return summary if role == "summarizer" else next(replies)
 
     return script
 
 
 def test_subtask_done_with_a_repeat_of_code_that_ran_ends_the_subtask(env):
     code = "```python\nprint(apis.counter.add(4))\n```"
-    script = _done_by_repeat_script([f"SUBTASK DONE: 4\n\n{code}", f"SUBTASK DONE: the counter is 4\n\n{code}"])
+    script = _one_subtask_script([f"SUBTASK DONE: 4\n\n{code}", f"SUBTASK DONE: the counter is 4\n\n{code}"])
     model = ScriptedModel(script)
     result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
     assert len(result.actions) == 2
@@ -325,7 +326,7 @@ def test_subtask_done_with_a_repeat_of_code_that_ran_ends_the_subtask(env):
 
 def test_subtask_done_with_new_or_failed_code_runs_it(env):
     failing = "```python\napis.counter.add('x')\n```"
-    script = _done_by_repeat_script([f"SUBTASK DONE: 4\n\n{failing}", f"SUBTASK DONE: 4\n\n{failing}",
+    script = _one_subtask_script([f"SUBTASK DONE: 4\n\n{failing}", f"SUBTASK DONE: 4\n\n{failing}",
                                      "SUBTASK DONE: gave up"])
     result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
     assert [a.error for a in result.actions[:2]] == [True, True]  # a failed step is no result to report
@@ -333,14 +334,14 @@ def test_subtask_done_with_new_or_failed_code_runs_it(env):
 
 def test_done_on_repeat_can_be_switched_off(env):
     code = "```python\nprint(apis.counter.add(1))\n```"
-    script = _done_by_repeat_script([f"SUBTASK DONE: 1\n\n{code}", f"SUBTASK DONE: 2\n\n{code}", "SUBTASK DONE: 2"])
+    script = _one_subtask_script([f"SUBTASK DONE: 1\n\n{code}", f"SUBTASK DONE: 2\n\n{code}", "SUBTASK DONE: 2"])
     result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False,
                                  done_on_repeat=False)
     assert [a.observation.strip() for a in result.actions[:2]] == ["1", "2"]
 
 
 def test_a_subtask_done_line_in_a_code_fence_is_the_done_reply(env):
-    script = _done_by_repeat_script(["```python\nprint(apis.counter.add(4))\n```",
+    script = _one_subtask_script(["```python\nprint(apis.counter.add(4))\n```",
                                      "I print it.\n```python\nSUBTASK DONE: the counter is 4\n```"])
     model = ScriptedModel(script)
     result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
@@ -410,16 +411,10 @@ def test_trim_reply_cuts_a_done_report_written_before_the_code_ran():
 
 
 def test_a_subtask_report_with_an_unseen_number_is_refused_twice(env):
-    replies = iter(["```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: the counter is 4, 37 steps left",
-                    "```python\nprint(apis.counter.get() + 1)\n```", "SUBTASK DONE: the counter is 4, 38 steps left",
-                    "SUBTASK DONE: the counter is 4, 38 steps left"])
-
-    def script(messages):
-        role = role_of(messages)
-        if role == "planner":
-            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
-        return "- counter is 4" if role == "summarizer" else next(replies)
-
+    script = _one_subtask_script([
+        "```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: the counter is 4, 37 steps left",
+        "```python\nprint(apis.counter.get() + 1)\n```", "SUBTASK DONE: the counter is 4, 38 steps left",
+        "SUBTASK DONE: the counter is 4, 38 steps left"])
     model = ScriptedModel(script)
     result, _ = solve_first_task(env, model, level="subtask", close_unfinished=False)
     first, _, refused, accepted = result.actions[1:5]
@@ -433,13 +428,7 @@ def test_a_subtask_report_with_an_unseen_number_is_refused_twice(env):
 
 
 def test_a_subtask_report_of_numbers_from_the_task_message_is_accepted(env):
-    replies = iter(["```python\nprint(apis.counter.get())\n```", "SUBTASK DONE: the target is 4"])
-
-    def script(messages):
-        role = role_of(messages)
-        if role == "planner":
-            return "SUBTASK: find the target" if "(none yet)" in messages[-1]["content"] else "DONE"
-        return "- target 4" if role == "summarizer" else next(replies)
-
+    script = _one_subtask_script(["```python\nprint(apis.counter.get())\n```", "SUBTASK DONE: the target is 4"],
+                                 subtask="find the target", summary="- target 4")
     result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
     assert result.actions[1].refused is None

@@ -214,8 +214,7 @@ class Agent:
         ``complete_task`` and the unfinished-DONE refusal has had its turn (``AgentConfig.close_unfinished``)."""
         if not self.config.close_unfinished or not history:
             return False
-        return not self.config.refuse_premature_done or any(
-            isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
+        return not self.config.refuse_premature_done or _unfinished_done_refused(result)
 
     def _done_refusal(self, history: list[str], result: AgentResult) -> Prompt | None:
         """The prompt that refuses the planner's next ``DONE``, if one is due: before any subtask ran, and once per
@@ -225,8 +224,7 @@ class Agent:
             return None
         if not history:
             return self.prompts.premature_planner_done
-        refused = any(isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
-        return None if refused else self.prompts.unfinished_planner_done
+        return None if _unfinished_done_refused(result) else self.prompts.unfinished_planner_done
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:
@@ -344,6 +342,11 @@ class Agent:
             step.skill_name = induced.skill.name
             step.reason = "; ".join(part for part in (added.reason, induced.error) if part)
         result.steps.append(step)
+
+
+def _unfinished_done_refused(result: AgentResult) -> bool:
+    """Whether the task's planner already had a ``DONE`` refused as unfinished (``complete_task`` not called)."""
+    return any(isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
 
 
 def _normalized(subtask: str) -> str:

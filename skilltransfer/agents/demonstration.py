@@ -63,12 +63,10 @@ def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
     header = _HEADER.search(docs)
     if header is None:
         return docs, None
-    following = _NEXT_SECTION.search(docs, header.end())
-    end = following.start() if following else len(docs)
+    rest, end = _without_section(docs, header)
     turns = _parse_turns(docs[header.end():end])
     if not turns:
         return docs, None
-    rest = (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n"
     return rest, Demonstration(header.group("task"), turns)
 
 
@@ -82,10 +80,16 @@ def split_plan_example(docs: str) -> tuple[str, str | None]:
     header = _PLAN_HEADER.search(docs)
     if header is None:
         return docs, None
+    rest, end = _without_section(docs, header)
+    return rest, docs[header.start(): end].strip()
+
+
+def _without_section(docs: str, header: re.Match[str]) -> tuple[str, int]:
+    """The docs without the section ``header`` starts (it runs to the next ``## `` heading or the end), and where
+    that section ends in ``docs``."""
     following = _NEXT_SECTION.search(docs, header.end())
     end = following.start() if following else len(docs)
-    rest = (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n"
-    return rest, docs[header.start(): end].strip()
+    return (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n", end
 
 
 def _parse_turns(body: str) -> tuple[tuple[str, str], ...]:

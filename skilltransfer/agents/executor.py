@@ -39,7 +39,6 @@ _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*
 REPORT_REFUSALS = 2
 """How often a subtask's ungrounded ``SUBTASK DONE`` report is refused (a small model that computed the value after
 the first refusal often re-sends its old report once)."""
-_DONE_LINE = re.compile(r"^[ \t>*#]*SUBTASK[ _]DONE\b", re.MULTILINE | re.IGNORECASE)
 _SUBTASK_DONE = re.compile(r"^[ \t>*#]*SUBTASK[ _]DONE\b[ \t]*:?[ \t]*(.*)", re.MULTILINE | re.IGNORECASE | re.DOTALL)
 
 
@@ -65,7 +64,7 @@ def trim_reply(reply: str) -> str:
     block = _CODE_BLOCK.search(reply)
     if block is None:
         return reply
-    cuts = [m.start() for m in (_INVENTED.search(reply, block.end()), _DONE_LINE.search(reply, block.end())) if m]
+    cuts = [m.start() for m in (_INVENTED.search(reply, block.end()), _SUBTASK_DONE.search(reply, block.end())) if m]
     return reply[: min(cuts)].rstrip() if cuts else reply
 
 
@@ -375,8 +374,8 @@ class Executor:
         """Refuse (up to `REPORT_REFUSALS` times per subtask) a ``SUBTASK DONE`` report holding a number that no output
         of the task and not the task message shows (`skilltransfer.agents.grounding.missing_numbers`); the refusal is
         the observation."""
-        refusals = sum(s.refused == "ungrounded_report" for s in run.steps)
-        if not self.config.refuse_ungrounded_answer or refusals >= REPORT_REFUSALS:
+        refused = [i for i, s in enumerate(run.steps[:-1]) if s.refused == "ungrounded_report"]
+        if not self.config.refuse_ungrounded_answer or len(refused) >= REPORT_REFUSALS:
             return False
         task_message = run.messages[run.head - 1]["content"]  # not the worked example's turns before it
         seen = [*run.earlier_outputs, *(s.observation for s in run.steps[:-1] if s.action is not None), task_message]
@@ -384,9 +383,7 @@ class Executor:
         if not missing:
             return False
         step.refused = "ungrounded_report"
-        refused_at = max((i for i, s in enumerate(run.steps[:-1]) if s.refused == "ungrounded_report"), default=None)
-        ran = [s for s in run.steps[refused_at + 1: -1] if s.action is not None and not s.error] \
-            if refused_at is not None else []
+        ran = [s for s in run.steps[refused[-1] + 1: -1] if s.action is not None and not s.error] if refused else []
         shown = (f"\nThe output of your code after the previous refusal:\n{truncate(ran[-1].observation.strip(), 600)}"
                  "\nReport what it shows.") if ran else ""  # a model that computed the value re-sends its old report
         step.observation = self.prompts.ungrounded_report.render(
