@@ -8,6 +8,7 @@ from helpers_tinyenv import DOCS, CounterScript, TinyEnv, solve_first_task
 from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
 from skilltransfer.envs.apps.docs import overview
 from skilltransfer.envs.datasci.api import docs_text
+from skilltransfer.envs.office.docs_example import EXAMPLES, example_for
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.sandbox import make_runner
 
@@ -147,10 +148,12 @@ def test_the_planner_sees_the_example_plan_and_the_executor_does_not(tmp_path):
     assert all("Example plan" not in text for text in others)
 
 
-@pytest.mark.parametrize("docs", [overview(("notes",), example=True), docs_text(example=True)])
+@pytest.mark.parametrize("docs", [overview(("notes",), example=True), docs_text(example=True),
+                                  *(f"docs\n\n{example_for([app])}" for app in sorted(EXAMPLES))])
 def test_env_docs_plans_follow_the_format(docs):
-    _, plan = split_plan_example(docs)
+    rest, plan = split_plan_example(docs)
     assert plan is not None
+    assert split_demonstration(rest)[1] is not None
     lines = plan.splitlines()[1:]
     assert lines
     assert all(line.startswith("SUBTASK: ") for line in lines)

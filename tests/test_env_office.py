@@ -12,7 +12,7 @@ import pytest
 from skilltransfer.agents.demonstration import split_demonstration
 from skilltransfer.envs.office import OfficeEnv, files
 from skilltransfer.envs.office.checks import CheckContext, run_check, run_checks
-from skilltransfer.envs.office.docs_example import EXAMPLES
+from skilltransfer.envs.office.docs_example import EXAMPLES, example_for
 from skilltransfer.envs.office.office_tools.apps import APPS, docs_overview, setup
 from skilltransfer.envs.office.safe_lambda import UnsafeExpressionError, compile_lambda
 from skilltransfer.envs.office.templates import TEMPLATES
@@ -341,7 +341,7 @@ def test_docs_example_replays_on_its_testbed(app: str, tmp_path: Path) -> None:
     example.prepare(tmp_path)
     namespace = setup(tmp_path, username=example.username)
     namespace["complete_task"] = lambda answer=None: print("Task marked as complete.")
-    _, demo = split_demonstration(f"docs\n\n{example.text}")
+    _, demo = split_demonstration(f"docs\n\n{example_for([app])}")
     assert demo is not None
     assert f"apis.{app}." in example.text
     for reply, observation in demo.turns:
@@ -359,7 +359,7 @@ def test_episode_docs_end_with_the_tasks_app_example(tmp_path: Path) -> None:
     for template, app in (("excel_update_cell", "excel"), ("calendar_cancel_event", "calendar"),
                           ("email_forward", "email"), ("email_to_calendar", "email")):
         task = by_template[template]
-        assert env.docs(task) == f"{docs_overview()}\n\n{EXAMPLES[app].text}"
+        assert env.docs(task) == f"{docs_overview()}\n\n{EXAMPLES[app].text.rstrip()}\n\n{EXAMPLES[app].plan.rstrip()}"
         assert plain.docs(task) == docs_overview()
         with env.start(task) as episode:
             assert episode.docs() == env.docs(task)

@@ -1,7 +1,8 @@
 # ruff: noqa: E501 (the examples' observations are API outputs, printed verbatim on one line)
 """The office env's worked examples of API use: one per app, the task's app's example ends its docs.
 
-Each is in the format of ``skilltransfer.agents.demonstration`` (the executor replays it as earlier chat turns) and
+Each is in the format of ``skilltransfer.agents.demonstration`` (the executor replays it as earlier chat turns),
+followed by its plan (``## Example plan``: the planner's subtasks for the same task, shown to the planner only), and
 on a task type that no generated template asks: empty a spreadsheet cell (excel), move an event (calendar), name an
 email's sender (email). An episode's docs end with the example of the first of the task's apps that has one (a small
 model copies the example's API calls, so an excel example on a calendar task does harm). Each example's
@@ -24,6 +25,7 @@ class Example:
     """A worked example and the testbed it was printed from."""
 
     text: str
+    plan: str
     prepare: Callable[[Path], None]
     username: str
 
@@ -117,13 +119,36 @@ complete_task(answer='dave@example.com')
 Observation: Task marked as complete.
 '''
 
+EXCEL_PLAN = """## Example plan (another task): "In data/todo.xlsx, clear the Note of the task 'buy milk'."
+SUBTASK: Read data/todo.xlsx with apis.excel.read_file and print its rows, to find the row of 'buy milk' and the \
+Note column.
+SUBTASK: Empty the Note cell of 'buy milk' with apis.excel.delete_cell (1-based row and column) and read that row \
+back to check it is empty.
+SUBTASK: call complete_task()
+"""
+
+CALENDAR_PLAN = """## Example plan (another task): "Move Ivy's 'budget review' one hour later."
+SUBTASK: List Ivy's events with apis.calendar.list_events(username) and print the start and end of 'budget review'.
+SUBTASK: Delete 'budget review' and create it again one hour later with apis.calendar.create_event, then list Ivy's \
+events to check its new times.
+SUBTASK: call complete_task()
+"""
+
+EMAIL_PLAN = """## Example plan (another task): "Who sent Bob the email 'Quarterly numbers'?"
+SUBTASK: List Bob's emails with apis.email.list_emails(username) and print the email_id of the one with the subject \
+'Quarterly numbers'.
+SUBTASK: Read that email with apis.email.read_email(username, <its email_id>) and print its sender.
+SUBTASK: call complete_task(answer=<the sender printed>)
+"""
+
 EXAMPLES: dict[str, Example] = {
-    "excel": Example(EXCEL, _todo_workbook, "Alice"),
-    "calendar": Example(CALENDAR, _ivy_calendar, "Ivy"),
-    "email": Example(EMAIL, _bob_mailbox, "Bob"),
+    "excel": Example(EXCEL, EXCEL_PLAN, _todo_workbook, "Alice"),
+    "calendar": Example(CALENDAR, CALENDAR_PLAN, _ivy_calendar, "Ivy"),
+    "email": Example(EMAIL, EMAIL_PLAN, _bob_mailbox, "Bob"),
 }
 
 
 def example_for(apps: Sequence[str]) -> str | None:
-    """The worked example of the first of ``apps`` that has one (None if none has)."""
-    return next((EXAMPLES[app].text for app in apps if app in EXAMPLES), None)
+    """The worked example of the first of ``apps`` that has one, followed by its plan (None if none has)."""
+    example = next((EXAMPLES[app] for app in apps if app in EXAMPLES), None)
+    return None if example is None else f"{example.text.rstrip()}\n\n{example.plan.rstrip()}"

@@ -53,7 +53,8 @@ class OfficeEnv:
         per_template: generated tasks per template (16 templates; 14 gives 224 tasks).
         keep: keep workspaces after episodes close.
         docs_example: end an episode's docs with the worked example of API use of the task's first app that has one
-            (excel, calendar or email; see ``docs_example``), which the executor replays as chat turns.
+            (excel, calendar or email; see ``docs_example``), which the executor replays as chat turns, and its plan,
+            which only the planner sees.
     """
 
     name = "office"
