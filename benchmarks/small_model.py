@@ -4,9 +4,9 @@
 The task set is fixed: the first ``--tasks`` (default 20) difficulty-1 tasks of each env in the canonical stream order
 (order seed 0). Each (env, condition) is one resumable run folder under ``--out``; rerunning the script resumes and
 then prints the table from the run logs. ``--harness off`` switches the small-model harness features off (stop
-sequences, stuck detection, premature-DONE and ungrounded-answer refusals, done-on-repeat, the closing subtask,
-focused apps docs, the apps, office and datasci worked examples and example plans) for a before/after comparison on
-the same code.
+sequences, stuck detection, premature-DONE, early-completion and ungrounded-answer refusals, done-on-repeat, the
+closing subtask, the subtask-shaped example, the retrieval floor, focused apps docs, the apps, office and datasci
+worked examples and example plans) for a before/after comparison on the same code.
 
     python benchmarks/small_model.py [--envs apps,office,datasci] [--conditions task,subtask+text] [--tasks 20]
         [--harness on|off] [--out runs/bench-small-model] [--threads N]
@@ -31,7 +31,8 @@ from skilltransfer.memory.embedders import make_embedder
 
 HARNESS_OFF_AGENT: dict[str, Any] = {"stop": [], "stuck_detection": False, "refuse_premature_done": False,
                                      "refuse_ungrounded_answer": False, "done_on_repeat": False,
-                                     "close_unfinished": False}
+                                     "close_unfinished": False, "refuse_early_completion": False,
+                                     "subtask_example": False, "retrieval_min_score": -1}
 HARNESS_OFF_ENV: dict[str, dict[str, Any]] = {"apps": {"focused_docs": False, "docs_example": False},
                                              "office": {"docs_example": False}, "datasci": {"docs_example": False}}
 

@@ -432,3 +432,78 @@ def test_a_subtask_report_of_numbers_from_the_task_message_is_accepted(env):
                                  subtask="find the target", summary="- target 4")
     result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
     assert result.actions[1].refused is None
+
+
+def _planned_script(plans, executor_replies):
+    """The planner sends ``plans`` in turn, the executor ``executor_replies``; the summarizer one line."""
+    plans, replies = iter(plans), iter(executor_replies)
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return next(plans, "DONE")
+        return "- counter is 4" if role == "summarizer" else next(replies)
+
+    return script
+
+
+def test_complete_task_in_a_subtask_that_did_not_ask_for_it_is_refused_once(env):
+    both = "```python\nprint(apis.counter.add(4))\ncomplete_task()\n```"
+    script = _planned_script(["SUBTASK: set the counter to 4", "SUBTASK: call complete_task()"],
+                             [both, "```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: the counter is 4",
+                              "```python\ncomplete_task()\n```"])
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
+    refused, added = result.actions[:2]
+    assert refused.refused == "early_completion"
+    assert "was not run" in refused.observation
+    assert "set the counter to 4" in refused.observation
+    assert added.observation.strip() == "4"  # the refused code did not run: the counter was still 0
+    assert score.success
+    assert result.exit_status == "submitted"
+
+
+def test_early_completion_is_refused_once_per_task_and_can_be_switched_off(env, tmp_path):
+    both = "```python\nprint(apis.counter.add(4))\ncomplete_task()\n```"
+    script = _planned_script(["SUBTASK: set the counter to 4"], [both, both])
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
+    assert [a.refused for a in result.actions] == ["early_completion", None]
+    assert score.success
+    assert result.exit_status == "submitted"
+    script = _planned_script(["SUBTASK: set the counter to 4"], [both])
+    result, score = solve_first_task(TinyEnv([4], workdir=tmp_path / "off"), ScriptedModel(script), level="subtask",
+                                     refuse_early_completion=False)
+    assert [a.refused for a in result.actions] == [None]
+    assert score.success
+
+
+@pytest.mark.parametrize("subtask", ["Submit the answer 4", "Set the counter to 4 and complete the task.",
+                                     "call complete_task() now"])
+def test_a_subtask_that_asks_for_completion_may_complete(env, subtask):
+    script = _planned_script([f"SUBTASK: {subtask}"], ["```python\nprint(apis.counter.add(4))\ncomplete_task()\n```"])
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
+    assert [a.refused for a in result.actions] == [None]
+    assert score.success
+
+
+def test_a_report_claiming_a_change_no_code_made_is_refused(env):
+    report = "SUBTASK DONE: the counter was updated"
+    script = _one_subtask_script(["```python\nprint(apis.counter.get())\n```", report,
+                                  "```python\nprint(apis.counter.add(4))\n```", report])
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
+    refused, added, accepted = result.actions[1:4]
+    assert refused.refused == "ungrounded_report"
+    assert '"the counter was updated" says updated' in refused.observation
+    assert "are get" in refused.observation  # the functions it called, print left out
+    assert added.observation.strip() == "4"
+    assert accepted.observation == "(subtask marked done)"
+
+
+def test_unmade_change_reads_function_names():
+    from skilltransfer.agents.grounding import unmade_change
+
+    reading = "events = apis.calendar.list_events(username)\nprint(events)"
+    assert unmade_change("The event is now removed from the calendar.", [reading]) == "removed"
+    assert unmade_change("Removed.", [reading, "apis.calendar.delete_event(username, 'x')"]) is None
+    assert unmade_change("Sent it.", ["apis.mail.sendEmail(to='x')"]) is None  # camelCase names too
+    assert unmade_change("found 3 rows", [reading]) is None  # no change claimed
+    assert unmade_change("deleted", ["apis.calendar.delete_event(username, 'x'"]) is None  # does not parse

@@ -187,6 +187,23 @@ def test_task_agent_retrieves_once_with_instruction(env, hash_embedder):
     assert text.render().strip() in model.calls[0][1]["content"]  # description + body in the context
 
 
+def test_retrieval_leaves_out_skills_below_the_minimum_score(env, hash_embedder):
+    related = Skill(name="counter_note", description="Set the counter to a target value.", body="Reset, then add.")
+    unrelated = Skill(name="flights", description="Book a flight to Lisbon.", body="Open the travel app.")
+    memory = _memory(hash_embedder, related, unrelated)
+    scores = dict((s.name, score) for s, score in memory.retrieve("Set the counter to 4.", k=2))
+    assert scores["flights"] < 0.2 <= scores["counter_note"]
+    model = ScriptedModel(CounterScript())
+    result, _ = solve(env, model, memory=memory)
+    assert [s["name"] for s in result.retrievals[0].skills] == ["counter_note"]
+    assert result.retrievals[0].below_min_score == 1
+    assert "Book a flight" not in model.calls[0][1]["content"]
+    assert "below_min_score" in result.retrievals[0].to_dict()
+    plain, _ = solve(env, ScriptedModel(CounterScript()), memory=memory, retrieval_min_score=-1)
+    assert [s["name"] for s in plain.retrievals[0].skills] == ["counter_note", "flights"]
+    assert "below_min_score" not in plain.retrievals[0].to_dict()  # logs as before
+
+
 @pytest.mark.parametrize(("query", "expected"), [("subtask", ["Read the current counter value.",
                                                               "Set the counter to 4 and complete the task."]),
                                                  ("instruction", ["Set the counter to 4.", "Set the counter to 4."])])

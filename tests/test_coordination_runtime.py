@@ -131,7 +131,7 @@ def test_env_actions_of_one_episode_never_overlap(env):
                 active[0] -= 1
 
     episode.step = slow_step
-    script = ComposeScript(latency_s=0.02)
+    script = ComposeScript(latency_s=0.5)  # long enough that all 4 nodes are in flight on a loaded machine
     try:
         result = MetaSkillRuntime(ScriptedModel(script), {}, config=CoordinationConfig(max_parallel=4)).run(
             episode, wide_plan(4, add=1))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from helpers_tinyenv import DOCS, CounterScript, TinyEnv, solve_first_task
+from helpers_tinyenv import DOCS, CounterScript, TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
+from skilltransfer.agents.demonstration import first_plan_subtask, split_demonstration, split_plan_example
 from skilltransfer.envs.apps.docs import overview
 from skilltransfer.envs.datasci.api import docs_text
 from skilltransfer.envs.office.docs_example import EXAMPLES, example_for
@@ -98,6 +98,65 @@ def test_executor_replays_the_example_as_turns(tmp_path):
     assert "Set the counter to 4." in first[5]["content"]  # the real task follows the last observation
 
 
+def test_as_subtask_ends_the_example_with_a_subtask_done_report():
+    demo = split_demonstration(EXAMPLE)[1]
+    assert demo is not None
+    sub = demo.as_subtask()
+    assert sub.turns[:-1] == demo.turns[:-1]
+    assert sub.turns[-1] == ("SUBTASK DONE: Now add 2 and finish", "(subtask marked done)")
+    assert sub.as_subtask() == sub  # no complete_task left: unchanged
+    _, apps_demo = split_demonstration(overview(("notes",), example=True))
+    assert apps_demo is not None
+    report = apps_demo.as_subtask().turns[-1][0]
+    assert report == 'SUBTASK DONE: The note about the dentist is titled "Call the dentist"'
+
+
+def test_a_report_line_marks_the_examples_first_subtask():
+    body = EXAMPLE.replace("Observation: 0\n", "Observation: 0\nReport: the counter is 0.\n")
+    rest, demo = split_demonstration(f"docs\n\n{body}")
+    assert demo is not None
+    assert demo.first_report == (1, "the counter is 0.")
+    assert [o for _, o in demo.turns] == ["0", "Task marked as complete."]  # the task-level turns are unchanged
+    sub = demo.as_subtask()
+    assert sub.turns == (demo.turns[0], ("SUBTASK DONE: the counter is 0.", "(subtask marked done)"))
+    assert split_demonstration('## Example (another task): "x"\nReport: r\nThought: a\nObservation: b\n')[1] is None
+    assert first_plan_subtask(PLAN) == "reset the counter"
+    assert first_plan_subtask(None) is None
+
+
+@pytest.mark.parametrize("docs", [docs_text(example=True),
+                                  *(f"docs\n\n{example_for([app])}" for app in sorted(EXAMPLES))])
+def test_env_examples_mark_a_first_subtask_that_is_the_plans_first(docs):
+    rest, plan = split_plan_example(docs)
+    demo = split_demonstration(rest)[1]
+    assert demo is not None
+    assert demo.first_report is not None
+    assert demo.first_report[0] == 1
+    assert first_plan_subtask(plan) is not None
+
+
+@pytest.mark.parametrize("subtask_example", [True, False])
+def test_a_subtask_executor_sees_the_example_end_with_subtask_done(tmp_path, subtask_example):
+    model = ScriptedModel(CounterScript())
+    _, score = solve_first_task(ExampleEnv([4], workdir=tmp_path), model, level="subtask",
+                                subtask_example=subtask_example)
+    assert score.success
+    executor = [c for c in model.calls if role_of(c) == "executor"]
+    reading = [c for c in executor if "# Current subtask\nRead the current counter value." in c[-1]["content"]]
+    completing = [c for c in executor if "and complete the task." in c[-1]["content"]]
+    assert reading
+    assert completing
+    for messages in executor:
+        example = messages[1:6]
+        assert "Set the counter to 2." in example[0]["content"]
+        assert ("# Current subtask" in example[0]["content"]) is subtask_example
+        assert "Current subtask" in messages[5]["content"]  # the real subtask follows the example
+    for messages in reading:
+        assert messages[4]["content"].startswith("SUBTASK DONE:" if subtask_example else "Thought: Now add 2")
+    for messages in completing:  # a subtask that asks to complete the task sees the example complete it
+        assert messages[4]["content"].startswith("Thought: Now add 2")
+
+
 def test_inline_keeps_the_example_in_the_system_prompt(tmp_path):
     model = ScriptedModel(CounterScript())
     solve_first_task(ExampleEnv([4], workdir=tmp_path), model, demonstration="inline")
@@ -173,3 +232,24 @@ def test_numbers_of_the_worked_example_do_not_ground_a_subtask_report(tmp_path):
     result, _ = solve_first_task(ExampleEnv([4], workdir=tmp_path), ScriptedModel(script), level="subtask",
                                  close_unfinished=False)
     assert result.actions[1].refused == "ungrounded_report"
+
+
+def test_a_subtask_executor_sees_the_examples_first_subtask_under_the_plans_first_line(tmp_path):
+    env = PlanExampleEnv([4], workdir=tmp_path)
+    env.docs = env.docs.replace("Observation: 0\n", "Observation: 0\nReport: the counter is 0.\n")
+    model = ScriptedModel(CounterScript())
+    _, score = solve_first_task(env, model, level="subtask")
+    assert score.success
+    executor = [c for c in model.calls if role_of(c) == "executor"]
+    reading = [c for c in executor if "# Current subtask\nRead the current counter value." in c[-1]["content"]]
+    assert reading
+    for messages in reading:
+        assert "# Current subtask\nreset the counter" in messages[1]["content"]
+        assert messages[2]["content"].startswith("Thought: Reset first.")
+        assert messages[4]["content"] == "SUBTASK DONE: the counter is 0."
+    assert all("Report:" not in m["content"] for c in executor for m in c)
+    task_env = PlanExampleEnv([4], workdir=tmp_path / "task")
+    task_env.docs = env.docs
+    task_level = ScriptedModel(CounterScript())
+    solve_first_task(task_env, task_level)
+    assert all("Report:" not in m["content"] for m in task_level.calls[0])

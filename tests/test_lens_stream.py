@@ -97,7 +97,7 @@ def test_context_holds_only_accepted_and_rewritten_units(tmp_path):
 
 def test_flat_reuse_logs_no_route(tmp_path):
     script = LensCounterScript(CounterScript(TEXT_SKILL))
-    summary = run(tmp_path, "task", script, library=str(library(tmp_path)))
+    summary = run(tmp_path, "task", script, library=str(library(tmp_path)), agent={"retrieval_min_score": -1})
     record = records_of(summary.path)[0]
     log, prompts = executor_prompts(summary.path, record)
     assert record["routes"] == []

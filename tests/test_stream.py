@@ -258,7 +258,7 @@ def test_library_filtered_by_utility(tmp_path, hash_embedder):
     retrieved = {}
     for half in ("top", "bottom"):
         summary, _, _ = run(tmp_path, "task", name=half, embedder=hash_embedder, library=str(library),
-                            library_filter=half, agent={"top_k": 10})
+                            library_filter=half, agent={"top_k": 10, "retrieval_min_score": -1})
         retrieved[half] = {r["skill_id"] for r in records_of(summary.path)[0]["retrieved"]}
     assert retrieved["top"].isdisjoint(retrieved["bottom"])
     assert retrieved["top"] | retrieved["bottom"] == {s.id for s in skills}

@@ -23,6 +23,7 @@ evaluated the task (a subtask's trajectory is given its task's verdict).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,7 @@ from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.prompts import NO_SUMMARY, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
@@ -52,9 +53,11 @@ from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Ret
 from skilltransfer.skill import Provenance, Skill
 from skilltransfer.util.prompts import Prompt
 
+_ASKS_COMPLETION = re.compile(r"complete_task|\bsubmit|\b(?:complete|finish|end) the task", re.IGNORECASE)
+"""A subtask whose text matches may call ``complete_task`` without the early-completion refusal."""
+
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
-NO_SUMMARY = "(nothing done yet)"
 
 
 class _LoggedModel:
@@ -188,7 +191,11 @@ class Agent:
                                                            subtask=plan.subtask, skills=skills)
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
                                subtask_mode=True, actions=actions,
-                               earlier_outputs=[a.observation for a in result.actions if a.action is not None])
+                               earlier_outputs=[a.observation for a in result.actions if a.action is not None],
+                               earlier_codes=[a.action for a in result.actions
+                                              if a.action is not None and not a.error and a.refused is None],
+                               subtask=plan.subtask,
+                               may_complete=closing or _ASKS_COMPLETION.search(plan.subtask) is not None)
             used += run.used
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
@@ -243,12 +250,16 @@ class Agent:
     def _retrieve(self, episode: Episode, result: AgentResult, query: str, kind: str, index: int | None) -> Retrieval:
         if self.memory is None or self.config.top_k <= 0:
             return Retrieval([])
+        dropped = 0
         if self.retriever is None:
-            got = Retrieval(self.memory.retrieve(query, k=self.config.top_k))
+            hits = self.memory.retrieve(query, k=self.config.top_k)
+            kept = [(skill, score) for skill, score in hits if score >= self.config.retrieval_min_score]
+            got, dropped = Retrieval(kept), len(hits) - len(kept)
         else:
             got = self.retriever.retrieve(query, self.config.top_k,
                                           lambda role: _LoggedModel(self.model, result.calls, role))
-        step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log)
+        step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
+                             below_min_score=dropped)
         load_errors: dict[str, str | None] = {}
         for skill, _ in reversed(got.hits):  # worst first, so the best-ranked definition wins a name clash
             if skill.format == "code":

@@ -27,6 +27,11 @@ class AgentSettings(BaseModel):
     """Most subtasks the planner may propose (subtask level only)."""
     top_k: int = Field(default=5, ge=0)
     """Skills retrieved per query (seed §3.2: top 5 by description embedding)."""
+    retrieval_min_score: float = Field(default=0.2, ge=-1, le=1)
+    """Embedding retrieval drops skills whose cosine with the query is below this, so an unrelated skill (another
+    app's procedure, which a small model follows anyway) never fills an empty slot of the top-k. With
+    all-MiniLM-L6-v2, skills of another app score about -0.1-0.2 against a query, skills of the same procedure
+    0.25-0.8. -1 keeps every top-k hit (the paper's plain top-5). Routed retrieval (a ``retriever``) is left alone."""
     retrieval_query: RetrievalQuery = "subtask"
     """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
     describe) or with the task instruction. The task-level agent always queries once with the instruction."""
@@ -60,6 +65,10 @@ class AgentSettings(BaseModel):
     demonstration: Literal["turns", "inline"] = "turns"
     """How the executor shows the worked example at the end of an env's docs, if any: as earlier chat turns (small
     models imitate them) or left inline in the system prompt (``skilltransfer.agents.demonstration``)."""
+    subtask_example: bool = True
+    """Subtask level: show a subtask executor the worked example as one subtask that ends with ``SUBTASK DONE:
+    <report>`` instead of ``complete_task`` (`skilltransfer.agents.demonstration.Demonstration.as_subtask`); the
+    example's task message is then in the subtask message's format. False: the task-level example."""
     refuse_premature_done: bool = True
     """Refuse once, with the reason, a planner ``DONE`` before any subtask ran, a planner ``DONE`` while nobody has
     called ``complete_task`` (once per task), and a ``SUBTASK DONE`` before the subtask ran any code."""
@@ -70,11 +79,17 @@ class AgentSettings(BaseModel):
     done_on_repeat: bool = True
     """Subtask level: a reply that says ``SUBTASK DONE`` and re-sends code the subtask already ran without an error
     ends the subtask with that report; the code is not run again."""
+    refuse_early_completion: bool = True
+    """Subtask level: refuse once per task, without running it, code that calls ``complete_task`` in a subtask whose
+    text asks for neither ``complete_task`` nor a submission (the planner decides when the task is finished; a small
+    executor copies the worked example's closing ``complete_task()`` into the first subtask). The closing subtask
+    always may."""
     refuse_ungrounded_answer: bool = True
     """Refuse once per task, without running it, a ``complete_task`` whose literal answer holds a number or word that
     no output of the task shows, and (at most twice per subtask) a ``SUBTASK DONE`` report with a number that neither
-    an output nor the task message shows (``skilltransfer.agents.grounding``): the model is told which parts it never
-    saw."""
+    an output nor the task message shows, or that claims a change ("removed", "sent") while no code of the task that
+    ran called a function named for one (``skilltransfer.agents.grounding``): the model is told which parts it never
+    saw, or which functions it called."""
 
 
 class AgentConfig(AgentSettings):

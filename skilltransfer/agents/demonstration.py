@@ -22,6 +22,13 @@ prompt and replays it as messages: the example task (in the task message's forma
 message and each observation as a user message; the real task message follows the last observation. The planner
 never sees the example (it writes no code). ``"inline"`` leaves the docs untouched.
 
+A ``Report: <text>`` line after an observation ends the example's *first subtask*: what its executor would report.
+A subtask executor is shown the example as that subtask (`Demonstration.as_subtask`, ``AgentConfig.subtask_example``):
+the turns up to the report, then the reply ``SUBTASK DONE: <text>``, under the example plan's first subtask; without
+a report line, all turns, the last ``complete_task`` reply becoming ``SUBTASK DONE: <what its thought concluded>``.
+So the executor sees a subtask end the way a subtask must end (a small model otherwise copies the example's closing
+``complete_task`` into every subtask). The task-level executor never sees report lines.
+
 An env may also end its docs with an *example plan* (`split_plan_example`): the subtasks a planner would send for
 the worked example's task. The planner shows it after the docs; the executor drops it.
 """
@@ -37,7 +44,11 @@ from skilltransfer.protocols import Message
 _HEADER = re.compile(r'^## Example \(another task\): "(?P<task>[^"\n]+)"[ \t]*$', re.MULTILINE)
 _PLAN_HEADER = re.compile(r'^## Example plan \(another task\): "[^"\n]+"[ \t]*$', re.MULTILINE)
 _NEXT_SECTION = re.compile(r"^## ", re.MULTILINE)
-_TURN = re.compile(r"^(Thought|Observation):", re.MULTILINE)
+_TURN = re.compile(r"^(Thought|Observation|Report):", re.MULTILINE)
+_PLAN_SUBTASK = re.compile(r"^SUBTASK: (.+)$", re.MULTILINE)
+_CONCLUSION_TAIL = re.compile(r",\s+(?:so|which)\b.*$", re.DOTALL)
+"""The part of a closing thought that says what comes next (", so I submit that number"), cut from its report."""
+SUBTASK_DONE_OBSERVATION = "(subtask marked done)"
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class Demonstration:
 
     task: str
     turns: tuple[tuple[str, str], ...]
+    first_report: tuple[int, str] | None = None
+    """The example's first subtask, when a ``Report:`` line marks it: how many turns it took, and its report."""
 
     def messages(self, task_message: str, observation: Callable[[str], str]) -> list[Message]:
         """The example as chat messages: ``task_message`` (the example task in the task message's format), then each
@@ -56,6 +69,19 @@ class Demonstration:
             out.append({"role": "user", "content": observation(output)})
         return out
 
+    def as_subtask(self) -> Demonstration:
+        """The example as one subtask: its first subtask ending ``SUBTASK DONE: <report>`` when a report line marks
+        one; otherwise a last reply that calls ``complete_task`` becomes ``SUBTASK DONE: <report>``, the report being
+        that reply's thought without its closing clause (unchanged when the last reply does not call it)."""
+        if self.first_report is not None:
+            n, report = self.first_report
+            return Demonstration(self.task, (*self.turns[:n], (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)))
+        if not self.turns or "complete_task(" not in self.turns[-1][0]:
+            return self
+        thought = self.turns[-1][0].split("```")[0].removeprefix("Thought:").strip()
+        report = _CONCLUSION_TAIL.sub("", thought).strip().rstrip(".")
+        return Demonstration(self.task, (*self.turns[:-1], (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)))
+
 
 def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
     """The docs without their example section, and the example (None, docs unchanged, when there is none or it does
@@ -64,10 +90,10 @@ def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
     if header is None:
         return docs, None
     rest, end = _without_section(docs, header)
-    turns = _parse_turns(docs[header.end():end])
+    turns, first_report = _parse_turns(docs[header.end():end])
     if not turns:
         return docs, None
-    return rest, Demonstration(header.group("task"), turns)
+    return rest, Demonstration(header.group("task"), turns, first_report)
 
 
 def split_plan_example(docs: str) -> tuple[str, str | None]:
@@ -92,20 +118,34 @@ def _without_section(docs: str, header: re.Match[str]) -> tuple[str, int]:
     return (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n", end
 
 
-def _parse_turns(body: str) -> tuple[tuple[str, str], ...]:
+def first_plan_subtask(plan: str | None) -> str | None:
+    """The first ``SUBTASK:`` line of an example plan (`split_plan_example`), if any."""
+    found = _PLAN_SUBTASK.search(plan) if plan is not None else None
+    return found.group(1).strip() if found is not None else None
+
+
+def _parse_turns(body: str) -> tuple[tuple[tuple[str, str], ...], tuple[int, str] | None]:
+    """The (reply, observation) turns and the first report line's (turns before it, text); ((), None) when the body
+    does not follow the format."""
     marks = list(_TURN.finditer(body))
     turns: list[tuple[str, str]] = []
+    first_report: tuple[int, str] | None = None
     reply: str | None = None
     for index, mark in enumerate(marks):
         stop = marks[index + 1].start() if index + 1 < len(marks) else len(body)
         text = body[mark.start(): stop].strip()
-        if mark.group(1) == "Thought":
+        if mark.group(1) == "Report":
+            if reply is not None or not turns:  # a report belongs after an observation
+                return (), None
+            if first_report is None:
+                first_report = (len(turns), text.removeprefix("Report:").strip())
+        elif mark.group(1) == "Thought":
             if reply is not None:  # two replies in a row: not the format
-                return ()
+                return (), None
             reply = text
         else:
             if reply is None:
-                return ()
+                return (), None
             turns.append((reply, text.removeprefix("Observation:").strip()))
             reply = None
-    return tuple(turns) if reply is None else ()
+    return (tuple(turns), first_report) if reply is None else ((), None)

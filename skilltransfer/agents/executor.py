@@ -21,10 +21,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
+from skilltransfer.agents.demonstration import (
+    SUBTASK_DONE_OBSERVATION,
+    first_plan_subtask,
+    split_demonstration,
+    split_plan_example,
+)
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
-from skilltransfer.agents.grounding import literal_answers, missing_numbers, missing_parts
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.grounding import (
+    called_names,
+    calls_complete_task,
+    literal_answers,
+    missing_numbers,
+    missing_parts,
+    unmade_change,
+)
+from skilltransfer.agents.prompts import NO_SUMMARY, AgentPrompts
 from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
 from skilltransfer.agents.stuck import detect, repeats
@@ -115,6 +127,11 @@ class ExecutorRun:
     """Index (in ``steps``) of the step whose observation carried a stuck hint."""
     refused_done: bool = False
     """Whether a ``SUBTASK DONE`` before any action was already refused once."""
+    subtask: str = ""
+    """The subtask this run executes ('' at task level)."""
+    may_complete: bool = True
+    """Whether this run may call ``complete_task`` without the early-completion refusal (see
+    ``AgentSettings.refuse_early_completion``)."""
     head: int = 2
     """Leading messages (system prompt, demonstration, task message) that context fitting keeps verbatim."""
     delegated: list[ActionStep] = field(default_factory=list)
@@ -125,6 +142,8 @@ class ExecutorRun:
     """This run's context window (0: the main agent)."""
     earlier_outputs: Sequence[str] = ()
     """Observations of the task's earlier (sub)task runs (what grounds a submitted answer besides this run's)."""
+    earlier_codes: Sequence[str] = ()
+    """Code of the task's earlier runs that ran without an error (what grounds a report's claimed change)."""
 
     @property
     def used(self) -> int:
@@ -153,12 +172,16 @@ class Executor:
         self.take_step = take_step
         self.refused_answer = False
         """Whether an ungrounded ``complete_task`` answer was already refused (once per executor, i.e. per task)."""
+        self.refused_completion = False
+        """Whether a ``complete_task`` in a subtask that did not ask for it was already refused (once per task)."""
 
     def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool,
-                subagent: bool = False) -> list[Message]:
+                subagent: bool = False, may_complete: bool = True) -> list[Message]:
         """The first messages: the system prompt (rules and docs), the docs' worked example as earlier turns (see
-        ``skilltransfer.agents.demonstration``), then the task message (a subagent: its seed message)."""
-        docs, demo = split_plan_example(episode.docs().strip())[0], None
+        ``skilltransfer.agents.demonstration``), then the task message (a subagent: its seed message). A subtask that
+        may not complete the task sees the example as its first subtask (``subtask_example``); one that may (it asks
+        for ``complete_task``) sees the whole example, ending with ``complete_task``, in the subtask format."""
+        (docs, plan), demo = split_plan_example(episode.docs().strip()), None
         if self.config.demonstration == "turns":
             docs, demo = split_demonstration(docs)
         rules = self.prompts.executor_subtask_rules.render() if subtask_mode else ""
@@ -168,14 +191,21 @@ class Executor:
                                                                                   subtask_rules=rules)}
         if demo is None:
             return [system, {"role": "user", "content": task_message}]
-        example = demo.messages(self.prompts.executor_task.render(instruction=demo.task, skills=""),
-                                lambda output: self.prompts.observation.render(output=output))
+        if subtask_mode and not subagent and self.config.subtask_example:
+            first = first_plan_subtask(plan) if demo.first_report is not None and not may_complete else None
+            demo = demo if may_complete else demo.as_subtask()
+            opening = self.prompts.executor_subtask.render(instruction=demo.task, summary=NO_SUMMARY,
+                                                           subtask=first or demo.task, skills="")
+        else:
+            opening = self.prompts.executor_task.render(instruction=demo.task, skills="")
+        example = demo.messages(opening, lambda output: self.prompts.observation.render(output=output))
         example[-1] = {"role": "user", "content": f"{example[-1]['content']}\n{task_message}"}
         return [system, *example]
 
     def run(self, episode: Episode, task_message: str, *, subtask_index: int | None, first_index: int, budget: int,
             subtask_mode: bool, actions: SkillActions | None = None, window: int = 0,
-            earlier_outputs: Sequence[str] = ()) -> ExecutorRun:
+            earlier_outputs: Sequence[str] = (), earlier_codes: Sequence[str] = (), subtask: str = "",
+            may_complete: bool = True) -> ExecutorRun:
         """Run until submission or until ``budget`` steps are used.
 
         Args:
@@ -188,10 +218,15 @@ class Executor:
             actions: the skill actions offered in this context (None: none).
             window: the context window (0: the main agent; k: the task's k-th subagent).
             earlier_outputs: the observations of the task's earlier runs (they ground a submitted answer too).
+            earlier_codes: the code of the task's earlier runs that ran without an error (it grounds a reported change).
+            subtask: the subtask's text (quoted by the early-completion refusal).
+            may_complete: False when this subtask did not ask for ``complete_task`` (``refuse_early_completion``).
         """
-        run = ExecutorRun(messages=self.opening(episode, task_message, subtask_mode=subtask_mode,
-                                                subagent=window > 0), actions=actions, window=window,
-                          earlier_outputs=earlier_outputs)
+        opening = self.opening(episode, task_message, subtask_mode=subtask_mode, subagent=window > 0,
+                               may_complete=may_complete)
+        run = ExecutorRun(messages=opening, actions=actions, window=window,
+                          earlier_outputs=earlier_outputs, earlier_codes=earlier_codes, subtask=subtask,
+                          may_complete=may_complete)
         run.head = len(run.messages)
         while True:
             steps_before = len(run.steps)
@@ -250,7 +285,7 @@ class Executor:
             done = _SUBTASK_DONE.search(shown) if subtask_mode else None
             report = done.group(1).split("```")[0].strip() if done is not None else ""
             if done is not None and not self._refuse_done(run, step) and not self._refuse_report(run, step, report):
-                step.observation = "(subtask marked done)"
+                step.observation = SUBTASK_DONE_OBSERVATION
                 raise Submitted(report or "(no report)", scope="subtask")
             if done is None:
                 hint = " (or a `SUBTASK DONE: <result>` line when the subtask is finished)" if subtask_mode else ""
@@ -264,7 +299,7 @@ class Executor:
             return
         if subtask_mode:
             self._done_by_repeat(run, step, shown, code)
-        if self._refuse_answer(run, step, code):
+        if self._refuse_completion(run, step, code, subtask_mode) or self._refuse_answer(run, step, code):
             self._check_stuck(run, step)
             run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
             return
@@ -380,14 +415,34 @@ class Executor:
         task_message = run.messages[run.head - 1]["content"]  # not the worked example's turns before it
         seen = [*run.earlier_outputs, *(s.observation for s in run.steps[:-1] if s.action is not None), task_message]
         missing = missing_numbers(report, seen)
-        if not missing:
+        codes = [*run.earlier_codes, *(s.action for s in run.steps[:-1]
+                                       if s.action is not None and not s.error and s.refused is None)]
+        claim = None if missing else unmade_change(report, codes)
+        if not missing and claim is None:
             return False
         step.refused = "ungrounded_report"
+        if claim is not None:
+            called = sorted({name for code in codes for name in called_names(code)} - {"print"})
+            step.observation = self.prompts.unmade_change.render(
+                report=report[:300], claim=claim, called=", ".join(called) if called else "nothing")
+            return True
         ran = [s for s in run.steps[refused[-1] + 1: -1] if s.action is not None and not s.error] if refused else []
         shown = (f"\nThe output of your code after the previous refusal:\n{truncate(ran[-1].observation.strip(), 600)}"
                  "\nReport what it shows.") if ran else ""  # a model that computed the value re-sends its old report
         step.observation = self.prompts.ungrounded_report.render(
             report=report[:300], missing=", ".join(f'"{n}"' for n in missing), last_output=shown)
+        return True
+
+    def _refuse_completion(self, run: ExecutorRun, step: ActionStep, code: str, subtask_mode: bool) -> bool:
+        """Refuse (once per task, without running it) code that calls ``complete_task`` in a subtask that did not ask
+        for it (``AgentSettings.refuse_early_completion``); the refusal is the observation."""
+        if not (subtask_mode and self.config.refuse_early_completion) or run.may_complete or self.refused_completion:
+            return False
+        if not calls_complete_task(code):
+            return False
+        self.refused_completion = True
+        step.refused = "early_completion"
+        step.observation = self.prompts.early_completion.render(subtask=run.subtask.strip())
         return True
 
     def _refuse_answer(self, run: ExecutorRun, step: ActionStep, code: str) -> bool:

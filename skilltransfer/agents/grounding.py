@@ -8,6 +8,10 @@ checked (a string or number written in the code); an answer computed in code (``
 is not. The check reads
 what the agent itself saw (its observations), never the task's expected answer.
 
+A report that claims a change ("removed", "updated", "sent" ...) while no code of the task that ran without an error
+called a function named for a change (``delete_event``, ``set_cell``, ``send_email``: its first word a change verb) is
+refused too (``unmade_change``): a small model reports the write its plan asked for after only reading.
+
 An answer's parts are its numbers and its words of three or more letters (lower-cased, a few function words left
 out); a number is found when an output holds the same number (``45.2`` matches ``$45.20``; thousands separators
 are ignored; zero-padded digits such as the ``00038`` of ``PL-00038`` are matched as text), a word when an output
@@ -43,6 +47,58 @@ def literal_answers(code: str) -> list[str]:
                     and not isinstance(value.value, bool):
                 answers.append(str(value.value))
     return answers
+
+
+def calls_complete_task(code: str) -> bool:
+    """Whether ``code`` calls ``complete_task`` (by its name; code that does not parse: whether it names a call)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return re.search(r"\bcomplete_task\s*\(", code) is not None
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "complete_task"
+               for node in ast.walk(tree))
+
+
+_CHANGE_CLAIM = re.compile(
+    r"\b(?:created|deleted|removed|added|appended|updated|written|wrote|sent|forwarded|moved|renamed|edited|inserted|"
+    r"changed|modified|saved|replaced|emptied|cleared|cancell?ed)\b", re.IGNORECASE)
+CHANGE_VERBS = frozenset({"create", "delete", "remove", "add", "append", "set", "update", "write", "send", "forward",
+                          "move", "rename", "edit", "insert", "save", "replace", "reply", "cancel", "clear", "empty",
+                          "change", "modify", "post", "upload", "put", "mark", "new"})
+"""First words of function names that change the world (``delete_event``, ``setCell`` -> ``set``)."""
+
+
+def called_names(code: str) -> set[str]:
+    """The names of the functions ``code`` calls (``apis.calendar.delete_event(...)`` -> ``delete_event``); by a
+    pattern when the code does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", code))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                names.add(node.func.id)
+            elif isinstance(node.func, ast.Attribute):
+                names.add(node.func.attr)
+    return names
+
+
+def _changes(name: str) -> bool:
+    first = re.split(r"_|(?<=[a-z])(?=[A-Z])", name.strip("_"), maxsplit=1)[0].lower()
+    return first in CHANGE_VERBS
+
+
+def unmade_change(report: str, codes: Iterable[str]) -> str | None:
+    """The change ``report`` claims ("removed"), when none of ``codes`` called a function named for a change; None
+    when it claims none or one was called."""
+    claim = _CHANGE_CLAIM.search(report)
+    if claim is None:
+        return None
+    if any(_changes(name) for code in codes for name in called_names(code)):
+        return None
+    return claim.group(0)
 
 
 def _parts(text: str) -> list[str]:

@@ -14,6 +14,9 @@ SKILL_EXEC_PROMPTS = ("skills_library", "action_load_skill", "action_run_skill",
 """The prompts only the skill execution modes use (a default stream leaves them out of its recorded prompt ids, so
 run folders written before they existed still resume)."""
 
+NO_SUMMARY = "(nothing done yet)"
+"""The progress summary before the first subtask."""
+
 
 @dataclass(frozen=True)
 class AgentPrompts(PromptSet):
@@ -37,8 +40,10 @@ class AgentPrompts(PromptSet):
     premature_planner_done: Prompt
     unfinished_planner_done: Prompt
     closing_subtask: Prompt
+    early_completion: Prompt
     ungrounded_answer: Prompt
     ungrounded_report: Prompt
+    unmade_change: Prompt
     skills_library: Prompt
     action_load_skill: Prompt
     action_run_skill: Prompt

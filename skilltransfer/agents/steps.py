@@ -166,11 +166,15 @@ class RetrievalStep(_Step):
     a tree/graph stream without a frozen organisation), routing nodes."""
     route: dict[str, Any] | None = None
     """What the retriever did, when one chose the skills section (lens reuse: `skilltransfer.lens.RouteLog`)."""
+    below_min_score: int = 0
+    """Top-k hits left out because their cosine was below ``retrieval_min_score``."""
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         if self.route is None:
             del out["route"]  # flat reuse logs as before
+        if not self.below_min_score:
+            del out["below_min_score"]
         return out
 
 
@@ -214,8 +218,8 @@ class ActionStep(_Step):
     stuck: str | None = None
     """The loop pattern detected after this step (``skilltransfer.agents.stuck``), if any."""
     refused: str | None = None
-    """Why the reply was refused (``"premature_subtask_done"``, ``"ungrounded_report"``, or ``"ungrounded_answer"``:
-    its code was not run), if it was."""
+    """Why the reply was refused (``"premature_subtask_done"``, ``"ungrounded_report"``, ``"early_completion"`` or
+    ``"ungrounded_answer"``: its code was not run), if it was."""
     window: int = 0
     """The context window that took the step: 0 the main agent, k the task's k-th subagent."""
     skill_action: dict[str, Any] | None = None

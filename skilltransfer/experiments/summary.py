@@ -286,8 +286,10 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
         found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
                           f"{s.get('source_task_id') or '?'} (position {s.get('source_position')})"
                           + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in skills)
+        below = (f"\n    ({step['below_min_score']} more below the minimum score)"
+                 if step.get("below_min_score") else "")
         return f"[retrieve{_where(step)}] by {step.get('query_kind')}: {step.get('query', '')[:200]!r}\n" \
-               + (found or "    (no skills)") + (_route_line(step["route"]) if step.get("route") else "")
+               + (found or "    (no skills)") + below + (_route_line(step["route"]) if step.get("route") else "")
     if kind == "PlanStep":
         what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
         if step.get("decision") == "closing":

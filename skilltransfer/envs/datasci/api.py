@@ -25,6 +25,9 @@ m); `,` groups thousands; a missing elevation is empty, `NA` or `-`.
 {'path': 'data/weather/stations.csv', 'kind': 'csv', 'columns': ['station_id', 'name', 'elevation', 'elevation_unit'], \
 'n_rows': 44, 'first_rows': [{'station_id': 'ST-007', 'name': 'Hill Farm', 'elevation': '1,204', \
 'elevation_unit': 'ft'}]}
+Report: data/weather/stations.csv has 44 rows with columns station_id, name, elevation, elevation_unit. README: \
+count each station_id once (the export repeats some, with other spacing); elevation is in the unit of \
+elevation_unit (m or ft; 1 ft = 0.3048 m); ',' groups thousands; a missing elevation is empty, NA or -.
 Thought: I load the file as text, clean it as the README says (spaces, one row per station, missing values, units) \
 and print the result.
 ```python

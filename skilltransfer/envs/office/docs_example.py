@@ -2,7 +2,8 @@
 """The office env's worked examples of API use: one per app, the task's app's example ends its docs.
 
 Each is in the format of ``skilltransfer.agents.demonstration`` (the executor replays it as earlier chat turns),
-followed by its plan (``## Example plan``: the planner's subtasks for the same task, shown to the planner only), and
+with a ``Report:`` line closing its first subtask, followed by its plan (``## Example plan``: the planner's subtasks
+for the same task, shown to the planner only), and
 on a task type that no generated template asks: empty a spreadsheet cell (excel), move an event (calendar), name an
 email's sender (email). An episode's docs end with the example of the first of the task's apps that has one (a small
 model copies the example's API calls, so an excel example on a calendar task does harm). Each example's
@@ -60,6 +61,7 @@ rows = apis.excel.read_file('data/todo.xlsx')
 print(rows)
 ```
 Observation: [['Task', 'Due', 'Note'], ['pay rent', '2024-05-01', 'by card'], ['buy milk', '2024-05-02', 'skim']]
+Report: data/todo.xlsx has the header ['Task', 'Due', 'Note']; 'buy milk' is in sheet row 3 and Note is column 3 (1-based).
 Thought: Sheet rows and columns are 1-based, so I take the list positions plus one, empty that cell and read it back.
 ```python
 row_idx = [row[0] for row in rows].index('buy milk') + 1
@@ -83,6 +85,7 @@ events = apis.calendar.list_events(username)
 print(events)
 ```
 Observation: [{'summary': 'team lunch', 'start': '2024-05-02 12:00:00', 'end': '2024-05-02 13:00:00', 'location': None, 'description': None}, {'summary': 'budget review', 'start': '2024-05-03 10:00:00', 'end': '2024-05-03 11:00:00', 'location': None, 'description': None}]
+Report: 'budget review' is on 2024-05-03 from 10:00:00 to 11:00:00.
 Thought: It runs 10:00-11:00 on 2024-05-03. There is no move API, so I delete it and create it again at 11:00-12:00.
 ```python
 print(apis.calendar.delete_event(username, 'budget review'))
@@ -106,6 +109,7 @@ emails = apis.email.list_emails(username)
 print(emails)
 ```
 Observation: [{'email_id': '1.eml', 'from': 'carol@example.com', 'to': 'bob@example.com', 'subject': 'Lunch on Friday?', 'preview': 'Shall we try the new place on Main Street?'}, {'email_id': '2.eml', 'from': 'dave@example.com', 'to': 'bob@example.com', 'subject': 'Quarterly numbers', 'preview': 'Hi Bob, the Q1 sheet is ready. Please review it by Monday.'}]
+Report: the email 'Quarterly numbers' has email_id '2.eml'.
 Thought: Its email_id is '2.eml'. I read it to see the sender and the full content.
 ```python
 email = apis.email.read_email(username, '2.eml')
