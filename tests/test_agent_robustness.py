@@ -12,6 +12,8 @@ from skilltransfer.agents.roles import uncopied
 from skilltransfer.agents.steps import ActionStep, SummaryStep
 from skilltransfer.agents.stuck import detect, normalise_code
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory import SkillMemory
+from skilltransfer.skill import Skill
 
 
 @pytest.fixture
@@ -368,8 +370,9 @@ def test_a_summary_ends_before_an_invented_heading(env):
     assert summarizer_params[0]["stop"] == ["\n#"]
 
 
-def test_a_done_that_stands_without_complete_task_is_followed_by_the_closing_subtask(env):
-    """After the refused and the repeated DONE, the harness plans one closing subtask; the executor submits there."""
+def test_a_done_that_stands_without_complete_task_is_followed_by_the_closing_subtask(env, hash_embedder):
+    """After the refused and the repeated DONE, the harness plans one closing subtask; the executor submits there.
+    Its retrieval queries with the instruction (the closing text is the same for every task)."""
     def script(messages):
         role = role_of(messages)
         if role == "planner":
@@ -380,10 +383,14 @@ def test_a_done_that_stands_without_complete_task_is_followed_by_the_closing_sub
             return "```python\ncomplete_task()\n```"
         return "```python\nprint(apis.counter.add(4))\n```" if len(messages) < 4 else "SUBTASK DONE: 4"
 
-    result, score = solve_first_task(env, ScriptedModel(script), level="subtask")
+    memory = SkillMemory(hash_embedder)
+    memory.add(Skill(name="counter", description="Set the counter to a value.", body="add"))
+    result, score = solve_first_task(env, ScriptedModel(script), level="subtask", memory=memory)
     plans = [s for s in result.steps if isinstance(s, PlanStep)]
     assert [p.decision for p in plans] == ["subtask", "done", "closing"]
     assert plans[-1].subtask.startswith("Finish the task now")
+    assert [(r.query_kind, r.query) for r in result.retrievals] == [("subtask", "set the counter to 4"),
+                                                                    ("instruction", "Set the counter to 4.")]
     assert result.exit_status == "submitted"
     assert score.success
 

@@ -185,7 +185,7 @@ class Agent:
                 break
             self._relay(result, state, "subtask_start", {"index": index})
             by_subtask = cfg.retrieval_query == "subtask"
-            query, kind = (plan.subtask, "subtask") if by_subtask else (instruction, "instruction")
+            query, kind = (plan.subtask, "subtask") if by_subtask and not closing else (instruction, "instruction")
             skills, actions = self._skills_section(episode, result, query, kind, index)
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
                                                            subtask=plan.subtask, skills=skills)

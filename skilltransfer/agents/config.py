@@ -34,7 +34,8 @@ class AgentSettings(BaseModel):
     0.25-0.8. -1 keeps every top-k hit (the paper's plain top-5). Routed retrieval (a ``retriever``) is left alone."""
     retrieval_query: RetrievalQuery = "subtask"
     """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
-    describe) or with the task instruction. The task-level agent always queries once with the instruction."""
+    describe) or with the task instruction. The task-level agent always queries once with the instruction; the closing
+    subtask (``close_unfinished``) queries with the instruction (its text is the same for every task)."""
     max_observation_chars: int = Field(default=4000, ge=200)
     """Observations longer than this are cut (head and tail kept) before they enter the context."""
     planner_retries: int = Field(default=2, ge=0)

@@ -55,13 +55,13 @@ def _bob_mailbox(workspace: Path) -> None:
 
 
 EXCEL = '''## Example (another task): "In data/todo.xlsx, clear the Note of the task 'buy milk'."
-Thought: I read the sheet first to find the row of 'buy milk' and the Note column.
+Thought: I read the sheet first to see its header and rows.
 ```python
 rows = apis.excel.read_file('data/todo.xlsx')
 print(rows)
 ```
 Observation: [['Task', 'Due', 'Note'], ['pay rent', '2024-05-01', 'by card'], ['buy milk', '2024-05-02', 'skim']]
-Report: data/todo.xlsx has the header ['Task', 'Due', 'Note']; 'buy milk' is in sheet row 3 and Note is column 3 (1-based).
+Report: data/todo.xlsx rows: [['Task', 'Due', 'Note'], ['pay rent', '2024-05-01', 'by card'], ['buy milk', '2024-05-02', 'skim']]
 Thought: Sheet rows and columns are 1-based, so I take the list positions plus one, empty that cell and read it back.
 ```python
 row_idx = [row[0] for row in rows].index('buy milk') + 1
@@ -124,10 +124,9 @@ Observation: Task marked as complete.
 '''
 
 EXCEL_PLAN = """## Example plan (another task): "In data/todo.xlsx, clear the Note of the task 'buy milk'."
-SUBTASK: Read data/todo.xlsx with apis.excel.read_file and print its rows, to find the row of 'buy milk' and the \
-Note column.
-SUBTASK: Empty the Note cell of 'buy milk' with apis.excel.delete_cell (1-based row and column) and read that row \
-back to check it is empty.
+SUBTASK: Read data/todo.xlsx with apis.excel.read_file and print its rows.
+SUBTASK: Find the row of 'buy milk' and the Note column in those rows, empty that cell with apis.excel.delete_cell \
+(1-based row and column) and read the row back to check it is empty.
 SUBTASK: call complete_task()
 """
 
