@@ -54,9 +54,9 @@ question that no template asks."""
 PLAN_EXAMPLE = """## Example plan (another task): "What is the mean elevation, in m, of the stations in data/weather?"
 SUBTASK: List the files of data/weather, read data/weather/README.md and describe the CSV file the question is \
 about: its columns, and how repeated rows, missing values and units are written.
-SUBTASK: Load data/weather/stations.csv (found by the first subtask) with pandas, clean it as the README says (one \
-row per station, missing values, units) and print the mean elevation in m.
-SUBTASK: call complete_task(answer=<the mean elevation printed>)
+SUBTASK: Load the CSV file the question is about (found by the first subtask) with pandas, clean it as the README \
+says (repeated rows, missing values, units) and print the value the question asks for.
+SUBTASK: call complete_task(answer=<the value printed>)
 """
 """The planner's counterpart of `EXAMPLE`: the subtasks for the same task
 (``skilltransfer.agents.demonstration.split_plan_example``)."""

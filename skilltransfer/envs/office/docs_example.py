@@ -3,7 +3,8 @@
 
 Each is in the format of ``skilltransfer.agents.demonstration`` (the executor replays it as earlier chat turns),
 with a ``Report:`` line closing its first subtask, followed by its plan (``## Example plan``: the planner's subtasks
-for the same task, shown to the planner only), and
+for the same task, shown to the planner only; after the first, they say what to do in terms of "the task", since the
+1.5B planner copies an example plan, substituting names), and
 on a task type that no generated template asks: empty a spreadsheet cell (excel), move an event (calendar), name an
 email's sender (email). An episode's docs end with the example of the first of the task's apps that has one (a small
 model copies the example's API calls, so an excel example on a calendar task does harm). Each example's
@@ -125,23 +126,24 @@ Observation: Task marked as complete.
 
 EXCEL_PLAN = """## Example plan (another task): "In data/todo.xlsx, clear the Note of the task 'buy milk'."
 SUBTASK: Read data/todo.xlsx with apis.excel.read_file and print its rows.
-SUBTASK: Find the row of 'buy milk' and the Note column in those rows, empty that cell with apis.excel.delete_cell \
-(1-based row and column) and read the row back to check it is empty.
-SUBTASK: call complete_task()
+SUBTASK: In those rows, find the row and the column the task is about, then make the change or find the value the \
+task asks for with the apis.excel API that does it (rows and columns are 1-based), and read the sheet back to check it.
+SUBTASK: call complete_task() (or complete_task(answer=<the value printed>) if the task asks a question)
 """
 
 CALENDAR_PLAN = """## Example plan (another task): "Move Ivy's 'budget review' one hour later."
 SUBTASK: List Ivy's events with apis.calendar.list_events(username) and print the start and end of 'budget review'.
-SUBTASK: Delete 'budget review' and create it again one hour later with apis.calendar.create_event, then list Ivy's \
-events to check its new times.
+SUBTASK: Make the change the task asks for to that event with the apis.calendar API that does it, then list Ivy's \
+events to check it.
 SUBTASK: call complete_task()
 """
 
 EMAIL_PLAN = """## Example plan (another task): "Who sent Bob the email 'Quarterly numbers'?"
 SUBTASK: List Bob's emails with apis.email.list_emails(username) and print the email_id of the one with the subject \
 'Quarterly numbers'.
-SUBTASK: Read that email with apis.email.read_email(username, <its email_id>) and print its sender.
-SUBTASK: call complete_task(answer=<the sender printed>)
+SUBTASK: Read that email with apis.email.read_email(username, <its email_id>), then do what the task asks with it: \
+print the value it asks for, or send what it asks with the apis.email API that does it.
+SUBTASK: call complete_task(answer=<the value printed>) (or complete_task() if the task asks no question)
 """
 
 EXAMPLES: dict[str, Example] = {
