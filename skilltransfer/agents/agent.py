@@ -32,7 +32,7 @@ from typing import Any
 from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
-from skilltransfer.agents.executor import Executor, ExecutorRun
+from skilltransfer.agents.executor import Executor, ExecutorRun, ran_code
 from skilltransfer.agents.prompts import NO_SUMMARY, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
@@ -192,8 +192,7 @@ class Agent:
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
                                subtask_mode=True, actions=actions,
                                earlier_outputs=[a.observation for a in result.actions if a.action is not None],
-                               earlier_codes=[a.action for a in result.actions
-                                              if a.action is not None and not a.error and a.refused is None],
+                               earlier_codes=ran_code(result.actions),
                                subtask=plan.subtask,
                                may_complete=closing or _ASKS_COMPLETION.search(plan.subtask) is not None)
             used += run.used

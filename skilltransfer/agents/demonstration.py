@@ -75,12 +75,12 @@ class Demonstration:
         that reply's thought without its closing clause (unchanged when the last reply does not call it)."""
         if self.first_report is not None:
             n, report = self.first_report
-            return Demonstration(self.task, (*self.turns[:n], (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)))
-        if not self.turns or "complete_task(" not in self.turns[-1][0]:
+        elif self.turns and "complete_task(" in self.turns[-1][0]:
+            n, thought = len(self.turns) - 1, self.turns[-1][0].split("```")[0].removeprefix("Thought:").strip()
+            report = _CONCLUSION_TAIL.sub("", thought).strip().rstrip(".")
+        else:
             return self
-        thought = self.turns[-1][0].split("```")[0].removeprefix("Thought:").strip()
-        report = _CONCLUSION_TAIL.sub("", thought).strip().rstrip(".")
-        return Demonstration(self.task, (*self.turns[:-1], (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)))
+        return Demonstration(self.task, (*self.turns[:n], (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)))
 
 
 def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:

@@ -80,6 +80,11 @@ def trim_reply(reply: str) -> str:
     return reply[: min(cuts)].rstrip() if cuts else reply
 
 
+def ran_code(steps: Sequence[ActionStep]) -> list[str]:
+    """The code of ``steps`` that ran without an error (refused replies never ran)."""
+    return [s.action for s in steps if s.action is not None and not s.error and s.refused is None]
+
+
 def import_hint(output: str, docs: str) -> str:
     """A note for code that imports a name the env provides as an object (``import apis`` -> ModuleNotFoundError)."""
     missing = _NO_MODULE.search(output)
@@ -415,8 +420,7 @@ class Executor:
         task_message = run.messages[run.head - 1]["content"]  # not the worked example's turns before it
         seen = [*run.earlier_outputs, *(s.observation for s in run.steps[:-1] if s.action is not None), task_message]
         missing = missing_numbers(report, seen)
-        codes = [*run.earlier_codes, *(s.action for s in run.steps[:-1]
-                                       if s.action is not None and not s.error and s.refused is None)]
+        codes = [*run.earlier_codes, *ran_code(run.steps[:-1])]
         claim = None if missing else unmade_change(report, codes)
         if not missing and claim is None:
             return False
