@@ -177,6 +177,21 @@ def test_email_app_writes_eml_into_mailboxes(apis, tmp_path: Path) -> None:
                                                                     "keywords": ["hello", "1234"]}}).passed
 
 
+def test_users_are_found_by_name_or_address_in_any_case(apis, tmp_path: Path) -> None:
+    apis.email.send_email(sender="Quinn", recipient="Paul", subject="Notes", content="REF-1")
+    assert apis.email.list_emails(username="quinn@example.com")[0]["subject"] == "Notes"
+    apis.email.send_email(sender="QUINN@example.com", recipient="paul@example.com", subject="Fwd", content="x")
+    assert sorted(p.name for p in (tmp_path / "emails").iterdir()) == ["Paul", "Quinn"]
+    assert len(apis.email.list_emails(username="Paul")) == 2
+    with pytest.raises(FileNotFoundError, match="no mailbox for user 'zoe'; users with a mailbox: 'Paul', 'Quinn'"):
+        apis.email.list_emails(username="zoe")
+    apis.calendar.create_event(user="Ivy", summary="a", time_start="2024-05-17 19:00", time_end="2024-05-17 20:00")
+    assert [e["summary"] for e in apis.calendar.list_events(username="ivy@example.com")] == ["a"]
+    apis.calendar.delete_event(user="IVY", summary="a")
+    with pytest.raises(FileNotFoundError, match="no calendar for user 'Bob'; users with a calendar: 'Ivy'"):
+        apis.calendar.list_events(username="Bob")
+
+
 def test_calendar_app_round_trip(apis, tmp_path: Path) -> None:
     apis.calendar.create_event(user="Bob", summary="Dinner", time_start="2024-05-17 19:00:00",
                                time_end="2024-05-17 20:00:00", location="Cafe")

@@ -38,6 +38,28 @@ class App:
             raise FileNotFoundError(f"file {raw!r} does not exist")
         return path
 
+    def _owner(self, name: Any, kind: str, *, must_exist: bool) -> str:
+        """The owner of a mailbox (``kind="emails"``: ``emails/<owner>/``) or calendar (``"calendar"``:
+        ``calendar/<owner>.ics``) named by ``name`` (a user name or address, in any case: ``"quinn@example.com"`` is
+        Quinn's). A name that matches no existing owner is kept as given (a new mailbox or calendar), or, with
+        ``must_exist``, refused with the existing owners listed."""
+        user = _user(name)
+        root = self._path(kind)
+        if kind == "emails":
+            owners = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        else:
+            owners = sorted(p.stem for p in root.glob("*.ics")) if root.is_dir() else []
+        if user in owners:
+            return user
+        matches = [owner for owner in owners if owner.lower() == user.lower()]
+        if len(matches) == 1:
+            return matches[0]
+        if must_exist:
+            what = "mailbox" if kind == "emails" else "calendar"
+            listed = ", ".join(repr(owner) for owner in owners) or "none"
+            raise FileNotFoundError(f"no {what} for user {name!r}; users with a {what}: {listed}")
+        return user
+
     @classmethod
     def api_names(cls) -> list[str]:
         return [name for name, _ in inspect.getmembers(cls, inspect.isfunction) if not name.startswith("_")
@@ -61,7 +83,7 @@ class CalendarApp(App):
                      description: str | None = None) -> str:
         """Add an event to a user's calendar. Times are 'YYYY-MM-DD HH:MM:SS' local (a bare date means midnight);
         append 'Z' (e.g. '2024-05-31 13:00:00Z') for a UTC time."""
-        user = _user(user)
+        user = self._owner(user, "calendar", must_exist=False)
         start, end = files.parse_event_time(time_start), files.parse_event_time(time_end)
         if end < start:
             raise ValueError(f"time_end {time_end!r} is before time_start {time_start!r}")
@@ -75,7 +97,7 @@ class CalendarApp(App):
 
     def delete_event(self, user: str, summary: str) -> str:
         """Delete the first event of a user's calendar whose summary equals ``summary``."""
-        user = _user(user)
+        user = self._owner(user, "calendar", must_exist=True)
         path = self._path(f"calendar/{user}.ics")
         calendar = files.read_calendar(path)
         for component in list(calendar.subcomponents):
@@ -88,7 +110,8 @@ class CalendarApp(App):
     def list_events(self, username: str) -> list[dict[str, Any]]:
         """All events of a user's calendar: summary, start, end ('YYYY-MM-DD HH:MM:SS', 'Z' if UTC), location,
         description."""
-        calendar = files.read_calendar(self._path(f"calendar/{_user(username)}.ics"))
+        owner = self._owner(username, "calendar", must_exist=True)
+        calendar = files.read_calendar(self._path(f"calendar/{owner}.ics"))
         events = []
         for event in files.calendar_events(calendar):
             row: dict[str, Any] = {"summary": files.event_value(event, "summary")}
@@ -110,7 +133,8 @@ class EmailApp(App):
 
     def send_email(self, sender: str, recipient: str, subject: str, content: str) -> str:
         """Send an email to one recipient; it lands in the recipient's mailbox (and a copy in the sender's)."""
-        sender_user, recipient_user = _user(sender), _user(recipient)
+        sender_user = self._owner(sender, "emails", must_exist=False)
+        recipient_user = self._owner(recipient, "emails", must_exist=False)
         if not str(subject).strip():
             raise ValueError("subject must not be empty")
         data = files.make_email(f"{sender_user}@example.com", f"{recipient_user}@example.com", str(subject),
@@ -127,9 +151,9 @@ class EmailApp(App):
 
     def list_emails(self, username: str) -> list[dict[str, str]]:
         """The emails in a user's mailbox: email_id, from, to, subject and the first 100 characters of content."""
-        folder = self._path(f"emails/{_user(username)}")
+        folder = self._path(f"emails/{self._owner(username, 'emails', must_exist=True)}")
         listing = []
-        for path in sorted(folder.glob("*.eml")) if folder.is_dir() else []:
+        for path in sorted(folder.glob("*.eml")):
             mail = files.parse_email(path)
             preview = mail["content"].strip()
             preview = preview[:100] + ("..." if len(preview) > 100 else "")
@@ -140,7 +164,7 @@ class EmailApp(App):
     def read_email(self, username: str, email_id: str) -> dict[str, str]:
         """One email of a user's mailbox by its email_id (the .eml file name): from, to, subject, date, content."""
         name = str(email_id) if str(email_id).endswith(".eml") else f"{email_id}.eml"
-        path = self._path(f"emails/{_user(username)}/{name}")
+        path = self._path(f"emails/{self._owner(username, 'emails', must_exist=True)}/{name}")
         if not path.is_file():
             raise FileNotFoundError(f"no email {email_id!r} in {username}'s mailbox (see list_emails)")
         return {"email_id": name, **files.parse_email(path)}
