@@ -208,7 +208,9 @@ class IgnoresDependencies(MetaSkillRuntime):
 
 
 def test_audit_detects_a_forced_precedence_violation(env):
-    result, _ = run(env, counter_plan(), ComposeScript(latency_s=0.02), runtime_cls=IgnoresDependencies,
+    # 0.3 s per call: with 0.02 s, on a loaded machine (a model run beside the suite) v1 finished before its
+    # dependents' threads started, and the broken scheduler's violation went unseen
+    result, _ = run(env, counter_plan(), ComposeScript(latency_s=0.3), runtime_cls=IgnoresDependencies,
                     max_parallel=4)
     violations = result.audit.violations
     assert violations, "the audit must see that dependents started before their predecessors finished"
