@@ -32,7 +32,8 @@ from skilltransfer.memory.embedders import make_embedder
 HARNESS_OFF_AGENT: dict[str, Any] = {"stop": [], "stuck_detection": False, "refuse_premature_done": False,
                                      "refuse_ungrounded_answer": False, "done_on_repeat": False,
                                      "close_unfinished": False, "refuse_early_completion": False,
-                                     "subtask_example": False, "retrieval_min_score": -1}
+                                     "subtask_example": False, "retrieval_min_score": -1,
+                                     "induce_without_working_code": True, "ground_summary": False}
 HARNESS_OFF_ENV: dict[str, dict[str, Any]] = {"apps": {"focused_docs": False, "docs_example": False},
                                              "office": {"docs_example": False}, "datasci": {"docs_example": False}}
 

@@ -22,7 +22,7 @@ apis.counter.add(n: int) -> int: add n (an int) to the counter; returns the new 
 apis.counter.reset() -> int: set the counter to 0.
 apis.counter.history() -> str: a long log of past counter readings.
 complete_task(answer=None): call when the task is finished."""
-HISTORY_LINES = 40
+HISTORY_LINES = 36
 
 COUNTER_APIS = ("get", "add", "reset", "history")
 BINDINGS = {"apis": tree({"counter": tree({name: function(f"counter.{name}") for name in COUNTER_APIS}, "<counter>")},
@@ -48,7 +48,7 @@ class Counter:
         self.value = 0
         return 0
 
-    def history(self) -> str:  # a long observation (about 2,400 characters)
+    def history(self) -> str:  # a long observation (about 2,150 characters)
         return "\n".join(f"reading {i}: the counter was checked and found as before" for i in range(HISTORY_LINES))
 
     def services(self) -> Services:

@@ -11,6 +11,7 @@ from skilltransfer.agents.executor import api_hint, import_hint, parse_action, t
 from skilltransfer.agents.roles import uncopied
 from skilltransfer.agents.steps import ActionStep, SummaryStep
 from skilltransfer.agents.stuck import detect, normalise_code
+from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import SkillMemory
 from skilltransfer.skill import Skill
@@ -514,3 +515,87 @@ def test_unmade_change_reads_function_names():
     assert unmade_change("Sent it.", ["apis.mail.sendEmail(to='x')"]) is None  # camelCase names too
     assert unmade_change("found 3 rows", [reading]) is None  # no change claimed
     assert unmade_change("deleted", ["apis.calendar.delete_event(username, 'x'"]) is None  # does not parse
+
+
+def test_ungrounded_lines_drops_new_lines_with_unseen_numbers_or_unmade_changes():
+    from skilltransfer.agents.grounding import ungrounded_lines
+
+    reading = "rows = apis.excel.read_file('data/s.xlsx')"
+    summary = "- rows: 465, 969\n- sum_units = 3040\n- Forwarded email to Paul\n- old: 12 left"
+    kept, dropped = ungrounded_lines(summary, "- old: 12 left", ["[['printer', 465], ['webcam', 969]]"], [reading])
+    assert kept == "- rows: 465, 969\n- old: 12 left"  # a line of the previous summary is not checked again
+    assert dropped == ["- sum_units = 3040", "- Forwarded email to Paul"]
+    kept, dropped = ungrounded_lines("- Forwarded email to Paul", "", [], ["apis.email.send_email('a', 'b', 'c', 'd')"])
+    assert (kept, dropped) == ("- Forwarded email to Paul", [])
+
+
+def _summary_script(summary: str):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: add 4" if "(none yet)" in messages[1]["content"] else "SUBTASK: call complete_task()"
+        if role == "summarizer":
+            return summary
+        if "call complete_task()" in messages[-1]["content"].split("# Current subtask")[-1]:
+            return "```python\ncomplete_task()\n```"
+        return "```python\nprint(apis.counter.add(4))\n```" if len(messages) < 4 else "SUBTASK DONE: the counter is 4"
+    return script
+
+
+def test_a_summary_line_with_an_unseen_number_is_dropped_and_logged(env):
+    model = ScriptedModel(_summary_script("- the counter is 4\n- 17 steps are left\n- the counter was reset"))
+    result, score = solve_first_task(env, model, level="subtask")
+    summary = next(s for s in result.steps if isinstance(s, SummaryStep))
+    assert summary.summary == "- the counter is 4\n- the counter was reset"  # reset() is not a change verb: kept
+    assert summary.dropped == ["- 17 steps are left"]
+    executor = [c for c in model.calls if role_of(c) == "executor"][-1]
+    assert "17 steps" not in executor[-1]["content"]
+    assert score.success
+    result, _ = solve_first_task(env, ScriptedModel(_summary_script("- 17 steps are left")), level="subtask",
+                                 ground_summary=False)
+    assert next(s for s in result.steps if isinstance(s, SummaryStep)).summary == "- 17 steps are left"
+
+
+def test_a_summary_of_only_ungrounded_lines_keeps_the_previous_summary(env):
+    result, _ = solve_first_task(env, ScriptedModel(_summary_script("- 17 steps are left")), level="subtask")
+    step = next(s for s in result.steps if isinstance(s, SummaryStep))
+    assert step.summary == "(nothing done yet)"
+    assert step.dropped == ["- 17 steps are left"]
+
+
+def test_the_subtask_executor_sees_the_earlier_subtasks_and_their_reports(env):
+    model = ScriptedModel(_summary_script("- the counter is 4"))
+    solve_first_task(env, model, level="subtask")
+    first, *_, last = [c for c in model.calls if role_of(c) == "executor"]
+    assert "# Subtasks so far, with their reports\n(none yet)" in first[-1]["content"]
+    task_message = next(m["content"] for m in last if m["role"] == "user" and "# Overall task" in m["content"])
+    assert "# Subtasks so far, with their reports\n1. add 4 -> " in task_message
+    assert "the counter is 4" in task_message.split("# Subtasks so far")[1]
+
+
+def _failing_then(final: str):
+    def script(messages):
+        role = role_of(messages)
+        if role == "induction":
+            return "NAME: add_four\nDESCRIPTION: Add four to the counter.\nBODY:\n1. apis.counter.add(4)"
+        n = sum(m["role"] == "assistant" for m in messages)
+        return "```python\nprint(apis.counter.nope())\n```" if n == 0 else final
+    return script
+
+
+def test_no_skill_is_induced_from_a_trajectory_whose_code_all_failed(env, hash_embedder):
+    from skilltransfer.agents.steps import InductionStep
+
+    def run(final: str, **config):
+        memory, model = SkillMemory(hash_embedder), ScriptedModel(_failing_then(final))
+        result, _ = solve_first_task(env, model, memory=memory, inducer=Inducer(model), step_limit=2,
+                                     stuck_detection=False, **config)
+        return result, memory
+
+    failing = "```python\nprint(apis.counter.nope(1))\n```"
+    result, memory = run(failing)
+    step = next(s for s in result.steps if isinstance(s, InductionStep))
+    assert (step.status, step.reason) == ("skipped", "no code of this trajectory ran without an error")
+    assert len(memory) == 0
+    assert len(run(failing, induce_without_working_code=True)[1]) == 1
+    assert len(run("```python\nprint(apis.counter.add(4))\n```")[1]) == 1  # one action that ran is enough

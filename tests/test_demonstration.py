@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import DOCS, CounterScript, TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents.demonstration import first_plan_subtask, split_demonstration, split_plan_example
+from skilltransfer.agents.demonstration import (
+    first_plan_subtask,
+    plan_subtasks,
+    split_demonstration,
+    split_plan_example,
+)
 from skilltransfer.envs.apps.docs import overview
 from skilltransfer.envs.datasci.api import docs_text
 from skilltransfer.envs.office.docs_example import EXAMPLES, example_for
@@ -253,3 +258,82 @@ def test_a_subtask_executor_sees_the_examples_first_subtask_under_the_plans_firs
     task_level = ScriptedModel(CounterScript())
     solve_first_task(task_env, task_level)
     assert all("Report:" not in m["content"] for m in task_level.calls[0])
+
+
+THREE_STEPS = '''## Example (another task): "Set the counter to 3."
+Thought: Reset first.
+```python
+print(apis.counter.reset())
+```
+Observation: 0
+Report: the counter is 0.
+Thought: Add 3.
+```python
+print(apis.counter.add(3))
+```
+Observation: 3
+Report: the counter is now 3.
+Thought: Done.
+```python
+complete_task()
+```
+Observation: Task marked as complete.
+'''
+THREE_PLAN = '''## Example plan (another task): "Set the counter to 3."
+SUBTASK: reset the counter
+SUBTASK: add the number the task asks for
+SUBTASK: call complete_task()
+'''
+
+
+def test_report_lines_mark_each_subtask_of_the_example():
+    demo = split_demonstration(THREE_STEPS)[1]
+    assert demo is not None
+    assert demo.reports == ((1, "the counter is 0."), (2, "the counter is now 3."))
+    assert demo.as_subtask(0).turns == (demo.turns[0], ("SUBTASK DONE: the counter is 0.", "(subtask marked done)"))
+    second = (demo.turns[1], ("SUBTASK DONE: the counter is now 3.", "(subtask marked done)"))
+    assert demo.as_subtask(1).turns == second
+    assert demo.as_subtask(5).turns == second  # past the last report: the last reported subtask
+    assert plan_subtasks(THREE_PLAN) == ["reset the counter", "add the number the task asks for",
+                                         "call complete_task()"]
+    twice = THREE_STEPS.replace("Report: the counter is now 3.\n", "Report: a\nReport: b\n")
+    assert split_demonstration(twice)[1] is None  # two reports for one subtask: not the format
+
+
+def test_the_second_subtask_sees_the_examples_second_subtask_under_its_earlier_report(tmp_path):
+    env = TinyEnv([4], workdir=tmp_path)
+    env.docs = f"{DOCS}\n\n{THREE_STEPS}\n{THREE_PLAN}"
+    model = ScriptedModel(CounterScript())
+    _, score = solve_first_task(env, model, level="subtask")
+    assert score.success
+    executor = [c for c in model.calls if role_of(c) == "executor"]
+    first = next(c for c in executor if "# Current subtask\nRead the current counter value." in c[-1]["content"])
+    assert "# Current subtask\nreset the counter" in first[1]["content"]
+    assert "# Progress so far\n(nothing done yet)" in first[1]["content"]
+    second = next(c for c in executor if "# Current subtask\nSet the counter to 4" in c[-1]["content"])
+    # the second subtask asks to complete the task, so it sees the whole example
+    assert second[2]["content"].startswith("Thought: Reset first.")
+    assert len([m for m in second if m["role"] == "assistant"]) >= 3
+
+
+def test_a_later_subtask_that_may_not_complete_sees_the_examples_later_subtask(tmp_path):
+    from skilltransfer.agents.config import AgentConfig
+    from skilltransfer.agents.executor import Executor
+    from skilltransfer.agents.prompts import AgentPrompts
+    from skilltransfer.agents.steps import CallLog
+
+    env = TinyEnv([4], workdir=tmp_path)
+    env.docs = f"{DOCS}\n\n{THREE_STEPS}\n{THREE_PLAN}"
+    episode = env.start(env.tasks()[0])
+    try:
+        executor = Executor(ScriptedModel(["x"]), AgentPrompts.load(None), AgentConfig(level="subtask"), CallLog())
+        messages = executor.opening(episode, "TASK", subtask_mode=True, may_complete=False, subtask_index=1)
+    finally:
+        episode.close()
+    opening = messages[1]["content"]
+    assert "# Current subtask\nadd the number the task asks for" in opening
+    assert "# Progress so far\n- the counter is 0." in opening
+    assert "1. reset the counter -> subtask_done: the counter is 0." in opening
+    assert messages[2]["content"].startswith("Thought: Add 3.")
+    assert messages[4]["content"] == "SUBTASK DONE: the counter is now 3."
+    assert messages[5]["content"].endswith("TASK")

@@ -33,7 +33,7 @@ from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun, ran_code
-from skilltransfer.agents.prompts import NO_SUMMARY, AgentPrompts
+from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
@@ -188,6 +188,7 @@ class Agent:
             query, kind = (plan.subtask, "subtask") if by_subtask and not closing else (instruction, "instruction")
             skills, actions = self._skills_section(episode, result, query, kind, index)
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
+                                                           history="\n".join(history) or NO_HISTORY,
                                                            subtask=plan.subtask, skills=skills)
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
                                subtask_mode=True, actions=actions,
@@ -209,7 +210,9 @@ class Agent:
                 break
             if used < cfg.step_limit and index + 1 < cfg.subtask_limit:
                 try:
-                    step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index)
+                    step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index,
+                                                outputs=[a.observation for a in result.actions if a.action],
+                                                codes=ran_code(result.actions))
                 except ContextExceeded:
                     step = SummaryStep(index, summary, self.prompts.summarizer.id, status="context_exceeded")
                 result.steps.append(step)
@@ -311,6 +314,10 @@ class Agent:
             return
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from
+        if not self.config.induce_without_working_code and not ran_code(actions):
+            result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id, status="skipped",
+                                              reason="no code of this trajectory ran without an error"))
+            return
         if self.needs_verdict:
             result.deferred.append(DeferredInduction(goal, list(actions), index, dict(origin)))
             return

@@ -93,6 +93,19 @@ class AgentSettings(BaseModel):
     saw, or which functions it called."""
 
 
+    induce_without_working_code: bool = False
+    """Also induce a skill from a (sub)trajectory in which no code ran without an error. False (default) skips it
+    (`InductionStep` status "skipped"): a small model's skill from a subtask that only failed records its invented
+    calls ("apis.excel.open_file", "sheet_name='Sales'"), is retrieved at the top by the next similar subtask and
+    copied there. True induces from every executed trajectory, as the paper does."""
+    ground_summary: bool = True
+    """Subtask level: drop from the summarizer's reply each line that was not in the previous summary and holds a
+    number that no output of the task (nor its instruction) shows, or claims a change ("forwarded", "added") while no
+    code of the task that ran called a function named for one (``skilltransfer.agents.grounding``); the dropped lines
+    are logged in the `SummaryStep`. A small summarizer writes the goal's outcome as done ("Forwarded email to
+    Paul" after an empty mailbox listing) and the planner then stops."""
+
+
 class AgentConfig(AgentSettings):
     """Settings of one agent (the task-level agent is ``level="task"``: one subtask, executor only)."""
 

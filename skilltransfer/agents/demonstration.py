@@ -22,10 +22,12 @@ prompt and replays it as messages: the example task (in the task message's forma
 message and each observation as a user message; the real task message follows the last observation. The planner
 never sees the example (it writes no code). ``"inline"`` leaves the docs untouched.
 
-A ``Report: <text>`` line after an observation ends the example's *first subtask*: what its executor would report.
-A subtask executor is shown the example as that subtask (`Demonstration.as_subtask`, ``AgentConfig.subtask_example``):
-the turns up to the report, then the reply ``SUBTASK DONE: <text>``, under the example plan's first subtask; without
-a report line, all turns, the last ``complete_task`` reply becoming ``SUBTASK DONE: <what its thought concluded>``.
+A ``Report: <text>`` line after an observation ends one of the example's *subtasks*: what its executor would report.
+The k-th subtask executor of a task is shown the example as the example's k-th subtask (`Demonstration.as_subtask`,
+``AgentConfig.subtask_example``; the last reported one when the example has fewer): the turns after the previous
+report up to its report, then the reply ``SUBTASK DONE: <text>``, under the example plan's k-th subtask, with the
+earlier reports as the example's progress; without a report line, all turns, the last ``complete_task`` reply
+becoming ``SUBTASK DONE: <what its thought concluded>``.
 So the executor sees a subtask end the way a subtask must end (a small model otherwise copies the example's closing
 ``complete_task`` into every subtask). The task-level executor never sees report lines.
 
@@ -57,8 +59,13 @@ class Demonstration:
 
     task: str
     turns: tuple[tuple[str, str], ...]
-    first_report: tuple[int, str] | None = None
-    """The example's first subtask, when a ``Report:`` line marks it: how many turns it took, and its report."""
+    reports: tuple[tuple[int, str], ...] = ()
+    """The example's subtasks that ``Report:`` lines mark: how many turns came before each report, and its text."""
+
+    @property
+    def first_report(self) -> tuple[int, str] | None:
+        """The first reported subtask (turns before its report, its text), if a report line marks one."""
+        return self.reports[0] if self.reports else None
 
     def messages(self, task_message: str, observation: Callable[[str], str]) -> list[Message]:
         """The example as chat messages: ``task_message`` (the example task in the task message's format), then each
@@ -69,18 +76,27 @@ class Demonstration:
             out.append({"role": "user", "content": observation(output)})
         return out
 
-    def as_subtask(self) -> Demonstration:
-        """The example as one subtask: its first subtask ending ``SUBTASK DONE: <report>`` when a report line marks
-        one; otherwise a last reply that calls ``complete_task`` becomes ``SUBTASK DONE: <report>``, the report being
-        that reply's thought without its closing clause (unchanged when the last reply does not call it)."""
-        if self.first_report is not None:
-            n, report = self.first_report
+    def segment(self, index: int) -> int:
+        """Which reported subtask the ``index``-th subtask of a task is shown (the last one past the end); 0 without
+        report lines."""
+        return min(index, len(self.reports) - 1) if self.reports else 0
+
+    def as_subtask(self, index: int = 0) -> Demonstration:
+        """The example as one subtask: its ``segment(index)``-th reported subtask (the turns after the previous report)
+        ending ``SUBTASK DONE: <report>`` when report lines mark subtasks; otherwise a last reply that calls
+        ``complete_task`` becomes ``SUBTASK DONE: <report>``, the report being that reply's thought without its
+        closing clause (unchanged when the last reply does not call it). The result has no report lines."""
+        if self.reports:
+            k = self.segment(index)
+            start, (stop, report) = (self.reports[k - 1][0] if k else 0), self.reports[k]
         elif self.turns and "complete_task(" in self.turns[-1][0]:
-            n, thought = len(self.turns) - 1, self.turns[-1][0].split("```")[0].removeprefix("Thought:").strip()
+            start, stop = 0, len(self.turns) - 1
+            thought = self.turns[-1][0].split("```")[0].removeprefix("Thought:").strip()
             report = _CONCLUSION_TAIL.sub("", thought).strip().rstrip(".")
         else:
             return self
-        return Demonstration(self.task, (*self.turns[:n], (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)))
+        done = (f"SUBTASK DONE: {report}", SUBTASK_DONE_OBSERVATION)
+        return Demonstration(self.task, (*self.turns[start:stop], done))
 
 
 def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
@@ -90,10 +106,10 @@ def split_demonstration(docs: str) -> tuple[str, Demonstration | None]:
     if header is None:
         return docs, None
     rest, end = _without_section(docs, header)
-    turns, first_report = _parse_turns(docs[header.end():end])
+    turns, reports = _parse_turns(docs[header.end():end])
     if not turns:
         return docs, None
-    return rest, Demonstration(header.group("task"), turns, first_report)
+    return rest, Demonstration(header.group("task"), turns, reports)
 
 
 def split_plan_example(docs: str) -> tuple[str, str | None]:
@@ -118,34 +134,37 @@ def _without_section(docs: str, header: re.Match[str]) -> tuple[str, int]:
     return (docs[: header.start()].rstrip() + "\n\n" + docs[end:].lstrip()).strip() + "\n", end
 
 
+def plan_subtasks(plan: str | None) -> list[str]:
+    """The ``SUBTASK:`` lines of an example plan (`split_plan_example`), in order."""
+    return [found.strip() for found in _PLAN_SUBTASK.findall(plan)] if plan is not None else []
+
+
 def first_plan_subtask(plan: str | None) -> str | None:
     """The first ``SUBTASK:`` line of an example plan (`split_plan_example`), if any."""
-    found = _PLAN_SUBTASK.search(plan) if plan is not None else None
-    return found.group(1).strip() if found is not None else None
+    return next(iter(plan_subtasks(plan)), None)
 
 
-def _parse_turns(body: str) -> tuple[tuple[tuple[str, str], ...], tuple[int, str] | None]:
-    """The (reply, observation) turns and the first report line's (turns before it, text); ((), None) when the body
-    does not follow the format."""
+def _parse_turns(body: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]:
+    """The (reply, observation) turns and each report line's (turns before it, text); ((), ()) when the body does
+    not follow the format."""
     marks = list(_TURN.finditer(body))
     turns: list[tuple[str, str]] = []
-    first_report: tuple[int, str] | None = None
+    reports: list[tuple[int, str]] = []
     reply: str | None = None
     for index, mark in enumerate(marks):
         stop = marks[index + 1].start() if index + 1 < len(marks) else len(body)
         text = body[mark.start(): stop].strip()
         if mark.group(1) == "Report":
-            if reply is not None or not turns:  # a report belongs after an observation
-                return (), None
-            if first_report is None:
-                first_report = (len(turns), text.removeprefix("Report:").strip())
+            if reply is not None or not turns or (reports and reports[-1][0] == len(turns)):
+                return (), ()  # a report belongs after an observation, one per subtask
+            reports.append((len(turns), text.removeprefix("Report:").strip()))
         elif mark.group(1) == "Thought":
             if reply is not None:  # two replies in a row: not the format
-                return (), None
+                return (), ()
             reply = text
         else:
             if reply is None:
-                return (), None
+                return (), ()
             turns.append((reply, text.removeprefix("Observation:").strip()))
             reply = None
-    return (tuple(turns), first_report) if reply is None else ((), None)
+    return (tuple(turns), tuple(reports)) if reply is None else ((), ())

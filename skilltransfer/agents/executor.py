@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.demonstration import (
     SUBTASK_DONE_OBSERVATION,
-    first_plan_subtask,
+    plan_subtasks,
     split_demonstration,
     split_plan_example,
 )
@@ -36,7 +36,7 @@ from skilltransfer.agents.grounding import (
     missing_parts,
     unmade_change,
 )
-from skilltransfer.agents.prompts import NO_SUMMARY, AgentPrompts
+from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts
 from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
 from skilltransfer.agents.stuck import detect, repeats
@@ -181,10 +181,11 @@ class Executor:
         """Whether a ``complete_task`` in a subtask that did not ask for it was already refused (once per task)."""
 
     def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool,
-                subagent: bool = False, may_complete: bool = True) -> list[Message]:
+                subagent: bool = False, may_complete: bool = True, subtask_index: int = 0) -> list[Message]:
         """The first messages: the system prompt (rules and docs), the docs' worked example as earlier turns (see
-        ``skilltransfer.agents.demonstration``), then the task message (a subagent: its seed message). A subtask that
-        may not complete the task sees the example as its first subtask (``subtask_example``); one that may (it asks
+        ``skilltransfer.agents.demonstration``), then the task message (a subagent: its seed message). The
+        ``subtask_index``-th subtask of a task, if it may not complete the task, sees the example as the example's
+        subtask of that position (``subtask_example``), under the example's earlier reports; one that may (it asks
         for ``complete_task``) sees the whole example, ending with ``complete_task``, in the subtask format."""
         (docs, plan), demo = split_plan_example(episode.docs().strip()), None
         if self.config.demonstration == "turns":
@@ -197,10 +198,22 @@ class Executor:
         if demo is None:
             return [system, {"role": "user", "content": task_message}]
         if subtask_mode and not subagent and self.config.subtask_example:
-            first = first_plan_subtask(plan) if demo.first_report is not None and not may_complete else None
-            demo = demo if may_complete else demo.as_subtask()
-            opening = self.prompts.executor_subtask.render(instruction=demo.task, summary=NO_SUMMARY,
-                                                           subtask=first or demo.task, skills="")
+            summary, history, subtask = NO_SUMMARY, NO_HISTORY, demo.task
+            if demo.reports and not may_complete:
+                k, planned = demo.segment(subtask_index), plan_subtasks(plan)
+                if k < len(planned):
+                    subtask = planned[k]
+                    earlier = [report for _, report in demo.reports[:k]]
+                    summary = "\n".join(f"- {report}" for report in earlier) or NO_SUMMARY
+                    history = "\n".join(f"{i}. {planned[i - 1]} -> subtask_done: {report}"
+                                         for i, report in enumerate(earlier, start=1)) or NO_HISTORY
+                else:
+                    k = 0  # no plan line for it: the example's first subtask, under the example task
+                demo = demo.as_subtask(k)
+            elif not may_complete:
+                demo = demo.as_subtask()
+            opening = self.prompts.executor_subtask.render(instruction=demo.task, summary=summary, history=history,
+                                                           subtask=subtask, skills="")
         else:
             opening = self.prompts.executor_task.render(instruction=demo.task, skills="")
         example = demo.messages(opening, lambda output: self.prompts.observation.render(output=output))
@@ -228,6 +241,7 @@ class Executor:
             may_complete: False when this subtask did not ask for ``complete_task`` (``refuse_early_completion``).
         """
         opening = self.opening(episode, task_message, subtask_mode=subtask_mode, subagent=window > 0,
+                               subtask_index=subtask_index or 0,
                                may_complete=may_complete)
         run = ExecutorRun(messages=opening, actions=actions, window=window,
                           earlier_outputs=earlier_outputs, earlier_codes=earlier_codes, subtask=subtask,

@@ -12,6 +12,9 @@ A report that claims a change ("removed", "updated", "sent" ...) while no code o
 called a function named for a change (``delete_event``, ``set_cell``, ``send_email``: its first word a change verb) is
 refused too (``unmade_change``): a small model reports the write its plan asked for after only reading.
 
+The summarizer's new lines get the same two checks (``ungrounded_lines``, ``AgentConfig.ground_summary``): a line with
+a number no output shows, or claiming a change no code made, is dropped from the running summary.
+
 An answer's parts are its numbers and its words of three or more letters (lower-cased, a few function words left
 out); a number is found when an output holds the same number (``45.2`` matches ``$45.20``; thousands separators
 are ignored; zero-padded digits such as the ``00038`` of ``PL-00038`` are matched as text), a word when an output
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 _PART = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]{3,}")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
@@ -130,3 +133,20 @@ def missing_parts(answer: str, outputs: Iterable[str]) -> list[str]:
         if not found:
             missing.append(part)
     return missing
+
+
+def ungrounded_lines(summary: str, previous: str, outputs: Sequence[str],
+                     codes: Sequence[str]) -> tuple[str, list[str]]:
+    """``summary`` without its new lines (those not in ``previous``) that hold a number none of ``outputs`` shows or
+    claim a change none of ``codes`` made (``unmade_change``), and the dropped lines."""
+    earlier = {line.strip() for line in previous.splitlines()}
+    kept: list[str] = []
+    dropped: list[str] = []
+    for line in summary.splitlines():
+        text = line.strip()
+        fresh = bool(text) and text not in earlier
+        if fresh and (missing_numbers(text, outputs) or unmade_change(text, codes) is not None):
+            dropped.append(text)
+        else:
+            kept.append(line)
+    return "\n".join(kept).strip(), dropped

@@ -16,6 +16,8 @@ run folders written before they existed still resume)."""
 
 NO_SUMMARY = "(nothing done yet)"
 """The progress summary before the first subtask."""
+NO_HISTORY = "(none yet)"
+"""The subtask list of the planner's and the subtask executor's prompts before the first subtask."""
 
 
 @dataclass(frozen=True)

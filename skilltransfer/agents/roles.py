@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.grounding import ungrounded_lines
+from skilltransfer.agents.prompts import NO_HISTORY, AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Message
 from skilltransfer.util.prompts import Prompt
@@ -64,7 +66,7 @@ class Planner:
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.planner.render(docs=docs.strip(), example=example)},
             {"role": "user", "content": self.prompts.planner_user.render(
-                instruction=instruction, summary=summary, history="\n".join(history) or "(none yet)",
+                instruction=instruction, summary=summary, history="\n".join(history) or NO_HISTORY,
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
         prompt_tokens = completion_tokens = 0
         reply, refused, format_errors = "", None, 0
@@ -103,8 +105,15 @@ class Summarizer:
         self.model, self.prompts, self.config, self.calls = model, prompts, config, calls
 
     def summarize(self, instruction: str, summary: str, subtask: str, actions: list[ActionStep], *,
-                  index: int) -> SummaryStep:
-        """Return the updated running summary (the previous one is kept if the model replies with nothing)."""
+                  index: int, outputs: Sequence[str] = (), codes: Sequence[str] = ()) -> SummaryStep:
+        """Return the updated running summary (the previous one is kept if the model replies with nothing).
+
+        Args:
+            outputs: the task's outputs so far (with ``ground_summary``, new lines need their numbers in one of these
+                or in ``instruction``).
+            codes: the task's code that ran without an error so far (a new line claiming a change needs one that
+                called a function named for a change).
+        """
         trajectory = TrajectoryText(actions, self.config.max_observation_chars)
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.summarizer.render()},
@@ -117,6 +126,8 @@ class Summarizer:
         text = completion.text
         if self.config.stop:
             text = text.split(SUMMARY_STOP, 1)[0] if not text.startswith("#") else ""
-        text = text.strip() or summary
-        return SummaryStep(index, text, self.prompts.summarizer.id, completion.prompt_tokens,
-                           completion.completion_tokens)
+        text, dropped = text.strip(), list[str]()
+        if self.config.ground_summary and text:
+            text, dropped = ungrounded_lines(text, summary, [instruction, *outputs], codes)
+        return SummaryStep(index, text or summary, self.prompts.summarizer.id, completion.prompt_tokens,
+                           completion.completion_tokens, dropped=dropped)

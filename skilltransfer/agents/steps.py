@@ -239,6 +239,8 @@ class SummaryStep(_Step):
     completion_tokens: int = 0
     status: str = "ok"
     """"ok", or "context_exceeded" (the summarizer's prompt could not fit: the previous summary is kept)."""
+    dropped: list[str] = field(default_factory=list)
+    """New lines of the summarizer's reply left out as ungrounded (``AgentConfig.ground_summary``)."""
 
 
 @dataclass
@@ -249,7 +251,8 @@ class InductionStep(_Step):
     prompt_id: str
     status: str
     """"added", "merged", "dropped", "pruned" (memory's AddResult.action), "unparseable", "skipped" (``only_successful``
-    and the task failed), or "context_exceeded" (the induction prompt could not fit: no skill)."""
+    and the task failed, or no code of the trajectory ran without an error: ``induce_without_working_code``), or
+    "context_exceeded" (the induction prompt could not fit: no skill)."""
     skill_id: str | None = None
     skill_name: str | None = None
     target_id: str | None = None

@@ -41,6 +41,8 @@ elevation_m = value * factor
 print(len(df), elevation_m.notna().sum(), round(elevation_m.mean(), 2))
 ```
 Observation: 41 38 612.35
+Report: data/weather/stations.csv cleaned as the README says: 41 stations, 38 with an elevation; their mean elevation \
+is 612.35 m.
 Thought: 41 stations, 38 with an elevation; their mean is 612.35 m, so I submit that number.
 ```python
 complete_task(answer=612.35)

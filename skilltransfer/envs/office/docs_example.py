@@ -2,7 +2,7 @@
 """The office env's worked examples of API use: one per app, the task's app's example ends its docs.
 
 Each is in the format of ``skilltransfer.agents.demonstration`` (the executor replays it as earlier chat turns),
-with a ``Report:`` line closing its first subtask, followed by its plan (``## Example plan``: the planner's subtasks
+with ``Report:`` lines closing its first and second subtasks, followed by its plan (``## Example plan``: the planner's subtasks
 for the same task, shown to the planner only; after the first, they say what to do in terms of "the task", since the
 1.5B planner copies an example plan, substituting names), and
 on a task type that no generated template asks: empty a spreadsheet cell (excel), move an event (calendar), name an
@@ -72,6 +72,7 @@ print(apis.excel.read_file('data/todo.xlsx')[row_idx - 1])
 ```
 Observation: Emptied cell (3, 3) of data/todo.xlsx.
 ['buy milk', '2024-05-02', None]
+Report: emptied the Note of 'buy milk' (cell (3, 3) of data/todo.xlsx); its row is now ['buy milk', '2024-05-02', None].
 Thought: The Note of 'buy milk' is now empty, so the task is finished.
 ```python
 complete_task()
@@ -96,6 +97,7 @@ print([e for e in apis.calendar.list_events(username) if e['summary'] == 'budget
 Observation: Deleted event 'budget review' from Ivy's calendar.
 Created event 'budget review' in Ivy's calendar.
 [{'summary': 'budget review', 'start': '2024-05-03 11:00:00', 'end': '2024-05-03 12:00:00', 'location': None, 'description': None}]
+Report: deleted 'budget review' and created it again: it now runs from 2024-05-03 11:00:00 to 12:00:00.
 Thought: The event now starts at 11:00, so the task is finished.
 ```python
 complete_task()
@@ -117,6 +119,7 @@ email = apis.email.read_email(username, '2.eml')
 print(email)
 ```
 Observation: {'email_id': '2.eml', 'from': 'dave@example.com', 'to': 'bob@example.com', 'subject': 'Quarterly numbers', 'date': 'Thu, 02 May 2024 08:00:00 +0000', 'content': 'Hi Bob, the Q1 sheet is ready. Please review it by Monday.\\r\\n'}
+Report: the email '2.eml' ('Quarterly numbers') was sent by dave@example.com.
 Thought: It was sent by dave@example.com, which is the answer.
 ```python
 complete_task(answer='dave@example.com')
