@@ -33,7 +33,8 @@ HARNESS_OFF_AGENT: dict[str, Any] = {"stop": [], "stuck_detection": False, "refu
                                      "refuse_ungrounded_answer": False, "done_on_repeat": False,
                                      "close_unfinished": False, "refuse_early_completion": False,
                                      "subtask_example": False, "retrieval_min_score": -1,
-                                     "induce_without_working_code": True, "ground_summary": False}
+                                     "induce_without_working_code": True, "ground_summary": False,
+                                     "ground_skills": False}
 HARNESS_OFF_ENV: dict[str, dict[str, Any]] = {"apps": {"focused_docs": False, "docs_example": False},
                                              "office": {"docs_example": False}, "datasci": {"docs_example": False}}
 

@@ -599,3 +599,40 @@ def test_no_skill_is_induced_from_a_trajectory_whose_code_all_failed(env, hash_e
     assert len(memory) == 0
     assert len(run(failing, induce_without_working_code=True)[1]) == 1
     assert len(run("```python\nprint(apis.counter.add(4))\n```")[1]) == 1  # one action that ran is enough
+
+
+def test_undocumented_apis_lists_the_apis_a_skill_names_that_neither_docs_nor_code_show():
+    from skilltransfer.agents.grounding import undocumented_apis
+
+    docs = "excel: Excel workbooks.\n  apis.excel.read_file(file_path): rows\n  apis.excel.set_cell(...)\n" \
+           "- todo: APIs: login, show_todo_items"
+    ran = ["rows = apis.excel.read_file('data/s.xlsx')\nprint(rows)", "apis.shop.buy(1)"]
+    skill = "1. Load: `apis.excel.load_workbook(file_path='<path>')`.\n2. apis.excel.set_cell(<path>, 1, 1, 'x')"
+    assert undocumented_apis(skill, docs, ran) == ["apis.excel.load_workbook"]
+    assert undocumented_apis("apis.todo.show_todo_items, then apis.shop.buy", docs, ran) == []  # listed; or ran
+    assert undocumented_apis("apis.email.send_email", docs, ran) == ["apis.email.send_email"]  # no such app
+    assert undocumented_apis("Use openpyxl.", docs, ran) == []  # only the env's `apis` calls are checked
+
+
+def test_a_skill_naming_an_api_the_docs_do_not_have_is_not_stored(env, hash_embedder):
+    from skilltransfer.agents.steps import InductionStep
+
+    def run(body: str, **config):
+        def script(messages):
+            if role_of(messages) == "induction":
+                return f"NAME: set_counter\nDESCRIPTION: Set the counter.\nBODY:\n{body}"
+            n = sum(m["role"] == "assistant" for m in messages)
+            return "```python\nprint(apis.counter.add(4))\n```" if n == 0 else "```python\ncomplete_task()\n```"
+
+        memory, model = SkillMemory(hash_embedder), ScriptedModel(script)
+        result, _ = solve_first_task(env, model, memory=memory, inducer=Inducer(model), **config)
+        return next(s for s in result.steps if isinstance(s, InductionStep)), memory
+
+    step, memory = run("1. apis.counter.set_value(<n>)\n2. apis.counter.add(<n>)")
+    assert step.status == "ungrounded"
+    assert step.reason == "names apis.counter.set_value, which the env's docs do not document and no code ran"
+    assert len(memory) == 0
+    step, memory = run("1. apis.counter.reset()\n2. apis.counter.add(<n>)")  # reset is documented: kept
+    assert (step.status, len(memory)) == ("added", 1)
+    step, memory = run("1. apis.counter.set_value(<n>)", ground_skills=False)
+    assert (step.status, len(memory)) == ("added", 1)

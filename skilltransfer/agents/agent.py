@@ -33,6 +33,7 @@ from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun, ran_code
+from skilltransfer.agents.grounding import undocumented_apis
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
@@ -353,12 +354,22 @@ class Agent:
         step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status=induced.status,
                              reason=induced.error, reply=induced.reply, prompt_tokens=induced.prompt_tokens,
                              completion_tokens=induced.completion_tokens)
-        if induced.skill is not None:
+        unknown = undocumented_apis(_skill_text(induced.skill), episode.docs(), ran_code(actions)) \
+            if induced.skill is not None and self.config.ground_skills else []
+        if unknown:
+            step.status = "ungrounded"
+            step.reason = f"names {', '.join(unknown)}, which the env's docs do not document and no code ran"
+        elif induced.skill is not None:
             added = self.memory.add(induced.skill)
             step.status, step.skill_id, step.target_id = added.action, added.skill_id, added.target_id
             step.skill_name = induced.skill.name
             step.reason = "; ".join(part for part in (added.reason, induced.error) if part)
         result.steps.append(step)
+
+
+def _skill_text(skill: Skill) -> str:
+    """What a skill tells its reader to call: its description and body (a code skill's body is its code)."""
+    return f"{skill.description}\n{skill.body}"
 
 
 def _unfinished_done_refused(result: AgentResult) -> bool:

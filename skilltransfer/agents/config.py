@@ -98,6 +98,12 @@ class AgentSettings(BaseModel):
     (`InductionStep` status "skipped"): a small model's skill from a subtask that only failed records its invented
     calls ("apis.excel.open_file", "sheet_name='Sales'"), is retrieved at the top by the next similar subtask and
     copied there. True induces from every executed trajectory, as the paper does."""
+    ground_skills: bool = True
+    """Do not store an induced skill whose description or body (a code skill's code) names an ``apis.<app>.<api>``
+    whose app or API name is not a word of the episode's docs and that no code of its trajectory that ran without an
+    error names (`InductionStep` status "ungrounded", the names in its reason): the 1.5B inducer wrote
+    ``apis.excel.load_workbook`` into a skill induced from ``apis.excel.read_file`` code, and the next task's
+    executor, retrieving it at cosine 0.91, called that API until stuck."""
     ground_summary: bool = True
     """Subtask level: drop from the summarizer's reply each line that was not in the previous summary and holds a
     number that no output of the task (nor its instruction) shows, or claims a change ("forwarded", "added") while no

@@ -12,6 +12,10 @@ A report that claims a change ("removed", "updated", "sent" ...) while no code o
 called a function named for a change (``delete_event``, ``set_cell``, ``send_email``: its first word a change verb) is
 refused too (``unmade_change``): a small model reports the write its plan asked for after only reading.
 
+An induced skill that names an API the env does not document (``apis.excel.load_workbook``: app or API name not a
+word of the docs) and that no code of its trajectory ran is not stored (``undocumented_apis``,
+``AgentConfig.ground_skills``): the small inducer writes the API its prior expects, not the one the trajectory used.
+
 The summarizer's new lines get the same two checks (``ungrounded_lines``, ``AgentConfig.ground_summary``): a line with
 a number no output shows, or claiming a change no code made, is dropped from the running summary.
 
@@ -150,3 +154,15 @@ def ungrounded_lines(summary: str, previous: str, outputs: Sequence[str],
         else:
             kept.append(line)
     return "\n".join(kept).strip(), dropped
+
+
+_API_CALL = re.compile(r"\bapis\.(\w+)\.(\w+)")
+
+
+def undocumented_apis(text: str, docs: str, codes: Sequence[str]) -> list[str]:
+    """The ``apis.<app>.<api>`` names ``text`` (a skill) mentions whose app or API name is not a word of ``docs`` and
+    that none of ``codes`` (code that ran without an error) names, in text order."""
+    ran = {match.group(0) for code in codes for match in _API_CALL.finditer(code)}
+    words = set(re.findall(r"\w+", docs))
+    return [name for name in dict.fromkeys(m.group(0) for m in _API_CALL.finditer(text))
+            if name not in ran and not set(name.split(".")[1:]) <= words]

@@ -252,7 +252,8 @@ class InductionStep(_Step):
     status: str
     """"added", "merged", "dropped", "pruned" (memory's AddResult.action), "unparseable", "skipped" (``only_successful``
     and the task failed, or no code of the trajectory ran without an error: ``induce_without_working_code``), or
-    "context_exceeded" (the induction prompt could not fit: no skill)."""
+    "context_exceeded" (the induction prompt could not fit: no skill), or "ungrounded" (the skill names an API the
+    docs do not document and no code ran: ``ground_skills``; not stored)."""
     skill_id: str | None = None
     skill_name: str | None = None
     target_id: str | None = None

@@ -90,6 +90,8 @@ class RunSummary:
     """Inductions rejected by code validation (status "pruned")."""
     skills_dropped: int
     skills_unparseable: int
+    skills_not_stored: int
+    """Inductions skipped (no code of the trajectory ran) and skills not stored as ungrounded (``ground_skills``)."""
     retrievals: int
     """Retrieved skills summed over tasks and (sub)tasks."""
     distinct_retrieved: int
@@ -166,6 +168,7 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         context_fitted_calls=sum(r.context_fitted_calls for r in records),
         skills_written=induced["added"], skills_merged=induced["merged"], skills_pruned=induced["pruned"],
         skills_dropped=induced["dropped"], skills_unparseable=induced["unparseable"],
+        skills_not_stored=induced["skipped"] + induced["ungrounded"],
         retrievals=sum(len(r.retrieved) for r in records),
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
@@ -206,7 +209,8 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("context", f"{s.context_fitted_calls:,} calls shortened to fit the window; "
                     f"{s.exit_status.get('context_exceeded', 0)} tasks ended context_exceeded"),
         ("skills", f"{s.skills_written} written, {s.skills_merged} merged, {s.skills_pruned} pruned, "
-                   f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable; memory holds {s.memory_size}"),
+                   f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable, {s.skills_not_stored} not stored "
+                   f"(no working code or ungrounded); memory holds {s.memory_size}"),
         ("retrieved", f"{s.retrievals} retrievals of {s.distinct_retrieved} distinct skills"),
         ("transfer", _transfer_text(s.transfers)),
         *([("coordination", _coordination_text(s.coordination))] if s.coordination else []),

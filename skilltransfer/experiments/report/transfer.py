@@ -34,10 +34,12 @@ def bins_for(n_items: int, bins: int = DEFAULT_BINS) -> int:
 
 
 def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = "success") -> Table:
-    """Per run: tasks, success, skills written/merged/dropped/pruned/unparseable, retrievals, memory size, D."""
+    """Per run: tasks, success, skills written/merged/dropped/pruned/unparseable, inductions skipped (no working code)
+    and skills not stored as ungrounded, retrievals, memory size, D."""
     table = Table("skills_per_run", "Skills written / merged / pruned / retrieved per run",
                   ["run", "path", "env", "model", "condition", "tasks", "success_pct", "written", "merged",
-                   "dropped", "pruned", "unparseable", "retrievals", "distinct_retrieved", "memory_size",
+                   "dropped", "pruned", "unparseable", "skipped", "ungrounded", "retrievals", "distinct_retrieved",
+                   "memory_size",
                    "transfer_events", "transfer_density"],
                   note="counts of the 'induced' statuses and 'retrieved' items of results.jsonl; memory_size is the "
                        "last task's; transfer_density is D over min(50, stream length) bins of this run alone.")
@@ -51,7 +53,8 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = "su
             "run": run.name, "path": str(run.path), "env": run.env, "model": run.model, "condition": run.condition,
             "tasks": len(run.records), "success_pct": 100 * float(np.mean([value_of(r, metric) for r in run.records])),
             "written": statuses["added"], "merged": statuses["merged"], "dropped": statuses["dropped"],
-            "pruned": statuses["pruned"], "unparseable": statuses["unparseable"], "retrievals": len(retrieved),
+            "pruned": statuses["pruned"], "unparseable": statuses["unparseable"], "skipped": statuses["skipped"],
+            "ungrounded": statuses["ungrounded"], "retrievals": len(retrieved),
             "distinct_retrieved": len(set(retrieved)), "memory_size": run.records[-1].memory_size,
             "transfer_events": len(events), "transfer_density": density if run.skill_format or events else None})
     return table
