@@ -85,7 +85,8 @@ def test_lens_reuse_runs_on_every_bundled_env(tmp_path, env):
         out = tmp_path / "run"
         cli("run", "--env", env, "--condition", "task+text", "--reuse", "lens", "--model", "openai", "--base-url",
             server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64", "--out", str(out),
-            "--limit", "2", "--no-sandbox", "--no-progress")
+            "--limit", "2", "--no-sandbox", "--no-progress",
+            "-c", "agent.ground_skills=false")  # the scripted skill need not name this env's APIs
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 2
     assert [len(r["routes"]) for r in records] == [1, 1]
