@@ -32,9 +32,9 @@ from typing import Any
 from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
-from skilltransfer.agents.executor import Executor, ExecutorRun, ran_code
+from skilltransfer.agents.executor import Executor, ExecutorRun, outputs_of, ran_code
 from skilltransfer.agents.grounding import undocumented_apis
-from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts
+from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, history_line
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
@@ -193,14 +193,14 @@ class Agent:
                                                            subtask=plan.subtask, skills=skills)
             run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
                                subtask_mode=True, actions=actions,
-                               earlier_outputs=[a.observation for a in result.actions if a.action is not None],
+                               earlier_outputs=outputs_of(result.actions),
                                earlier_codes=ran_code(result.actions),
                                subtask=plan.subtask,
                                may_complete=closing or _ASKS_COMPLETION.search(plan.subtask) is not None)
             used += run.used
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
-            history.append(f"{index + 1}. {plan.subtask} -> {run.exit_status}: {run.result.strip()[:300]}")
+            history.append(history_line(index + 1, plan.subtask, run.exit_status, run.result.strip()[:300]))
             if run.exit_status == "stuck":
                 stuck_subtasks.add(_normalized(plan.subtask))
             if run.exit_status in ("submitted", "context_exceeded"):
@@ -212,7 +212,7 @@ class Agent:
             if used < cfg.step_limit and index + 1 < cfg.subtask_limit:
                 try:
                     step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index,
-                                                outputs=[a.observation for a in result.actions if a.action],
+                                                outputs=outputs_of(result.actions),
                                                 codes=ran_code(result.actions))
                 except ContextExceeded:
                     step = SummaryStep(index, summary, self.prompts.summarizer.id, status="context_exceeded")

@@ -91,8 +91,6 @@ class AgentSettings(BaseModel):
     an output nor the task message shows, or that claims a change ("removed", "sent") while no code of the task that
     ran called a function named for one (``skilltransfer.agents.grounding``): the model is told which parts it never
     saw, or which functions it called."""
-
-
     induce_without_working_code: bool = False
     """Also induce a skill from a (sub)trajectory in which no code ran without an error. False (default) skips it
     (`InductionStep` status "skipped"): a small model's skill from a subtask that only failed records its invented

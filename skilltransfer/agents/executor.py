@@ -36,7 +36,7 @@ from skilltransfer.agents.grounding import (
     missing_parts,
     unmade_change,
 )
-from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts
+from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, history_line
 from skilltransfer.agents.skill_actions import SkillActions, SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
 from skilltransfer.agents.stuck import detect, repeats
@@ -78,6 +78,11 @@ def trim_reply(reply: str) -> str:
         return reply
     cuts = [m.start() for m in (_INVENTED.search(reply, block.end()), _SUBTASK_DONE.search(reply, block.end())) if m]
     return reply[: min(cuts)].rstrip() if cuts else reply
+
+
+def outputs_of(steps: Sequence[ActionStep]) -> list[str]:
+    """The observations of ``steps`` that sent code (a reply without code has no output)."""
+    return [s.observation for s in steps if s.action is not None]
 
 
 def ran_code(steps: Sequence[ActionStep]) -> list[str]:
@@ -205,7 +210,7 @@ class Executor:
                     subtask = planned[k]
                     earlier = [report for _, report in demo.reports[:k]]
                     summary = "\n".join(f"- {report}" for report in earlier) or NO_SUMMARY
-                    history = "\n".join(f"{i}. {planned[i - 1]} -> subtask_done: {report}"
+                    history = "\n".join(history_line(i, planned[i - 1], "subtask_done", report)
                                          for i, report in enumerate(earlier, start=1)) or NO_HISTORY
                 else:
                     k = 0  # no plan line for it: the example's first subtask, under the example task

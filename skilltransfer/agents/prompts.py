@@ -20,6 +20,11 @@ NO_HISTORY = "(none yet)"
 """The subtask list of the planner's and the subtask executor's prompts before the first subtask."""
 
 
+def history_line(number: int, subtask: str, exit_status: str, report: str) -> str:
+    """One line of that subtask list: ``<number>. <subtask> -> <exit status>: <report>``."""
+    return f"{number}. {subtask} -> {exit_status}: {report}"
+
+
 @dataclass(frozen=True)
 class AgentPrompts(PromptSet):
     """All prompts of the agents, loaded once."""
