@@ -171,6 +171,26 @@ def test_premature_subtask_done_is_refused_once(env):
     assert actions[2].observation == "(subtask marked done)"
 
 
+def test_subtask_done_after_only_failing_code_is_refused_once(env):
+    """Code ran, but all of it failed: the report would be a traceback, so the first SUBTASK DONE is refused."""
+    executor_replies = iter(["```python\nprint(apis.counter.nope())\n```", "SUBTASK DONE: it failed",
+                             "```python\nprint(apis.counter.add(4))\n```", "SUBTASK DONE: set to 4"])
+
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: set the counter to 4" if "(none yet)" in messages[-1]["content"] else "DONE"
+        return "- counter is 4" if role == "summarizer" else next(executor_replies)
+
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
+    actions = result.actions
+    assert actions[0].error
+    assert actions[1].refused == "failed_subtask_done"
+    assert "every code block you ran for this subtask ended in an error" in actions[1].observation
+    assert [a.refused for a in actions[2:]] == [None, None]
+    assert actions[3].observation == "(subtask marked done)"
+
+
 def test_second_premature_subtask_done_is_accepted(env):
     def script(messages):
         role = role_of(messages)
@@ -330,9 +350,10 @@ def test_subtask_done_with_a_repeat_of_code_that_ran_ends_the_subtask(env):
 def test_subtask_done_with_new_or_failed_code_runs_it(env):
     failing = "```python\napis.counter.add('x')\n```"
     script = _one_subtask_script([f"SUBTASK DONE: 4\n\n{failing}", f"SUBTASK DONE: 4\n\n{failing}",
-                                     "SUBTASK DONE: gave up"])
+                                     "SUBTASK DONE: gave up", "SUBTASK DONE: gave up"])
     result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", close_unfinished=False)
     assert [a.error for a in result.actions[:2]] == [True, True]  # a failed step is no result to report
+    assert [a.refused for a in result.actions[2:]] == ["failed_subtask_done", None]  # refused once, then it stands
 
 
 def test_done_on_repeat_can_be_switched_off(env):
@@ -636,3 +657,48 @@ def test_a_skill_naming_an_api_the_docs_do_not_have_is_not_stored(env, hash_embe
     assert (step.status, len(memory)) == ("added", 1)
     step, memory = run("1. apis.counter.set_value(<n>)", ground_skills=False)
     assert (step.status, len(memory)) == ("added", 1)
+
+
+def _repeating_planner(messages):
+    """Plans "look" until refused, then the completing subtask; the executor reads the counter or completes."""
+    role = role_of(messages)
+    if role == "planner":
+        return "SUBTASK: call complete_task()" if "REFUSED" in messages[-1]["content"] else "SUBTASK: Look  at it"
+    if role == "summarizer":
+        return "- looked"
+    if "complete_task" in messages[-1]["content"] and "Observation" not in messages[-1]["content"]:
+        return "```python\ncomplete_task()\n```"
+    return "```python\nprint(apis.counter.get())\n```" if "Observation" not in messages[-1]["content"] \
+        else "SUBTASK DONE: it is 0"
+
+
+def test_a_subtask_planned_again_after_it_was_done_is_refused_once_with_its_line(env):
+    model = ScriptedModel(_repeating_planner)
+    result, score = solve_first_task(env, model, level="subtask")
+    plans = [s for s in result.steps if isinstance(s, PlanStep)]
+    assert [(p.decision, p.subtask, p.refused) for p in plans] == [
+        ("subtask", "Look  at it", None), ("subtask", "call complete_task()", "repeated_subtask")]
+    assert plans[1].refused_reply == "SUBTASK: Look  at it"
+    refusal = next(m[-1]["content"] for m in model.calls if m[-1]["content"].startswith("REFUSED"))
+    assert "as subtask 1. Look  at it -> subtask_done: it is 0" in refusal
+    assert result.exit_status == "submitted"
+
+
+def test_a_repeated_subtask_runs_when_the_refusal_is_off(env):
+    model = ScriptedModel(_repeating_planner)
+    result, _ = solve_first_task(env, model, level="subtask", refuse_repeated_subtask=False, subtask_limit=3)
+    plans = [s for s in result.steps if isinstance(s, PlanStep) and s.decision == "subtask"]
+    assert [p.subtask for p in plans] == ["Look  at it"] * 3
+    assert not any(m[-1]["content"].startswith("REFUSED: that subtask") for m in model.calls)
+
+
+def test_the_planners_answer_after_a_repeat_refusal_stands(env):
+    def script(messages):
+        role = role_of(messages)
+        if role == "planner":
+            return "SUBTASK: look at it"
+        return "- looked" if role == "summarizer" else _repeating_planner(messages)
+
+    result, _ = solve_first_task(env, ScriptedModel(script), level="subtask", subtask_limit=2)
+    plans = [(s.subtask, s.refused) for s in result.steps if isinstance(s, PlanStep)]
+    assert plans == [("look at it", None), ("look at it", "repeated_subtask")]

@@ -273,6 +273,10 @@ def test_api_docs(apis) -> None:
     overview = docs_overview()
     assert all(f"apis.{app}." in overview for app in APPS)
     assert "complete_task" in overview
+    # an API's line is its docstring's whole first paragraph, not a first line that stops mid-sentence
+    create = next(line for line in overview.splitlines() if "create_event(" in line)
+    assert create.endswith("(a bare date means midnight); append 'Z' (e.g. '2024-05-31 13:00:00Z') for a UTC time.")
+    assert overview.count("\n  apis.") == sum(len(cls.api_names()) for cls in APPS.values())
 
 
 # ---------------------------------------------------------------- checks

@@ -36,7 +36,7 @@ from skilltransfer.agents.executor import Executor, ExecutorRun, outputs_of, ran
 from skilltransfer.agents.grounding import undocumented_apis
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, history_line
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
-from skilltransfer.agents.roles import Planner, Summarizer
+from skilltransfer.agents.roles import Planner, Summarizer, normalized_subtask
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
 from skilltransfer.agents.steps import (
     ActionStep,
@@ -160,6 +160,7 @@ class Agent:
         summary, used = NO_SUMMARY, 0
         history: list[str] = []
         stuck_subtasks: set[str] = set()
+        done_subtasks: dict[str, str] = {}
         result.exit_status = "subtask_limit"
         for index in range(cfg.subtask_limit):
             if used >= cfg.step_limit:
@@ -168,7 +169,8 @@ class Agent:
             try:
                 plan = planner.next(episode.docs(), instruction, summary, history, index=index,
                                     steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index,
-                                    refusal=self._done_refusal(history, result))
+                                    refusal=self._done_refusal(history, result),
+                                    done=done_subtasks if cfg.refuse_repeated_subtask else None)
             except ContextExceeded:
                 result.exit_status = "context_exceeded"
                 break
@@ -181,7 +183,7 @@ class Agent:
             if plan.subtask is None or plan.decision not in ("subtask", "closing"):
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
-            if cfg.stuck_detection and _normalized(plan.subtask) in stuck_subtasks:
+            if cfg.stuck_detection and normalized_subtask(plan.subtask) in stuck_subtasks:
                 result.exit_status = "stuck"  # planned again word for word after it ended stuck: a planner loop
                 break
             self._relay(result, state, "subtask_start", {"index": index})
@@ -202,7 +204,9 @@ class Agent:
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(history_line(index + 1, plan.subtask, run.exit_status, run.result.strip()[:300]))
             if run.exit_status == "stuck":
-                stuck_subtasks.add(_normalized(plan.subtask))
+                stuck_subtasks.add(normalized_subtask(plan.subtask))
+            if run.exit_status == "subtask_done" and not closing:
+                done_subtasks.setdefault(normalized_subtask(plan.subtask), history[-1])
             if run.exit_status in ("submitted", "context_exceeded"):
                 result.exit_status = run.exit_status
                 break
@@ -377,6 +381,3 @@ def _unfinished_done_refused(result: AgentResult) -> bool:
     return any(isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
 
 
-def _normalized(subtask: str) -> str:
-    """A subtask's text compared case- and whitespace-insensitively."""
-    return " ".join(subtask.lower().split())

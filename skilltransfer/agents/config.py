@@ -72,7 +72,13 @@ class AgentSettings(BaseModel):
     example's task message is then in the subtask message's format. False: the task-level example."""
     refuse_premature_done: bool = True
     """Refuse once, with the reason, a planner ``DONE`` before any subtask ran, a planner ``DONE`` while nobody has
-    called ``complete_task`` (once per task), and a ``SUBTASK DONE`` before the subtask ran any code."""
+    called ``complete_task`` (once per task), and a ``SUBTASK DONE`` before any code of the subtask ran without an
+    error (once per subtask; the 1.5B executor reported a traceback as the result of "Read data/sales.xlsx")."""
+    refuse_repeated_subtask: bool = True
+    """Subtask level: refuse once per planner turn, with the earlier line of the subtask list, a planned subtask that
+    is word for word (case and spacing aside) one that already ended ``subtask_done``, and ask again; the second
+    answer stands. The 1.5B planner, copying the worked example's first subtask, planned "List Tina's events ..."
+    twice and then stopped without adding the event."""
     close_unfinished: bool = True
     """Subtask level: when a planner ``DONE`` stands (after the unfinished-DONE refusal, when that is on) but nobody
     called ``complete_task``, run one closing subtask (``prompts/closing_subtask.md``) that asks the executor to

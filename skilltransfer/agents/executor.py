@@ -136,7 +136,7 @@ class ExecutorRun:
     hinted_at: int | None = None
     """Index (in ``steps``) of the step whose observation carried a stuck hint."""
     refused_done: bool = False
-    """Whether a ``SUBTASK DONE`` before any action was already refused once."""
+    """Whether a ``SUBTASK DONE`` before any code ran without an error was already refused once."""
     subtask: str = ""
     """The subtask this run executes ('' at task level)."""
     may_complete: bool = True
@@ -400,12 +400,16 @@ class Executor:
         return output
 
     def _refuse_done(self, run: ExecutorRun, step: ActionStep) -> bool:
-        """Refuse (once) a ``SUBTASK DONE`` sent before this subtask ran any code; the refusal is the observation."""
-        if not self.config.refuse_premature_done or run.refused_done or any(s.action for s in run.steps):
+        """Refuse (once per subtask) a ``SUBTASK DONE`` sent before any code of this subtask ran without an error:
+        none ran ("premature_subtask_done") or all of it failed ("failed_subtask_done"); the refusal is the
+        observation."""
+        if not self.config.refuse_premature_done or run.refused_done or ran_code(run.steps):
             return False
+        prompt = self.prompts.failed_subtask_done if any(s.action for s in run.steps) else \
+            self.prompts.premature_subtask_done
         run.refused_done = True
-        step.refused = "premature_subtask_done"
-        step.observation = self.prompts.premature_subtask_done.render()
+        step.refused = prompt.name
+        step.observation = prompt.render()
         return True
 
     def _done_by_repeat(self, run: ExecutorRun, step: ActionStep, reply: str, code: str) -> None:

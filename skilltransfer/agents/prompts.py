@@ -44,8 +44,10 @@ class AgentPrompts(PromptSet):
     summarizer: Prompt
     summarizer_user: Prompt
     premature_subtask_done: Prompt
+    failed_subtask_done: Prompt
     premature_planner_done: Prompt
     unfinished_planner_done: Prompt
+    repeated_subtask: Prompt
     closing_subtask: Prompt
     early_completion: Prompt
     ungrounded_answer: Prompt

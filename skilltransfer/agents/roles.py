@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.demonstration import split_demonstration, split_plan_example
@@ -47,6 +47,11 @@ def uncopied(subtask: str) -> str:
     return _NUMBERED.sub("", text) if text != subtask else text
 
 
+def normalized_subtask(subtask: str) -> str:
+    """A subtask's text compared case- and whitespace-insensitively."""
+    return " ".join(subtask.lower().split())
+
+
 class Planner:
     """Reads the goal and running summary; proposes the next subtask or declares completion."""
 
@@ -54,12 +59,15 @@ class Planner:
         self.model, self.prompts, self.config, self.calls = model, prompts, config, calls
 
     def next(self, docs: str, instruction: str, summary: str, history: list[str], *, index: int, steps_left: int,
-             subtasks_left: int, refusal: Prompt | None = None) -> PlanStep:
+             subtasks_left: int, refusal: Prompt | None = None, done: Mapping[str, str] | None = None) -> PlanStep:
         """Ask for the next subtask (re-asking after a malformed reply up to ``planner_retries`` times).
 
         Args:
             refusal: when set, a ``DONE`` is refused once with this prompt (it gives the reason) and the planner is
                 asked again; the second answer stands. ``PlanStep.refused`` names the prompt.
+            done: the subtasks that already ended ``subtask_done``, by `normalized_subtask`, each with its line of
+                the subtask list; planning one of them again is refused with ``prompts.repeated_subtask``. At most one
+                reply is refused per call.
         """
         docs, plan_example = split_plan_example(split_demonstration(docs)[0])
         example = f"\n{plan_example}\n" if plan_example else ""
@@ -69,7 +77,7 @@ class Planner:
                 instruction=instruction, summary=summary, history="\n".join(history) or NO_HISTORY,
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
         prompt_tokens = completion_tokens = 0
-        reply, refused, format_errors = "", None, 0
+        reply, refused, refused_as, format_errors = "", None, None, 0
         decision: tuple[str, str | None] | None = None
         while format_errors <= self.config.planner_retries:
             completion = self.calls.complete(self.model, messages, "planner", **self.config.model_params)
@@ -77,9 +85,10 @@ class Planner:
             prompt_tokens += completion.prompt_tokens
             completion_tokens += completion.completion_tokens
             decision = parse_plan(reply)
-            if decision is not None and decision[0] == "done" and refusal is not None and refused is None:
-                refused = reply
-                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": refusal.render()}]
+            due = self._refusal(decision, refusal, done or {}) if refused is None else None
+            if due is not None:
+                refused, refused_as = reply, due[0]
+                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": due[1]}]
                 continue
             if decision is not None:
                 break
@@ -90,7 +99,20 @@ class Planner:
         if subtask is not None:
             subtask = uncopied(subtask)
         return PlanStep(index, kind, subtask, reply, self.prompts.planner.id, prompt_tokens, completion_tokens,
-                        refused_reply=refused, refused=refusal.name if refused is not None and refusal else None)
+                        refused_reply=refused, refused=refused_as)
+
+    def _refusal(self, decision: tuple[str, str | None] | None, refusal: Prompt | None,
+                 done: Mapping[str, str]) -> tuple[str, str] | None:
+        """The (prompt name, text) refusing this decision, or None: a due ``DONE`` refusal, or a repeated subtask."""
+        if decision is None:
+            return None
+        kind, subtask = decision
+        if kind == "done":
+            return (refusal.name, refusal.render()) if refusal is not None else None
+        line = done.get(normalized_subtask(uncopied(subtask or "")))
+        if line is None:
+            return None
+        return self.prompts.repeated_subtask.name, self.prompts.repeated_subtask.render(line=line)
 
 
 SUMMARY_STOP = "\n#"

@@ -192,10 +192,10 @@ class PlanStep(_Step):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     refused_reply: str | None = None
-    """A premature ``DONE`` that was refused before this decision, if any."""
+    """A reply that was refused before this decision, if any (a premature ``DONE`` or a repeated subtask)."""
     refused: str | None = None
-    """Why it was refused: ``"premature_planner_done"`` (no subtask had run) or ``"unfinished_planner_done"``
-    (``complete_task`` had not been called)."""
+    """Why it was refused: ``"premature_planner_done"`` (no subtask had run), ``"unfinished_planner_done"``
+    (``complete_task`` had not been called) or ``"repeated_subtask"`` (that subtask already ended done)."""
 
 
 @dataclass

@@ -298,7 +298,8 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
         what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
         if step.get("decision") == "closing":
             what = f"closing (harness): {step.get('subtask')}"
-        refused = f" (after a refused DONE: {step.get('refused') or 'premature_planner_done'})" \
+        why = step.get("refused") or "premature_planner_done"
+        refused = f" (after a refused {'repeat' if why == 'repeated_subtask' else 'DONE'}: {why})" \
             if step.get("refused_reply") is not None else ""
         return f"[plan {step.get('subtask_index')}] {what}{refused}"
     if kind == "ActionStep":

@@ -39,9 +39,10 @@ def _todo_workbook(workspace: Path) -> None:
 
 def _ivy_calendar(workspace: Path) -> None:
     calendar, stamp = files.new_calendar(), dt.datetime(2024, 5, 1, 9)
-    for k, (summary, day, hour) in enumerate((("team lunch", 2, 12), ("budget review", 3, 10))):
+    for k, (summary, day, hour, room) in enumerate((("team lunch", 2, 12, None), ("budget review", 3, 10, "Room 2"))):
         calendar.add_component(files.make_event(summary, dt.datetime(2024, 5, day, hour),
-                                                dt.datetime(2024, 5, day, hour + 1), stamp, uid=f"example-{k}"))
+                                                dt.datetime(2024, 5, day, hour + 1), stamp, uid=f"example-{k}",
+                                                location=room))
     files.write_calendar(workspace / "calendar/Ivy.ics", calendar)
 
 
@@ -86,18 +87,18 @@ Thought: I list Ivy's events to find the 'budget review' and its times.
 events = apis.calendar.list_events(username)
 print(events)
 ```
-Observation: [{'summary': 'team lunch', 'start': '2024-05-02 12:00:00', 'end': '2024-05-02 13:00:00', 'location': None, 'description': None}, {'summary': 'budget review', 'start': '2024-05-03 10:00:00', 'end': '2024-05-03 11:00:00', 'location': None, 'description': None}]
-Report: 'budget review' is on 2024-05-03 from 10:00:00 to 11:00:00.
-Thought: It runs 10:00-11:00 on 2024-05-03. There is no move API, so I delete it and create it again at 11:00-12:00.
+Observation: [{'summary': 'team lunch', 'start': '2024-05-02 12:00:00', 'end': '2024-05-02 13:00:00', 'location': None, 'description': None}, {'summary': 'budget review', 'start': '2024-05-03 10:00:00', 'end': '2024-05-03 11:00:00', 'location': 'Room 2', 'description': None}]
+Report: 'budget review' is on 2024-05-03 from 10:00:00 to 11:00:00 in Room 2.
+Thought: It runs 10:00-11:00 on 2024-05-03 in Room 2. There is no move API, so I delete it and create it again at 11:00-12:00 in the same room.
 ```python
 print(apis.calendar.delete_event(username, 'budget review'))
-print(apis.calendar.create_event(username, 'budget review', '2024-05-03 11:00:00', '2024-05-03 12:00:00'))
+print(apis.calendar.create_event(username, 'budget review', '2024-05-03 11:00:00', '2024-05-03 12:00:00', location='Room 2'))
 print([e for e in apis.calendar.list_events(username) if e['summary'] == 'budget review'])
 ```
 Observation: Deleted event 'budget review' from Ivy's calendar.
 Created event 'budget review' in Ivy's calendar.
-[{'summary': 'budget review', 'start': '2024-05-03 11:00:00', 'end': '2024-05-03 12:00:00', 'location': None, 'description': None}]
-Report: deleted 'budget review' and created it again: it now runs from 2024-05-03 11:00:00 to 12:00:00.
+[{'summary': 'budget review', 'start': '2024-05-03 11:00:00', 'end': '2024-05-03 12:00:00', 'location': 'Room 2', 'description': None}]
+Report: deleted 'budget review' and created it again in Room 2: it now runs from 2024-05-03 11:00:00 to 12:00:00.
 Thought: The event now starts at 11:00, so the task is finished.
 ```python
 complete_task()

@@ -326,7 +326,7 @@ class ApiDocs:
     def show_api_descriptions(self, app_name: str) -> list[dict[str, str]]:
         """The APIs of one app with one-line descriptions."""
         cls = _app_class(app_name)
-        return [{"name": api, "description": (inspect.getdoc(getattr(cls, api)) or "").splitlines()[0]}
+        return [{"name": api, "description": _summary(getattr(cls, api))}
                 for api in cls.api_names()]
 
     def show_api_doc(self, app_name: str, api_name: str) -> dict[str, str]:
@@ -336,6 +336,12 @@ class ApiDocs:
             raise ValueError(f"app {app_name!r} has no API {api_name!r}; choose from {cls.api_names()}")
         return {"app": app_name, "api": api_name, "signature": _signature(cls, api_name),
                 "description": inspect.getdoc(getattr(cls, api_name)) or ""}
+
+
+def _summary(api: object) -> str:
+    """An API's one-line description: its docstring's first paragraph on one line (a first line alone can stop
+    mid-sentence: "... local (a bare date means midnight);")."""
+    return " ".join((inspect.getdoc(api) or "").split("\n\n")[0].split())
 
 
 def _app_class(app_name: str) -> type[App]:
@@ -353,8 +359,7 @@ def docs_overview() -> str:
     for name, cls in APPS.items():
         lines.append(f"\n{name}: {cls.description}")
         for api in cls.api_names():
-            summary = (inspect.getdoc(getattr(cls, api)) or "").splitlines()[0]
-            lines.append(f"  apis.{name}.{_signature(cls, api)}: {summary}")
+            lines.append(f"  apis.{name}.{_signature(cls, api)}: {_summary(getattr(cls, api))}")
     lines.append("\napis.api_docs.show_app_descriptions() / show_api_descriptions(app_name=...) / "
                  "show_api_doc(app_name=..., api_name=...): this documentation.")
     return "\n".join(lines)
