@@ -221,11 +221,16 @@ def test_calendar_app_round_trip(apis, tmp_path: Path) -> None:
 
 def test_excel_word_pdf_apps(apis, tmp_path: Path) -> None:
     apis.excel.create_new_file(file_path="data/t.xlsx")
-    apis.excel.set_cell(file_path="data/t.xlsx", row_idx=1, column_idx=1, text="Name")
+    assert apis.excel.set_cell(file_path="data/t.xlsx", row_idx=1, column_idx=1, text="Name") == \
+        "Set cell (1, 1) of data/t.xlsx (was None) to 'Name'."
+    apis.excel.set_cell(file_path="data/t.xlsx", row_idx=1, column_idx=2, text="Units")
     apis.excel.set_cell(file_path="data/t.xlsx", row_idx=2, column_idx=2, text="200000")
-    assert apis.excel.read_file(file_path="data/t.xlsx") == [["Name", None], [None, 200000]]
-    assert "(2, 2): 200000\t" in files.xlsx_text(tmp_path / "data" / "t.xlsx")
-    apis.excel.delete_cell(file_path="data/t.xlsx", row_idx=1, column_idx=1)
+    assert apis.excel.set_cell(file_path="data/t.xlsx", row_idx=2, column_idx=2, text="7") == \
+        "Set cell (2, 2) of data/t.xlsx (column 'Units', was 200000) to 7."  # the header names the column hit
+    assert apis.excel.read_file(file_path="data/t.xlsx") == [["Name", "Units"], [None, 7]]
+    assert "(2, 2): 7\t" in files.xlsx_text(tmp_path / "data" / "t.xlsx")
+    assert apis.excel.delete_cell(file_path="data/t.xlsx", row_idx=1, column_idx=1) == \
+        "Emptied cell (1, 1) of data/t.xlsx (was 'Name')."
     assert apis.excel.read_file(file_path="data/t.xlsx")[0][0] is None
     with pytest.raises(FileNotFoundError):
         apis.excel.set_cell(file_path="data/none.xlsx", row_idx=1, column_idx=1, text="x")
@@ -245,7 +250,7 @@ def test_excel_word_pdf_apps(apis, tmp_path: Path) -> None:
     apis.pdf.convert_to_word(pdf_file_path="data/d.pdf", word_file_path="data/back.docx")
     assert "Total: 42" in apis.word.read_file(file_path="data/back.docx")
     apis.excel.convert_to_pdf(file_path="data/t.xlsx", pdf_file_path="data/t.pdf")
-    assert "200000" in apis.pdf.read_file(pdf_file_path="data/t.pdf")
+    assert "Units\n7" in apis.pdf.read_file(pdf_file_path="data/t.pdf")
     with pytest.raises(ValueError, match="outside the workspace"):
         apis.word.read_file(file_path="../../etc/passwd")
 

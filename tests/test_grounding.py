@@ -91,3 +91,45 @@ def test_zero_padded_ids_do_not_ground_a_number():
     assert missing_numbers("38 planets have no radius", ["PL-00038, PL-00401"]) == ["38"]
     assert missing_numbers("38 planets have no radius", ["38"]) == []
     assert missing_parts("PL-00038", ["planet PL-00038"]) == []
+
+
+def _solve_as(env, model, instruction, **config):
+    """`solve_first_task` with the first task's instruction replaced (the target stays in its metadata)."""
+    import dataclasses
+
+    from skilltransfer.agents import Agent
+
+    episode = env.start(dataclasses.replace(env.tasks()[0], instruction=instruction))
+    try:
+        return Agent(model, **config).run(episode), episode.evaluate()
+    finally:
+        episode.close()
+
+
+def test_requested_change_reads_the_instructions_verb():
+    from skilltransfer.agents.grounding import requested_change
+
+    assert requested_change("In data/sales.xlsx, change the Revenue of keyboard to 2090.") == "change"
+    assert requested_change("Forward the email with the subject 'x' to Paul.") == "forward"
+    assert requested_change("Which product has the highest Units? Answer with its name.") is None
+    assert requested_change("Which contact was added last?") is None  # a past participle asks for nothing
+
+
+def test_completing_before_the_requested_change_is_refused_once(env):
+    """The 1.5B executor printed the row it was to change and called complete_task()."""
+    read, add = "```python\nprint(apis.counter.get())\n```", "```python\nprint(apis.counter.add(4))\n```"
+    done = "```python\ncomplete_task()\n```"
+    result, score = _solve_as(env, ScriptedModel([read, done, add, done]), "Change the counter to 4.")
+    assert [a.refused for a in result.actions] == [None, "unmade_completion", None, None]
+    refusal = result.actions[1].observation
+    assert refusal.startswith("REFUSED: complete_task was not run. The task asks you to change something")
+    assert "the functions it called are get." in refusal
+    assert score.success
+    result, _ = _solve_as(env, ScriptedModel([read, done, done]), "Change the counter to 4.")
+    assert [a.refused for a in result.actions] == [None, "unmade_completion", None]  # once per task
+    result, _ = _solve_as(env, ScriptedModel([f"{add[:-3]}complete_task()\n```"]), "Change the counter to 4.")
+    assert [a.refused for a in result.actions] == [None]  # the completing code makes the change itself
+    result, _ = _solve_as(env, ScriptedModel([read, done]), "What is the counter?")
+    assert [a.refused for a in result.actions] == [None, None]  # a question asks for no change
+    result, _ = _solve_as(env, ScriptedModel([read, done]), "Change the counter to 4.", refuse_ungrounded_answer=False)
+    assert [a.refused for a in result.actions] == [None, None]

@@ -8,7 +8,7 @@ from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role
 from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
-from skilltransfer.induction.abstraction import instance_names, instance_paths, mask_names
+from skilltransfer.induction.abstraction import instance_names, instance_paths, instance_values, mask_names, mask_values
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.store import SkillMemory
@@ -230,3 +230,70 @@ def test_paths_of_the_goal_are_masked_in_text_skills_and_recorded():
     assert skill.description == "Count rows without a value in <path>."
     assert skill.body == "1. Read <path>.\n2. Load <path>/planets.csv with pandas, dtype=str."
     assert skill.extra["masked_names"] == "data/astronomy/README.md; data/astronomy"
+
+
+OFFICE_DOCS = ("apis.excel.read_file(file_path): The rows of a sheet. apis.email.list_emails(username): email_id, "
+               "from, to, subject and content.")
+
+
+def test_instance_values_of_a_task():
+    rows = "[['Product', 'Units', 'Revenue'], ['keyboard', 589, 8211], ['desk lamp', 241, 3992]]"
+    task = "In data/sales.xlsx, change the Revenue of keyboard to 2090."
+    trajectory = f"rows = apis.excel.read_file('data/sales.xlsx')\n{rows}\napis.excel.set_cell(path, 2, 3, 2090)"
+    assert instance_values(task, trajectory, OFFICE_DOCS) == ["keyboard", "Revenue", "2090"]
+    assert instance_values(task, rows, OFFICE_DOCS) == ["keyboard", "Revenue"]  # 2090 never used: no value
+    mail = "Forward the email with the subject 'Notes from the hiring panel' in Quinn's mailbox to Paul."
+    listing = "[{'email_id': '1.eml', 'subject': 'Notes from the hiring panel', 'from': 'quinn@example.com'}]"
+    assert instance_values(mail, listing, OFFICE_DOCS) == ["Notes from the hiring panel"]  # 'subject' is documented
+    event = "Add 'team sync' to Yara's calendar on Monday, August 05, 2024 from 12:00 to 13:00."
+    code = "create_event(username, 'team sync', '2024-08-05 12:00:00', '2024-08-05 13:00:00')"
+    assert instance_values(event, code, OFFICE_DOCS) == ["team sync"]  # 2024 stands alone only in the task
+    assert instance_values("Count the notes of Olga Nguyen.", "['Olga Nguyen']", "") == []  # a name: <name>
+
+
+def test_mask_values_quoted_bare_and_in_a_skill_name():
+    values = ["keyboard", "Revenue", "2090"]
+    text = "Find 'keyboard': rows.index('keyboard'); set the Revenue of keyboard to 2090, not 20901 or 2024-05-03."
+    assert mask_values(text, values) == ("Find <value>: rows.index(<value>); set the <value> of <value> to <value>, "
+                                         "not 20901 or 2024-05-03.")
+    assert mask_values("keyboard_row_idx", values) == "keyboard_row_idx"
+    assert mask_values("update_revenue_for_keyboard", values, identifier=True) == "update_<value>_for_<value>"
+
+
+def test_instance_values_are_masked_in_text_skills_and_recorded():
+    reply = ("NAME: update_revenue_for_keyboard\nDESCRIPTION: Set the Revenue of keyboard in <path>.\nBODY:\n"
+             "1. Find the row: `[r[0] for r in rows].index('keyboard') + 1`.\n"
+             "2. `apis.excel.set_cell(p, row, 1, 2090)`.")
+    skill = Inducer(ScriptedModel([reply])).induce("Finish the task now.", TRAJECTORY, level="subtask",
+                                                   calls=CallLog(), values=["keyboard", "Revenue", "2090"]).skill
+    assert skill is not None
+    assert skill.name == "update_<value>_for_<value>"
+    assert skill.description == "Set the <value> of <value> in <path>."
+    assert skill.body == ("1. Find the row: `[r[0] for r in rows].index(<value>) + 1`.\n"
+                          "2. `apis.excel.set_cell(p, row, 1, <value>)`.")
+    assert skill.extra["masked_names"] == "keyboard; Revenue; 2090"
+    kept = Inducer(ScriptedModel([reply]), mask_instance_names=False).induce(
+        "Finish the task now.", TRAJECTORY, level="subtask", calls=CallLog(), values=["keyboard"]).skill
+    assert kept is not None
+    assert "'keyboard'" in kept.body
+
+
+@pytest.mark.parametrize("level", ["task", "subtask"])
+def test_the_agent_masks_the_task_values_its_trajectory_used(tmp_path, level, hash_embedder):
+    """The counter target (a 3-digit number of the instruction) is masked in a skill whose trajectory used it, at
+    subtask level too, where the induction goal is the subtask text; the read-only first subtask never used it."""
+    reply = "NAME: set_counter_to_305\nDESCRIPTION: Set the counter to 305.\nBODY:\n1. apis.counter.add(305)."
+    model = ScriptedModel(CounterScript(induction=reply))
+    memory = SkillMemory(hash_embedder)
+    env = TinyEnv([305], workdir=tmp_path)
+    episode = env.start(env.tasks()[0])
+    Agent(model, memory=memory, inducer=Inducer(model), level=level).run(episode)
+    episode.close()
+    skills = list(memory)
+    assert len(skills) == (1 if level == "task" else 2)
+    setting = skills[-1]
+    assert (setting.name, setting.description, setting.body) == (
+        "set_counter_to_<value>", "Set the counter to <value>.", "1. apis.counter.add(<value>).")
+    assert setting.extra["masked_names"] == "305"
+    if level == "subtask":
+        assert skills[0].description == "Set the counter to 305."

@@ -47,6 +47,7 @@ from skilltransfer.agents.steps import (
     SummaryStep,
     TrajectoryText,
 )
+from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
@@ -349,8 +350,10 @@ class Agent:
         try:
             limits = self.inducer.config
             trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
+            values = instance_values(f"{episode.task.instruction}\n{goal}", trajectory.render(), episode.docs()) \
+                if limits.mask_instance_names else []
             induced = self.inducer.induce(goal, trajectory, level=self.config.level, calls=result.calls,
-                                          provenance=provenance, succeeded=succeeded)
+                                          provenance=provenance, succeeded=succeeded, values=values)
         except ContextExceeded as exc:
             result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,
                                               status="context_exceeded", reason=exc.message))

@@ -95,8 +95,10 @@ class AgentSettings(BaseModel):
     """Refuse once per task, without running it, a ``complete_task`` whose literal answer holds a number or word that
     no output of the task shows, and (at most twice per subtask) a ``SUBTASK DONE`` report with a number that neither
     an output nor the task message shows, or that claims a change ("removed", "sent") while no code of the task that
-    ran called a function named for one (``skilltransfer.agents.grounding``): the model is told which parts it never
-    saw, or which functions it called."""
+    ran called a function named for one, and (once per task) a ``complete_task`` while the instruction asks for a
+    change ("change", "forward", "remove") and no code of the task that ran, nor the completing code, called a function
+    named for one (``skilltransfer.agents.grounding``): the model is told which parts it never saw, or which functions
+    it called. The 1.5B executor printed the row to change and called ``complete_task()``."""
     induce_without_working_code: bool = False
     """Also induce a skill from a (sub)trajectory in which no code ran without an error. False (default) skips it
     (`InductionStep` status "skipped"): a small model's skill from a subtask that only failed records its invented

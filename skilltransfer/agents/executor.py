@@ -32,8 +32,10 @@ from skilltransfer.agents.grounding import (
     called_names,
     calls_complete_task,
     literal_answers,
+    makes_change,
     missing_numbers,
     missing_parts,
+    requested_change,
     unmade_change,
 )
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, history_line
@@ -184,6 +186,8 @@ class Executor:
         """Whether an ungrounded ``complete_task`` answer was already refused (once per executor, i.e. per task)."""
         self.refused_completion = False
         """Whether a ``complete_task`` in a subtask that did not ask for it was already refused (once per task)."""
+        self.refused_unmade = False
+        """Whether a ``complete_task`` before the change the task asks for was already refused (once per task)."""
 
     def opening(self, episode: Episode, task_message: str, *, subtask_mode: bool,
                 subagent: bool = False, may_complete: bool = True, subtask_index: int = 0) -> list[Message]:
@@ -323,7 +327,8 @@ class Executor:
             return
         if subtask_mode:
             self._done_by_repeat(run, step, shown, code)
-        if self._refuse_completion(run, step, code, subtask_mode) or self._refuse_answer(run, step, code):
+        if self._refuse_completion(run, step, code, subtask_mode) or self._refuse_answer(run, step, code) or \
+                self._refuse_unmade_completion(run, step, code, episode.task.instruction):
             self._check_stuck(run, step)
             run.messages.append({"role": "user", "content": self.prompts.observation.render(output=step.observation)})
             return
@@ -487,6 +492,23 @@ class Executor:
                     answer=answer, missing=", ".join(f'"{part}"' for part in missing))
                 return True
         return False
+
+    def _refuse_unmade_completion(self, run: ExecutorRun, step: ActionStep, code: str, instruction: str) -> bool:
+        """Refuse (once per task, without running the code) a ``complete_task`` while the task's instruction asks for
+        a change (`skilltransfer.agents.grounding.requested_change`) and neither this code nor any code of the task
+        that ran without an error called a function named for one; the refusal is the observation."""
+        if not self.config.refuse_ungrounded_answer or self.refused_unmade or not calls_complete_task(code):
+            return False
+        verb = requested_change(instruction)
+        codes = [*run.earlier_codes, *ran_code(run.steps[:-1]), code]
+        if verb is None or makes_change(codes):
+            return False
+        self.refused_unmade = True
+        step.refused = "unmade_completion"
+        called = sorted({name for c in codes for name in called_names(c)} - {"print", "complete_task"})
+        step.observation = self.prompts.unmade_completion.render(verb=verb,
+                                                                 called=", ".join(called) if called else "nothing")
+        return True
 
     def _check_stuck(self, run: ExecutorRun, step: ActionStep) -> None:
         """After a step: on a detected loop, append a hint the first time; end the run when the next step repeats the

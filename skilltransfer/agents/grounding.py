@@ -97,15 +97,30 @@ def _changes(name: str) -> bool:
     return first in CHANGE_VERBS
 
 
+def makes_change(codes: Iterable[str]) -> bool:
+    """Whether any of ``codes`` calls a function named for a change (`CHANGE_VERBS`)."""
+    return any(_changes(name) for code in codes for name in called_names(code))
+
+
 def unmade_change(report: str, codes: Iterable[str]) -> str | None:
     """The change ``report`` claims ("removed"), when none of ``codes`` called a function named for a change; None
     when it claims none or one was called."""
     claim = _CHANGE_CLAIM.search(report)
-    if claim is None:
-        return None
-    if any(_changes(name) for code in codes for name in called_names(code)):
+    if claim is None or makes_change(codes):
         return None
     return claim.group(0)
+
+
+_CHANGE_REQUEST = re.compile(
+    r"\b(?:create|delete|remove|add|append|update|write|send|forward|move|rename|edit|insert|save|replace|reply|"
+    r"cancel|change|modify)\b", re.IGNORECASE)
+
+
+def requested_change(instruction: str) -> str | None:
+    """The first verb of ``instruction`` that asks for a change ("change", "Forward", "Remove"); None when it has
+    none (a question: "Which product has the highest Units?")."""
+    match = _CHANGE_REQUEST.search(instruction)
+    return None if match is None else match.group(0).lower()
 
 
 def _parts(text: str) -> list[str]:

@@ -53,6 +53,7 @@ class AgentPrompts(PromptSet):
     ungrounded_answer: Prompt
     ungrounded_report: Prompt
     unmade_change: Prompt
+    unmade_completion: Prompt
     skills_library: Prompt
     action_load_skill: Prompt
     action_run_skill: Prompt

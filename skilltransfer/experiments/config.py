@@ -255,8 +255,9 @@ class StreamConfig(BaseModel):
     """Induce only from tasks that succeeded (``InductionConfig.only_successful``; induction then waits for each
     task's verdict)."""
     mask_instance_names: bool = True
-    """Mask the goal's multi-word proper names as ``<name>`` in induced skills (``InductionConfig.mask_instance_names``;
-    ``-c mask_instance_names=false`` keeps what the model wrote)."""
+    """Mask the goal's multi-word proper names as ``<name>``, its paths as ``<path>`` and the task's instance values
+    as ``<value>`` in induced skills (``InductionConfig.mask_instance_names``; ``-c mask_instance_names=false`` keeps
+    what the model wrote)."""
     plans: str | None = None
     """The plan folder of a coordinated stream: one frozen plan file per task, written when missing and replayed when
     present, so streams given the same folder (a grid's three interfaces) run the same plans. A relative path is

@@ -6,8 +6,12 @@ task, about another contact, then searched for Olga Nguyen. `mask_names` replace
 the goal (runs of 2+ capitalised words, e.g. "Olga Nguyen", "Team Sync"), and each of its words on its own, with
 ``<name>``, and each file path of the goal (``data/astronomy``), also where it starts a longer path
 (``data/astronomy/planets.csv`` -> ``<path>/planets.csv``), with ``<path>``: a datasci skill induced on astronomy
-made the next task, on biomedical data, open ``data/astronomy/planets.csv``. A model that follows the rule is
-unaffected. Switch: ``InductionConfig.mask_instance_names``.
+made the next task, on biomedical data, open ``data/astronomy/planets.csv``. `instance_values` finds the task's
+other values — its quoted phrases, the strings its trajectory shows quoted that it states as words ("keyboard", a
+cell of the sheet), its stand-alone numbers of 3+ digits that the trajectory uses (2090) — and `mask_values` replaces
+them, quoted or bare, with ``<value>``: the 1.5B inducer named a skill ``update_revenue_for_keyboard`` with
+``.index('keyboard')`` in its body, and the next two excel tasks, about other rows, looked up 'keyboard'. A model that
+follows the rule is unaffected. Switch: ``InductionConfig.mask_instance_names``.
 """
 
 from __future__ import annotations
@@ -16,8 +20,11 @@ import re
 
 PLACEHOLDER = "<name>"
 PATH_PLACEHOLDER = "<path>"
+VALUE_PLACEHOLDER = "<value>"
 _NAME_RUN = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 _PATH = re.compile(r"(?<![\w/.-])[\w.-]+(?:/[\w.-]+)+")
+_QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
+_NUMBER = re.compile(r"(?<![\w.:/-])\d{3,}(?![\w:/-]|\.\d)")
 
 
 def instance_names(goal: str) -> list[str]:
@@ -50,4 +57,46 @@ def mask_names(text: str, names: list[str]) -> str:
         text = re.sub(rf"\b{re.escape(name)}\b", PLACEHOLDER, text)
     for word in sorted({w for name in names for w in re.split(r"[ -]", name) if len(w) >= 3}, key=len, reverse=True):
         text = re.sub(rf"\b{re.escape(word)}\b", PLACEHOLDER, text)
+    return text
+
+
+def instance_values(task: str, trajectory: str, docs: str) -> list[str]:
+    """The values of ``task`` that a skill should not carry, longest first: each quoted phrase of ``task``; each
+    string that ``trajectory`` shows quoted (a cell, a subject, an argument) and ``task`` states as whole words; each
+    stand-alone number of 3+ digits of ``task`` that ``trajectory`` also shows. A phrase that is a word of ``docs``
+    (a field name such as 'subject') is no instance value, nor is a path or a multi-word proper name
+    (`instance_paths`, `instance_names` cover those)."""
+    def quoted(text: str) -> set[str]:
+        return {(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text)}
+
+    documented = {w.lower() for w in re.findall(r"[A-Za-z_]+", docs)}
+    values = {v for v in quoted(task) | {q for q in quoted(trajectory) if _has_words(task, q)}
+              if any(c.isalpha() for c in v) and "/" not in v and v.lower() not in documented}
+    values -= set(instance_names(task))
+    values |= {n for n in _NUMBER.findall(task) if _has_number(trajectory, n)}
+    return sorted(values, key=lambda v: (-len(v), v))
+
+
+def _has_words(text: str, phrase: str) -> bool:
+    return re.search(rf"(?<![\w']){re.escape(phrase)}(?![\w'])", text) is not None
+
+
+def _has_number(text: str, number: str) -> bool:
+    return any(m.group(0) == number for m in _NUMBER.finditer(text))
+
+
+def mask_values(text: str, values: list[str], *, identifier: bool = False) -> str:
+    """``text`` with each of ``values``, quoted (the quotes too) or as whole words, replaced by `VALUE_PLACEHOLDER`;
+    with ``identifier`` (a skill's name) also each whole segment of a snake_case or hyphenated name, in any case
+    (``update_revenue_for_keyboard`` -> ``update_<value>_for_<value>``)."""
+    for value in sorted(values, key=len, reverse=True):
+        escaped = re.escape(value)
+        text = re.sub(rf"'{escaped}'|\"{escaped}\"", VALUE_PLACEHOLDER, text)
+        if value.isdigit():
+            text = re.sub(rf"(?<![\w.:/-]){escaped}(?![\w:/-]|\.\d)", VALUE_PLACEHOLDER, text)
+        else:
+            text = re.sub(rf"(?<![\w']){escaped}(?![\w'])", VALUE_PLACEHOLDER, text)
+        if identifier:
+            segment = escaped.replace("\\ ", "_")
+            text = re.sub(rf"(?<![A-Za-z0-9]){segment}(?![A-Za-z0-9])", VALUE_PLACEHOLDER, text, flags=re.IGNORECASE)
     return text

@@ -15,13 +15,14 @@ succeeded. ``InductionConfig.only_successful`` induces only from (sub)trajectori
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skilltransfer.induction.abstraction import instance_names, instance_paths, mask_names
+from skilltransfer.induction.abstraction import instance_names, instance_paths, mask_names, mask_values
 from skilltransfer.protocols import ChatModel, ModelCalls, Trajectory
 from skilltransfer.skill import Provenance, Skill, SkillFormat, SkillLevel, parse_code_signature
 from skilltransfer.util.prompts import Prompt, load_prompt
@@ -67,10 +68,11 @@ class InductionConfig(BaseModel):
     model_params: dict[str, Any] = Field(default_factory=dict)
     """Extra sampling parameters for the induction call."""
     mask_instance_names: bool = True
-    """Replace the goal's multi-word proper names (and their words) with ``<name>`` and its file paths (also as the
-    start of a longer path) with ``<path>`` in the skill's name, description and text body
-    (`skilltransfer.induction.abstraction`): the prompt's abstraction rule, enforced; the names and paths masked are
-    recorded in ``Skill.extra["masked_names"]`` ("; "-separated). Code bodies are left as written."""
+    """Replace the goal's multi-word proper names (and their words) with ``<name>``, its file paths (also as the
+    start of a longer path) with ``<path>`` and the caller's instance values (``induce(values=...)``) with ``<value>``
+    in the skill's name, description and text body (`skilltransfer.induction.abstraction`): the prompt's abstraction
+    rule, enforced; what was masked is recorded in ``Skill.extra["masked_names"]`` ("; "-separated). Code bodies are
+    left as written."""
     only_successful: bool = False
     """Induce only from (sub)trajectories the caller says succeeded (``induce(..., succeeded=True)``), as the study
     synthesises its packages from successful trajectories; others are skipped without a model call."""
@@ -227,7 +229,8 @@ class Inducer:
         return self.system.id
 
     def induce(self, goal: str, trajectory: Trajectory, *, level: SkillLevel, calls: ModelCalls,
-               provenance: Provenance | None = None, succeeded: bool | None = None) -> Induced:
+               provenance: Provenance | None = None, succeeded: bool | None = None,
+               values: Sequence[str] = ()) -> Induced:
         """Ask the model for one skill; an unparseable reply gives ``Induced(skill=None, error=...)``.
 
         Args:
@@ -241,6 +244,8 @@ class Inducer:
             succeeded: whether the (sub)trajectory reached its goal (None: not known). With ``only_successful``, a
                 trajectory that did not succeed is skipped (``Induced.skipped``) without a model call; the
                 ``contract`` variant tells the model the outcome.
+            values: the task's instance values (`skilltransfer.induction.abstraction.instance_values`), masked as
+                ``<value>`` with the goal's names and paths when ``mask_instance_names`` is on.
 
         Raises:
             ContextExceeded: the prompt cannot fit the model's window even with the trajectory elided.
@@ -279,16 +284,19 @@ class Inducer:
                 except ValueError:
                     pass  # broken code: the memory prunes it and logs why
         extra: dict[str, Any] = {"induction_prompt": self.prompt_id}
-        names = instance_names(goal) + instance_paths(goal) if self.config.mask_instance_names else []
+        mask = self.config.mask_instance_names
+        names = instance_names(goal) + instance_paths(goal) if mask else []
         written = "\n".join((name, description, body))
         masked = [n for n in names if mask_names(written, [n]) != written]
-        if masked:
-            description = mask_names(description, masked)
+        written = mask_names(written, masked)
+        masked_values = [v for v in (values if mask else ()) if mask_values(written, [v], identifier=True) != written]
+        if masked or masked_values:
+            description = mask_values(mask_names(description, masked), masked_values)
             if self.config.format == "text":
-                body = mask_names(body, masked)
+                body = mask_values(mask_names(body, masked), masked_values)
             if self.config.format == "text" or not name.isidentifier():
-                name = mask_names(name, masked)
-            extra["masked_names"] = "; ".join(masked)
+                name = mask_values(mask_names(name, masked), masked_values, identifier=True)
+            extra["masked_names"] = "; ".join(masked + masked_values)
         out.skill = Skill(name=name, description=description, body=body, format=self.config.format, level=level,
                           provenance=provenance or Provenance(), extra=extra,
                           inputs=contracts.get("inputs", ""), outputs=contracts.get("outputs", ""))

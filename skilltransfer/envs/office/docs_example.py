@@ -71,7 +71,7 @@ col_idx = rows[0].index('Note') + 1
 print(apis.excel.delete_cell('data/todo.xlsx', row_idx, col_idx))
 print(apis.excel.read_file('data/todo.xlsx')[row_idx - 1])
 ```
-Observation: Emptied cell (3, 3) of data/todo.xlsx.
+Observation: Emptied cell (3, 3) of data/todo.xlsx (column 'Note', was 'skim').
 ['buy milk', '2024-05-02', None]
 Report: emptied the Note of 'buy milk' (cell (3, 3) of data/todo.xlsx); its row is now ['buy milk', '2024-05-02', None].
 Thought: The Note of 'buy milk' is now empty, so the task is finished.

@@ -182,7 +182,10 @@ class ExcelApp(App):
             raise ValueError(f"{file_path} has no sheet {sheet_name!r}") from exc
 
     def set_cell(self, file_path: str, row_idx: int, column_idx: int, text: Any, sheet_name: str | None = None) -> str:
-        """Write a value to a cell (1-based indices). Numeric text is stored as a number."""
+        """Write a value to a cell (1-based indices: the column headed C is ``rows[0].index(C) + 1``). Numeric text
+        is stored as a number.
+
+        Returns which cell changed, its column's header and the value it held before."""
         import openpyxl
 
         path = self._path(file_path, must_exist=True)
@@ -190,21 +193,26 @@ class ExcelApp(App):
         book = openpyxl.load_workbook(path)
         sheet = book.active if sheet_name is None else (
             book[sheet_name] if sheet_name in book.sheetnames else book.create_sheet(sheet_name))
-        sheet.cell(row=row, column=col).value = files.coerce_cell_text(text)
+        before = _cell_context(sheet, row, col)
+        value = files.coerce_cell_text(text)
+        sheet.cell(row=row, column=col).value = value
         files.atomic_write(path, lambda tmp: book.save(tmp))
-        return f"Set cell ({row}, {col}) of {file_path}."
+        return f"Set cell ({row}, {col}) of {file_path}{before} to {value!r}."
 
     def delete_cell(self, file_path: str, row_idx: int, column_idx: int, sheet_name: str | None = None) -> str:
-        """Empty a cell (1-based indices)."""
+        """Empty a cell (1-based indices: the column headed C is ``rows[0].index(C) + 1``).
+
+        Returns which cell was emptied, its column's header and the value it held before."""
         import openpyxl
 
         path = self._path(file_path, must_exist=True)
         row, col = _index(row_idx, "row_idx"), _index(column_idx, "column_idx")
         book = openpyxl.load_workbook(path)
         sheet = book.active if sheet_name is None else book[sheet_name]
+        before = _cell_context(sheet, row, col)
         sheet.cell(row=row, column=col).value = None
         files.atomic_write(path, lambda tmp: book.save(tmp))
-        return f"Emptied cell ({row}, {col}) of {file_path}."
+        return f"Emptied cell ({row}, {col}) of {file_path}{before}."
 
     def create_new_file(self, file_path: str) -> str:
         """Create an empty workbook (fails if the file exists)."""
@@ -220,6 +228,16 @@ class ExcelApp(App):
         lines = ["\t".join("" if value is None else str(value) for value in row) for row in rows]
         files.write_text_pdf(self._path(pdf_file_path), lines)
         return f"Converted {file_path} to {pdf_file_path}."
+
+
+def _cell_context(sheet: Any, row: int, col: int) -> str:
+    """" (column '<header>', was <value>)" for a cell about to change: a caller that wrote to the wrong column sees
+    which one it hit (the 1.5B model wrote a Revenue value over the product name in column 1). The header is row 1's
+    cell of that column; nothing is said of an empty header or, in row 1, of the header itself."""
+    header = sheet.cell(row=1, column=col).value if row > 1 else None
+    value = sheet.cell(row=row, column=col).value
+    parts = ([f"column {header!r}"] if header is not None else []) + [f"was {value!r}"]
+    return f" ({', '.join(parts)})"
 
 
 def _index(value: Any, name: str) -> int:
