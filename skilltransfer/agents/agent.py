@@ -350,8 +350,7 @@ class Agent:
         try:
             limits = self.inducer.config
             trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
-            values = instance_values(f"{episode.task.instruction}\n{goal}", trajectory.render(), episode.docs()) \
-                if limits.mask_instance_names else []
+            values = instance_values(f"{episode.task.instruction}\n{goal}", trajectory.render(), episode.docs())
             induced = self.inducer.induce(goal, trajectory, level=self.config.level, calls=result.calls,
                                           provenance=provenance, succeeded=succeeded, values=values)
         except ContextExceeded as exc:

@@ -29,7 +29,7 @@ from skilltransfer.agents.demonstration import (
 )
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Stuck, Submitted
 from skilltransfer.agents.grounding import (
-    called_names,
+    called_listing,
     calls_complete_task,
     literal_answers,
     makes_change,
@@ -454,9 +454,8 @@ class Executor:
             return False
         step.refused = "ungrounded_report"
         if claim is not None:
-            called = sorted({name for code in codes for name in called_names(code)} - {"print"})
-            step.observation = self.prompts.unmade_change.render(
-                report=report[:300], claim=claim, called=", ".join(called) if called else "nothing")
+            step.observation = self.prompts.unmade_change.render(report=report[:300], claim=claim,
+                                                                 called=called_listing(codes))
             return True
         ran = [s for s in run.steps[refused[-1] + 1: -1] if s.action is not None and not s.error] if refused else []
         shown = (f"\nThe output of your code after the previous refusal:\n{truncate(ran[-1].observation.strip(), 600)}"
@@ -505,9 +504,8 @@ class Executor:
             return False
         self.refused_unmade = True
         step.refused = "unmade_completion"
-        called = sorted({name for c in codes for name in called_names(c)} - {"print", "complete_task"})
-        step.observation = self.prompts.unmade_completion.render(verb=verb,
-                                                                 called=", ".join(called) if called else "nothing")
+        step.observation = self.prompts.unmade_completion.render(
+            verb=verb, called=called_listing(codes, frozenset({"print", "complete_task"})))
         return True
 
     def _check_stuck(self, run: ExecutorRun, step: ActionStep) -> None:

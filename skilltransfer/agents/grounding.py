@@ -97,6 +97,12 @@ def _changes(name: str) -> bool:
     return first in CHANGE_VERBS
 
 
+def called_listing(codes: Iterable[str], ignore: frozenset[str] = frozenset({"print"})) -> str:
+    """The functions ``codes`` call, sorted and comma-separated, less ``ignore`` ("nothing" when none is left)."""
+    called = sorted({name for code in codes for name in called_names(code)} - ignore)
+    return ", ".join(called) if called else "nothing"
+
+
 def makes_change(codes: Iterable[str]) -> bool:
     """Whether any of ``codes`` calls a function named for a change (`CHANGE_VERBS`)."""
     return any(_changes(name) for code in codes for name in called_names(code))
@@ -111,9 +117,10 @@ def unmade_change(report: str, codes: Iterable[str]) -> str | None:
     return claim.group(0)
 
 
-_CHANGE_REQUEST = re.compile(
-    r"\b(?:create|delete|remove|add|append|update|write|send|forward|move|rename|edit|insert|save|replace|reply|"
-    r"cancel|change|modify)\b", re.IGNORECASE)
+_AMBIGUOUS_IN_INSTRUCTIONS = frozenset({"set", "clear", "empty", "post", "upload", "put", "mark", "new"})
+"""Change verbs that an instruction also uses as a noun or adjective ("a data set", "the new place")."""
+_CHANGE_REQUEST = re.compile(rf"\b(?:{'|'.join(sorted(CHANGE_VERBS - _AMBIGUOUS_IN_INSTRUCTIONS))})\b",
+                             re.IGNORECASE)
 
 
 def requested_change(instruction: str) -> str | None:

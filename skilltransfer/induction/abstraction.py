@@ -24,7 +24,11 @@ VALUE_PLACEHOLDER = "<value>"
 _NAME_RUN = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 _PATH = re.compile(r"(?<![\w/.-])[\w.-]+(?:/[\w.-]+)+")
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
-_NUMBER = re.compile(r"(?<![\w.:/-])\d{3,}(?![\w:/-]|\.\d)")
+_ALONE_NUMBER = r"(?<![\w.:/-]){}(?![\w:/-]|\.\d)"
+"""A number standing alone: not part of a word, date, time, path or decimal."""
+_ALONE_WORDS = r"(?<![\w']){}(?![\w'])"
+"""A phrase as whole words (not inside a word or a possessive)."""
+_NUMBER = re.compile(_ALONE_NUMBER.format(r"\d{3,}"))
 
 
 def instance_names(goal: str) -> list[str]:
@@ -70,19 +74,16 @@ def instance_values(task: str, trajectory: str, docs: str) -> list[str]:
         return {(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text)}
 
     documented = {w.lower() for w in re.findall(r"[A-Za-z_]+", docs)}
-    values = {v for v in quoted(task) | {q for q in quoted(trajectory) if _has_words(task, q)}
+    values = {v for v in quoted(task) | {q for q in quoted(trajectory) if _alone(q).search(task)}
               if any(c.isalpha() for c in v) and "/" not in v and v.lower() not in documented}
     values -= set(instance_names(task))
-    values |= {n for n in _NUMBER.findall(task) if _has_number(trajectory, n)}
+    values |= {n for n in _NUMBER.findall(task) if _alone(n).search(trajectory)}
     return sorted(values, key=lambda v: (-len(v), v))
 
 
-def _has_words(text: str, phrase: str) -> bool:
-    return re.search(rf"(?<![\w']){re.escape(phrase)}(?![\w'])", text) is not None
-
-
-def _has_number(text: str, number: str) -> bool:
-    return any(m.group(0) == number for m in _NUMBER.finditer(text))
+def _alone(value: str) -> re.Pattern[str]:
+    """``value`` standing alone: a number as `_ALONE_NUMBER`, anything else as `_ALONE_WORDS`."""
+    return re.compile((_ALONE_NUMBER if value.isdigit() else _ALONE_WORDS).format(re.escape(value)))
 
 
 def mask_values(text: str, values: list[str], *, identifier: bool = False) -> str:
@@ -91,11 +92,7 @@ def mask_values(text: str, values: list[str], *, identifier: bool = False) -> st
     (``update_revenue_for_keyboard`` -> ``update_<value>_for_<value>``)."""
     for value in sorted(values, key=len, reverse=True):
         escaped = re.escape(value)
-        text = re.sub(rf"'{escaped}'|\"{escaped}\"", VALUE_PLACEHOLDER, text)
-        if value.isdigit():
-            text = re.sub(rf"(?<![\w.:/-]){escaped}(?![\w:/-]|\.\d)", VALUE_PLACEHOLDER, text)
-        else:
-            text = re.sub(rf"(?<![\w']){escaped}(?![\w'])", VALUE_PLACEHOLDER, text)
+        text = _alone(value).sub(VALUE_PLACEHOLDER, re.sub(rf"'{escaped}'|\"{escaped}\"", VALUE_PLACEHOLDER, text))
         if identifier:
             segment = escaped.replace("\\ ", "_")
             text = re.sub(rf"(?<![A-Za-z0-9]){segment}(?![A-Za-z0-9])", VALUE_PLACEHOLDER, text, flags=re.IGNORECASE)
