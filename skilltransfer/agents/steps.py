@@ -10,6 +10,7 @@ fits the prompt to the context window (`skilltransfer.agents.context`), records 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +45,11 @@ class ModelCall:
     """Why the call was not answered ("context_exceeded: ..."); its token counts are then 0."""
     window: int = 0
     """The context window the call belongs to: 0 the main agent, k the task's k-th subagent (``run_skill``)."""
+    messages: list[Message] | None = field(default=None, repr=False)
+    """The messages sent (after context fitting; for a prompt that could not fit, the messages before fitting)."""
+    reply: str | None = field(default=None, repr=False)
+    """The model's raw reply (None when the call was not answered)."""
+    finish_reason: str | None = None
 
     @property
     def dependency(self) -> int:
@@ -52,7 +58,11 @@ class ModelCall:
         return p * c + c * (c + 1) // 2
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "dependency": self.dependency}
+        """The accounting as logged, without ``messages`` and ``reply`` (the run log stores those once by content:
+        `skilltransfer.experiments.runlog.PromptStore`)."""
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in ("messages", "reply")}
+        return {**data, "dependency": self.dependency}
 
 
 @dataclass
@@ -105,7 +115,7 @@ class CallLog:
                                                    head=head)
             except ContextExceeded as exc:
                 self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}",
-                                            self.window))
+                                            self.window, messages=[dict(m) for m in messages]))
                 raise
             fit = fitted.to_dict() if fitted is not None else None
         self.emit("call_start", role=role)
@@ -114,10 +124,12 @@ class CallLog:
             completion = model.complete(messages, **params)
         except ContextLengthError as exc:
             self.calls.append(ModelCall(role, 0, 0, time.perf_counter() - start, "none", fit,
-                                        f"context_exceeded: {exc}", self.window))
+                                        f"context_exceeded: {exc}", self.window, messages=[dict(m) for m in messages]))
             raise ContextExceeded(str(exc), fit=fit) from exc
         self.calls.append(ModelCall(role, int(completion.prompt_tokens), int(completion.completion_tokens),
-                                    float(completion.latency_s), completion.usage_source, fit, window=self.window))
+                                    float(completion.latency_s), completion.usage_source, fit, window=self.window,
+                                    messages=[dict(m) for m in messages], reply=completion.text,
+                                    finish_reason=completion.finish_reason))
         self.emit("call_end", role=role, tokens=int(completion.prompt_tokens) + int(completion.completion_tokens))
         return completion
 

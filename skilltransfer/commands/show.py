@@ -11,7 +11,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.experiments.summary import RunSummary, format_trajectory, load_task, summarize_run, summary_rows
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.summary import (
+    RunSummary,
+    format_trajectory,
+    load_prompts,
+    load_task,
+    summarize_run,
+    summary_rows,
+)
 
 
 def show(
@@ -21,11 +29,16 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     max_chars: Annotated[int, typer.Option(min=1, help="Cut long observations to this many characters (--task).")]
     = 2000,
+    prompts: Annotated[bool, typer.Option("--prompts", help="With --task: each step's model calls, their prompts "
+                                          "and raw replies (a message printed before is one line).")] = False,
 ) -> RunSummary | str:
     """Print a run's summary (success with bootstrap CI, latency, tokens, skills), or a task's trajectory."""
+    if prompts and task is None:
+        raise InputError("--prompts needs --task")
     if task is not None:
         record, trajectory = load_task(run, task)
-        text = format_trajectory(record, trajectory, max_chars=max_chars)
+        text = format_trajectory(record, trajectory, max_chars=max_chars,
+                                 prompts=load_prompts(run, trajectory) if prompts else None)
         typer.echo(text, nl=False)
         return text
     summary = summarize_run(run)

@@ -12,7 +12,12 @@ A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, e
   answer and the workspace files it added, changed or deleted, as text), written before the task is committed; what
   ``skilltransfer judge`` reads;
 - ``plans/`` (coordinated streams, unless ``plans`` names a shared folder): one frozen plan per task;
-- ``memory/``: the skill memory after the last committed task.
+- ``memory/``: the skill memory after the last committed task;
+- ``prompts.jsonl`` (`PromptStore`): what the model saw and said. Every message of every model call and every raw
+  reply, each stored once by content id (a system prompt sent in 50 calls is one line); a trajectory's
+  ``calls[i]`` names its prompt as ``messages`` (ids, in order) and its reply as ``reply`` (an id). Lines are
+  appended, and flushed before the trajectory that names them is written; an append cut off by a crash leaves a
+  partial last line that readers skip and `RunFolder.start` cuts off.
 
 A task is committed in this order (`RunFolder.commit`): its trajectory, a memory snapshot (``memory.next`` plus the
 marker ``memory.next.task`` naming the task), the results file with the task's line (the commit point), then the
@@ -33,13 +38,14 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from skilltransfer.agents.config import AgentConfig, AgentLevel
+from skilltransfer.agents.steps import ModelCall
 from skilltransfer.errors import InputError, read_text, validation_message
 from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
 from skilltransfer.experiments.legacy import upgrade_v1_config
@@ -54,6 +60,7 @@ RESULTS = "results.jsonl"
 TRAJECTORIES = "trajectories"
 ARTIFACTS = "artifacts"
 MEMORY = "memory"
+PROMPTS = "prompts.jsonl"
 
 
 # --------------------------------------------------------------------------------------------- schemas
@@ -226,6 +233,8 @@ class TrajectoryLog(BaseModel):
     """reward, success and checks (empty until the task is scored)."""
     steps: list[dict[str, Any]]
     calls: list[dict[str, Any]]
+    """Each model call's accounting (`skilltransfer.agents.steps.ModelCall`), its prompt as ``messages`` (ids in
+    ``prompts.jsonl``) and its reply as ``reply`` (an id); read both with `RunFolder.call_prompts`."""
     contexts: list[list[dict[str, Any]]]
     """The final message list of each executor run."""
     coordination: dict[str, Any] | None = None
@@ -239,6 +248,97 @@ def safe_task_id(task_id: str) -> str:
     return safe if safe == task_id else f"{safe}-{hashlib.sha1(task_id.encode()).hexdigest()[:8]}"
 
 
+# --------------------------------------------------------------------------------------------- prompts
+MESSAGE_ID_CHARS = 16
+_LINE_HEAD = '{"id":"'
+
+
+def message_id(message: Mapping[str, Any]) -> str:
+    """A message's content id: the first 16 hex digits of the SHA-256 of its canonical JSON (sorted keys)."""
+    canonical = json.dumps(message, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:MESSAGE_ID_CHARS]
+
+
+def reply_message(reply: str) -> dict[str, str]:
+    """A raw reply as the message it is stored as (so a reply sent back in the next prompt is the same line)."""
+    return {"role": "assistant", "content": reply}
+
+
+class PromptStore:
+    """``prompts.jsonl``: every message sent to the model and every reply, each stored once by content id.
+
+    One line per distinct message: ``{"id": "<message_id>", "message": {...}}`` (ASCII JSON).
+
+    Args:
+        path: the file (created on the first `add`).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._known: set[str] | None = None
+
+    def _lines(self) -> Iterable[str]:
+        """The file's complete lines (a partial last line, from an interrupted append, is left out)."""
+        if not self.path.is_file():
+            return []
+        data = self.path.read_bytes()
+        return data[: data.rfind(b"\n") + 1].decode("utf-8", errors="replace").split("\n")
+
+    def known(self) -> set[str]:
+        """The ids stored so far."""
+        if self._known is None:
+            self._known = {line[len(_LINE_HEAD):len(_LINE_HEAD) + MESSAGE_ID_CHARS] for line in self._lines()
+                           if line.startswith(_LINE_HEAD)}
+        return self._known
+
+    def add(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Store the messages not stored yet (one flushed append) and return every message's id, in order."""
+        known = self.known()
+        ids, new = [], []
+        for message in messages:
+            key = message_id(message)
+            ids.append(key)
+            if key not in known:
+                known.add(key)
+                new.append(json.dumps({"id": key, "message": message}, ensure_ascii=True, separators=(",", ":")))
+        if new:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="ascii", newline="\n") as handle:
+                handle.write("\n".join(new) + "\n")
+        return ids
+
+    def read(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Id -> message for ``ids`` (all when None); ids not stored are left out, as are unreadable lines."""
+        wanted = set(ids) if ids is not None else None
+        found: dict[str, dict[str, Any]] = {}
+        for line in self._lines():
+            key = line[len(_LINE_HEAD):len(_LINE_HEAD) + MESSAGE_ID_CHARS]
+            if not line.startswith(_LINE_HEAD) or (wanted is not None and key not in wanted):
+                continue
+            try:
+                message = json.loads(line)["message"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(message, dict):
+                found[key] = message
+        return found
+
+    def size(self) -> int:
+        """The file's size in bytes (0 when missing)."""
+        return self.path.stat().st_size if self.path.is_file() else 0
+
+    def repair(self) -> None:
+        """Cut off a partial last line left by an interrupted append."""
+        if not self.path.is_file():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end != len(data):
+            with self.path.open("r+b") as handle:
+                handle.truncate(end)
+        self._known = None
+
+
 # --------------------------------------------------------------------------------------------- the folder
 class RunFolder:
     """One run folder: read its files (one-line errors naming the file and line), write them, commit tasks.
@@ -250,6 +350,8 @@ class RunFolder:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lines: list[str] | None = None
+        self.prompts = PromptStore(self.path / PROMPTS)
+        """The run's messages and replies (`PromptStore`)."""
 
     @property
     def config_file(self) -> Path:
@@ -340,6 +442,20 @@ class RunFolder:
         except ValidationError as exc:
             raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
 
+    def call_prompts(self, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Each logged call's prompt and reply from `prompts`: ``{"messages": [...] | None, "reply": str | None}``
+        (None where the call recorded none, as in runs logged before prompts were kept, or an id is not stored)."""
+        ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply")] if isinstance(i, str)}
+        stored = self.prompts.read(ids) if ids else {}
+        out = []
+        for call in calls:
+            refs = call.get("messages")
+            messages = [stored.get(i) for i in refs] if isinstance(refs, list) else None
+            reply = stored.get(call["reply"]) if isinstance(call.get("reply"), str) else None
+            out.append({"messages": None if messages is None or None in messages else messages,
+                        "reply": reply.get("content") if reply is not None else None})
+        return out
+
     def instructions(self, records: list[TaskRecord]) -> dict[str, str]:
         """Task id -> instruction, from the trajectories of ``records`` (missing files are left out).
 
@@ -375,6 +491,7 @@ class RunFolder:
             atomic_write_text(self.config_file, log.to_json())
         records = self.read_records()
         self._lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; rewritten atomically
+        self.prompts.repair()
         self.recover_memory({r.task_id for r in records})
         return records
 
@@ -401,6 +518,24 @@ class RunFolder:
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""
         atomic_write_text(self.path / relative, log.model_dump_json(indent=1) + "\n")
+
+    def log_calls(self, calls: Sequence[ModelCall]) -> list[dict[str, Any]]:
+        """The calls as a trajectory logs them: their accounting, with their messages and reply stored in `prompts`
+        and named by id (``messages``, ``reply``)."""
+        messages: list[Mapping[str, Any]] = []
+        for call in calls:
+            messages += call.messages or []
+            messages += [reply_message(call.reply)] if call.reply is not None else []
+        ids = iter(self.prompts.add(messages))  # one append for all calls
+        out = []
+        for call in calls:
+            data = call.to_dict()
+            if call.messages is not None:
+                data["messages"] = [next(ids) for _ in call.messages]
+            if call.reply is not None:
+                data["reply"] = next(ids)
+            out.append(data)
+        return out
 
     def write_artifacts(self, trajectory: str, artifacts: dict[str, Any]) -> None:
         """Write a task's artifacts record (`artifacts_file`) atomically."""

@@ -145,7 +145,7 @@ class _LiveTrajectory:
                             status=status, exit_status=result.exit_status if result is not None else "",
                             error=error, score=score or {},
                             steps=[s.to_dict() for s in result.steps_so_far()] if result is not None else [],
-                            calls=[c.to_dict() for c in result.calls.calls] if result is not None else [],
+                            calls=self.folder.log_calls(result.calls.calls) if result is not None else [],
                             contexts=result.contexts if result is not None else [],
                             coordination=self._coordination(result))
         self.folder.write_trajectory(self.relative, log)

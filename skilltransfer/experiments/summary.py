@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import FORMAT_VERSION, RunFolder, TaskRecord, TrajectoryLog
+from skilltransfer.experiments.runlog import (
+    FORMAT_VERSION,
+    RunFolder,
+    TaskRecord,
+    TrajectoryLog,
+    message_id,
+    reply_message,
+)
 from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
@@ -347,9 +354,65 @@ def format_coordination(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, max_chars: int = 2000) -> str:
+STEP_ROLES = {"ActionStep": "executor", "PlanStep": "planner", "SummaryStep": "summarizer",
+              "InductionStep": "induction"}
+
+
+def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """Step index -> the indices of the model calls that made it, matched in order: an action, plan or induction
+    step by its reply's content id (with the calls of the same role just before it: a refused or unparseable
+    planner reply), a summary by the next summarizer call. Calls of runs logged without prompts match nothing."""
+    out: dict[int, list[int]] = {}
+    taken: set[int] = set()
+    start = 0
+    for index, step in enumerate(steps):
+        role = STEP_ROLES.get(str(step.get("type")))
+        if role is None:
+            continue
+        reply = step.get("reply")
+        want = message_id(reply_message(reply)) if role != "summarizer" and isinstance(reply, str) and reply else None
+        if want is None and role != "summarizer":
+            continue
+        found = next((j for j in range(start, len(calls)) if calls[j].get("role") == role and isinstance(
+            calls[j].get("reply"), str) and (want is None or calls[j]["reply"] == want)), None)
+        if found is None:
+            continue
+        mine = [j for j in range(start, found) if calls[j].get("role") == role and j not in taken] + [found]
+        taken.update(mine)
+        out[index] = mine
+        start = found + 1
+    return out
+
+
+def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], shown: dict[str, int],
+                  max_chars: int) -> str:
+    """One model call's prompt and reply as text; a message already printed (``shown``: id -> call number) is one
+    line naming that call."""
+    tokens = f"{call.get('prompt_tokens', 0):,}+{call.get('completion_tokens', 0):,} tokens"
+    lines = [f"  [call {number}] {call.get('role')}, {tokens}" + (f", {call['error']}" if call.get("error") else "")]
+    messages = prompt.get("messages")
+    if messages is None:
+        lines.append("    (prompt not recorded)")
+        return "\n".join(lines)
+    for key, message in zip(call.get("messages") or [], messages, strict=False):
+        role = message.get("role", "?")
+        if key in shown:
+            lines.append(f"    --- {role} {key} (as in call {shown[key]})")
+            continue
+        shown[key] = number
+        lines.append(f"    --- {role} {key}")
+        lines.append(_indent(truncate(str(message.get("content", "")), max_chars), "      "))
+    if prompt.get("reply") is not None:
+        lines.append("    --- reply")
+        lines.append(_indent(truncate(prompt["reply"], max_chars), "      "))
+    return "\n".join(lines)
+
+
+def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, max_chars: int = 2000,
+                      prompts: list[dict[str, Any]] | None = None) -> str:
     """A task's record and trajectory as readable text (observations cut to ``max_chars``); without a record (an
-    unfinished task), the trajectory's status and error."""
+    unfinished task), the trajectory's status and error. With ``prompts`` (`RunFolder.call_prompts`), each step is
+    followed by the prompts and replies of its model calls, and the calls no step names come last."""
     score = trajectory.score
     checks = "\n".join(f"    [{'x' if c.get('passed') else ' '}] {c.get('requirement')}"
                        + (f": {c['detail']}" if c.get("detail") else "") for c in score.get("checks", []))
@@ -380,4 +443,18 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
     if trajectory.coordination:
         head.append(format_coordination(trajectory.coordination))
     body = [format_step(step, max_chars) for step in trajectory.steps]
+    if prompts is not None:
+        by_step, shown = step_calls(trajectory.steps, trajectory.calls), dict[str, int]()
+        for index, numbers in sorted(by_step.items()):
+            body[index] += "\n" + "\n".join(format_prompt(n, trajectory.calls[n], prompts[n], shown, max_chars)
+                                             for n in numbers)
+        rest = sorted(set(range(len(trajectory.calls))) - {n for ns in by_step.values() for n in ns})
+        if rest:
+            body.append("[other model calls]\n" + "\n".join(
+                format_prompt(n, trajectory.calls[n], prompts[n], shown, max_chars) for n in rest))
     return "\n".join(head) + "\n\n" + "\n\n".join(body) + "\n"
+
+
+def load_prompts(run_dir: str | Path, trajectory: TrajectoryLog) -> list[dict[str, Any]]:
+    """The prompts and replies of a trajectory's calls (`RunFolder.call_prompts`)."""
+    return RunFolder(run_dir).call_prompts(trajectory.calls)
