@@ -8,6 +8,7 @@ stdout), and a shared embedder embeds one batch at a time (`LockedEmbedder`).
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import threading
@@ -40,6 +41,15 @@ def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
         raise InputError(f"stream {plan.run}: {exc}") from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def listing_key(plan: StreamPlan) -> str:
+    """What selects a stream's tasks (streams with equal keys share one listing): the resolved env name, its
+    constructor arguments and seed, split, curated stream, order seed and task limit."""
+    config = plan.config
+    env = config.env
+    return json.dumps([env.name, env.args, env.seed, env.split, env.stream, config.order_seed, config.task_limit],
+                      sort_keys=True, default=str)
 
 
 _IN_PROCESS_LOCK = threading.Lock()

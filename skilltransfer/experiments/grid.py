@@ -32,7 +32,14 @@ from skilltransfer.experiments.build import (
     stream_model,
 )
 from skilltransfer.experiments.config import axes
-from skilltransfer.experiments.execute import StreamOutcome, TaskSink, execute_stream, finished_records, list_tasks
+from skilltransfer.experiments.execute import (
+    StreamOutcome,
+    TaskSink,
+    execute_stream,
+    finished_records,
+    list_tasks,
+    listing_key,
+)
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
@@ -257,9 +264,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
     by_listing: dict[str, list[TaskSpec]] = {}
     tasks: dict[str, list[TaskSpec]] = {}
     for plan in plans:
-        config = plan.config
-        key = json.dumps([config.env.model_dump(exclude={"label"}), config.order_seed, config.task_limit],
-                         sort_keys=True, default=str)
+        key = listing_key(plan)
         if key not in by_listing:
             by_listing[key] = list_tasks(plan)
         tasks[plan.run] = by_listing[key]

@@ -14,7 +14,9 @@ With ``context_window`` it enforces a context limit like a real server: prompt t
 ``max_tokens`` above the window answer HTTP 400 with vLLM's (default), OpenAI's or llama.cpp's error body, and
 ``/v1/models`` reports the window as vLLM does (``max_model_len``) unless ``advertise_window=False``.
 
-Run standalone: ``python -m skilltransfer.llm.mock_server --port 8011 --latency-ms 200 --replies replies.jsonl``.
+Run standalone: ``python -m skilltransfer.llm.mock_server --port 8011 --latency-ms 200 --replies replies.jsonl``;
+``--roles`` instead answers every agent role in its reply format (`skilltransfer.llm.roleplay`), e.g. ``--roles
+fail_rate=0.2`` or ``--roles induce=0`` (nothing can be induced from its replies).
 """
 
 from __future__ import annotations
@@ -344,18 +346,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--faults", default=",".join(TRANSPORT_FAULTS), help="comma-separated fault kinds")
     parser.add_argument("--replies", default=None, help="JSONL file of replies or rules (default: echo)")
+    parser.add_argument("--roles", default=None, metavar="SETTINGS",
+                        help="answer every agent role in its format (role play); SETTINGS: comma-separated "
+                             "induce=0|1, fail_rate=F, seed=N, or '' for the defaults")
     parser.add_argument("--no-usage", action="store_true", help="omit usage from answers")
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--context-window", type=int, default=None, help="refuse prompts over this many tokens")
     parser.add_argument("--context-error", default="vllm", help="refusal wording: vllm, openai or llamacpp")
     args = parser.parse_args(argv)
+    if args.roles is not None and args.replies is not None:
+        parser.exit(2, "error: give --replies or --roles, not both\n")
     try:
-        server = MockServer(args.replies, latency_s=args.latency_ms / 1000, tokens_per_s=args.tokens_per_s,
+        replies: Any = args.replies
+        if args.roles is not None:
+            from skilltransfer.llm.roleplay import make_role_play
+
+            replies = make_role_play(args.roles)
+        server = MockServer(replies, latency_s=args.latency_ms / 1000, tokens_per_s=args.tokens_per_s,
                             fault_rate=args.fault_rate, fault_kinds=[k for k in args.faults.split(",") if k],
                             seed=args.seed, report_usage=not args.no_usage, api_key=args.api_key, port=args.port,
                             context_window=args.context_window, context_error=args.context_error)
-    except InputError as exc:
+    except (InputError, ValueError) as exc:
         parser.exit(2, f"error: {exc}\n")
     with server:
         print(f"mock OpenAI server at {server.url}", flush=True)

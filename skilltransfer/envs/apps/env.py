@@ -185,7 +185,8 @@ class AppsEnv:
             world.close()
 
     def _required_changes(self, task: TaskSpec) -> dict[str, TableDiff]:
-        """The reference program's changes to the world, computed once per task on a scratch copy, in-process."""
+        """The reference program's changes to the world, computed once per task on a scratch copy, in-process and
+        scoped (no process-wide state changes: other streams act meanwhile)."""
         if task.id not in self._required:
             world = WorldDb(self._world_bytes)
             services = Services()
@@ -193,7 +194,7 @@ class AppsEnv:
             services.register("complete_task", lambda answer=None: "Task marked as complete.")
             spec = NamespaceSpec(bindings={**self._bindings, "complete_task": function("complete_task", lenient=True)})
             scratch = temporary_workdir("apps-reference-")
-            runner = InProcessRunner(scratch, spec, services)
+            runner = InProcessRunner(scratch, spec, services, scoped=True)
             try:
                 result = runner.execute(self._hidden_for(task).code)
                 if result.error:

@@ -8,12 +8,14 @@ action prints nothing and a small model repeats it. ``echo=False`` is plain ``ex
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 
-def run_cell(code: str, filename: str, namespace: dict[str, Any], *, echo: bool) -> None:
-    """Execute ``code`` in ``namespace``; with ``echo``, then print the repr of its last expression statement's value
-    (if it has one and the value is not None). Errors propagate as they would from ``exec``."""
+def run_cell(code: str, filename: str, namespace: dict[str, Any], *, echo: bool,
+             show: Callable[[str], Any] = print) -> None:
+    """Execute ``code`` in ``namespace``; with ``echo``, then ``show`` (default: print) the repr of its last
+    expression statement's value (if it has one and the value is not None). Errors propagate as from ``exec``."""
     if not echo:
         exec(compile(code, filename, "exec"), namespace)
         return
@@ -25,4 +27,4 @@ def run_cell(code: str, filename: str, namespace: dict[str, Any], *, echo: bool)
     exec(compile(ast.Module(body=tree.body[:-1], type_ignores=[]), filename, "exec"), namespace)
     value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
     if value is not None:
-        print(repr(value))
+        show(repr(value))
