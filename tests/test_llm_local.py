@@ -105,7 +105,7 @@ def test_server_command_uses_the_given_threads_and_cache_setting(tmp_path: Path)
     server = LocalServer(tmp_path / "x.gguf", port=1234, ctx=8192, threads=3)
     cmd = server.command(tmp_path / "x.gguf")
     flags = dict(zip(cmd[5::2], cmd[6::2], strict=False))
-    assert cmd[1:5] == ["-m", "skilltransfer.llm.child", str(os.getpid()), "llama_cpp.server"]
+    assert cmd[1:5] == ["-m", "skilltransfer.llm.child", str(os.getpid()), "skilltransfer.llm.llama_serve"]
     assert flags["--host"] == "127.0.0.1"
     assert flags["--port"] == "1234"
     assert flags["--n_threads"] == flags["--n_threads_batch"] == "3"
@@ -266,3 +266,19 @@ def test_a_child_server_ends_when_the_process_that_started_it_dies(tmp_path: Pat
         time.sleep(0.2)
     os.kill(pid, 9)
     raise AssertionError("the child outlived its parent")
+
+
+def test_extra_buffers_are_off_on_a_cpu_with_amx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skilltransfer.llm import llama_serve
+
+    amx, plain = tmp_path / "amx", tmp_path / "plain"
+    amx.write_text("processor : 0\nflags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n")
+    plain.write_text("processor : 0\nflags\t\t: fpu avx2\n")
+    assert llama_serve.cpu_has_amx(amx)
+    assert not llama_serve.cpu_has_amx(plain)
+    assert not llama_serve.cpu_has_amx(tmp_path / "absent")
+    monkeypatch.setattr(llama_serve, "cpu_has_amx", lambda: True)
+    monkeypatch.delenv("SKILLTRANSFER_LLAMA_EXTRA_BUFTS", raising=False)
+    assert not llama_serve.extra_buffers_wanted()
+    monkeypatch.setenv("SKILLTRANSFER_LLAMA_EXTRA_BUFTS", "1")
+    assert llama_serve.extra_buffers_wanted()

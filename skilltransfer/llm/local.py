@@ -241,8 +241,9 @@ class LocalServer:
             return int(json.loads(response.read().decode("utf-8"))["count"])
 
     def command(self, model_path: Path) -> list[str]:
-        """The server command line (run under `skilltransfer.llm.child`, so it ends with this process)."""
-        return [sys.executable, "-m", "skilltransfer.llm.child", str(os.getpid()), "llama_cpp.server",
+        """The server command line (``llama_cpp.server`` by way of `skilltransfer.llm.llama_serve`, which keeps it off
+        llama.cpp's AMX path, run under `skilltransfer.llm.child`, so it ends with this process)."""
+        return [sys.executable, "-m", "skilltransfer.llm.child", str(os.getpid()), "skilltransfer.llm.llama_serve",
                 "--model", str(model_path), "--model_alias", self.alias,
                 "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
