@@ -1,4 +1,5 @@
-"""Reading files the agent could have touched, defensively, on the harness side (evaluators, checks).
+"""Reading files the agent could have touched, defensively, on the harness side (evaluators, checks): the
+workspace face of the one reader of untrusted files, `skilltransfer.util.untrusted`.
 
 Every path is taken relative to a root folder and opened one component at a time with ``O_NOFOLLOW`` relative to
 its parent's descriptor, so no symbolic link is followed anywhere on the way (nor can a link swapped in meanwhile
@@ -15,6 +16,8 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from skilltransfer.util import untrusted
+
 MAX_FILE_BYTES = 64 << 20
 """The largest workspace file an evaluator reads."""
 
@@ -25,56 +28,20 @@ MAX_LISTING = 10_000
 """The most entries an evaluator lists in one folder."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-class UnsafeFileError(OSError):
-    """A workspace file that the harness will not read (missing, a link, not a regular file, too large...)."""
+UnsafeFileError = untrusted.UntrustedFileError
+"""A workspace file that the harness will not read (missing, a link, not a regular file, too large...)."""
 
 
 def _parts(relative: str | PurePosixPath, *, folder: bool = False) -> list[str]:
     """The path's components; ``folder``: the root itself ("." or "") is allowed."""
-    raw = str(relative)
-    path = PurePosixPath(raw)
-    if path.is_absolute() or "\x00" in raw:
-        raise UnsafeFileError(f"{raw}: not a path inside the folder")
-    parts = [part for part in path.parts if part not in ("", ".")]
-    if (not parts and not folder) or ".." in parts:
-        raise UnsafeFileError(f"{raw}: not a path inside the folder")
-    return parts
-
-
-def _describe(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return name
-    return "not a regular file"
+    return untrusted.parts_inside(relative, folder=folder)
 
 
 def _open_parent(root: Path, parts: list[str], shown: str) -> int:
     """A descriptor of the folder holding ``parts[-1]``, reached without following links."""
-    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
-    try:
-        for part in parts[:-1]:
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                raise UnsafeFileError(f"{shown}: no such file") from None
-            except OSError as exc:
-                try:
-                    mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
-                except OSError:
-                    mode = 0
-                what = _describe(mode) if mode else exc.strerror
-                raise UnsafeFileError(f"{shown}: the folder {part!r} on its path is {what} (not followed)") from None
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return untrusted.open_folder(root, "/".join(parts[:-1]), shown)
 
 
 def kind(root: Path, relative: str | PurePosixPath) -> str | None:
@@ -108,38 +75,7 @@ def kind(root: Path, relative: str | PurePosixPath) -> str | None:
 
 def read_bytes(root: Path, relative: str | PurePosixPath, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """The content of the regular file ``root/relative`` (see module docs); UnsafeFileError otherwise."""
-    parts = _parts(relative)
-    shown = str(relative)
-    parent = _open_parent(Path(root), parts, shown)
-    try:
-        try:
-            fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=parent)
-        except FileNotFoundError:
-            raise UnsafeFileError(f"{shown}: no such file") from None
-        except OSError as exc:
-            try:
-                mode = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode
-            except OSError:
-                mode = 0
-            what = _describe(mode) if mode else exc.strerror
-            raise UnsafeFileError(f"{shown}: is {what} (not read)") from None
-    finally:
-        os.close(parent)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFileError(f"{shown}: is {_describe(info.st_mode)}, not a regular file (not read)")
-        if info.st_size > max_bytes:
-            raise UnsafeFileError(f"{shown}: is {info.st_size} bytes, over the {max_bytes}-byte limit (not read)")
-        chunks, total = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            total += len(chunk)
-            if total > max_bytes:
-                raise UnsafeFileError(f"{shown}: grew past the {max_bytes}-byte limit while read (not read)")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return untrusted.read_bytes(relative, root=root, max_bytes=max_bytes, shown=relative)
 
 
 def list_files(root: Path, relative: str | PurePosixPath, suffix: str = "",
@@ -155,7 +91,7 @@ def list_files(root: Path, relative: str | PurePosixPath, suffix: str = "",
         with os.scandir(parent) as entries:
             for count, entry in enumerate(entries):
                 if count >= max_entries:
-                    raise UnsafeFileError(f"{relative}: holds more than {max_entries} entries (not read)")
+                    raise UnsafeFileError(relative, f"holds more than {max_entries} entries (not read)")
                 if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False):
                     names.append(entry.name)
     finally:
@@ -176,7 +112,7 @@ def list_folders(root: Path, relative: str | PurePosixPath, max_entries: int = M
             found = []
             for count, entry in enumerate(entries):
                 if count >= max_entries:
-                    raise UnsafeFileError(f"{relative}: holds more than {max_entries} entries (not read)")
+                    raise UnsafeFileError(relative, f"holds more than {max_entries} entries (not read)")
                 if entry.is_dir(follow_symlinks=False):
                     found.append(entry.name)
             return sorted(found)
@@ -191,7 +127,7 @@ def check_zip(data: bytes, shown: str, max_total: int = MAX_UNZIPPED_BYTES) -> i
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             total = sum(info.file_size for info in archive.infolist())
     except zipfile.BadZipFile as exc:
-        raise UnsafeFileError(f"{shown}: not a valid Office file ({exc})") from None
+        raise UnsafeFileError(shown, f"not a valid Office file ({exc})") from None
     if total > max_total:
-        raise UnsafeFileError(f"{shown}: expands to {total} bytes, over the {max_total}-byte limit (not read)")
+        raise UnsafeFileError(shown, f"expands to {total} bytes, over the {max_total}-byte limit (not read)")
     return io.BytesIO(data)

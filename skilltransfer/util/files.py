@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError, read_text
+from skilltransfer.util import untrusted
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -46,13 +47,38 @@ def iter_jsonl(path: str | Path, *, what: str = "file") -> Iterator[tuple[int, s
     yield from jsonl_lines(read_text(path, what=what))
 
 
-def read_json(path: str | Path, *, what: str = "file") -> Any:
-    """A UTF-8 JSON document.
+def read_json(path: str | Path, *, what: str = "file", root: str | Path | None = None,
+              max_bytes: int = untrusted.MAX_BYTES, max_depth: int = untrusted.MAX_DEPTH) -> Any:
+    """A UTF-8 JSON document, read through `skilltransfer.util.untrusted` (a regular file, size-capped; with
+    ``root``, inside it without following links) and at most ``max_depth`` containers deep.
 
     Raises:
-        InputError: the file is missing, unreadable, not UTF-8 or not JSON (naming the file and line).
+        InputError: the file is missing, unreadable, not UTF-8, not JSON or nested too deeply (naming the file and
+            line).
+    """
+    text = read_text(path, what=what, root=root, max_bytes=max_bytes)
+    shown = Path(root) / str(path) if root is not None else path
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path=shown, line=exc.lineno) from None
+    except RecursionError:
+        value = None
+        problem: str | None = f"nests more than {max_depth} levels deep"
+    else:
+        problem = untrusted.depth_problem(value, max_depth)
+    if problem is not None:
+        raise InputError(f"{what} {problem} (not read)", path=shown)
+    return value
+
+
+def parse_json_line(line: str, *, path: object, number: int, max_depth: int = untrusted.MAX_DEPTH) -> Any:
+    """One JSONL line as a value at most ``max_depth`` containers deep.
+
+    Raises:
+        InputError: not JSON or nested too deeply (naming the file and line).
     """
     try:
-        return json.loads(read_text(path, what=what))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        return untrusted.parse_json(line, path, max_depth=max_depth)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(exc.reason, path=path, line=number) from None
