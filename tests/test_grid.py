@@ -197,7 +197,8 @@ def test_cross_level_phase_reads_the_source_memory(tmp_path, server):
 
 
 def test_dependent_of_a_failed_stream_fails_without_running(tmp_path, server):
-    data = spec_data(tmp_path, server.url, envs={"bad": {"env": "test_grid:ExplodingEnv", "args": {"targets": [99]}}},
+    bad = {"env": "test_grid:ExplodingEnv", "args": {"targets": [99, 3]}}  # 2 tasks: the split ranks against them
+    data = spec_data(tmp_path, server.url, envs={"bad": bad},
                      conditions=["subtask+text"],
                      phases=[{"name": "source"}, {"name": "split", "library_from": {"phase": "source",
                                                                                     "condition": "subtask+text"},

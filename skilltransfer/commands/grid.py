@@ -83,6 +83,18 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
                   f"{counts['failed']} failed; {summary.tasks_ran} tasks run now, {summary.model_calls} model calls, "
                   f"{_tokens(summary.tokens)} tokens in {_duration(summary.seconds)} ({summary.backend})",
                   soft_wrap=True)
+    reading = [o for o in summary.outcomes if o.library is not None]
+    empty = [o for o in reading if o.library is not None and o.library.startswith("0 skills")]
+    if reading:
+        console.print(f"{len(reading)} streams read a frozen library, {len(empty)} of them with no skills",
+                      soft_wrap=True)
+    if empty:
+        table = Table(title="Streams that ran with an empty library (its source stream induced nothing: a result)")
+        table.add_column("stream", overflow="fold")
+        table.add_column("library", overflow="fold")
+        for outcome in empty:
+            table.add_row(outcome.run, f"library: {outcome.library}")
+        console.print(table)
     if summary.failed:
         table = Table(title="Failed streams (rerun the same command to retry them)")
         table.add_column("stream", overflow="fold")
@@ -119,8 +131,7 @@ def grid(
     \f
     Returns the `GridSummary` (None for --dry-run).
     """
-    from skilltransfer.experiments.grid import run_grid
-    from skilltransfer.experiments.plan import plan_streams
+    from skilltransfer.experiments.grid import resolve_streams, run_grid
     from skilltransfer.experiments.spec import load_spec
 
     if backend not in ("thread", "ray"):
@@ -129,12 +140,15 @@ def grid(
                              "embedder": embedder}
     grid_spec = load_spec(spec, config or [], **flags)
     console = Console(file=sys.stderr)
-    if dry_run:
-        plans = plan_streams(grid_spec)
+    if dry_run:  # the same checks as a run: a spec that cannot run fails here
+        plans, tasks = resolve_streams(grid_spec)
+        width = max(len(plan.run) for plan in plans)
         for plan in plans:
-            after = f"  (after {plan.depends_on})" if plan.depends_on else ""
-            typer.echo(f"{plan.run}{after}")
-        typer.echo(f"{len(plans)} streams -> {grid_spec.out_dir}")
+            library = plan.depends_on or plan.config.library
+            reads = f"  library: {library}" + (" (its final memory, after it)" if plan.depends_on else "") \
+                if library else ""
+            typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{reads}")
+        typer.echo(f"{len(plans)} streams, {sum(len(t) for t in tasks.values())} tasks -> {grid_spec.out_dir}")
         return None
 
     def view(state: GridState) -> GridView:

@@ -22,7 +22,9 @@ from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, en
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
+from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, load_library, read_jsonl
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.skill import Skill
 from skilltransfer.util.imports import load_target
 
 ENV_CHOICES = "apps, office, datasci, scienceworld, officebench[:<tasks folder>], or module:Class"
@@ -175,6 +177,28 @@ def named_stream(env: Env, name: str, split: str | None = None) -> list[TaskSpec
         raise InputError(f"stream {name!r} names tasks this env{f' split {split!r}' if split else ''} lacks: "
                          f"{', '.join(missing[:3])}")
     return [by_id[task_id] for task_id in streams[name]]
+
+
+# --------------------------------------------------------------------------------------------- libraries
+def saved_memory_size(path: str | Path) -> int | None:
+    """How many skills a run's saved memory folder holds (None: not a saved memory folder)."""
+    folder = Path(path)
+    if not (folder / MANIFEST).is_file() or not (folder / SKILLS_JSONL).is_file():
+        return None
+    return len(read_jsonl(folder / SKILLS_JSONL))
+
+
+def library_skills(library: str | Path) -> list[Skill]:
+    """The skills of a frozen library (`load_library`). A run's saved memory that holds none gives none: the stream
+    it comes from induced nothing, a result the reading stream runs with (no skills); any other empty library is
+    refused.
+
+    Raises:
+        InputError: see `load_library`.
+    """
+    if saved_memory_size(library) == 0:
+        return []
+    return load_library(library)
 
 
 # --------------------------------------------------------------------------------------------- model, embedder

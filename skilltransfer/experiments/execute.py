@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import build_env, stream_tasks
+from skilltransfer.experiments.build import build_env, saved_memory_size, stream_tasks
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.runlog import RunFolder, TaskRecord
+from skilltransfer.experiments.runlog import MEMORY, RunFolder, TaskRecord
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.protocols import ChatModel, Embedder, Env, Episode, TaskSpec
 from skilltransfer.sandbox import InProcessRunner
@@ -33,12 +33,14 @@ TaskSink = Callable[[str, TaskRecord], None]
 
 
 def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
-    """The stream's tasks (`stream_tasks`), from an env built in a throw-away work folder."""
+    """The stream's tasks (`stream_tasks`), from an env built in a throw-away work folder.
+
+    Raises:
+        InputError: see `stream_tasks` (the caller names the stream).
+    """
     workdir = Path(tempfile.mkdtemp(prefix="grid-tasks-"))
     try:
         return stream_tasks(build_env(plan.config.env, workdir), plan.config)
-    except InputError as exc:
-        raise InputError(f"stream {plan.run}: {exc}") from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -106,6 +108,20 @@ class StreamOutcome:
     seconds: float = 0.0
     error: str | None = None
     traceback: str | None = None
+    library: str | None = None
+    """A stream reading a frozen library: ``"<n> skills from <source stream or path>"`` (``n`` as the stream ran
+    with it, after any filter; 0 is a result: the source stream induced nothing)."""
+
+
+def library_note(plan: StreamPlan) -> str | None:
+    """`StreamOutcome.library` of ``plan`` (None when it reads no frozen library)."""
+    config = plan.config
+    if config.library is None:
+        return None
+    size = saved_memory_size(config.path / MEMORY)  # the library as the stream froze it (after its filter)
+    if size is None:
+        size = saved_memory_size(config.library)
+    return f"{'?' if size is None else size} skills from {plan.depends_on or config.library}"
 
 
 def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskRecord] | None:
@@ -154,6 +170,7 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
         outcome.tasks_done = RunFolder(config.path).committed()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    outcome.library = library_note(plan)
     outcome.seconds = round(time.perf_counter() - start, 3)
     return outcome
 

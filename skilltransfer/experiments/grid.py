@@ -28,6 +28,7 @@ from skilltransfer.experiments.build import (
     LockedEmbedder,
     build_base_model,
     build_embedder,
+    library_skills,
     single_thread_faiss,
     stream_model,
 )
@@ -37,6 +38,7 @@ from skilltransfer.experiments.execute import (
     TaskSink,
     execute_stream,
     finished_records,
+    library_note,
     list_tasks,
     listing_key,
 )
@@ -245,6 +247,52 @@ def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], stat
             state.set(outcome)
 
 
+# --------------------------------------------------------------------------------------------- checking a spec
+def resolve_streams(spec: GridSpec) -> tuple[list[StreamPlan], dict[str, list[TaskSpec]]]:
+    """Every stream of ``spec`` and its tasks, checked before any stream runs: each (phase, env) resolves to a
+    non-empty task list (its split exists; a curated stream's tasks are in that split), a stream that filters a library
+    by utility has at least 2 tasks, a library given by path loads, a library from an earlier phase comes from a
+    stream with a skill memory. Streams with the same `listing_key` share one listing.
+
+    Raises:
+        InputError: the first problem, naming the spec (its file), the phase, the env and what is missing.
+    """
+    try:
+        plans = plan_streams(spec)
+    except InputError as exc:
+        raise InputError(f"spec {spec.name!r}: {exc}", path=spec.source) from None
+    by_listing: dict[str, list[TaskSpec]] = {}
+    tasks: dict[str, list[TaskSpec]] = {}
+    libraries: set[str] = set()
+    for plan in plans:
+        config = plan.config
+        key = listing_key(plan)
+        try:
+            if key not in by_listing:
+                by_listing[key] = list_tasks(plan)
+                if not by_listing[key]:
+                    raise InputError("no tasks to run")
+            tasks[plan.run] = by_listing[key]
+            if config.library_filter is not None and len(tasks[plan.run]) < 2:
+                raise InputError(f"library_filter {config.library_filter!r} ranks the library against the stream's "
+                                 f"tasks and needs at least 2, the stream has {len(tasks[plan.run])}")
+            if config.library is not None and plan.depends_on is None and config.library not in libraries:
+                library_skills(config.library)
+                libraries.add(config.library)
+        except InputError as exc:
+            raise InputError(f"{_where(spec, plan)}: {exc}", path=spec.source) from None
+    return plans, tasks
+
+
+def _where(spec: GridSpec, plan: StreamPlan) -> str:
+    env = plan.config.env
+    selects = {k: v for k, v in {"split": env.split, "stream": env.stream, "task_limit": plan.config.task_limit,
+                                 "order_seed": plan.config.order_seed or None}.items() if v is not None}
+    detail = ", ".join(f"{k} {v!r}" for k, v in selects.items())
+    return (f"spec {spec.name!r}, phase {plan.phase!r}, env {env.display_label!r} ({env.name}"
+            + (f"; {detail}" if detail else "") + ")")
+
+
 def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None = None,
              progress: Callable[[GridState], Any] | None = None, ray_cpus_per_stream: float = 1.0) -> GridSummary:
     """Run every unfinished stream of ``spec`` (see the module docstring).
@@ -260,21 +308,15 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
     """
     start = time.perf_counter()
     out = spec.out_dir
-    plans = plan_streams(spec)
-    by_listing: dict[str, list[TaskSpec]] = {}
-    tasks: dict[str, list[TaskSpec]] = {}
-    for plan in plans:
-        key = listing_key(plan)
-        if key not in by_listing:
-            by_listing[key] = list_tasks(plan)
-        tasks[plan.run] = by_listing[key]
+    plans, tasks = resolve_streams(spec)
     totals = {run: len(ts) for run, ts in tasks.items()}
     state = GridState(out, plans, totals)
     for plan in plans:
         records = finished_records(plan, [t.id for t in tasks[plan.run]])
         if records is not None:
             state.outcomes[plan.run] = StreamOutcome(plan.run, "skipped", totals[plan.run], tasks_done=len(records),
-                                                     successes=sum(r.success for r in records))
+                                                     successes=sum(r.success for r in records),
+                                                     library=library_note(plan))
         else:
             state.outcomes[plan.run].tasks_done = RunFolder(out / plan.run).committed()
     todo = [p for p in plans if state.outcomes[p.run].state == "pending"]

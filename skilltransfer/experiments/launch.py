@@ -18,6 +18,7 @@ from skilltransfer.experiments.build import (
     build_base_model,
     build_embedder,
     build_env,
+    library_skills,
     single_thread_faiss,
     stream_model,
     stream_tasks,
@@ -117,8 +118,6 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
         InputError: an unusable run folder or work folder, a bad library, env or model setting (before anything is
             written).
     """
-    from skilltransfer.memory.library import load_library
-
     folder = config.path
     config.check_skill_exec()
     check_output_path(folder, flag="--out")
@@ -128,7 +127,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     if workdir is not None:
         check_output_path(workdir, flag="--workdir")
     if config.library is not None:  # a bad library fails here, before the run folder is written
-        load_library(config.library)
+        library_skills(config.library)
     if config.organization is not None:
         from skilltransfer.memory.organization import LibraryView
 

@@ -102,7 +102,11 @@ def _source(phase: Any, by_phase: dict[str, list[StreamPlan]], config: StreamCon
     if len(found) > 1:
         found = [p for p in found if p.config.induction_variant == config.induction_variant
                  and p.config.library_filter is None]
+    where = f"phase {phase.name!r}, env {env!r}: library_from"
     if len(found) != 1:
-        raise InputError(f"library_from: phase {spec.phase!r} has {'no' if not found else 'several'} stream(s) for "
+        raise InputError(f"{where}: phase {spec.phase!r} has {'no' if not found else 'several'} stream(s) for "
                          f"env {env!r}, model {model!r}, condition {wanted!r}, order seed {config.order_seed}")
+    if not found[0].config.has_memory:
+        raise InputError(f"{where}: the source stream {found[0].run!r} keeps no skill memory (condition {wanted!r}); "
+                         "name a condition with skills (e.g. task+text)")
     return found[0]

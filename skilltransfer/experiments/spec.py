@@ -144,6 +144,8 @@ class GridSpec(BaseModel):
     """The phases (`PhaseSpec`), run in dependency order (one phase named "main" when the spec has no ``phases``)."""
     phased: bool = False
     """Whether the spec listed phases (then run names start with the phase name)."""
+    source: str | None = None
+    """The spec's file (set by `load_spec`; errors found later name it)."""
 
     @property
     def out_dir(self) -> Path:
@@ -231,6 +233,8 @@ def apply_override(data: dict[str, Any], item: str) -> dict[str, Any]:
     except yaml.YAMLError:
         value = raw
     out = json.loads(json.dumps(data, default=str))  # deep copy of plain data
+    if parts == ["envs"] and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return _short_forms(_narrow_envs(out, value))
     node: Any = out
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
@@ -256,13 +260,53 @@ def apply_override(data: dict[str, Any], item: str) -> dict[str, Any]:
     return _short_forms(out)
 
 
+def _narrow_envs(data: dict[str, Any], labels: list[str]) -> dict[str, Any]:
+    """``envs: [names]`` as a later layer: the spec narrowed (or widened) to these envs. A listed env keeps its entry
+    (top level and in each phase that lists it), a new name gets the default entry, and phases drop the envs not
+    listed.
+
+    Raises:
+        InputError: a phase that lists its own envs would keep none of them.
+    """
+    top = data.pop("env", None)
+    entries: dict[str, Any] = data["envs"] if isinstance(data.get("envs"), dict) else {}
+    if isinstance(top, dict):
+        entries = {_label_of(top, 0): top}
+    data["envs"] = {label: entries.get(label, {}) for label in labels}
+    for i, phase in enumerate(data.get("phases") or []):
+        if not isinstance(phase, dict) or not isinstance(phase.get("envs"), dict):
+            continue
+        kept = {label: entry for label, entry in phase["envs"].items() if label in labels}
+        if not kept:
+            raise InputError(f"-c envs={json.dumps(labels)}: phase {phase.get('name') or i!r} runs only its own envs "
+                             f"({', '.join(phase['envs'])}); list at least one of them")
+        phase["envs"] = kept
+    return data
+
+
+def _into_phases(data: dict[str, Any], item: str) -> dict[str, Any]:
+    """A ``-c key.path=value`` of a phase setting that is not an axis is also set in every phase that sets that key
+    itself (``limits`` in a phase with its own ``limits``), so the later layer wins there too."""
+    key, sep, raw = item.partition("=")
+    parts = [p for p in key.strip().split(".") if p]
+    phases = data.get("phases")
+    if not sep or not parts or parts[0] in GRID_KEYS or parts[0] in COUNTERPARTS or parts[0] not in PHASE_KEYS \
+            or not isinstance(phases, list):
+        return data
+    for i, phase in enumerate(phases):
+        if isinstance(phase, dict) and parts[0] in phase:
+            data = apply_override(data, f"phases.{i}.{key.strip()}={raw}")
+    return data
+
+
 def layered(base: dict[str, Any], overrides: list[str] | None = None, flags: dict[str, Any] | None = None
             ) -> dict[str, Any]:
-    """``base`` with the ``-c`` overrides, then the flags (key path -> value; None values are ignored) applied; a
-    flag for a phase setting is also set in every phase, so it wins over the spec."""
+    """``base`` with the ``-c`` overrides, then the flags (key path -> value; None values are ignored) applied. A
+    ``-c`` or flag for a phase setting also sets it in the phases (a ``-c``: those that set it themselves; a flag:
+    every phase), so it wins over the spec; ``-c envs=[names]`` narrows every phase to those envs (`_narrow_envs`)."""
     data = _short_forms(json.loads(json.dumps(base, default=str)))
     for item in overrides or []:
-        data = apply_override(data, item)
+        data = _into_phases(apply_override(data, item), item)
     for key, value in (flags or {}).items():
         if value is None:
             continue
@@ -366,7 +410,7 @@ def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> Gr
         raise InputError("name: required (the grid's name)", path=path)
     grid = build_spec(data, source=path)
     check_output_path(grid.out or f"runs/grid-{grid.name}", flag="out")
-    return grid
+    return grid.model_copy(update={"source": str(path)})
 
 
 def load_run_spec(config: Path | None, overrides: list[str] | None, flags: dict[str, Any],

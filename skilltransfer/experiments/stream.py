@@ -33,6 +33,7 @@ from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.build import library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.runlog import (
@@ -49,7 +50,6 @@ from skilltransfer.experiments.runlog import (
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
-from skilltransfer.memory.library import load_library
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
@@ -75,8 +75,8 @@ class StreamSummary:
 
 # --------------------------------------------------------------------------------------------- memory set-up
 def _frozen_library(cfg: StreamConfig, library: str, embedder: Embedder, tasks: Sequence[TaskSpec]) -> SkillMemory:
-    skills = load_library(library)
-    if cfg.library_filter is not None:
+    skills = library_skills(library)  # a source stream's empty memory: no skills
+    if cfg.library_filter is not None and skills:  # half of no skills is none
         from skilltransfer.metrics import score_library
 
         if len(tasks) < 2:
@@ -85,9 +85,7 @@ def _frozen_library(cfg: StreamConfig, library: str, embedder: Embedder, tasks: 
         utility = {row.id: row.utility for row in report.skills}
         ranked = sorted(skills, key=lambda s: (-utility[s.id], s.id))
         cut = (len(ranked) + 1) // 2
-        skills = ranked[:cut] if cfg.library_filter == "top" else ranked[cut:]
-        if not skills:
-            raise InputError(f"the {cfg.library_filter} half of the library is empty", path=library)
+        skills = ranked[:cut] if cfg.library_filter == "top" else ranked[cut:]  # may be empty: runs with none
     skills = [s.model_copy(update={"usage": UsageStats()}, deep=True) for s in skills]
     memory = SkillMemory(embedder, config=cfg.memory.model_copy(update={"dedup_threshold": 1.01}))
     memory.add_many(skills)

@@ -12,6 +12,7 @@ from typing import Any
 
 from skilltransfer.experiments.report.build import Report
 from skilltransfer.experiments.report.figures import Drawn, draw_all
+from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, condition_order
 from skilltransfer.experiments.report.table import Table, fmt, natural_key
 from skilltransfer.util.files import atomic_write_text
@@ -110,9 +111,25 @@ def _header(report: Report) -> list[str]:
     envs = sorted({run.env for run in report.runs})
     models = sorted({run.model for run in report.runs})
     tasks = sum(len(run.records) for run in report.runs)
+    empty = [f"{run.name} (library: 0 skills from {library_source(run)})" for run in report.runs
+             if run.frozen_library and not run.skills]
     return [f"{len(report.runs)} runs, {tasks} finished tasks; envs: {', '.join(envs)}; models: {', '.join(models)}.",
             f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
-            + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV)."]
+            + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV).",
+            *([f"Runs over an empty library (their source induced no skill; they ran with none): {'; '.join(empty)}."]
+              if empty else [])]
+
+
+def library_source(run: RunLog) -> str:
+    """Where a frozen-library run's library came from: the source stream's run name when the library is the memory
+    of a run beside it (a grid's earlier phase), else the library path."""
+    config = run.log.config
+    library = Path(config.library or "")
+    try:
+        relative = library.relative_to(Path(config.runs_dir))
+    except ValueError:
+        return str(library)
+    return str(relative.parent if relative.name == "memory" else relative)
 
 
 def render(report: Report, figures: dict[str, str], as_html: bool) -> str:
