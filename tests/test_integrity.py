@@ -9,6 +9,7 @@ test is not vacuous. What the harness does and does not guarantee is in the READ
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import signal
@@ -36,7 +37,7 @@ from skilltransfer.memory.store import SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.sandbox import Limits
-from skilltransfer.sandbox.scratch import MARKER, sweep_leftovers
+from skilltransfer.sandbox.scratch import MARKER, remove_tree, sweep_leftovers
 from skilltransfer.skill import Skill
 
 ROOT = os.geteuid() == 0
@@ -842,3 +843,153 @@ def test_libraries_with_duplicate_skill_ids_are_refused(tmp_path: Path) -> None:
         assert f"{library}:1" in errors[0]
         assert f"{library}:2" in errors[0]
 
+
+
+# --------------------------------------------------------------------------------------------- 12. second round
+# Issue 33: a class of attack per test; each failed (crashed the run, broke a cap, reached outside) before its fix.
+
+
+DEEP_ARGS = """
+nested = 1
+for _ in range(900):
+    nested = [nested]
+try:
+    complete_task(answer=nested)
+except Exception as exc:
+    print("refused:", type(exc).__name__, str(exc)[:120])
+"""
+
+
+@pytest.mark.parametrize("env", ENVS, indirect=True)
+def test_undecodable_agent_bytes_cost_the_action_never_the_run(tmp_path: Path, env: Any) -> None:
+    """Class 1: a frame of 100,000 nested brackets, an answer nested 900 deep: the run records the task."""
+    task = target_task(env)
+    plan = [CHANNEL + "os.write(channel.wfd, struct.pack('>I', 100_000) + b'[' * 100_000)\nprint('after-deep')",
+            "print('sync-1')", DEEP_ARGS, "print('sync-2')"]
+    records, observations, _ = attack(tmp_path, env, {task.id: plan}, name="deep")
+    seen = [o.strip() for o in observations[task.id]]
+    assert seen[0] == "after-deep"  # the frame is discarded; the action's own result still arrives
+    assert seen[1] == "sync-1"
+    assert "refused:" in seen[2]
+    assert "deep" in seen[2]
+    assert seen[3] == "sync-2"
+    assert not records[0]["success"]
+    assert records[0]["exit_status"] != "submitted"
+
+
+DEEP_TREE = """
+import subprocess, sys
+script = "\\n".join([
+    "import os",
+    "for i in range({depth}):",
+    "    os.makedirs('dddd', exist_ok=True)",
+    "    os.chdir('dddd')",
+    "with open('hidden.bin', 'wb') as handle:",
+    "    for _ in range({mib}):",
+    "        handle.write(bytes(1 << 20))",
+    "print('made', i + 1)"])
+done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+print(done.stdout.strip(), done.stderr[-300:])
+"""
+
+
+@pytest.mark.parametrize("name", ENVS)
+def test_a_tree_deeper_than_path_max_stops_nothing(tmp_path: Path, name: str) -> None:
+    """Class 2: a folder chain longer than PATH_MAX, then a worker restart (crash), quota measurement and cleanup:
+    every harness operation on the workspace handles it, and what it hides counts against the quota."""
+    env = make_env(name, tmp_path / "ws", limits=Limits(workspace_quota_mb=24, max_workspace_entries=5000))
+    task = target_task(env)
+    plan = [DEEP_TREE.format(depth=1100, mib=1), "import os\nos._exit(3)", "print('sync-1')",
+            DEEP_TREE.format(depth=1100, mib=40), "print('sync-2')"]
+    records, observations, _ = attack(tmp_path, env, {task.id: plan}, name="deep-tree")
+    seen = observations[task.id]
+    assert "made 1100" in seen[0]
+    assert "SandboxCrash" in seen[1]
+    assert seen[2].strip() == "sync-1"  # the restart (chown of the workspace when root) went through the chain
+    assert "QuotaExceeded" in seen[3] + seen[4], seen[3:]  # a file 1,100 folders deep counts
+    assert not records[0]["success"]
+    workdir = tmp_path / "ws"
+    leftovers = [p for p in workdir.iterdir() if (p / "dddd").exists()] if workdir.exists() else []
+    assert not leftovers, "the episode's workspace is removed at close"
+
+
+ESCAPE = """
+import os, sqlite3
+outside = {outside!r}
+open("moved", "w").close()
+for name, act in [
+    ("mkdir", lambda: os.mkdir("made-by-dir-fd", dir_fd=os.open(outside, os.O_RDONLY))),
+    ("open", lambda: os.close(os.open("written-by-dir-fd", os.O_WRONLY | os.O_CREAT, 0o644,
+                                      dir_fd=os.open(outside, os.O_RDONLY | os.O_DIRECTORY)))),
+    ("rename", lambda: os.rename("moved", "moved-by-dir-fd", src_dir_fd=os.open(".", os.O_RDONLY),
+                                 dst_dir_fd=os.open(outside, os.O_PATH))),
+    ("sqlite", lambda: sqlite3.connect(os.path.join(outside, "made.sqlite")).execute("create table t (x)")),
+    ("sqlite-uri", lambda: sqlite3.connect("file:" + os.path.join(outside, "uri.sqlite") + "?mode=rwc", uri=True
+                                           ).execute("create table t (x)")),
+]:
+    try:
+        act()
+        print(name, "ESCAPED")
+    except Exception as exc:
+        print(name, "refused", type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize("name", ["apps", "datasci"])
+def test_the_audit_hook_resolves_dir_fd_and_guards_sqlite(tmp_path: Path, name: str) -> None:
+    """Class 12, the layer a harness without root has (audit hook only): ``dir_fd`` writes and ``sqlite3.connect``
+    outside the workspace are refused."""
+    from skilltransfer.sandbox.scratch import runtime_dir
+
+    env = make_env(name, tmp_path / "ws", limits=Limits(drop_privileges=False))
+    outside = runtime_dir()  # readable by the worker (its own code), so it can open a descriptor of it
+    before = sorted(os.listdir(outside))
+    task = target_task(env)
+    try:
+        records, observations, _ = attack(tmp_path, env, {task.id: [ESCAPE.format(outside=str(outside))]},
+                                          name="dirfd")
+    finally:
+        made = sorted(set(os.listdir(outside)) - set(before))
+        for entry in made:
+            remove_tree(outside / entry)
+    output = observations[task.id][0]
+    assert "ESCAPED" not in output, output
+    assert made == []
+    assert output.count("refused") == 5
+    assert not records[0]["success"]
+
+
+REPLACE_RUN = """
+import gc, time
+worker = next(o for o in gc.get_objects() if type(o).__name__ == "Worker")
+def forged(self, code, *args, **kwargs):
+    if "sleep" in code:
+        time.sleep(100)
+    return "FORGED", None
+type(worker).run = forged
+worker.run = forged.__get__(worker)
+print("replaced")
+"""
+
+
+@pytest.mark.parametrize("env", ["apps", "datasci"], indirect=True)
+def test_a_tampered_worker_cannot_forge_what_the_harness_records(tmp_path: Path, env: Any) -> None:
+    """Class 13: agent code that replaces the worker's run function (found through ``gc``) shapes its own later
+    observations in that worker, as redefining ``print`` would (the README says so; it used to claim otherwise);
+    the harness still records completion only through its service, times the action out, and a restarted worker
+    is clean."""
+    task = target_task(env)
+    with env.start(task) as episode:
+        assert "replaced" in episode.step(REPLACE_RUN).output
+        assert episode.step("print('real')").output.strip() == "FORGED"
+        episode.step("complete_task(answer='x')")
+        assert not episode.done, "completion is recorded by the harness's service only"
+        runner = episode.runner
+        limits = runner.limits
+        runner.limits = dataclasses.replace(limits, wall_s=2.0)
+        try:
+            assert "TimeoutError" in episode.step("import time\ntime.sleep(30)").output
+        finally:
+            runner.limits = limits
+        assert episode.step("print('real')").output.strip() == "real"
+        assert not episode.evaluate().success

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import uuid
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from skilltransfer.skill import (
     MAX_RESOURCES_BYTES,
     resource_name_problem,
 )
+from skilltransfer.util.trees import remove_tree
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
@@ -127,7 +127,7 @@ def _discard(parent: int, name: str, info: os.stat_result) -> None:
     if stat.S_ISDIR(info.st_mode):
         aside = f".{name[:40]}.old-{uuid.uuid4().hex[:8]}"
         os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
-        shutil.rmtree(aside, ignore_errors=True, dir_fd=parent)  # fd-based: never follows a link inside
+        remove_tree(aside, dir_fd=parent)  # fd-based, any depth: never follows a link inside
     else:
         os.unlink(name, dir_fd=parent)
 

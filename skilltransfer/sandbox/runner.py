@@ -78,6 +78,7 @@ from skilltransfer.sandbox.runtime.channel import HEADER, decode, encode
 from skilltransfer.sandbox.scratch import remove_tree, runtime_dir, scratch_dir
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, SandboxError
+from skilltransfer.util.trees import chown_tree
 
 log = logging.getLogger("skilltransfer.sandbox")
 _uid_counter = itertools.count()
@@ -137,14 +138,6 @@ def _readable_paths(runtime: Path, module: str | None) -> list[str]:
     """What the worker may read besides its workspace: Python, site-packages, the runtime folder, a setup module."""
     paths = [sys.prefix, sys.base_prefix, *site.getsitepackages(), str(runtime), *([module] if module else [])]
     return sorted({os.path.realpath(path) for path in paths if os.path.exists(path)})
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    os.chown(root, uid, gid)
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
 
 
 def _kill_uid(uid: int) -> None:
@@ -255,8 +248,8 @@ class SandboxRunner:
     def _start(self) -> None:
         if self.private:  # a fresh uid per worker: nothing left by an earlier one counts against its process limit
             self.uid = _pick_uid(self.limits)
-            _chown_tree(self.workspace, self.uid, self.uid)
-            _chown_tree(self.tmpdir, self.uid, self.uid)
+            chown_tree(self.workspace, self.uid, self.uid)
+            chown_tree(self.tmpdir, self.uid, self.uid)
         module_root, module = _module_location(self.spec.setup, self.spec.packages)
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
@@ -481,6 +474,10 @@ class SandboxRunner:
         except ProtocolError as exc:
             self._note(f"the worker broke the channel's framing ({exc})")
             reply, problem = None, f"the worker broke the channel protocol ({exc})"
+        except Exception as exc:  # noqa: BLE001 - nothing the worker sends may end the run: it costs the action
+            log.exception("sandbox %s: handling the worker's messages failed", self.workspace.name)
+            self._note(f"handling the worker's messages failed ({type(exc).__name__}: {str(exc)[:200]})")
+            reply, problem = None, f"the harness could not handle the worker's messages ({type(exc).__name__})"
         else:
             problem = ""
         if reply is not None and isinstance(reply.get("output", ""), str):

@@ -22,6 +22,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from skilltransfer.util import trees
+
 MARKER = ".owner"
 PREFIX = "skilltransfer-"
 _lock = threading.Lock()
@@ -72,22 +74,9 @@ def _read_marker(folder: Path) -> dict[str, object] | None:
 
 
 def remove_tree(path: Path) -> None:
-    """Remove a folder tree without following links, restoring permissions the agent may have taken away."""
-
-    def fix(function: object, name: str, exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), 0o700)
-            os.chmod(name, 0o700, follow_symlinks=False)
-            if os.path.isdir(name) and not os.path.islink(name):
-                shutil.rmtree(name, ignore_errors=True)
-            else:
-                os.unlink(name)
-
-    if os.path.islink(path):
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        return
-    shutil.rmtree(path, onerror=fix)
+    """Remove a folder tree without following links, at any depth, restoring permissions the agent may have taken
+    away (`skilltransfer.util.trees.remove_tree`)."""
+    trees.remove_tree(path)
 
 
 def sweep_leftovers(tmp: Path | None = None) -> list[Path]:

@@ -15,8 +15,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from skilltransfer.sandbox.runtime.channel import depth_problem
+
 MAX_REPLY_BYTES = 8 << 20
 """Default cap of one service result (JSON bytes); a larger result is an error for the agent."""
+
+MAX_ARGUMENT_DEPTH = 64
+"""Deepest nesting (lists/dicts) of a service call's arguments; deeper is an error for the agent (nothing harness-side
+that stores, logs or compares an argument then meets a recursion limit)."""
 
 
 def error_info(exc: BaseException) -> dict[str, Any]:
@@ -61,6 +67,10 @@ class Services:
             return json.dumps({"error": error_info(NameError(f"no harness service named {name!r}"))})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             return json.dumps({"error": error_info(TypeError(f"{name}: malformed call"))})
+        if depth_problem([args, kwargs], MAX_ARGUMENT_DEPTH + 1) is not None:
+            problem = ValueError(f"{name}: the arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep; "
+                                 "send flatter data")
+            return json.dumps({"error": error_info(problem)})
         try:
             with self._lock:
                 self.calls += 1

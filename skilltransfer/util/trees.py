@@ -117,7 +117,8 @@ def _listing(fd: int, limits: WalkLimits) -> list[tuple[str, bool]]:
 
 
 def walk(root: str | Path, limits: WalkLimits | None = None, *, fix_permissions: bool = False,
-         leaving: bool = False, prune: Callable[[Entry], bool] | None = None) -> Iterator[Entry]:
+         leaving: bool = False, prune: Callable[[Entry], bool] | None = None,
+         dir_fd: int | None = None) -> Iterator[Entry]:
     """Every entry below ``root`` (not ``root`` itself), folders before their content and, with ``leaving``, again
     after it. Links are reported as non-folders and never followed. An entry that vanishes meanwhile is skipped; a
     folder that cannot be entered is skipped and noted in ``limits.errors``.
@@ -129,12 +130,13 @@ def walk(root: str | Path, limits: WalkLimits | None = None, *, fix_permissions:
         leaving: also yield each folder after its content (``Entry.leaving``), e.g. to remove it; every folder met
             is left once, also one that could not be entered.
         prune: ``prune(entry)`` True for a folder: do not enter it.
+        dir_fd: ``root`` is a name in the folder open as ``dir_fd`` (then it is not followed if a link).
 
     Raises:
         OSError: ``root`` cannot be opened. TreeChanged: the tree was moved while walked deeper than ``MAX_OPEN``.
     """
     limits = limits if limits is not None else WalkLimits()
-    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    fd = os.open(root, _DIR_FLAGS if dir_fd is not None else _DIR_FLAGS & ~os.O_NOFOLLOW, dir_fd=dir_fd)
     info = os.fstat(fd)
     stack = [_Frame(fd, (info.st_dev, info.st_ino), [], None)]
     try:
@@ -234,21 +236,25 @@ def usage(folders: list[Path], max_entries: int | None = None, *, fix_permission
     return Usage(total, limits.entries + (1 if limits.truncated else 0), limits.truncated)
 
 
-def remove_tree(path: str | Path) -> None:
+def remove_tree(path: str | Path, *, dir_fd: int | None = None) -> None:
     """Remove a folder and everything below it (any depth, links removed not followed, permissions restored); a
-    link or file at ``path`` is removed itself. Missing: nothing to do. What cannot be removed is left."""
-    path = Path(path)
+    link or file at ``path`` is removed itself. Missing: nothing to do. What cannot be removed is left.
+
+    Args:
+        path: the folder; with ``dir_fd``, a name in the folder open as ``dir_fd``.
+        dir_fd: see ``path``.
+    """
     try:
-        info = path.lstat()
+        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return
     if not stat.S_ISDIR(info.st_mode):
         with contextlib.suppress(OSError):
-            path.unlink()
+            os.unlink(path, dir_fd=dir_fd)
         return
     for _ in range(3):  # a tree changed under the walk is walked again
         try:
-            for entry in walk(path, fix_permissions=True, leaving=True):
+            for entry in walk(path, fix_permissions=True, leaving=True, dir_fd=dir_fd):
                 with contextlib.suppress(OSError):
                     if entry.leaving:
                         os.rmdir(entry.name, dir_fd=entry.dir_fd)
@@ -260,7 +266,7 @@ def remove_tree(path: str | Path) -> None:
             continue
         break
     with contextlib.suppress(OSError):
-        os.rmdir(path)
+        os.rmdir(path, dir_fd=dir_fd)
 
 
 def chown_tree(root: str | Path, uid: int, gid: int) -> None:

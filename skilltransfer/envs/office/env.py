@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import logging
 import random
 import re
 import tempfile
@@ -20,21 +20,17 @@ from skilltransfer.envs.office.world import materialize
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import Score, TaskSpec
 from skilltransfer.sandbox.scratch import remove_tree
+from skilltransfer.util.trees import copy_tree
 
 SETUP = "office_tools.apps:setup"
 PACKAGES = {"office_tools": "skilltransfer.envs.office.office_tools"}
 """The agent-side package (apps over the testbed's files), importable as ``office_tools`` in the sandbox."""
 DEV_FRACTION = 0.25
+log = logging.getLogger("skilltransfer.envs.office")
 
 
-def _make_writable(workspace: Path) -> None:
-    """A copied testbed keeps its source's modes: a read-only benchmark copy must become the agent's to change."""
-    for folder, _, names in os.walk(workspace):
-        os.chmod(folder, 0o755)
-        for name in names:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o644)
+TESTBED_MAX_BYTES = 512 << 20
+"""The most a real task's testbed copy may hold (it is copied into every episode's workspace)."""
 
 
 class NoReferenceSolutionError(LookupError):
@@ -160,9 +156,10 @@ class OfficeEnv:
             materialize(draft.plan, workspace, files.parse_event_time(draft.now))
         elif task.id in self._real:
             real = self._real[task.id]
-            if real.testbed.is_dir():
-                files.copy_tree(real.testbed, workspace)
-                _make_writable(workspace)
+            if real.testbed.is_dir():  # no link followed: a testbed file linked to a host file is left out
+                left = copy_tree(real.testbed, workspace, max_bytes=TESTBED_MAX_BYTES, mode_mask=0o755)
+                if left:
+                    log.warning("task %s: testbed files not copied: %s", task.id, "; ".join(left[:10]))
             for folder in ("data", "emails", "calendar"):
                 (workspace / folder).mkdir(exist_ok=True)
         else:

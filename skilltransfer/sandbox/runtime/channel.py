@@ -26,12 +26,35 @@ def encode(message: dict[str, Any]) -> bytes:
     return HEADER.pack(len(data)) + data
 
 
-def decode(body: bytes) -> dict[str, Any]:
-    """The object in a frame's body; ValueError if it is not a JSON object."""
-    message = json.loads(body)
+MAX_DEPTH = 66
+"""Deepest nesting of a frame (a service call's arguments sit two levels down; a service caps them at 64)."""
+
+
+def decode(body: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+    """The object in a frame's body; ValueError if it is not a JSON object nested at most ``max_depth`` deep (any
+    depth, any bytes: never another exception)."""
+    try:
+        message = json.loads(body)
+    except (RecursionError, MemoryError) as exc:
+        raise ValueError(f"frame is not decodable ({type(exc).__name__})") from None
     if not isinstance(message, dict):
         raise ValueError("frame is not a JSON object")
+    problem = depth_problem(message, max_depth)
+    if problem is not None:
+        raise ValueError(f"frame {problem}")
     return message
+
+
+def depth_problem(value: Any, max_depth: int) -> str | None:
+    """Why a decoded value nests too deeply (more than ``max_depth`` lists/dicts), else None; iterative."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > max_depth:
+            return f"nests more than {max_depth} levels deep"
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return None
 
 
 def _strict(value: Any) -> Any:
@@ -145,8 +168,10 @@ def encode_call(service: str, message: dict[str, Any], max_bytes: int, lenient: 
     except TypeError as exc:
         raise TypeError(f"{service}: arguments must be JSON-like values (str, int, float, bool, None, list, dict); "
                         f"{exc}") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"{service}: arguments cannot be sent: {exc}") from None
+    if depth_problem(message, MAX_DEPTH) is not None:
+        raise ValueError(f"{service}: the arguments nest more than {MAX_DEPTH - 2} levels deep; send flatter data")
     if len(data) > max_bytes:
         raise ValueError(f"{service}: the arguments are {len(data)} bytes of JSON, over the harness channel's limit "
                          f"of {max_bytes} bytes")

@@ -6,6 +6,7 @@ root. Best effort: code in C extensions and subprocesses is not audited.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -13,12 +14,33 @@ from typing import Any
 
 from .isolation import HIDDEN_IN_DEV, READABLE_SYSTEM, WRITE_FLAGS
 
-PATH_EVENTS = {"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime", "os.symlink",
-               "os.link", "os.rename", "shutil.rmtree", "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr",
-               "os.mkfifo", "os.mknod"}
+PATH_EVENTS: dict[str, tuple[tuple[int, int | None], ...]] = {
+    "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),), "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),), "os.truncate": ((0, None),), "os.utime": ((0, 3),), "os.symlink": ((0, None), (1, 2)),
+    "os.link": ((0, 2), (1, 3)), "os.rename": ((0, 2), (1, 3)), "shutil.rmtree": ((0, 1),),
+    "os.chflags": ((0, None),), "os.lchflags": ((0, None),), "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),), "os.mkfifo": ((0, 2),), "os.mknod": ((0, 3),),
+}
+"""Audit event -> (index of a path argument it changes, index of that path's ``dir_fd`` argument or None)."""
 NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"}
 LOOKUPS = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.gethostbyname_ex",
            "socket.getnameinfo"}
+SQLITE_ATTACH = 24
+"""sqlite3's authorizer action code for ``ATTACH DATABASE``."""
+
+
+def sqlite_path(database: Any) -> str | None:
+    """The file a ``sqlite3.connect`` argument opens (None: in memory)."""
+    name = os.fsdecode(database) if isinstance(database, str | bytes | os.PathLike) else str(database)
+    if name in ("", ":memory:"):
+        return None
+    if name.startswith("file:"):
+        name, _, query = name[5:].partition("?")
+        if "mode=memory" in query or name in ("", ":memory:"):
+            return None
+        if name.startswith("//"):  # file://host/path: the host part is empty or localhost
+            name = "/" + name[2:].partition("/")[2]
+    return name
 
 
 def _under(real: str, folders: list[str]) -> str | None:
@@ -44,17 +66,31 @@ def install_guard(allowed: list[str], readable: list[str] | None = None, hidden:
     denied = [os.path.realpath(p) for p in hidden or []]
     own_proc = [f"/proc/{os.getpid()}"]
 
-    def resolve(path: Any) -> str | None:
+    def resolve(path: Any, dir_fd: Any = None) -> str | None:
+        """The real path named, relative to ``dir_fd`` (a folder's descriptor) when given; an unresolvable one
+        is "/" (outside everything)."""
         if isinstance(path, int) or path is None:
             return None
         try:
-            return os.path.realpath(os.fsdecode(path))
-        except (TypeError, ValueError):
-            return None
+            name = os.fsdecode(path)
+            if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(name):
+                name = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
+            return os.path.realpath(name)
+        except (TypeError, ValueError, OSError):
+            return "/"
 
-    def may_write(path: Any) -> bool:
-        real = resolve(path)
+    def may_write(path: Any, dir_fd: Any = None) -> bool:
+        real = resolve(path, dir_fd)
         return real is None or real == os.devnull or _under(real, roots) is not None
+
+    def outside_folder(path: Any) -> bool:
+        """Whether ``path`` is a folder outside the writable ones: a descriptor of it would let ``dir_fd`` calls
+        (whose ``open`` event carries no ``dir_fd``) write outside."""
+        real = resolve(path)
+        return real is not None and _under(real, roots) is None and os.path.isdir(real)
+
+    def authorizer(action: int, first: Any, *_: Any) -> int:
+        return 1 if action == SQLITE_ATTACH and first and not may_write(first) else 0  # 1 = SQLITE_DENY
 
     def may_read(path: Any) -> bool:
         real = resolve(path)
@@ -80,13 +116,23 @@ def install_guard(allowed: list[str], readable: list[str] | None = None, hidden:
                 raise PermissionError(f"sandbox: writing outside the workspace is not allowed: {path!r}")
             if not writes and not may_read(path):
                 raise PermissionError(f"sandbox: reading outside the workspace is not allowed: {path!r}")
+            if not writes and read_roots is not None and outside_folder(path):  # else the mounts are read-only
+                raise PermissionError(f"sandbox: opening a folder outside the workspace is not allowed: {path!r}")
+        elif event == "sqlite3.connect":
+            target = sqlite_path(args[0]) if args else None
+            if target is not None and not may_write(target):
+                raise PermissionError(f"sandbox: a database outside the workspace is not allowed: {args[0]!r}")
+        elif event == "sqlite3.connect/handle" and args:
+            with contextlib.suppress(Exception):  # ATTACH DATABASE opens files too (best effort: it can be unset)
+                args[0].set_authorizer(authorizer)
         elif event in ("os.listdir", "os.scandir"):
             if not may_read(args[0] if args[0] is not None else "."):
                 raise PermissionError(f"sandbox: listing outside the workspace is not allowed: {args[0]!r}")
         elif event in PATH_EVENTS:
-            targets = args[:2] if event in ("os.rename", "os.symlink", "os.link") else args[:1]
-            for target in targets:
-                if not may_write(target):
+            for index, fd_index in PATH_EVENTS[event]:
+                target = args[index] if index < len(args) else None
+                dir_fd = args[fd_index] if fd_index is not None and fd_index < len(args) else None
+                if not may_write(target, dir_fd):
                     raise PermissionError(f"sandbox: changing files outside the workspace is not allowed: {target!r}")
         elif event in NET_EVENTS:
             if getattr(args[0], "family", None) in (socket.AF_INET, socket.AF_INET6):
