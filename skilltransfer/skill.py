@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from skilltransfer.util import pyast
+
 SkillFormat = Literal["text", "code"]
 SkillLevel = Literal["task", "subtask"]
 
@@ -73,7 +75,7 @@ def parse_code_signature(body: str, preferred_name: str | None = None) -> CodeSi
         ValueError: the body does not parse or defines no (matching) top-level function.
     """
     try:
-        tree = ast.parse(body)
+        tree = pyast.parse(body)
     except SyntaxError as exc:
         raise ValueError(f"code does not parse: {exc.msg} (line {exc.lineno})") from exc
     functions = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]

@@ -31,6 +31,8 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 
+from skilltransfer.util import pyast
+
 _PART = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]{3,}")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _FUNCTION_WORDS = frozenset({"the", "and", "are", "was", "were", "has", "have", "its", "his", "her", "their", "for",
@@ -41,7 +43,7 @@ def literal_answers(code: str) -> list[str]:
     """The literal answers (strings, numbers) that ``code`` passes to ``complete_task``, as text; [] when the code
     does not parse or passes none."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError):
         return []
     answers: list[str] = []
@@ -59,7 +61,7 @@ def literal_answers(code: str) -> list[str]:
 def calls_complete_task(code: str) -> bool:
     """Whether ``code`` calls ``complete_task`` (by its name; code that does not parse: whether it names a call)."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError):
         return re.search(r"\bcomplete_task\s*\(", code) is not None
     return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "complete_task"
@@ -79,7 +81,7 @@ def called_names(code: str) -> set[str]:
     """The names of the functions ``code`` calls (``apis.calendar.delete_event(...)`` -> ``delete_event``); by a
     pattern when the code does not parse."""
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError):
         return set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", code))
     names: set[str] = set()

@@ -41,6 +41,7 @@ from skilltransfer.memory.organization import (
 )
 from skilltransfer.memory.package import PackageWriteError
 from skilltransfer.skill import Skill
+from skilltransfer.util import pyast
 
 ACTION_NAMES: tuple[str, ...] = ("load_skill", "run_skill", "open_node")
 
@@ -64,7 +65,7 @@ def parse_skill_call(code: str, offered: frozenset[str]) -> SkillCall | str | No
     if not offered:
         return None
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except SyntaxError:
         return None
     used = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in offered})
@@ -81,8 +82,8 @@ def parse_skill_call(code: str, offered: frozenset[str]) -> SkillCall | str | No
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in offered):
         return usage
     try:
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg is not None}
+        args = [pyast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: pyast.literal_eval(k.value) for k in call.keywords if k.arg is not None}
     except (ValueError, SyntaxError, TypeError):
         return usage
     if len(kwargs) != len(call.keywords):

@@ -20,7 +20,6 @@ instructions); ``origin.fallback`` says why and ``origin.replies`` keeps every r
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from skilltransfer.coordination.plan import Plan, PlanNode, PlanOrigin, single_n
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.protocols import ChatModel, Message, TaskSpec
 from skilltransfer.skill import Skill
+from skilltransfer.util import pyast
 
 ROLE = "plan_writer"
 _JSON_BLOCK = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -57,7 +57,7 @@ def _loads(text: str) -> Any:
         except json.JSONDecodeError:
             continue
     try:
-        return ast.literal_eval(_TRAILING_COMMA.sub(r"\1", text).replace("null", "None").replace("true", "True")
+        return pyast.literal_eval(_TRAILING_COMMA.sub(r"\1", text).replace("null", "None").replace("true", "True")
                                 .replace("false", "False"))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise ValueError("the plan is not valid JSON") from exc

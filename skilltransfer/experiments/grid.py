@@ -48,6 +48,7 @@ from skilltransfer.experiments.spec import GridSpec
 from skilltransfer.llm.cache import CachedModel
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.pyast import guard_stdlib_parse
 
 GRID_FORMAT_VERSION = 1
 Backend = Literal["thread", "ray"]
@@ -329,6 +330,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         runner = ThreadBackend(todo)  # builds models and embedders: bad settings fail here, before any output
     else:
         raise InputError(f"unknown backend {backend!r}; choose one of: thread, ray")
+    guard_stdlib_parse()  # streams run side by side from here (see skilltransfer.util.pyast)
     out.mkdir(parents=True, exist_ok=True)
     write_grid_file(spec, plans, totals)
     state.save()

@@ -33,6 +33,7 @@ from skilltransfer.lens.prompts import lens_prompt
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.protocols import ChatModel, Message
 from skilltransfer.skill import Skill
+from skilltransfer.util import pyast
 
 _TAG = re.compile(r"^(policy|strategy|procedure|primitive)s?[\s*_]*\d*[\s*_]*[:\-\u2013\u2014][\s*_]*(.*)$",
                   re.IGNORECASE)
@@ -150,7 +151,7 @@ def fallback_outline(skill: Skill, max_units: int) -> Outline:
 
 def _code_units(body: str) -> Outline:
     try:
-        tree = ast.parse(body)
+        tree = pyast.parse(body)
     except SyntaxError:
         return []
     out: Outline = []

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from skilltransfer.util import pyast
+
 _ANNOTATION_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Tuple, ast.List, ast.Load,
                      ast.BinOp, ast.BitOr)
 
@@ -86,7 +88,7 @@ def skill_body_problem(source: str) -> str | None:
         source: the skill's Python source.
     """
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as exc:
         return f"code does not parse: {exc.msg} (line {exc.lineno})"
     for index, node in enumerate(tree.body):

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from skilltransfer.sandbox.runner import SandboxRunner
-from skilltransfer.sandbox.runtime.cell import run_cell
+from skilltransfer.sandbox.runtime.cell import compile_cell, run_compiled
 from skilltransfer.sandbox.runtime.channel import DirectTransport
 from skilltransfer.sandbox.runtime.explain import format_error
 from skilltransfer.sandbox.runtime.stubs import build
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, Runner
 from skilltransfer.util.imports import resolve
+from skilltransfer.util.pyast import ast_lock
 
 ACTION_FILENAME = "<action>"
 """The file name of an action's code in tracebacks (`format_error` keeps only its frames)."""
@@ -78,8 +79,9 @@ class InProcessRunner:
                 scope.enter_context(context)
         with scope:
             try:
-                run_cell(code, ACTION_FILENAME, self.namespace, echo=self.limits.echo_last_expression,
-                         show=lambda text: print(text, file=buffer))
+                with ast_lock():
+                    cell = compile_cell(code, ACTION_FILENAME, echo=self.limits.echo_last_expression)
+                run_compiled(cell, self.namespace, show=lambda text: print(text, file=buffer))
             except BaseException as exc:  # noqa: BLE001 - agent code may raise anything, incl. SystemExit
                 if isinstance(exc, KeyboardInterrupt):
                     raise

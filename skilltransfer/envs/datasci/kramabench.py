@@ -37,7 +37,6 @@ item could match two expected items. The LLM judge is replaced as above. Non-lis
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
@@ -45,6 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skilltransfer.envs.datasci.textsim import char_bleu, rouge1_f
+from skilltransfer.util import pyast
 
 EXACT_RELATIVE = 1e-6
 """Relative (and absolute) difference under which two numbers are equal for ``success`` and ``f1``."""
@@ -138,7 +138,7 @@ def _read_list(answer: Any, *, comma_fallback: bool) -> list[Any] | None:
             answer = json.loads(text)
         except (ValueError, RecursionError):
             try:
-                answer = ast.literal_eval(text.strip())
+                answer = pyast.literal_eval(text.strip())
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 if not comma_fallback:
                     return None

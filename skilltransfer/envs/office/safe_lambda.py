@@ -14,6 +14,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from skilltransfer.util import pyast
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "float": float, "int": int, "str": str, "len": len, "abs": abs, "round": round, "min": min, "max": max,
     "bool": bool,
@@ -49,7 +51,7 @@ def compile_lambda(text: str) -> Callable[..., Any]:
         UnsafeExpressionError: if the text is not a lambda or uses disallowed syntax.
     """
     try:
-        tree = ast.parse(str(text).strip(), mode="eval")
+        tree = pyast.parse_expression(str(text).strip())
     except SyntaxError as exc:
         raise UnsafeExpressionError(f"comparator is not valid Python: {exc.msg}") from exc
     node = tree.body
