@@ -7,7 +7,9 @@ import pytest
 from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
 from skilltransfer.agents import PlanStep
-from skilltransfer.agents.executor import api_hint, import_hint, parse_action, trim_reply
+from skilltransfer.agents.executor import parse_action
+from skilltransfer.agents.harness.error_hints import api_hint, import_hint
+from skilltransfer.agents.harness.stop_sequence import trim_reply
 from skilltransfer.agents.roles import uncopied
 from skilltransfer.agents.steps import ActionStep, SummaryStep
 from skilltransfer.agents.stuck import detect, normalise_code

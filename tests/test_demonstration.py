@@ -319,6 +319,7 @@ def test_the_second_subtask_sees_the_examples_second_subtask_under_its_earlier_r
 def test_a_later_subtask_that_may_not_complete_sees_the_examples_later_subtask(tmp_path):
     from skilltransfer.agents.config import AgentConfig
     from skilltransfer.agents.executor import Executor
+    from skilltransfer.agents.harness.base import RunContext
     from skilltransfer.agents.prompts import AgentPrompts
     from skilltransfer.agents.steps import CallLog
 
@@ -327,7 +328,8 @@ def test_a_later_subtask_that_may_not_complete_sees_the_examples_later_subtask(t
     episode = env.start(env.tasks()[0])
     try:
         executor = Executor(ScriptedModel(["x"]), AgentPrompts.load(None), AgentConfig(level="subtask"), CallLog())
-        messages = executor.opening(episode, "TASK", subtask_mode=True, may_complete=False, subtask_index=1)
+        messages = executor.opening(RunContext(episode, "TASK", budget=1, subtask_index=1, subtask_mode=True,
+                                               subtask="add the number"))
     finally:
         episode.close()
     opening = messages[1]["content"]

@@ -131,5 +131,5 @@ def test_completing_before_the_requested_change_is_refused_once(env):
     assert [a.refused for a in result.actions] == [None]  # the completing code makes the change itself
     result, _ = _solve_as(env, ScriptedModel([read, done]), "What is the counter?")
     assert [a.refused for a in result.actions] == [None, None]  # a question asks for no change
-    result, _ = _solve_as(env, ScriptedModel([read, done]), "Change the counter to 4.", refuse_ungrounded_answer=False)
+    result, _ = _solve_as(env, ScriptedModel([read, done]), "Change the counter to 4.", refuse_unmade_completion=False)
     assert [a.refused for a in result.actions] == [None, None]

@@ -1,12 +1,15 @@
 """The task-level and subtask-level agents (seed §3.1) with skill retrieval and induction (seed §3.2).
 
 One class runs both: the subtask-level agent cycles planner -> executor -> summarizer until the planner says DONE,
-the agent calls ``complete_task``, 15 subtasks were run or the shared 50-step executor budget is spent (a DONE that
-stands while nobody called ``complete_task`` is followed by one closing subtask, ``prompts/closing_subtask.md``, that
-asks the executor to submit the answer; ``AgentConfig.close_unfinished``); the task-level
+the agent calls ``complete_task``, 15 subtasks were run or the shared 50-step executor budget is spent; the task-level
 agent is the special case with the whole task as its single subtask and only the executor. With a memory, skills are
 retrieved before each (sub)task (top-k by description; code skills are also loaded into the episode's namespace) and,
 with an inducer, one skill is induced from each finished (sub-)trajectory and added to the memory right away.
+
+The harness (`skilltransfer.agents.harness`: the guards of ``config.harness`` / ``config.guards``, fresh per task) is
+asked at named hooks: a ``DONE`` that stands may be replaced by a plan (``completion``), a planned subtask may end the
+task (``subtask_planned``), retrieved skills, a trajectory about to be induced from and an induced skill may be
+rewritten or refused; the planner, executor and summarizer ask their own hooks. The loop names no guard.
 
 Every prompt is fitted to the model's context window (`skilltransfer.agents.context`). When one cannot fit: an
 executor or planner prompt ends the task with exit status ``context_exceeded`` (the trajectory so far is kept and
@@ -23,7 +26,6 @@ evaluated the task (a subtask's trajectory is given its task's verdict).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,17 +34,26 @@ from typing import Any
 from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
-from skilltransfer.agents.executor import Executor, ExecutorRun, outputs_of, ran_code
-from skilltransfer.agents.grounding import undocumented_apis
+from skilltransfer.agents.executor import Executor, ExecutorRun
+from skilltransfer.agents.harness import make_harness, resolve_agent
+from skilltransfer.agents.harness.base import (
+    End,
+    GuardRecord,
+    InductionView,
+    Refuse,
+    RunContext,
+    SubtaskOutcome,
+    SummaryView,
+    TaskView,
+)
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, history_line
 from skilltransfer.agents.result import AgentEvent, AgentResult, DeferredInduction
-from skilltransfer.agents.roles import Planner, Summarizer, normalized_subtask
+from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
 from skilltransfer.agents.steps import (
     ActionStep,
     CallLog,
     InductionStep,
-    PlanStep,
     RetrievalStep,
     SummaryStep,
     TrajectoryText,
@@ -53,10 +64,6 @@ from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Retrieval, SkillRetriever, SkillStore
 from skilltransfer.skill import Provenance, Skill
-from skilltransfer.util.prompts import Prompt
-
-_ASKS_COMPLETION = re.compile(r"complete_task|\bsubmit|\b(?:complete|finish|end) the task", re.IGNORECASE)
-"""A subtask whose text matches may call ``complete_task`` without the early-completion refusal."""
 
 __all__ = ["NO_SUMMARY", "Agent", "AgentEvent", "AgentResult"]
 
@@ -101,7 +108,8 @@ class Agent:
         self.memory = memory
         self.retriever = retriever
         self.inducer = inducer
-        self.config = AgentConfig.model_validate({**(config or AgentConfig()).model_dump(), **kwargs})
+        self.config = resolve_agent(AgentConfig.model_validate({**(config or AgentConfig()).model_dump(), **kwargs}),
+                                    "small-model")
         self.prompts = AgentPrompts.load(self.config.prompt_dir)
         self.on_event = on_event
 
@@ -111,7 +119,8 @@ class Agent:
         budgets = self.config.role_max_tokens
         fitter = ContextFitter(dict(ROLE_MAX_TOKENS if budgets is None else budgets), self.config.context_keep_steps,
                                cap_to_window=budgets is None)
-        result = AgentResult(task_id=episode.task.id, calls=CallLog(fitter=fitter))
+        result = AgentResult(task_id=episode.task.id, calls=CallLog(fitter=fitter),
+                             harness=make_harness(self.config, self.prompts))
         state: dict[str, Any] = {"subtask": None}
         result.calls.on_event = lambda kind, data: self._relay(result, state, kind, data)
         origin = {"stream_position": stream_position, "run_id": run_id}
@@ -145,101 +154,79 @@ class Agent:
         instruction = episode.task.instruction
         skills, actions = self._skills_section(episode, result, instruction, "instruction", None)
         message = self.prompts.executor_task.render(instruction=instruction, skills=skills)
-        run = Executor(self.model, self.prompts, self.config, result.calls).run(
-            episode, message, subtask_index=None, first_index=0, budget=self.config.step_limit, subtask_mode=False,
-            actions=actions)
+        run = self._executor(result).run(RunContext(episode, message, budget=self.config.step_limit,
+                                                    actions=actions))
         self._record(result, run)
         result.exit_status = run.exit_status
         self.induce(episode, result, instruction, run.steps, None, origin)
 
+    def _executor(self, result: AgentResult) -> Executor:
+        return Executor(self.model, self.prompts, self.config, result.calls, harness=result.harness)
+
     def _run_subtasks(self, episode: Episode, result: AgentResult, origin: dict[str, Any],
                       state: dict[str, Any]) -> None:
-        instruction, cfg, calls = episode.task.instruction, self.config, result.calls
-        planner = Planner(self.model, self.prompts, cfg, calls)
-        summarizer = Summarizer(self.model, self.prompts, cfg, calls)
-        executor = Executor(self.model, self.prompts, cfg, calls)
+        instruction, cfg, calls, harness = episode.task.instruction, self.config, result.calls, result.harness
+        planner = Planner(self.model, self.prompts, cfg, calls, harness)
+        summarizer = Summarizer(self.model, self.prompts, cfg, calls, harness)
+        executor = self._executor(result)
         summary, used = NO_SUMMARY, 0
         history: list[str] = []
-        stuck_subtasks: set[str] = set()
-        done_subtasks: dict[str, str] = {}
         result.exit_status = "subtask_limit"
         for index in range(cfg.subtask_limit):
             if used >= cfg.step_limit:
                 result.exit_status = "limits_exceeded"
                 break
+            task = TaskView(instruction, episode.docs(), tuple(history), index)
             try:
-                plan = planner.next(episode.docs(), instruction, summary, history, index=index,
-                                    steps_left=cfg.step_limit - used, subtasks_left=cfg.subtask_limit - index,
-                                    refusal=self._done_refusal(history, result),
-                                    done=done_subtasks if cfg.refuse_repeated_subtask else None)
+                plan = planner.next(task, summary, steps_left=cfg.step_limit - used,
+                                    subtasks_left=cfg.subtask_limit - index)
             except ContextExceeded:
                 result.exit_status = "context_exceeded"
                 break
             result.steps.append(plan)
-            closing = plan.decision == "done" and self._closing_due(history, result)
-            if closing:
-                plan = PlanStep(index, "closing", self.prompts.closing_subtask.render().strip(), "",
-                                self.prompts.closing_subtask.id)
-                result.steps.append(plan)
-            if plan.subtask is None or plan.decision not in ("subtask", "closing"):
+            if plan.decision == "done":
+                stands = harness.completion(task, plan)
+                if stands.value is not plan:
+                    plan = stands.value
+                    plan.guards.extend(stands.records)
+                    result.steps.append(plan)
+            if plan.subtask is None:
                 result.exit_status = "planner_done" if plan.decision == "done" else "planner_format_error"
                 break
-            if cfg.stuck_detection and normalized_subtask(plan.subtask) in stuck_subtasks:
-                result.exit_status = "stuck"  # planned again word for word after it ended stuck: a planner loop
+            planned = harness.subtask_planned(task, plan)
+            plan.guards.extend(planned.records)
+            if isinstance(planned.stop, End):
+                result.exit_status = planned.stop.exit_status
                 break
             self._relay(result, state, "subtask_start", {"index": index})
-            by_subtask = cfg.retrieval_query == "subtask"
-            query, kind = (plan.subtask, "subtask") if by_subtask and not closing else (instruction, "instruction")
+            by_instruction = plan.query == "instruction" or cfg.retrieval_query == "instruction"
+            query, kind = (instruction, "instruction") if by_instruction else (plan.subtask, "subtask")
             skills, actions = self._skills_section(episode, result, query, kind, index)
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
                                                            history="\n".join(history) or NO_HISTORY,
                                                            subtask=plan.subtask, skills=skills)
-            run = executor.run(episode, message, subtask_index=index, first_index=used, budget=cfg.step_limit - used,
-                               subtask_mode=True, actions=actions,
-                               earlier_outputs=outputs_of(result.actions),
-                               earlier_codes=ran_code(result.actions),
-                               subtask=plan.subtask,
-                               may_complete=closing or _ASKS_COMPLETION.search(plan.subtask) is not None)
+            run = executor.run(RunContext(episode, message, budget=cfg.step_limit - used, first_index=used,
+                                          subtask_index=index, subtask_mode=True, subtask=plan.subtask,
+                                          actions=actions, earlier=result.actions))
             used += run.used
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(history_line(index + 1, plan.subtask, run.exit_status, run.result.strip()[:300]))
-            if run.exit_status == "stuck":
-                stuck_subtasks.add(normalized_subtask(plan.subtask))
-            if run.exit_status == "subtask_done" and not closing:
-                done_subtasks.setdefault(normalized_subtask(plan.subtask), history[-1])
+            harness.subtask_ended(task, SubtaskOutcome(plan, run.exit_status, history[-1]))
             if run.exit_status in ("submitted", "context_exceeded"):
                 result.exit_status = run.exit_status
                 break
-            if closing:
+            if plan.final:
                 result.exit_status = "planner_done"
                 break
             if used < cfg.step_limit and index + 1 < cfg.subtask_limit:
                 try:
-                    step = summarizer.summarize(instruction, summary, plan.subtask, run.steps, index=index,
-                                                outputs=outputs_of(result.actions),
-                                                codes=ran_code(result.actions))
+                    step = summarizer.summarize(SummaryView(instruction, summary, result.actions), plan.subtask,
+                                                run.steps, index=index)
                 except ContextExceeded:
                     step = SummaryStep(index, summary, self.prompts.summarizer.id, status="context_exceeded")
                 result.steps.append(step)
                 summary = step.summary
-
-    def _closing_due(self, history: list[str], result: AgentResult) -> bool:
-        """Whether a planner ``DONE`` that stands is followed by the closing subtask: subtasks ran, nobody called
-        ``complete_task`` and the unfinished-DONE refusal has had its turn (``AgentConfig.close_unfinished``)."""
-        if not self.config.close_unfinished or not history:
-            return False
-        return not self.config.refuse_premature_done or _unfinished_done_refused(result)
-
-    def _done_refusal(self, history: list[str], result: AgentResult) -> Prompt | None:
-        """The prompt that refuses the planner's next ``DONE``, if one is due: before any subtask ran, and once per
-        task when subtasks ran but nobody called ``complete_task`` (a planner reaching DONE is never told the task is
-        finished, so a small model stops one subtask short: after finding the answer, or before the write)."""
-        if not self.config.refuse_premature_done:
-            return None
-        if not history:
-            return self.prompts.premature_planner_done
-        return None if _unfinished_done_refused(result) else self.prompts.unfinished_planner_done
 
     @staticmethod
     def _record(result: AgentResult, run: ExecutorRun) -> None:
@@ -258,16 +245,15 @@ class Agent:
     def _retrieve(self, episode: Episode, result: AgentResult, query: str, kind: str, index: int | None) -> Retrieval:
         if self.memory is None or self.config.top_k <= 0:
             return Retrieval([])
-        dropped = 0
+        records: list[GuardRecord] = []
         if self.retriever is None:
-            hits = self.memory.retrieve(query, k=self.config.top_k)
-            kept = [(skill, score) for skill, score in hits if score >= self.config.retrieval_min_score]
-            got, dropped = Retrieval(kept), len(hits) - len(kept)
+            shaped = result.harness.retrieved(query, Retrieval(self.memory.retrieve(query, k=self.config.top_k)))
+            got, records = shaped.value, shaped.records
         else:
             got = self.retriever.retrieve(query, self.config.top_k,
                                           lambda role: _LoggedModel(self.model, result.calls, role))
         step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
-                             below_min_score=dropped)
+                             below_min_score=sum(len(record.removed) for record in records), guards=records)
         load_errors: dict[str, str | None] = {}
         for skill, _ in reversed(got.hits):  # worst first, so the best-ranked definition wins a name clash
             if skill.format == "code":
@@ -320,9 +306,10 @@ class Agent:
             return
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from
-        if not self.config.induce_without_working_code and not ran_code(actions):
-            result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id, status="skipped",
-                                              reason="no code of this trajectory ran without an error"))
+        due = result.harness.induction_due(InductionView(goal, actions, episode.docs()))
+        if isinstance(due.stop, Refuse):
+            result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,
+                                              status=due.stop.reason, reason=due.stop.message, guards=due.records))
             return
         if self.needs_verdict:
             result.deferred.append(DeferredInduction(goal, list(actions), index, dict(origin)))
@@ -360,26 +347,19 @@ class Agent:
         step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status=induced.status,
                              reason=induced.error, reply=induced.reply, prompt_tokens=induced.prompt_tokens,
                              completion_tokens=induced.completion_tokens)
-        unknown = undocumented_apis(_skill_text(induced.skill), episode.docs(), ran_code(actions)) \
-            if induced.skill is not None and self.config.ground_skills else []
-        if unknown:
-            step.status = "ungrounded"
-            step.reason = f"names {', '.join(unknown)}, which the env's docs do not document and no code ran"
-        elif induced.skill is not None:
-            added = self.memory.add(induced.skill)
+        skill = induced.skill
+        if skill is not None:
+            checked = result.harness.skill_induced(InductionView(goal, actions, episode.docs()), skill)
+            step.guards, skill = checked.records, checked.value
+            if isinstance(checked.stop, Refuse):
+                step.status, step.reason, skill = checked.stop.reason, checked.stop.message, None
+        if skill is not None:
+            added = self.memory.add(skill)
             step.status, step.skill_id, step.target_id = added.action, added.skill_id, added.target_id
-            step.skill_name = induced.skill.name
+            step.skill_name = skill.name
             step.reason = "; ".join(part for part in (added.reason, induced.error) if part)
         result.steps.append(step)
 
 
-def _skill_text(skill: Skill) -> str:
-    """What a skill tells its reader to call: its description and body (a code skill's body is its code)."""
-    return f"{skill.description}\n{skill.body}"
-
-
-def _unfinished_done_refused(result: AgentResult) -> bool:
-    """Whether the task's planner already had a ``DONE`` refused as unfinished (``complete_task`` not called)."""
-    return any(isinstance(step, PlanStep) and step.refused == "unfinished_planner_done" for step in result.steps)
 
 

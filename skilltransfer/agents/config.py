@@ -17,7 +17,10 @@ ROLE_MAX_TOKENS: dict[str, int] = {"executor": 1024, "planner": 96, "summarizer"
 
 
 class AgentSettings(BaseModel):
-    """Settings of an agent at either level (a stream's ``agent`` settings; its condition gives the level)."""
+    """Settings of an agent at either level (a stream's ``agent`` settings; its condition gives the level).
+
+    The switches of the harness features (``stop``, ``stuck_detection``, ``refuse_*``, ...; see
+    `skilltransfer.agents.harness`) default to None: the value of the preset in ``harness``."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -27,11 +30,12 @@ class AgentSettings(BaseModel):
     """Most subtasks the planner may propose (subtask level only)."""
     top_k: int = Field(default=5, ge=0)
     """Skills retrieved per query (seed §3.2: top 5 by description embedding)."""
-    retrieval_min_score: float = Field(default=0.2, ge=-1, le=1)
-    """Embedding retrieval drops skills whose cosine with the query is below this, so an unrelated skill (another
-    app's procedure, which a small model follows anyway) never fills an empty slot of the top-k. With
-    all-MiniLM-L6-v2, skills of another app score about -0.1-0.2 against a query, skills of the same procedure
-    0.25-0.8. -1 keeps every top-k hit (the paper's plain top-5). Routed retrieval (a ``retriever``) is left alone."""
+    retrieval_min_score: float | None = Field(default=None, ge=-1, le=1)
+    """Harness ``retrieval_floor``: embedding retrieval drops skills whose cosine with the query is below this, so an
+    unrelated skill (another app's procedure, which a small model follows anyway) never fills an empty slot of the
+    top-k. With all-MiniLM-L6-v2, skills of another app score about -0.1-0.2 against a query, skills of the same
+    procedure 0.25-0.8. -1 keeps every top-k hit (the paper's plain top-5); None: the preset's (0.2 or -1). Routed
+    retrieval (a ``retriever``) is left alone."""
     retrieval_query: RetrievalQuery = "subtask"
     """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
     describe) or with the task instruction. The task-level agent always queries once with the instruction; the closing
@@ -51,66 +55,90 @@ class AgentSettings(BaseModel):
     context_keep_steps: int = Field(default=4, ge=1)
     """Context fitting keeps the last this-many executor steps verbatim while eliding older ones (see
     ``skilltransfer.agents.context``)."""
-    stop: list[str] = Field(default_factory=lambda: ["\nObservation:"])
-    """Executor stop sequences (sent unless ``model_params`` has ``stop``): generation ends before the model invents
-    an observation. With any stop set, text after the first code block from an ``Observation`` line on is also cut
-    from the reply before it enters the context (the step log keeps the raw reply), and the summarizer's reply ends
-    before its first heading line (``roles.SUMMARY_STOP``). [] turns all three off."""
-    stuck_detection: bool = True
-    """Detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task with exit status ``stuck``; a
-    subtask the planner plans again, word for word, after it ended ``stuck`` ends the task (exit status ``stuck``)."""
+    harness: Literal["paper", "small-model", "custom"] | None = None
+    """Which harness features (guards, `skilltransfer.agents.harness`) are on: ``paper`` (none: the paper's agent),
+    ``small-model`` (all) or ``custom`` (those in ``guards``); a switch below that is set wins over the preset. None:
+    a stream resolves it by its model (``small-model`` for the embedded ``local`` model, ``paper`` otherwise), the
+    `Agent` class to ``small-model``. A resolved config names the preset here and the features that are on in
+    ``guards``."""
+    guards: list[str] | None = None
+    """With ``harness: custom``: the features to switch on (names in `skilltransfer.agents.harness.GUARDS`). Once
+    resolved: the features that are on."""
+    stop: list[str] | None = None
+    """Harness ``stop_sequence``: executor stop sequences (sent unless ``model_params`` has ``stop``): generation ends
+    before the model invents an observation; text after the first code block from an ``Observation`` line on is also
+    cut from the reply before it enters the context (the step log keeps the raw reply), and the summarizer's reply
+    ends before its first heading line. [] is off; None: the preset's (``["\nObservation:"]`` or [])."""
+    stuck_detection: bool | None = None
+    """Harness ``stuck_detection``: detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task
+    with exit status ``stuck``; a subtask the planner plans again, word for word, after it ended ``stuck`` ends the
+    task (exit status ``stuck``). None: the preset's."""
     stuck_temperature: float | None = Field(default=0.8, ge=0)
     """After a stuck hint or a refused ungrounded answer, the executor's remaining calls in that (sub)task sample at
     this temperature (a model at a low temperature otherwise answers the hint with the same reply); None keeps the
     run's temperature."""
-    demonstration: Literal["turns", "inline"] = "turns"
-    """How the executor shows the worked example at the end of an env's docs, if any: as earlier chat turns (small
-    models imitate them) or left inline in the system prompt (``skilltransfer.agents.demonstration``)."""
-    subtask_example: bool = True
-    """Subtask level: show a subtask executor the worked example as one subtask that ends with ``SUBTASK DONE:
-    <report>`` instead of ``complete_task`` (`skilltransfer.agents.demonstration.Demonstration.as_subtask`); the
-    example's task message is then in the subtask message's format. False: the task-level example."""
-    refuse_premature_done: bool = True
+    demonstration: Literal["turns", "inline"] | None = None
+    """Harness ``demonstration``: how the executor shows the worked example at the end of an env's docs, if any: as
+    earlier chat turns that the planner never sees (small models imitate them), or left inline in the docs (off).
+    None: the preset's."""
+    subtask_example: bool | None = None
+    """A setting of ``demonstration`` (subtask level): show a subtask executor the worked example as one subtask that
+    ends with ``SUBTASK DONE: <report>`` instead of ``complete_task`` (`Demonstration.as_subtask`); the example's task
+    message is then in the subtask message's format. False: the task-level example. None: on with the turns."""
+    example_plan: bool | None = None
+    """Harness ``example_plan``: an env's example plan (``## Example plan (another task)``) is shown to the planner
+    after the docs and never to the executor. None: the preset's."""
+    error_hints: bool | None = None
+    """Harness ``error_hints``: an ``AttributeError`` for an API the docs do not list, and a ``ModuleNotFoundError``
+    for a name the docs use as an object, get a note (the documented APIs; do not import it). None: the preset's."""
+    uncopy_subtasks: bool | None = None
+    """Harness ``planner_copies``: a planned subtask in the form of the planner's own history line (``2. <subtask>
+    -> stuck: ...``) is cut to the subtask. None: the preset's."""
+    refuse_premature_done: bool | None = None
     """Refuse once, with the reason, a planner ``DONE`` before any subtask ran, a planner ``DONE`` while nobody has
     called ``complete_task`` (once per task), and a ``SUBTASK DONE`` before any code of the subtask ran without an
     error (once per subtask; the 1.5B executor reported a traceback as the result of "Read data/sales.xlsx")."""
-    refuse_repeated_subtask: bool = True
+    refuse_repeated_subtask: bool | None = None
     """Subtask level: refuse once per planner turn, with the earlier line of the subtask list, a planned subtask that
     is word for word (case and spacing aside) one that already ended ``subtask_done``, and ask again; the second
     answer stands. The 1.5B planner, copying the worked example's first subtask, planned "List Tina's events ..."
     twice and then stopped without adding the event."""
-    close_unfinished: bool = True
+    close_unfinished: bool | None = None
     """Subtask level: when a planner ``DONE`` stands (after the unfinished-DONE refusal, when that is on) but nobody
     called ``complete_task``, run one closing subtask (``prompts/closing_subtask.md``) that asks the executor to
     submit the answer from the progress so far; its `PlanStep` has decision ``"closing"``."""
-    done_on_repeat: bool = True
+    done_on_repeat: bool | None = None
     """Subtask level: a reply that says ``SUBTASK DONE`` and re-sends code the subtask already ran without an error
-    ends the subtask with that report; the code is not run again."""
-    refuse_early_completion: bool = True
+    ends the subtask with that report; the code is not run again; a ``SUBTASK DONE`` line inside a code fence is the
+    done reply."""
+    refuse_early_completion: bool | None = None
     """Subtask level: refuse once per task, without running it, code that calls ``complete_task`` in a subtask whose
     text asks for neither ``complete_task`` nor a submission (the planner decides when the task is finished; a small
     executor copies the worked example's closing ``complete_task()`` into the first subtask). The closing subtask
     always may."""
-    refuse_ungrounded_answer: bool = True
+    refuse_ungrounded_answer: bool | None = None
     """Refuse once per task, without running it, a ``complete_task`` whose literal answer holds a number or word that
-    no output of the task shows, and (at most twice per subtask) a ``SUBTASK DONE`` report with a number that neither
-    an output nor the task message shows, or that claims a change ("removed", "sent") while no code of the task that
-    ran called a function named for one, and (once per task) a ``complete_task`` while the instruction asks for a
-    change ("change", "forward", "remove") and no code of the task that ran, nor the completing code, called a function
-    named for one (``skilltransfer.agents.grounding``): the model is told which parts it never saw, or which functions
-    it called. The 1.5B executor printed the row to change and called ``complete_task()``."""
-    induce_without_working_code: bool = False
+    no output of the task shows (``skilltransfer.agents.grounding``): the model is told which parts it never saw."""
+    refuse_ungrounded_report: bool | None = None
+    """Refuse (at most twice per subtask) a ``SUBTASK DONE`` report with a number that neither an output nor the task
+    message shows, or that claims a change ("removed", "sent") while no code of the task that ran called a function
+    named for one."""
+    refuse_unmade_completion: bool | None = None
+    """Refuse (once per task) a ``complete_task`` while the instruction asks for a change ("change", "forward",
+    "remove") and no code of the task that ran, nor the completing code, called a function named for one; the model is
+    told which functions it called. The 1.5B executor printed the row to change and called ``complete_task()``."""
+    induce_without_working_code: bool | None = None
     """Also induce a skill from a (sub)trajectory in which no code ran without an error. False (default) skips it
     (`InductionStep` status "skipped"): a small model's skill from a subtask that only failed records its invented
     calls ("apis.excel.open_file", "sheet_name='Sales'"), is retrieved at the top by the next similar subtask and
-    copied there. True induces from every executed trajectory, as the paper does."""
-    ground_skills: bool = True
+    copied there. True induces from every executed trajectory, as the paper does (harness ``induction_gate`` off)."""
+    ground_skills: bool | None = None
     """Do not store an induced skill whose description or body (a code skill's code) names an ``apis.<app>.<api>``
     whose app or API name is not a word of the episode's docs and that no code of its trajectory that ran without an
     error names (`InductionStep` status "ungrounded", the names in its reason): the 1.5B inducer wrote
     ``apis.excel.load_workbook`` into a skill induced from ``apis.excel.read_file`` code, and the next task's
     executor, retrieving it at cosine 0.91, called that API until stuck."""
-    ground_summary: bool = True
+    ground_summary: bool | None = None
     """Subtask level: drop from the summarizer's reply each line that was not in the previous summary and holds a
     number that no output of the task (nor its instruction) shows, or claims a change ("forwarded", "added") while no
     code of the task that ran called a function named for one (``skilltransfer.agents.grounding``); the dropped lines

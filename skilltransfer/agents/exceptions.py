@@ -40,5 +40,9 @@ class ContextExceeded(AgentSignal):
         self.fit = fit
 
 
-class Stuck(AgentSignal):
-    """The executor repeated itself after a stuck hint (see ``skilltransfer.agents.stuck``)."""
+class Ended(AgentSignal):
+    """A guard ended the run (`skilltransfer.agents.harness.base.End`) with ``exit_status`` (``stuck``)."""
+
+    def __init__(self, message: str, *, exit_status: str) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status

@@ -19,6 +19,7 @@ from typing import Any
 
 from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note, elide_observation, elide_reply
 from skilltransfer.agents.exceptions import ContextExceeded
+from skilltransfer.agents.harness.decisions import GuardRecord
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.protocols import ChatModel, Completion, Message
 from skilltransfer.util.text import truncate
@@ -163,6 +164,10 @@ class _Step:
         return {"type": type(self).__name__, **dataclasses.asdict(self)}
 
 
+def _refusal(records: Sequence[GuardRecord]) -> str | None:
+    return next((r.reason for r in records if r.kind == "refuse"), None)
+
+
 @dataclass
 class RetrievalStep(_Step):
     """Skills retrieved for a task (``subtask_index`` None) or a subtask, with how code skills loaded."""
@@ -180,6 +185,8 @@ class RetrievalStep(_Step):
     """What the retriever did, when one chose the skills section (lens reuse: `skilltransfer.lens.RouteLog`)."""
     below_min_score: int = 0
     """Top-k hits left out because their cosine was below ``retrieval_min_score``."""
+    guards: list[GuardRecord] = field(default_factory=list)
+    """The harness's decisions on this retrieval (`skilltransfer.agents.harness`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
@@ -187,6 +194,8 @@ class RetrievalStep(_Step):
             del out["route"]  # flat reuse logs as before
         if not self.below_min_score:
             del out["below_min_score"]
+        if not self.guards:
+            del out["guards"]
         return out
 
 
@@ -196,8 +205,8 @@ class PlanStep(_Step):
 
     subtask_index: int
     decision: str
-    """"subtask", "done", "format_error" or "closing" (the harness's closing subtask after a DONE that stood while
-    nobody had called ``complete_task``; ``AgentConfig.close_unfinished``)."""
+    """"subtask", "done", "format_error", or a plan a guard put in place of a DONE (``"closing"``: the closing
+    subtask)."""
     subtask: str | None
     reply: str
     prompt_id: str
@@ -205,9 +214,20 @@ class PlanStep(_Step):
     completion_tokens: int = 0
     refused_reply: str | None = None
     """A reply that was refused before this decision, if any (a premature ``DONE`` or a repeated subtask)."""
-    refused: str | None = None
-    """Why it was refused: ``"premature_planner_done"`` (no subtask had run), ``"unfinished_planner_done"``
-    (``complete_task`` had not been called) or ``"repeated_subtask"`` (that subtask already ended done)."""
+    guards: list[GuardRecord] = field(default_factory=list)
+    """The harness's decisions on this plan (refusals of earlier replies, rewrites, an end)."""
+    final: bool = False
+    """The task ends after this subtask (unless it submitted): a plan a guard put in place of a DONE."""
+    query: str | None = None
+    """What this subtask's retrieval queries with when not the agent's setting: ``"instruction"``."""
+
+    @property
+    def refused(self) -> str | None:
+        """Why a reply before this decision was refused (the refusing prompt, e.g. ``"unfinished_planner_done"``)."""
+        return _refusal(self.guards)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "refused": self.refused}
 
 
 @dataclass
@@ -227,17 +247,28 @@ class ActionStep(_Step):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    stuck: str | None = None
-    """The loop pattern detected after this step (``skilltransfer.agents.stuck``), if any."""
-    refused: str | None = None
-    """Why the reply was refused (``"premature_subtask_done"``, ``"ungrounded_report"``, ``"early_completion"`` or
-    ``"ungrounded_answer"``: its code was not run), if it was."""
     window: int = 0
     """The context window that took the step: 0 the main agent, k the task's k-th subagent."""
     skill_action: dict[str, Any] | None = None
     """A harness-side skill action (``skilltransfer.agents.skill_actions``) the step was, instead of code run in the
     episode: ``action``, ``target``, and for ``run_skill`` the subagent's ``window``, ``status``, ``steps``,
     ``sent_tokens``, ``seed_tokens``, ``returned_tokens``."""
+    guards: list[GuardRecord] = field(default_factory=list)
+    """The harness's decisions on this step (a refusal, a rewritten observation, an end)."""
+
+    @property
+    def refused(self) -> str | None:
+        """Why the reply was refused, if it was (``"ungrounded_answer"``, ``"early_completion"``, ...: its code was
+        not run)."""
+        return _refusal(self.guards)
+
+    @property
+    def stuck(self) -> str | None:
+        """The loop pattern stuck detection found after this step (``skilltransfer.agents.stuck``), if any."""
+        return next((r.reason for r in self.guards if r.guard == "stuck_detection"), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "stuck": self.stuck, "refused": self.refused}
 
 
 @dataclass
@@ -252,7 +283,9 @@ class SummaryStep(_Step):
     status: str = "ok"
     """"ok", or "context_exceeded" (the summarizer's prompt could not fit: the previous summary is kept)."""
     dropped: list[str] = field(default_factory=list)
-    """New lines of the summarizer's reply left out as ungrounded (``AgentConfig.ground_summary``)."""
+    """Lines of the summarizer's reply the harness left out (``grounded_summary``)."""
+    guards: list[GuardRecord] = field(default_factory=list)
+    """The harness's decisions on this summary."""
 
 
 @dataclass
@@ -263,9 +296,8 @@ class InductionStep(_Step):
     prompt_id: str
     status: str
     """"added", "merged", "dropped", "pruned" (memory's AddResult.action), "unparseable", "skipped" (``only_successful``
-    and the task failed, or no code of the trajectory ran without an error: ``induce_without_working_code``), or
-    "context_exceeded" (the induction prompt could not fit: no skill), or "ungrounded" (the skill names an API the
-    docs do not document and no code ran: ``ground_skills``; not stored)."""
+    and the task failed, or a guard skipped it: ``induction_gate``), "context_exceeded" (the induction prompt could
+    not fit: no skill), or the reason a guard refused to store the skill (``"ungrounded"``: ``grounded_skills``)."""
     skill_id: str | None = None
     skill_name: str | None = None
     target_id: str | None = None
@@ -273,6 +305,8 @@ class InductionStep(_Step):
     reply: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    guards: list[GuardRecord] = field(default_factory=list)
+    """The harness's decisions on this induction (skipped, a skill not stored)."""
 
 
 Step = RetrievalStep | PlanStep | ActionStep | SummaryStep | InductionStep

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
+from skilltransfer.agents.harness import HarnessName
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse
@@ -34,7 +35,7 @@ FLAG_KEYS: dict[str, str] = {
     "library_filter": "library_filter", "induction_prompt": "induction_variant", "max_steps": "limits.step_limit",
     "max_subtasks": "limits.subtask_limit", "top_k": "agent.top_k", "seed": "env.seed", "split": "env.split",
     "sandbox": "env.sandboxed", "coordination": "coordination", "skill_exec": "skill_exec",
-    "library_organization": "library_organization", "reuse": "reuse",
+    "library_organization": "library_organization", "reuse": "reuse", "harness": "agent.harness",
 }
 """Flag (parameter name) -> the spec key it sets."""
 
@@ -127,6 +128,10 @@ def run(
         case_sensitive=False, rich_help_panel=_AGENT)] = None,
     induction_prompt: Annotated[PromptVariant | None, typer.Option(help="Induction prompt variant (default full).",
                                                                    rich_help_panel=_AGENT)] = None,
+    harness: Annotated[HarnessName | None, typer.Option(
+        help="Harness features: paper (none: the paper's agent), small-model (all), custom (-c 'agent.guards=[...]'). "
+             "Default: small-model for the embedded local model, paper for any other.", case_sensitive=False,
+        rich_help_panel=_AGENT)] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Executor step budget per task (default 50).",
                                                   rich_help_panel=_AGENT)] = None,
     max_subtasks: Annotated[int | None, typer.Option(min=1, help="Most subtasks per task (default 15).",
@@ -158,7 +163,8 @@ def run(
              "library": str(library) if library else None, "library_filter": library_filter,
              "induction_prompt": induction_prompt, "max_steps": max_steps, "max_subtasks": max_subtasks,
              "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination,
-             "skill_exec": skill_exec, "library_organization": library_organization, "reuse": reuse}
+             "skill_exec": skill_exec, "library_organization": library_organization, "reuse": reuse,
+             "harness": harness}
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | env_args(env_arg or [])
     stream_config = run_spec(config, overrides or [], flags, out)
     console = Console(stderr=True)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor
+from skilltransfer.agents.harness.base import RunContext
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import EventSink
 from skilltransfer.coordination.audit import reported_audit
@@ -55,8 +56,8 @@ def run_host(interface: str, episode: Episode, model: ChatModel, plan: Plan, cat
     try:
         load_code_skills(episode, skills)
         message = host_message(interface, prompts, plan, episode.task.instruction, skills)
-        run = Executor(model, agent_prompts, agent_config, calls).run(
-            episode, message, subtask_index=None, first_index=0, budget=config.step_limit, subtask_mode=False)
+        run = Executor(model, agent_prompts, agent_config, calls).run(RunContext(episode, message,
+                                                                                 budget=config.step_limit))
         result.steps.extend(run.steps)
         result.contexts.append(run.messages)
         result.exit_status = run.exit_status

@@ -42,6 +42,7 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor, ExecutorRun
+from skilltransfer.agents.harness.base import RunContext
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, EventSink
 from skilltransfer.coordination.audit import AuditLog
@@ -275,8 +276,7 @@ class MetaSkillRuntime:
                     expected_output=node.expected_output.strip() or "(not specified)", retry_note=note,
                     inputs=inputs, skill=render_node_skill(self.prompts, skill))
                 run = Executor(self.model, self.agent_prompts, self.agent_config, calls, take_step=budget.take).run(
-                    env, message, subtask_index=position, first_index=0, budget=cfg.node_step_limit,
-                    subtask_mode=True)
+                    RunContext(env, message, budget=cfg.node_step_limit, subtask_index=position, subtask_mode=True))
             except BaseException as exc:
                 audit.end(record, "error", message=f"{type(exc).__name__}: {exc}")
                 raise
@@ -302,7 +302,7 @@ class MetaSkillRuntime:
         run = None
         try:
             run = Executor(self.model, self.agent_prompts, self.agent_config, calls).run(
-                env, message, subtask_index=None, first_index=0, budget=cfg.finish_step_limit, subtask_mode=False)
+                RunContext(env, message, budget=cfg.finish_step_limit))
         finally:
             result.calls.calls.extend(calls.calls)
             audit.end_finish(exit_status=run.exit_status if run is not None else "error",

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.fields import FieldInfo
 
 from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings, LibraryOrganization, SkillExec
+from skilltransfer.agents.harness import BY_NAME, default_preset, harness_label, resolve_agent, stream_features
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
@@ -254,10 +255,10 @@ class StreamConfig(BaseModel):
     only_successful: bool = False
     """Induce only from tasks that succeeded (``InductionConfig.only_successful``; induction then waits for each
     task's verdict)."""
-    mask_instance_names: bool = True
-    """Mask the goal's multi-word proper names as ``<name>``, its paths as ``<path>`` and the task's instance values
-    as ``<value>`` in induced skills (``InductionConfig.mask_instance_names``; ``-c mask_instance_names=false`` keeps
-    what the model wrote)."""
+    mask_instance_names: bool | None = None
+    """Harness ``instance_mask``: mask the goal's multi-word proper names as ``<name>``, its paths as ``<path>`` and
+    the task's instance values as ``<value>`` in induced skills (``InductionConfig.mask_instance_names``;
+    ``-c mask_instance_names=false`` keeps what the model wrote). None: the preset's (``agent.harness``)."""
     plans: str | None = None
     """The plan folder of a coordinated stream: one frozen plan file per task, written when missing and replayed when
     present, so streams given the same folder (a grid's three interfaces) run the same plans. A relative path is
@@ -297,6 +298,34 @@ class StreamConfig(BaseModel):
     @classmethod
     def _condition_spelling(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _resolve_harness(self) -> StreamConfig:
+        """Resolve the harness once (`skilltransfer.agents.harness.presets`): the agent's switches, the instance mask
+        and the env's docs arguments from the preset (``agent.harness``, else the model's default); the resolved
+        ``agent.guards`` lists every feature that is on. Idempotent, so a recorded config reads back the same."""
+        try:
+            agent = resolve_agent(self.agent, default_preset(self.model.resolved_name()))
+            args, mask, features = stream_features(agent.harness or "paper", self.agent.guards, self.env.name,
+                                                   self.env.args, self.mask_instance_names)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+        agent = agent.model_copy(update={"guards": [*(g for g in agent.guards or () if BY_NAME[g].where == "agent"),
+                                                    *features]})
+        self.__dict__.update(agent=agent, mask_instance_names=mask,
+                             env=self.env.model_copy(update={"args": {**self.env.args, **args}}) if args else self.env)
+        return self
+
+    def harness_label(self) -> str:
+        """The harness as reports name it: its preset, with ``-feature`` for each of the preset's features that is
+        off and ``+feature`` for each other one that is on (`skilltransfer.agents.harness.harness_label`)."""
+        preset = self.agent.harness or "paper"
+        if preset == "custom":
+            return "custom:" + "+".join(self.agent.guards or ()) if self.agent.guards else "custom"
+        plain = self.model_copy(update={"agent": AgentSettings(harness=self.agent.harness), "mask_instance_names": None,
+                                        "env": self.env.model_copy(update={"args": {}})})
+        expected = StreamConfig.model_validate(plain.model_dump()).agent.guards or ()
+        return harness_label(preset, self.agent.guards or (), expected)
 
     @model_validator(mode="after")
     def _filter_needs_library(self) -> StreamConfig:
@@ -385,7 +414,7 @@ class StreamConfig(BaseModel):
         if not fmt or self.library:
             return None
         return InductionConfig(format=fmt, variant=self.induction_variant, only_successful=self.only_successful,
-                               mask_instance_names=self.mask_instance_names)
+                               mask_instance_names=bool(self.mask_instance_names))
 
     def identity(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,
@@ -415,8 +444,9 @@ class StreamConfig(BaseModel):
 
     def condition_label(self) -> str:
         """The condition as the report groups it: tagged with a frozen library (``+library``,
-        ``+library(top)``) and with every ``report="tag"`` axis whose value is not the default (``[no_demo]``), so
-        ``task+text[no_demo]`` is compared with ``task``."""
+        ``+library(top)``), with every ``report="tag"`` axis whose value is not the default (``[no_demo]``), so
+        ``task+text[no_demo]`` is compared with ``task``, and with the harness (``[harness=paper]``) when it is not
+        the model's default preset with its features as the preset has them."""
         label: str = self.condition
         if self.library is not None:
             label += f"+library({self.library_filter})" if self.library_filter else "+library"
@@ -424,6 +454,9 @@ class StreamConfig(BaseModel):
             axis = axis_of(type(self).model_fields[name])
             if axis is not None and axis.report == "tag" and (axis.tag_if is None or axis.tag_if(self)):
                 label += axis.tag.format(name=name, value=value)
+        harness = self.harness_label()
+        if harness != default_preset(self.model.resolved_name()):
+            label += f"[harness={harness}]"
         return label
 
     def run_leaf(self, listed: Mapping[str, int]) -> str:

@@ -137,7 +137,8 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     model = stream_model(build_base_model(config.model), config.model)
     embedder = build_embedder(config) if config.has_memory else None
     console = console or Console(stderr=True)
-    console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}",
+    console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}"
+                  f" | harness {config.harness_label()} ({len(config.agent.guards or ())} features on)",
                   highlight=False, markup=False)  # a label's [tag] is not rich markup
     return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
                   heartbeat_s=heartbeat_s)

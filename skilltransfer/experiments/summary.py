@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import (
     FORMAT_VERSION,
     RunFolder,
@@ -106,6 +107,8 @@ class RunSummary:
     """Skills in memory after the last finished task."""
     settings: dict[str, Any] = field(default_factory=dict)
     """The stream's axes with a value other than the default (order seed, induction variant, ...), and a library."""
+    harness: str = ""
+    """The harness preset (`StreamConfig.harness_label`) and the features that were on."""
     format_version: int = 0
     """The run log's format version (an older one is shown and reported, not resumed)."""
     tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -181,8 +184,14 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
         settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {}),
                   **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
-        format_version=log.format_version,
+        format_version=log.format_version, harness=_harness(log.config),
         transfers=transfer_events(records), coordination=coordination_totals(records))
+
+
+def _harness(config: StreamConfig) -> str:
+    """``<preset label>: <features on>`` (or ``: no guard``)."""
+    guards = config.agent.guards or []
+    return f"{config.harness_label()}: " + (", ".join(guards) if guards else "no guard")
 
 
 def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
@@ -196,6 +205,7 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("run", f"{s.run} ({s.path})"),
         ("condition", s.condition),
         *([("settings", ", ".join(f"{k}={v}" for k, v in s.settings.items()))] if s.settings else []),
+        *([("harness", s.harness)] if s.harness else []),
         ("env", s.env or "-"),
         ("model", s.model or "-"),
         ("embedder", s.embedder or "-"),

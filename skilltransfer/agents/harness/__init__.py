@@ -1,0 +1,26 @@
+"""The harness: small-model features as guards at named hook points of the agent loops, and the presets that choose
+them (``paper``, ``small-model``, ``custom``). `skilltransfer.agents.harness.base` holds the seam (decisions, the
+`Guard` base, `Harness`), `skilltransfer.agents.harness.presets` the registry and resolution; each guard is a module
+of this package named after it."""
+
+from skilltransfer.agents.harness.decisions import ACCEPT, Accept, Decision, End, GuardRecord, Refuse, Rewrite
+from skilltransfer.agents.harness.presets import (
+    BY_NAME,
+    GUARDS,
+    HARNESS_NAMES,
+    PRESETS,
+    GuardSpec,
+    HarnessName,
+    default_preset,
+    harness_label,
+    make_harness,
+    preset_guards,
+    resolve_agent,
+    stream_features,
+)
+
+__all__ = [
+    "ACCEPT", "BY_NAME", "GUARDS", "HARNESS_NAMES", "PRESETS", "Accept", "Decision", "End", "GuardRecord", "GuardSpec",
+    "HarnessName", "Refuse", "Rewrite", "default_preset", "harness_label", "make_harness", "preset_guards",
+    "resolve_agent", "stream_features",
+]

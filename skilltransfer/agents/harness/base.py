@@ -1,0 +1,346 @@
+"""The harness seam: typed decisions, the `Guard` base with its hook points, and `Harness`, which calls a task's
+guards in order at each hook and records every decision that is not an accept on the step it concerns.
+
+A guard is a policy in its own module (``skilltransfer.agents.harness.<name>``) with its own per-task state: one
+instance per task (the executor's per-run state lives in ``ExecutorRun.guard_state`` under the guard's name). The
+agent loops (`skilltransfer.agents.agent`, ``executor``, ``roles``) only call `Harness` hooks; they name no guard.
+A hook returns one of the decisions below (inspect_ai's approvers return an ``Approval`` the same way):
+
+* `Accept` (`ACCEPT`): nothing to do;
+* `Refuse`: the reply is not acted on; ``message`` is what the model is told instead (the loop asks again);
+* `Rewrite`: the value at the hook (an observation, a subtask, a reply, a summary, a plan) is replaced;
+* `End`: the (sub)task ends now with ``exit_status`` (``stuck``, ``subtask_done``).
+
+At a decision hook `Harness` asks the guards in order: a `Rewrite` replaces the value and the next guard sees the new
+one; the first `Refuse` or `End` stops the round. Each non-accept decision becomes a `GuardRecord` on the step
+(``ActionStep.guards``, ``PlanStep.guards``, ``SummaryStep.guards``, ``InductionStep.guards``), so a reader sees
+which guard did what and why; nobody scans those records to steer the loop (a guard keeps what it needs to know in
+its own state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+
+from skilltransfer.agents.harness.decisions import ACCEPT, Accept, Decision, End, GuardRecord, Refuse, Rewrite
+from skilltransfer.agents.steps import ActionStep, PlanStep
+from skilltransfer.protocols import Episode, Message
+
+if TYPE_CHECKING:
+    from skilltransfer.agents.config import AgentConfig
+    from skilltransfer.agents.prompts import AgentPrompts
+    from skilltransfer.agents.skill_actions import SkillActions
+    from skilltransfer.protocols import Retrieval
+    from skilltransfer.skill import Skill
+
+T = TypeVar("T")
+S = TypeVar("S")
+__all__ = [
+    "ACCEPT", "Accept", "Decision", "End", "Guard", "GuardRecord", "Harness", "InductionView", "Opening", "Outcome",
+    "PlanProposal", "Refuse", "Rewrite", "RunContext", "RunLike", "SubtaskOutcome", "SummaryView", "TaskView",
+]
+
+
+# --------------------------------------------------------------------------------------------- what guards see
+@dataclass
+class RunContext:
+    """One executor run (the whole task, one subtask, or a subagent): `Executor.run`'s one argument.
+
+    Args:
+        episode: the running task.
+        task_message: the first user message (goal, summary, skills; a subagent: its seed message).
+        budget: most steps this run may take (format errors count).
+        first_index: index of this run's first step in the task's shared budget.
+        subtask_index: the subtask being executed (None at task level).
+        subtask_mode: ``SUBTASK DONE: ...`` ends the run.
+        subtask: the subtask's text ('' at task level and for a subagent).
+        actions: the skill actions offered in this context (None: none).
+        window: the context window (0: the main agent; k: the task's k-th subagent).
+        earlier: the task's action steps before this run (what earlier subtasks printed and ran).
+    """
+
+    episode: Episode
+    task_message: str
+    budget: int
+    first_index: int = 0
+    subtask_index: int | None = None
+    subtask_mode: bool = False
+    subtask: str = ""
+    actions: SkillActions | None = None
+    window: int = 0
+    earlier: Sequence[ActionStep] = ()
+
+    @property
+    def subagent(self) -> bool:
+        return self.window > 0
+
+
+@dataclass
+class Opening:
+    """The start of an executor's context before it is rendered: the docs that go into the system prompt and the
+    turns (a worked example) shown before the task message, which is appended to the last of them."""
+
+    docs: str
+    turns: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlanProposal:
+    """A parsed planner reply: ("subtask", text) or ("done", None); ``refusable`` is False once a reply of this
+    planner call was refused (the next answer stands)."""
+
+    kind: str
+    subtask: str | None
+    refusable: bool = True
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """The task as the planner-side hooks see it."""
+
+    instruction: str
+    docs: str
+    history: Sequence[str]
+    """The subtask list so far, one ``history_line`` per subtask."""
+    index: int
+    """The planner turn (0-based)."""
+
+
+@dataclass(frozen=True)
+class SubtaskOutcome:
+    """A finished subtask: its plan step, exit status and history line."""
+
+    plan: PlanStep
+    exit_status: str
+    line: str
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    """A summarizer reply being checked: the task's instruction, the previous summary and the task's steps so far."""
+
+    instruction: str
+    previous: str
+    actions: Sequence[ActionStep]
+
+
+@dataclass(frozen=True)
+class InductionView:
+    """A finished (sub-)trajectory about to be induced from, or the skill induced from it."""
+
+    goal: str
+    actions: Sequence[ActionStep]
+    docs: str
+
+
+class RunLike(Protocol):
+    """What a guard may read of an executor run (`skilltransfer.agents.executor.ExecutorRun`)."""
+
+    context: RunContext
+    steps: list[ActionStep]
+    messages: list[Message]
+    head: int
+    guard_state: dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------------- the guard base
+class Guard:
+    """A harness feature: a policy called at named hook points, each returning a decision (or a value for the
+    shaping hooks). Subclasses override the hooks they use; the defaults accept and change nothing.
+
+    Args:
+        config: the agent's resolved settings (a guard reads its own parameters there).
+        prompts: the agent prompts (refusal texts).
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, config: AgentConfig, prompts: AgentPrompts) -> None:
+        self.config = config
+        self.prompts = prompts
+        self.peers: Sequence[Guard] = ()
+        """The task's guards (this one included), for a guard whose policy follows another's state."""
+
+    def run_state(self, run: RunLike, factory: Callable[[], S]) -> S:
+        """This guard's state for one executor run (created by ``factory`` on first use)."""
+        state: S = run.guard_state.setdefault(self.name, factory())
+        return state
+
+    # shaping hooks (called on every call/run; return the value, changed or not)
+    def sampling(self, role: str, params: dict[str, Any], run: RunLike | None) -> dict[str, Any]:
+        """The sampling parameters of a ``role`` call (``run``: the executor run, None for other roles)."""
+        return params
+
+    def shown_reply(self, run: RunLike, reply: str) -> str:
+        """The executor reply as it enters the context (the step log keeps the raw one)."""
+        return reply
+
+    def opening(self, context: RunContext, opening: Opening) -> Opening:
+        """The executor's opening (docs of the system prompt, turns before the task message)."""
+        return opening
+
+    def planner_docs(self, docs: str, example: str) -> tuple[str, str]:
+        """The planner's docs and the example shown after them."""
+        return docs, example
+
+    def summary_reply(self, text: str) -> str:
+        """The summarizer's raw reply, before it is checked."""
+        return text
+
+    # decision hooks
+    def code_form(self, run: RunLike, step: ActionStep, code: str) -> Decision:
+        """A reply's code block before it is acted on: `Rewrite` to None when it is not code."""
+        return ACCEPT
+
+    def code_proposed(self, run: RunLike, step: ActionStep, code: str, reply: str) -> Decision:
+        """Code about to run in the episode: `Refuse` (not run), `End` (the run ends without running it)."""
+        return ACCEPT
+
+    def subtask_report(self, run: RunLike, step: ActionStep, report: str) -> Decision:
+        """A ``SUBTASK DONE`` report: `Refuse` or accept."""
+        return ACCEPT
+
+    def step_observed(self, run: RunLike, step: ActionStep, *, ran: bool) -> Decision:
+        """A step and its observation (``ran``: code ran in the episode): `Rewrite` the observation, or `End`."""
+        return ACCEPT
+
+    def plan_proposed(self, task: TaskView, proposal: PlanProposal) -> Decision:
+        """A planner reply: `Rewrite` the proposal, `Refuse` it (asked again), or accept."""
+        return ACCEPT
+
+    def completion(self, task: TaskView, plan: PlanStep) -> Decision:
+        """A planner ``DONE`` that stands: `Rewrite` to a plan step to run instead, or accept (the task ends)."""
+        return ACCEPT
+
+    def subtask_planned(self, task: TaskView, plan: PlanStep) -> Decision:
+        """A subtask about to run: `End` the task, or accept."""
+        return ACCEPT
+
+    def subtask_ended(self, task: TaskView, outcome: SubtaskOutcome) -> None:
+        """A subtask ended (observe only)."""
+
+    def summary(self, view: SummaryView, text: str) -> Decision:
+        """A summarizer reply: `Rewrite` it, or accept."""
+        return ACCEPT
+
+    def retrieved(self, query: str, got: Retrieval) -> Decision:
+        """Skills retrieved by embedding for ``query``: `Rewrite` the retrieval, or accept."""
+        return ACCEPT
+
+    def induction_due(self, view: InductionView) -> Decision:
+        """Before inducing from a trajectory: `Refuse` to skip it, or accept."""
+        return ACCEPT
+
+    def skill_induced(self, view: InductionView, skill: Skill) -> Decision:
+        """An induced skill before it is stored: `Refuse` (not stored), `Rewrite`, or accept."""
+        return ACCEPT
+
+
+# --------------------------------------------------------------------------------------------- the dispatcher
+@dataclass
+class Outcome(Generic[T]):
+    """What a decision hook round gave: the value after rewrites, the records, and the `Refuse`/`End` that stopped
+    it (None when every guard accepted or rewrote)."""
+
+    value: T
+    records: list[GuardRecord] = field(default_factory=list)
+    stop: Refuse | End | None = None
+
+
+class Harness:
+    """A task's guards, in order. Build one per task with `skilltransfer.agents.harness.make_harness`."""
+
+    def __init__(self, guards: Sequence[Guard] = ()) -> None:
+        self.guards = list(guards)
+
+    @property
+    def names(self) -> list[str]:
+        return [guard.name for guard in self.guards]
+
+    def _round(self, hook: str, value: T, ask: Callable[[Guard, T], Decision]) -> Outcome[T]:
+        out = Outcome(value)
+        for guard in self.guards:
+            decision = ask(guard, out.value)
+            if isinstance(decision, Accept):
+                continue
+            out.records.append(GuardRecord.of(guard.name, hook, decision))
+            if isinstance(decision, Rewrite):
+                out.value = decision.value
+                continue
+            out.stop = decision
+            break
+        return out
+
+    # shaping
+    def sampling(self, role: str, params: dict[str, Any], run: RunLike | None = None) -> dict[str, Any]:
+        for guard in self.guards:
+            params = guard.sampling(role, params, run)
+        return params
+
+    def shown_reply(self, run: RunLike, reply: str) -> str:
+        for guard in self.guards:
+            reply = guard.shown_reply(run, reply)
+        return reply
+
+    def opening(self, context: RunContext, opening: Opening) -> Opening:
+        for guard in self.guards:
+            opening = guard.opening(context, opening)
+        return opening
+
+    def planner_docs(self, docs: str) -> tuple[str, str]:
+        example = ""
+        for guard in self.guards:
+            docs, example = guard.planner_docs(docs, example)
+        return docs, example
+
+    def summary_reply(self, text: str) -> str:
+        for guard in self.guards:
+            text = guard.summary_reply(text)
+        return text
+
+    # decisions
+    def code_form(self, run: RunLike, step: ActionStep, code: str) -> Outcome[str | None]:
+        def ask(guard: Guard, value: str | None) -> Decision:
+            return guard.code_form(run, step, value) if value is not None else ACCEPT
+        return self._round("code_form", code, ask)
+
+    def code_proposed(self, run: RunLike, step: ActionStep, code: str, reply: str) -> Outcome[str]:
+        return self._round("code_proposed", code, lambda guard, value: guard.code_proposed(run, step, value, reply))
+
+    def subtask_report(self, run: RunLike, step: ActionStep, report: str) -> Outcome[str]:
+        return self._round("subtask_report", report, lambda guard, value: guard.subtask_report(run, step, value))
+
+    def step_observed(self, run: RunLike, step: ActionStep, *, ran: bool) -> Outcome[str]:
+        def ask(guard: Guard, value: str) -> Decision:
+            step.observation = value
+            return guard.step_observed(run, step, ran=ran)
+        out = self._round("step_observed", step.observation, ask)
+        step.observation = out.value
+        return out
+
+    def plan_proposed(self, task: TaskView, proposal: PlanProposal) -> Outcome[PlanProposal]:
+        return self._round("plan_proposed", proposal, lambda guard, value: guard.plan_proposed(task, value))
+
+    def completion(self, task: TaskView, plan: PlanStep) -> Outcome[PlanStep]:
+        return self._round("completion", plan, lambda guard, value: guard.completion(task, value))
+
+    def subtask_planned(self, task: TaskView, plan: PlanStep) -> Outcome[PlanStep]:
+        return self._round("subtask_planned", plan, lambda guard, value: guard.subtask_planned(task, value))
+
+    def subtask_ended(self, task: TaskView, outcome: SubtaskOutcome) -> None:
+        for guard in self.guards:
+            guard.subtask_ended(task, outcome)
+
+    def summary(self, view: SummaryView, text: str) -> Outcome[str]:
+        return self._round("summary", text, lambda guard, value: guard.summary(view, value))
+
+    def retrieved(self, query: str, got: Retrieval) -> Outcome[Retrieval]:
+        return self._round("retrieved", got, lambda guard, value: guard.retrieved(query, value))
+
+    def induction_due(self, view: InductionView) -> Outcome[InductionView]:
+        return self._round("induction_due", view, lambda guard, value: guard.induction_due(value))
+
+    def skill_induced(self, view: InductionView, skill: Skill) -> Outcome[Skill]:
+        return self._round("skill_induced", skill, lambda guard, value: guard.skill_induced(view, value))

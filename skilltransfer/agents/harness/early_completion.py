@@ -1,0 +1,31 @@
+"""Early completion: at subtask level, code that calls ``complete_task`` in a subtask whose text asks for neither
+``complete_task``, a submission nor the end of the task is refused once per task, without running it; the refusal
+quotes the subtask (``prompts/early_completion.md``). A small executor copies the worked example's closing
+``complete_task()`` into the first subtask. Switch: ``agent.refuse_early_completion``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skilltransfer.agents.grounding import calls_complete_task
+from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.text import asks_completion
+from skilltransfer.agents.steps import ActionStep
+
+
+class EarlyCompletion(Guard):
+    name = "early_completion"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.refused = False
+
+    def code_proposed(self, run: RunLike, step: ActionStep, code: str, reply: str) -> Decision:
+        context = run.context
+        if not context.subtask or context.subagent or self.refused or asks_completion(context.subtask):
+            return ACCEPT
+        if not calls_complete_task(code):
+            return ACCEPT
+        self.refused = True
+        prompt = self.prompts.early_completion
+        return Refuse(prompt.name, prompt.render(subtask=context.subtask.strip()))

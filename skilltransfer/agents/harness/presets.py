@@ -1,0 +1,195 @@
+"""Which guards a run has: the registry of harness features, the presets, and their resolution.
+
+Every harness feature is a `GuardSpec`: its name, the guard class (``module:Class``, imported when a task needs it;
+None for a feature applied outside the agent loop), and its *switch*: the setting that turns it on and off, with the
+value each state writes (``stuck_detection: true``; ``stop: []`` is off). A switch left unset (None) takes its value
+from the *preset*:
+
+* ``paper``: the paper's agent: no guard, induction from every executed trajectory, no grounding or masking of
+  skills, the env's docs as the benchmark gives them (no worked examples, no focused docs);
+* ``small-model``: every feature (what the embedded 1.5B model needs);
+* ``custom``: the features listed in ``agent.guards``.
+
+A switch that is set wins over the preset (``-c agent.stuck_detection=false`` under ``small-model``: every feature
+but that one). A stream resolves once, when its config is validated: ``agent.harness`` unset means ``small-model``
+for the embedded ``local`` model and ``paper`` for any other; the resolved switches, preset and guard list are what
+``config.json`` records (``agent.harness``, ``agent.guards``). `harness_label` names the result in reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from skilltransfer.agents.config import AgentSettings
+from skilltransfer.errors import InputError
+
+if TYPE_CHECKING:
+    from skilltransfer.agents.config import AgentConfig
+    from skilltransfer.agents.harness.base import Harness
+    from skilltransfer.agents.prompts import AgentPrompts
+
+HarnessName = Literal["paper", "small-model", "custom"]
+HARNESS_NAMES: tuple[str, ...] = ("paper", "small-model", "custom")
+_PACKAGE = "skilltransfer.agents.harness"
+A = TypeVar("A", bound=AgentSettings)
+
+
+@dataclass(frozen=True)
+class GuardSpec:
+    """A harness feature and its switch.
+
+    Attributes:
+        name: the feature's name (in ``agent.guards``, the run record and the README's table).
+        target: ``module:Class`` of its `Guard`; None when the feature is applied outside the agent loop.
+        switch: the setting that turns it on: an ``agent`` field (``where="agent"``), a stream field
+            (``"stream"``) or an env constructor argument (``"env"``).
+        on: the value its switch takes when the preset has it.
+        off: the value that turns it off (any other value is on).
+        where: where the switch lives.
+        envs: env features: the registered envs whose constructor takes the switch.
+    """
+
+    name: str
+    target: str | None
+    switch: str
+    on: Any
+    off: Any
+    where: Literal["agent", "stream", "env"] = "agent"
+    envs: tuple[str, ...] = ()
+
+    def is_on(self, value: Any) -> bool:
+        return bool(value != self.off)
+
+
+def _guard(name: str, cls: str, switch: str, on: Any = True, off: Any = False) -> GuardSpec:
+    return GuardSpec(name, f"{_PACKAGE}.{name}:{cls}", switch, on, off)
+
+
+GUARDS: tuple[GuardSpec, ...] = (
+    _guard("stop_sequence", "StopSequence", "stop", ["\nObservation:"], []),
+    _guard("example_plan", "ExamplePlan", "example_plan"),
+    _guard("demonstration", "DemonstrationTurns", "demonstration", "turns", "inline"),
+    _guard("error_hints", "ErrorHints", "error_hints"),
+    _guard("stuck_detection", "StuckDetection", "stuck_detection"),
+    _guard("premature_done", "PrematureDone", "refuse_premature_done"),
+    _guard("planner_copies", "PlannerCopies", "uncopy_subtasks"),
+    _guard("repeated_subtask", "RepeatedSubtask", "refuse_repeated_subtask"),
+    _guard("closing_subtask", "ClosingSubtask", "close_unfinished"),
+    _guard("done_on_repeat", "DoneOnRepeat", "done_on_repeat"),
+    _guard("early_completion", "EarlyCompletion", "refuse_early_completion"),
+    _guard("ungrounded_answer", "UngroundedAnswer", "refuse_ungrounded_answer"),
+    _guard("unmade_completion", "UnmadeCompletion", "refuse_unmade_completion"),
+    _guard("ungrounded_report", "UngroundedReport", "refuse_ungrounded_report"),
+    _guard("grounded_summary", "GroundedSummary", "ground_summary"),
+    _guard("retrieval_floor", "RetrievalFloor", "retrieval_min_score", 0.2, -1.0),
+    _guard("induction_gate", "InductionGate", "induce_without_working_code", False, True),
+    _guard("grounded_skills", "GroundedSkills", "ground_skills"),
+    GuardSpec("instance_mask", None, "mask_instance_names", True, False, where="stream"),
+    GuardSpec("docs_example", None, "docs_example", True, False, where="env", envs=("apps", "office", "datasci")),
+    GuardSpec("focused_docs", None, "focused_docs", True, False, where="env", envs=("apps",)),
+)
+"""Every harness feature, in the order the harness asks them at a hook (a refusal of an earlier one wins)."""
+BY_NAME: dict[str, GuardSpec] = {spec.name: spec for spec in GUARDS}
+PRESETS: dict[str, tuple[str, ...]] = {"paper": (), "small-model": tuple(BY_NAME)}
+"""Preset name -> its features (``custom`` lists its own in ``agent.guards``)."""
+
+
+def default_preset(model_name: str) -> str:
+    """The preset of a stream that names none: ``small-model`` for the embedded ``local`` model, else ``paper``."""
+    return "small-model" if model_name == "local" else "paper"
+
+
+def preset_guards(preset: str, listed: Sequence[str] | None) -> tuple[str, ...]:
+    """The features a preset has (``custom``: ``listed``, checked).
+
+    Raises:
+        InputError: an unknown preset or feature name (the choices listed), or ``custom`` without a list.
+    """
+    if preset not in HARNESS_NAMES:
+        raise InputError(f"unknown harness {preset!r}; choose one of: {', '.join(HARNESS_NAMES)}")
+    if preset != "custom":
+        return PRESETS[preset]
+    if listed is None:
+        raise InputError("harness 'custom' needs agent.guards: the list of features to switch on "
+                         f"(choose from: {', '.join(BY_NAME)})")
+    unknown = [name for name in listed if name not in BY_NAME]
+    if unknown:
+        raise InputError(f"unknown harness feature(s) {', '.join(map(repr, unknown))} in agent.guards; choose from: "
+                         f"{', '.join(BY_NAME)}")
+    return tuple(name for name in BY_NAME if name in listed)
+
+
+def resolve_agent(settings: A, default: str) -> A:
+    """``settings`` with every agent switch set (unset ones from the preset: ``settings.harness``, else
+    ``default``), ``harness`` set and ``guards`` listing the agent features that are on (in `GUARDS` order).
+    Idempotent: a resolved settings object resolves to itself.
+
+    Raises:
+        InputError: see `preset_guards`.
+    """
+    preset = settings.harness or default
+    wanted = preset_guards(preset, settings.guards)
+    updates: dict[str, Any] = {}
+    for spec in GUARDS:
+        if spec.where != "agent":
+            continue
+        value = getattr(settings, spec.switch)
+        updates[spec.switch] = (spec.on if spec.name in wanted else spec.off) if value is None else value
+    if settings.subtask_example is None:
+        updates["subtask_example"] = BY_NAME["demonstration"].is_on(updates["demonstration"])
+    on = [spec.name for spec in GUARDS if spec.where == "agent" and spec.is_on(updates[spec.switch])]
+    kept = [name for name in (settings.guards or ()) if BY_NAME.get(name) is not None
+            and BY_NAME[name].where != "agent" and preset == "custom"]
+    return settings.model_copy(update={**updates, "harness": preset, "guards": on + kept})
+
+
+def stream_features(preset: str, listed: Sequence[str] | None, env: str, env_args: Mapping[str, Any],
+                    mask: bool | None) -> tuple[dict[str, Any], bool, list[str]]:
+    """The stream-side features of a preset for one env: the env arguments to add (only those the env's
+    constructor takes and the spec did not set), the instance-mask switch, and the names of those that are on."""
+    wanted = preset_guards(preset, listed)
+    args: dict[str, Any] = {}
+    on: list[str] = []
+    masked = BY_NAME["instance_mask"].is_on(mask) if mask is not None else "instance_mask" in wanted
+    if masked:
+        on.append("instance_mask")
+    for spec in GUARDS:
+        if spec.where != "env" or env not in spec.envs:
+            continue
+        if spec.switch not in env_args and spec.name not in wanted:
+            args[spec.switch] = spec.off
+        if spec.is_on(env_args.get(spec.switch, args.get(spec.switch, spec.on))):
+            on.append(spec.name)
+    return args, masked, on
+
+
+def harness_label(preset: str, guards: Iterable[str], expected: Iterable[str]) -> str:
+    """The harness as reports name it: the preset, followed by ``-name`` for each of its features that is off and
+    ``+name`` for each other feature that is on (``small-model-stuck_detection``)."""
+    actual, wanted = list(guards), list(expected)
+    less = "".join(f"-{name}" for name in wanted if name not in actual)
+    more = "".join(f"+{name}" for name in actual if name not in wanted)
+    return f"{preset}{less}{more}"
+
+
+def make_harness(config: AgentConfig, prompts: AgentPrompts) -> Harness:
+    """One task's `Harness`: a fresh instance of each agent guard that is on (``config`` resolved with the
+    ``small-model`` default when it is not yet)."""
+    from skilltransfer.agents.harness.base import Harness
+    from skilltransfer.util.imports import load_target
+
+    if config.harness is None:
+        config = resolve_agent(config, "small-model")
+    guards = []
+    for name in config.guards or ():
+        spec = BY_NAME.get(name)
+        if spec is None or spec.target is None:
+            continue
+        cls = load_target(spec.target, what="harness guard")
+        guards.append(cls(config, prompts))
+    harness = Harness(guards)
+    for guard in guards:
+        guard.peers = harness.guards
+    return harness
