@@ -943,13 +943,13 @@ def test_the_audit_hook_resolves_dir_fd_and_guards_sqlite(tmp_path: Path, name: 
 
     env = make_env(name, tmp_path / "ws", limits=Limits(drop_privileges=False))
     outside = runtime_dir()  # readable by the worker (its own code), so it can open a descriptor of it
-    before = sorted(os.listdir(outside))
+    escapes = ("made-by-dir-fd", "written-by-dir-fd", "moved-by-dir-fd", "made.sqlite", "uri.sqlite")
     task = target_task(env)
     try:
         records, observations, _ = attack(tmp_path, env, {task.id: [ESCAPE.format(outside=str(outside))]},
                                           name="dirfd")
     finally:
-        made = sorted(set(os.listdir(outside)) - set(before))
+        made = sorted(name for name in os.listdir(outside) if name in escapes)
         for entry in made:
             remove_tree(outside / entry)
     output = observations[task.id][0]
@@ -993,3 +993,164 @@ def test_a_tampered_worker_cannot_forge_what_the_harness_records(tmp_path: Path,
             runner.limits = limits
         assert episode.step("print('real')").output.strip() == "real"
         assert not episode.evaluate().success
+
+
+def _cli(*args: str, timeout: float = 120) -> tuple[int, list[str]]:
+    """Run the ``skilltransfer`` CLI in a subprocess capped at 4 GiB of address space: (exit code, stderr lines)."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    done = subprocess.run([sys.executable, "-c", "from skilltransfer.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=cap,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    return done.returncode, done.stderr.strip().splitlines()
+
+
+def _one_error_line(code: int, lines: list[str]) -> str:
+    assert code == 2, lines[-5:]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert errors == lines[-1:], lines[-5:]  # one line, the last, no traceback
+    return errors[0]
+
+
+LAUGHS = "lol: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" \
+         "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n" \
+         "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n" \
+         "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n"
+"""A YAML billion-laughs under unknown front-matter keys (9^7 strings once expanded)."""
+
+
+def hostile_library(tmp_path: Path, variant: str) -> Path:
+    """A skill library one of whose files is hostile (``variant``); the library itself as a command reads it."""
+    if variant == "deep-jsonl":
+        library = tmp_path / "lib.jsonl"
+        extra = "[" * 100_000 + "]" * 100_000
+        library.write_text(json.dumps({"name": "good", "description": "Fine.", "body": "Do it."}) + "\n" +
+                           '{"name": "deep", "description": "Deep.", "body": "x", "extra": ' + extra + "}\n")
+        return library
+    library = tmp_path / f"lib-{variant}"
+    for name in ("good", "bad"):
+        (library / name).mkdir(parents=True)
+    (library / "good" / "SKILL.md").write_text("---\nname: good\ndescription: A fine skill.\n---\nDo it.\n")
+    bad = library / "bad" / "SKILL.md"
+    head = "---\nname: bad\ndescription: A hostile skill.\n"
+    if variant == "fifo":
+        os.mkfifo(bad)
+    elif variant == "dev-zero":
+        os.symlink("/dev/zero", bad)
+    elif variant == "billion-laughs":
+        bad.write_text(head + LAUGHS + "---\nbody\n")
+    elif variant == "huge-body":
+        bad.write_text(head + "---\n" + "x" * (2 << 20))
+    return library
+
+
+LIBRARY_ATTACKS = {"fifo": "FIFO", "dev-zero": "symbolic link", "billion-laughs": "anchors",
+                   "huge-body": "byte limit", "deep-jsonl": "levels deep"}
+
+
+@pytest.mark.parametrize("variant", list(LIBRARY_ATTACKS))
+def test_hostile_skill_libraries_are_one_error_line(tmp_path: Path, variant: str) -> None:
+    """Class 9: a library's SKILL.md as a FIFO, linked to /dev/zero, a YAML billion-laughs, an oversized body, a
+    JSONL line nested 100,000 deep: ``score`` says so in one ``error:`` line (exit 2), at once."""
+    library = hostile_library(tmp_path, variant)
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("send an email\nfile a report\n")
+    started = time.monotonic()
+    error = _one_error_line(*_cli("score", str(library), "--tasks", str(tasks), "--embedder", "hash:16",
+                                  "--no-cache"))
+    assert LIBRARY_ATTACKS[variant] in error, error
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("variant", ["billion-laughs", "fifo"])
+def test_run_refuses_a_hostile_library_in_one_line(tmp_path: Path, variant: str) -> None:
+    """Class 9: ``run --library`` reads libraries with the same reader."""
+    library = hostile_library(tmp_path, variant)
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps("x") + "\n")
+    error = _one_error_line(*_cli("run", "--env", "apps", "--condition", "task+text", "--model", "scripted",
+                                  "--script", str(script), "--library", str(library), "--embedder", "hash:16",
+                                  "--limit", "1", "--out", str(tmp_path / "run"), "--no-progress"))
+    assert LIBRARY_ATTACKS[variant] in error, error
+
+
+def fake_run(path: Path, answers: dict[str, str]) -> Path:
+    """A run folder a judge reads: one finished task per answer, with trajectory and artifacts files."""
+    (path / "trajectories").mkdir(parents=True)
+    (path / "artifacts").mkdir()
+    lines = []
+    for index, (task_id, answer) in enumerate(answers.items()):
+        steps = [{"type": "ActionStep", "action": f"complete_task(answer={answer!r})", "observation": "ok",
+                  "done": True}]
+        (path / f"trajectories/t{index}.json").write_text(json.dumps({"task_id": task_id, "steps": steps,
+                                                                      "instruction": f"Solve {task_id}."}))
+        (path / f"artifacts/t{index}.json").write_text(json.dumps({"submitted": True, "answer": answer, "files": []}))
+        lines.append(json.dumps({"task_id": task_id, "trajectory": f"trajectories/t{index}.json", "success": True}))
+    (path / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return path
+
+
+RUN_ATTACKS = {"dev-zero": ("/dev/zero", "not a path inside"), "absolute": ("{other}/trajectories/t0.json",
+                                                                             "not a path inside"),
+               "climb": ("../other/trajectories/t0.json", "not a path inside"),
+               "fifo": ("trajectories/fifo.json", "FIFO"), "linked": ("trajectories/linked.json", "symbolic link")}
+
+
+@pytest.mark.parametrize("variant", list(RUN_ATTACKS))
+def test_hostile_run_folders_given_to_judge_and_show_are_one_error_line(tmp_path: Path, variant: str) -> None:
+    """Class 10: a results line whose trajectory is /dev/zero, an absolute path, another run's file, a FIFO or a
+    link: ``judge`` never reads it (the judge model never sees another folder's answer); one ``error:`` line."""
+    other = fake_run(tmp_path / "other", {"t1": "SECRET-OF-ANOTHER-RUN"})
+    good = fake_run(tmp_path / "b", {"t1": "fine"})
+    hostile = fake_run(tmp_path / "a", {"t1": "mine"})
+    os.mkfifo(hostile / "trajectories" / "fifo.json")
+    os.symlink(other / "trajectories" / "t0.json", hostile / "trajectories" / "linked.json")
+    target, reason = RUN_ATTACKS[variant]
+    record = {"task_id": "t1", "trajectory": target.format(other=other), "success": True,
+              "artifacts": target.format(other=other).replace("trajectories", "artifacts")}
+    (hostile / "results.jsonl").write_text(json.dumps(record) + "\n")
+    script = tmp_path / "judge.jsonl"
+    script.write_text(json.dumps({"reply": "VERDICT: A"}) + "\n")
+    error = _one_error_line(*_cli("judge", str(hostile), str(good), "--model", "scripted", "--script", str(script)))
+    assert reason in error, error
+    assert "SECRET" not in error
+
+
+def _index_load(folder: Path) -> tuple[str, int]:
+    """Load a saved memory in a subprocess: (its outcome line, its peak memory in KiB)."""
+    script = ("import resource, sys\nfrom skilltransfer.memory.embedders import HashEmbedder\n"
+              "from skilltransfer.memory.store import SkillMemory\nfrom skilltransfer.errors import InputError\n"
+              "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+              f"try:\n    SkillMemory.load({str(folder)!r}, HashEmbedder(dim=64))\n    print('LOADED')\n"
+              "except InputError as exc:\n    print('INPUT-ERROR', exc)\n"
+              "print('GREW', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 2, (done.stdout, done.stderr[-2000:])
+    return lines[0], int(lines[1].split()[1])
+
+
+@pytest.mark.parametrize("variant", ["garbage", "truncated", "huge-claim"])
+def test_a_corrupt_saved_index_is_an_input_error_without_allocating(tmp_path: Path, variant: str) -> None:
+    """Class 10: a resumed run's ``index.faiss`` that is garbage, truncated, or 45 bytes claiming 100M floats."""
+    import struct
+
+    memory = SkillMemory(HashEmbedder(dim=64), validate_code=False)
+    memory.add(Skill(name="s", description="Send an email.", body="Do it."))
+    folder = memory.save(tmp_path / "memory")
+    index = folder / "index.faiss"
+    data = index.read_bytes()
+    if variant == "garbage":
+        index.write_bytes(os.urandom(len(data)))
+    elif variant == "truncated":
+        index.write_bytes(data[: len(data) - 100])
+    else:
+        index.write_bytes(data[:37] + struct.pack("<Q", 100_000_000))
+    outcome, grew_kib = _index_load(folder)
+    assert outcome.startswith("INPUT-ERROR"), outcome
+    assert "index.faiss" in outcome
+    assert grew_kib < 64 << 10, f"loading grew the process by {grew_kib} KiB"

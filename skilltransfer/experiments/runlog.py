@@ -52,7 +52,8 @@ from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
-from skilltransfer.util.files import atomic_write_text, iter_jsonl, read_json
+from skilltransfer.util import untrusted
+from skilltransfer.util.files import atomic_write_text, iter_jsonl, jsonl_lines, read_json
 
 FORMAT_VERSION = 2
 CONFIG = "config.json"
@@ -61,6 +62,10 @@ TRAJECTORIES = "trajectories"
 ARTIFACTS = "artifacts"
 MEMORY = "memory"
 PROMPTS = "prompts.jsonl"
+MAX_RESULTS_BYTES = 256 << 20
+"""The largest results.jsonl read (a run folder given to show/report/judge/resume may be anyone's)."""
+MAX_PROMPTS_BYTES = 2 << 30
+"""The largest prompts.jsonl read."""
 
 
 # --------------------------------------------------------------------------------------------- schemas
@@ -281,7 +286,10 @@ class PromptStore:
         """The file's complete lines (a partial last line, from an interrupted append, is left out)."""
         if not self.path.is_file():
             return []
-        data = self.path.read_bytes()
+        try:  # a run folder given to show may be anyone's: a regular file under the cap only
+            data = untrusted.read_bytes(self.path, max_bytes=MAX_PROMPTS_BYTES)
+        except untrusted.UntrustedFileError:
+            return []
         return data[: data.rfind(b"\n") + 1].decode("utf-8", errors="replace").split("\n")
 
     def known(self) -> set[str]:
@@ -317,7 +325,7 @@ class PromptStore:
                 continue
             try:
                 message = json.loads(line)["message"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 continue
             if isinstance(message, dict):
                 found[key] = message
@@ -383,7 +391,7 @@ class RunFolder:
         """
         if not self.exists():
             raise InputError(f"not a run folder (no {CONFIG})", path=self.path)
-        data = read_json(self.config_file, what="run config")
+        data = read_json(CONFIG, what="run config", root=self.path)
         version = data.get("format_version") if isinstance(data, dict) else None
         if version == 1:
             data = upgrade_v1_config(data)
@@ -405,7 +413,8 @@ class RunFolder:
         if not self.results_file.is_file():
             return []
         records = []
-        for number, line in iter_jsonl(self.results_file, what="results file"):
+        for number, line in jsonl_lines(read_text(RESULTS, what="results file", root=self.path,
+                                                  max_bytes=MAX_RESULTS_BYTES)):
             try:
                 records.append(TaskRecord.model_validate_json(line))
             except ValidationError as exc:
@@ -437,8 +446,8 @@ class RunFolder:
         path = self.path / relative
         if not path.is_file():
             raise InputError("trajectory file is missing", path=path)
-        try:
-            return TrajectoryLog.model_validate_json(read_text(path, what="trajectory"))
+        try:  # the path comes from results.jsonl: inside the run folder, no link followed
+            return TrajectoryLog.model_validate_json(read_text(relative, what="trajectory", root=self.path))
         except ValidationError as exc:
             raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
 
@@ -467,7 +476,7 @@ class RunFolder:
             path = self.path / record.trajectory
             if not path.is_file():
                 continue
-            data = read_json(path, what="trajectory")
+            data = read_json(record.trajectory, what="trajectory", root=self.path)
             instruction = data.get("instruction") if isinstance(data, dict) else None
             if isinstance(instruction, str) and instruction.strip():
                 texts[record.task_id] = instruction

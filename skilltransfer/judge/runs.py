@@ -11,11 +11,14 @@ unknown. The instruction always comes from the trajectory.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from skilltransfer.errors import InputError, read_text
+from skilltransfer.util import untrusted
+from skilltransfer.util.files import jsonl_lines, read_json
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,19 @@ class RunArtifacts:
         return self.path.name
 
 
-def _json_file(path: Path, what: str) -> Any:
+def _json_file(run: Path, relative: str, what: str) -> Any:
+    """A JSON file a results line names, read inside the run folder (no absolute path, no ``..``, no link followed,
+    a regular file under the cap, bounded depth: `skilltransfer.util.untrusted`)."""
+    return read_json(relative, what=what, root=run)
+
+
+def _exists(run: Path, relative: str) -> bool:
+    """Whether anything is at ``relative`` inside the run folder (an escaping path is refused when read)."""
     try:
-        return json.loads(read_text(path, what=what))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} is not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        parts = untrusted.parts_inside(relative)
+    except untrusted.UntrustedFileError:
+        return True  # read it, to be refused with the reason
+    return os.path.lexists(run.joinpath(*parts))
 
 
 def _from_trajectory(task_id: str, trajectory: dict[str, Any]) -> TaskArtifact:
@@ -101,18 +112,17 @@ def load_run(path: str | Path) -> RunArtifacts:
     if not results.is_file():
         raise InputError("not a run folder (no results.jsonl)", path=path)
     tasks: dict[str, TaskArtifact] = {}
-    for number, line in enumerate(read_text(results, what="results file").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(read_text("results.jsonl", what="results file", root=path)):
         try:
             record = json.loads(line)
             task_id, trajectory_path = str(record["task_id"]), str(record["trajectory"])
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise InputError("broken results line (needs task_id and trajectory)", path=results, line=number) from None
-        trajectory = _json_file(path / trajectory_path, "trajectory file")
-        artifacts_path = path / str(record.get("artifacts") or f"artifacts/{Path(trajectory_path).name}")
-        if artifacts_path.is_file():
-            data = _json_file(artifacts_path, "artifacts file")
+        trajectory = _json_file(path, trajectory_path, "trajectory file")
+        artifacts_relative = str(record.get("artifacts") or f"artifacts/{PurePosixPath(trajectory_path).name}")
+        artifacts_path = path / artifacts_relative
+        if _exists(path, artifacts_relative):
+            data = _json_file(path, artifacts_relative, "artifacts file")
             if not isinstance(data, dict) or not isinstance(data.get("files", []), list):
                 raise InputError("not an artifacts record (needs submitted, answer, files)", path=artifacts_path)
             tasks[task_id] = TaskArtifact(task_id, str(trajectory.get("instruction", "")),

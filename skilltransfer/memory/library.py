@@ -27,13 +27,21 @@ from pydantic import ValidationError
 from skilltransfer.errors import InputError, read_text
 from skilltransfer.memory.package import read_resources, write_package
 from skilltransfer.skill import INSTRUCTION_FILE, Skill
-from skilltransfer.util.files import atomic_write_text, iter_jsonl
+from skilltransfer.util import untrusted
+from skilltransfer.util.files import atomic_write_text, jsonl_lines
+from skilltransfer.util.trees import files
 
 SKILL_FILE = INSTRUCTION_FILE
 MANIFEST = "manifest.json"
 SKILLS_JSONL = "skills.jsonl"
 _FRONT_KEYS = ("id", "name", "description", "format", "level", "provenance", "usage", "inputs", "outputs")
 _CONTRACTS = ("inputs", "outputs")
+MAX_SKILL_FILE_BYTES = 1 << 20
+"""The largest SKILL.md read (front matter and body)."""
+MAX_JSONL_BYTES = 256 << 20
+"""The largest JSONL library read."""
+MAX_LIBRARY_ENTRIES = 200_000
+"""A library folder is searched for SKILL.md files through at most this many entries."""
 SKIPPED_KEY = "resources_skipped"
 """``Skill.extra`` key listing the files of a package folder that were not imported as resources (with reasons)."""
 _FENCE = re.compile(r"\A```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
@@ -104,39 +112,53 @@ def _skill_from_dict(data: Any, path: Path, line: int | None) -> Skill:
         raise InputError(_validation_message(exc), path=path, line=line) from None
 
 
-def read_jsonl(path: str | Path) -> list[tuple[Skill, str]]:
-    """Parse a JSONL skill file.
+def read_jsonl(path: str | Path, *, root: str | Path | None = None) -> list[tuple[Skill, str]]:
+    """Parse a JSONL skill file (read through `skilltransfer.util.untrusted`: a regular file of at most
+    ``MAX_JSONL_BYTES``, each line at most ``untrusted.MAX_DEPTH`` deep; with ``root``, ``path`` is relative to it
+    and no link below it is followed).
 
     Returns:
         (skill, "file:line") pairs, in file order.
     """
-    path = Path(path)
+    shown = Path(root) / path if root is not None else Path(path)
     out = []
-    for number, raw in iter_jsonl(path):  # not splitlines: U+2028 etc. are data
+    text = read_text(path, what="skill library", root=root, max_bytes=MAX_JSONL_BYTES)
+    for number, raw in jsonl_lines(text):  # not splitlines: U+2028 etc. are data
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise InputError(f"broken JSON line: {exc.msg} (column {exc.colno})", path=path, line=number) from None
-        out.append((_skill_from_dict(data, path, number), f"{path}:{number}"))
+            raise InputError(f"broken JSON line: {exc.msg} (column {exc.colno})", path=shown, line=number) from None
+        except RecursionError:
+            problem: str | None = f"nests more than {untrusted.MAX_DEPTH} levels deep"
+        else:
+            problem = untrusted.depth_problem(data)
+        if problem is not None:
+            raise InputError(f"not accepted: {problem}", path=shown, line=number)
+        out.append((_skill_from_dict(data, shown, number), f"{shown}:{number}"))
     return out
 
 
-def parse_skill_md(path: str | Path) -> Skill:
-    """Parse one SKILL.md file (front matter + markdown body) into a Skill."""
-    path = Path(path)
-    lines = read_text(path).replace("\r\n", "\n").split("\n")
+def parse_skill_md(path: str | Path, *, root: str | Path | None = None) -> Skill:
+    """Parse one SKILL.md file (front matter + markdown body) into a Skill.
+
+    Read through `skilltransfer.util.untrusted`: a regular file of at most ``MAX_SKILL_FILE_BYTES``; the front
+    matter is YAML without anchors/aliases, at most ``untrusted.MAX_DEPTH`` deep. With ``root``, ``path`` is relative
+    to it and no link below it is followed (a library folder's packages).
+    """
+    shown = Path(root) / path if root is not None else Path(path)
+    text = read_text(path, what=SKILL_FILE, root=root, max_bytes=MAX_SKILL_FILE_BYTES)
+    path = shown
+    lines = text.replace("\r\n", "\n").split("\n")
     if not lines or lines[0].strip() != "---":
         raise InputError("no YAML front matter (the file must start with a '---' line)", path=path, line=1)
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise InputError("front matter is not closed by a '---' line", path=path, line=1)
     try:
-        front = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(f"invalid YAML front matter: {problem}", path=path, line=line) from None
+        front = untrusted.parse_yaml("\n".join(lines[1:end]), path, first_line=2)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(f"{exc.reason.replace('invalid YAML', 'invalid YAML front matter', 1)}",
+                         path=exc.shown) from None
     if not isinstance(front, dict):
         raise InputError("front matter must be a YAML mapping with name and description", path=path, line=2)
     for field in ("name", "description"):
@@ -206,12 +228,16 @@ def load_library(path: str | Path) -> list[Skill]:
             skills_file = path / SKILLS_JSONL
             if not skills_file.is_file():
                 raise InputError(f"memory folder has {MANIFEST} but no {SKILLS_JSONL}", path=path)
-            return _check_unique(read_jsonl(skills_file), path)
-        files = sorted(path.rglob(SKILL_FILE))
-        if not files:
+            return _check_unique(read_jsonl(SKILLS_JSONL, root=path), path)
+        found, left = files(path, max_entries=MAX_LIBRARY_ENTRIES)  # no link followed, any depth
+        refused = [item for item in left if item.split(" (", 1)[0].rsplit("/", 1)[-1] == SKILL_FILE]
+        if refused:
+            raise InputError(f"{refused[0]}: a {SKILL_FILE} must be a regular file", path=path)
+        packages = [name for name in found if name.rsplit("/", 1)[-1] == SKILL_FILE]
+        if not packages:
             hint = f" ({SKILLS_JSONL} without {MANIFEST}: not a saved memory)" if (path / SKILLS_JSONL).exists() else ""
             raise InputError(f"library is empty: no {SKILL_FILE} files found{hint}", path=path)
-        return _check_unique([(parse_skill_md(file), str(file)) for file in files], path)
+        return _check_unique([(parse_skill_md(name, root=path), str(path / name)) for name in packages], path)
     if path.name == SKILL_FILE:
         return [parse_skill_md(path)]
     if path.suffix == ".jsonl":

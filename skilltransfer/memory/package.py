@@ -28,7 +28,8 @@ from skilltransfer.skill import (
     MAX_RESOURCES_BYTES,
     resource_name_problem,
 )
-from skilltransfer.util.trees import remove_tree
+from skilltransfer.util import untrusted
+from skilltransfer.util.trees import Entry, WalkLimits, remove_tree, walk
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
@@ -50,6 +51,10 @@ def _skip_name(name: str) -> bool:
 def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
     """The resource files of the package in ``folder`` (see the module docstring for which files count).
 
+    The folder is walked with `skilltransfer.util.trees.walk` (any depth, no link followed) and each file read
+    through `skilltransfer.util.untrusted` relative to ``folder`` (a regular file under the size caps, read without
+    following a link, even one swapped in meanwhile).
+
     Returns:
         (resources: relative POSIX path -> text, skipped: ``"path (reason)"`` for each file left out).
     """
@@ -57,42 +62,46 @@ def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
     skipped: list[str] = []
     total = examined = 0
     truncated = False
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        if truncated:
+
+    def prune(entry: Entry) -> bool:
+        if _skip_name(entry.name):
+            return True
+        try:  # a folder with its own SKILL.md is a package of its own
+            inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            dir_fd=entry.dir_fd)
+        except OSError:
+            return False
+        try:
+            os.stat(INSTRUCTION_FILE, dir_fd=inner, follow_symlinks=False)
+        except OSError:
+            return False
+        finally:
+            os.close(inner)
+        return True
+
+    for entry in walk(folder, WalkLimits(max_entries=MAX_EXAMINED * 4), prune=prune):
+        rel = entry.path
+        if entry.is_dir or _skip_name(entry.name) or rel == INSTRUCTION_FILE:
+            continue
+        if examined >= MAX_EXAMINED:  # checked per file: one huge folder stops too
+            truncated = True
             break
-        here = Path(dirpath)
-        rel_dir = here.relative_to(folder)
-        kept = []
-        for name in sorted(dirnames):
-            if _skip_name(name):
-                continue
-            rel = (rel_dir / name).as_posix()
-            if (here / name).is_symlink():
-                skipped.append(f"{rel}/ (a symbolic link, not followed)")
-            elif not (here / name / INSTRUCTION_FILE).exists():  # a folder with its own SKILL.md is a package
-                kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            if _skip_name(name) or (rel_dir == Path(".") and name == INSTRUCTION_FILE):
-                continue
-            if examined >= MAX_EXAMINED:  # checked per file: one huge folder stops too
-                truncated = True
-                break
-            examined += 1
-            rel = (rel_dir / name).as_posix()
-            reason = _unreadable(here / name, rel, len(resources), total)
-            if reason is None:
-                try:
-                    text = (here / name).read_bytes().decode("utf-8")
-                except UnicodeDecodeError:
-                    reason = "not UTF-8 text"
-                except OSError as exc:
-                    reason = f"unreadable: {exc.strerror or type(exc).__name__}"
-                else:
-                    resources[rel] = text
-                    total += len(text.encode("utf-8"))
-            if reason is not None:
-                skipped.append(f"{rel} ({reason})")
+        examined += 1
+        reason = _unreadable(entry, rel, len(resources), total)
+        if reason == LINKED and _links_to_folder(entry):
+            rel += "/"
+        if reason is None:
+            try:
+                text = untrusted.read_bytes(rel, root=folder, max_bytes=MAX_RESOURCE_BYTES).decode("utf-8")
+            except UnicodeDecodeError:
+                reason = "not UTF-8 text"
+            except untrusted.UntrustedFileError as exc:
+                reason = exc.reason
+            else:
+                resources[rel] = text
+                total += len(text.encode("utf-8"))
+        if reason is not None:
+            skipped.append(f"{rel} ({reason})")
     if len(skipped) > MAX_SKIPPED_SHOWN:
         skipped = [*skipped[:MAX_SKIPPED_SHOWN], f"and {len(skipped) - MAX_SKIPPED_SHOWN} more"]
     if truncated:
@@ -100,14 +109,24 @@ def read_resources(folder: Path) -> tuple[dict[str, str], list[str]]:
     return resources, skipped
 
 
-def _unreadable(path: Path, rel: str, count: int, total: int) -> str | None:
-    """Why the file at ``path`` cannot be a resource, judged before reading it (None: read it)."""
+LINKED = "a symbolic link, not followed"
+
+
+def _links_to_folder(entry: Entry) -> bool:
     try:
-        info = path.lstat()
+        return stat.S_ISDIR(os.stat(entry.name, dir_fd=entry.dir_fd).st_mode)  # only looked at, never read
+    except OSError:
+        return False
+
+
+def _unreadable(entry: Entry, rel: str, count: int, total: int) -> str | None:
+    """Why the file ``entry`` cannot be a resource, judged before reading it (None: read it)."""
+    try:
+        info = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
     except OSError as exc:
         return f"unreadable: {exc.strerror or type(exc).__name__}"
     if stat.S_ISLNK(info.st_mode):
-        return "a symbolic link, not followed"
+        return LINKED
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
     problem = resource_name_problem(rel)

@@ -18,6 +18,8 @@ matched on the description only; ``index_body=True`` also embeds the body). Addi
 from __future__ import annotations
 
 import json
+import os
+import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -33,7 +35,8 @@ from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, r
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import AddResult, Skill
-from skilltransfer.util.files import atomic_write_text, iter_jsonl
+from skilltransfer.util import untrusted
+from skilltransfer.util.files import atomic_write_text, jsonl_lines, parse_json_line
 
 FORMAT_VERSION = 2
 """Version 2 added skill packages (contracts, resources) to ``skills.jsonl``; version 1 folders load unchanged."""
@@ -60,6 +63,46 @@ class MemoryConfig(BaseModel):
     """Load code skills in an isolated subprocess before they enter; failures are pruned and logged."""
     load_timeout_s: float = 10.0
     """Wall-clock limit for loading one code skill."""
+
+
+_FLAT_HEADER = struct.Struct("<4siqqqBiQ")
+"""A saved ``IndexFlatIP``: fourcc ``IxFI``, d, ntotal, two unused counts, is_trained, metric, then the number of
+floats and the floats (faiss's ``write_index`` layout)."""
+
+
+def read_flat_index(folder: Path, count: int, dim: int) -> np.ndarray:
+    """The vectors of a saved flat inner-product index, parsed here rather than by faiss (whose reader trusts the
+    sizes a file claims: 45 bytes claiming 500M floats allocate 2 GiB first): the header must match the skills and
+    the embedder, and the file must be exactly as long as it says.
+
+    Raises:
+        InputError: not such an index, or one whose header or length does not match.
+    """
+    expected = _FLAT_HEADER.size + 4 * count * dim
+    try:
+        fd, size = untrusted.open_regular(INDEX_FILE, root=folder, max_bytes=1 << 62)  # opened, not read
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(f"{INDEX_FILE}: {exc.reason}", path=folder) from None
+    try:
+        head = os.pread(fd, _FLAT_HEADER.size, 0)
+        if len(head) < _FLAT_HEADER.size:
+            raise InputError(f"{INDEX_FILE} is truncated ({size} bytes)", path=folder)
+        fourcc, d, ntotal, _, _, _, metric, floats = _FLAT_HEADER.unpack(head)
+        if fourcc != b"IxFI" or metric != faiss.METRIC_INNER_PRODUCT:
+            raise InputError(f"{INDEX_FILE} is not a flat inner-product index written by this toolkit", path=folder)
+        if ntotal != count or d != dim or floats != count * dim or size != expected:
+            raise InputError(f"{INDEX_FILE} holds {ntotal} vectors of dim {d} ({size} bytes) but there are "
+                             f"{count} skills and the embedder has dim {dim}", path=folder)
+        data = bytearray()
+        while len(data) < expected - _FLAT_HEADER.size:
+            chunk = os.pread(fd, min(1 << 20, expected - _FLAT_HEADER.size - len(data)),
+                             _FLAT_HEADER.size + len(data))
+            if not chunk:
+                raise InputError(f"{INDEX_FILE} shrank while read", path=folder)
+            data.extend(chunk)
+    finally:
+        os.close(fd)
+    return np.frombuffer(bytes(data), dtype="<f4").reshape(count, dim).astype(np.float32)
 
 
 class ReadOnlyMemoryError(InputError):
@@ -329,9 +372,9 @@ class SkillMemory:
         if not (path / MANIFEST).is_file():
             raise InputError(f"not a saved skill memory: {MANIFEST} is missing", path=path)
         try:
-            manifest = json.loads(read_text(path / MANIFEST))
+            manifest = untrusted.read_json(MANIFEST, root=path)
             config = MemoryConfig.model_validate(manifest["config"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+        except (untrusted.UntrustedFileError, KeyError, TypeError, ValidationError) as exc:
             raise InputError(f"corrupt manifest ({type(exc).__name__}: {exc})", path=path / MANIFEST) from None
         version = manifest.get("format_version")
         if isinstance(version, bool) or version not in READABLE_VERSIONS:
@@ -340,22 +383,20 @@ class SkillMemory:
         if manifest.get("embedder") != str(embedder.id):
             raise InputError(f"memory was built with embedder {manifest.get('embedder')!r} but the given embedder is "
                              f"{embedder.id!r}; load it with the same embedder", path=path)
-        skills = [skill for skill, _ in read_jsonl(path / SKILLS_JSONL)] if (path / SKILLS_JSONL).is_file() else []
+        skills = [skill for skill, _ in read_jsonl(SKILLS_JSONL, root=path)] if (path / SKILLS_JSONL).is_file() else []
         if not (path / INDEX_FILE).is_file():
             raise InputError(f"{INDEX_FILE} is missing", path=path)
-        index = faiss.read_index(str(path / INDEX_FILE))
-        if index.ntotal != len(skills) or index.d != int(embedder.dim):
-            raise InputError(f"{INDEX_FILE} holds {index.ntotal} vectors of dim {index.d} but there are "
-                             f"{len(skills)} skills and the embedder has dim {embedder.dim}", path=path)
+        vectors = read_flat_index(path, len(skills), int(embedder.dim))
         duplicated = [skill_id for skill_id, count in Counter(s.id for s in skills).items() if count > 1]
         if duplicated:
             raise InputError(f"duplicate skill ids in {SKILLS_JSONL}: {', '.join(duplicated[:5])}", path=path)
         saved_read_only = bool(manifest.get("read_only", False))
         memory = cls(embedder, config=config)
-        vectors = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
         for skill, vector in zip(skills, vectors, strict=True):
             memory._insert(skill, vector)
         if (path / PRUNE_LOG).is_file():
-            memory.prune_log = [json.loads(line) for _, line in iter_jsonl(path / PRUNE_LOG)]
+            text = read_text(PRUNE_LOG, what="prune log", root=path)
+            memory.prune_log = [parse_json_line(line, path=path / PRUNE_LOG, number=number)
+                                for number, line in jsonl_lines(text)]
         memory.read_only = saved_read_only if read_only is None else read_only
         return memory
