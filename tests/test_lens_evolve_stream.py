@@ -60,32 +60,50 @@ def library(tmp_path):
     return path
 
 
+TARGETS = [3, 5, 2, 4, 6, 7, 8, 9, 1, 5]
+"""2 dev, 6 validation and 2 test tasks: six validation tasks that all turn from failure to success are what an exact
+paired test at 2.5 % (5 % over two candidates) can see (p = 1/64)."""
+
+
 def test_evolve_on_a_scripted_model_commits_the_better_candidate(tmp_path):
     embedder = HashEmbedder(dim=64)
     config = StreamConfig(condition="task", library=str(library(tmp_path)), reuse="lens", env=TINY)
-    env = TinyEnv([3, 5, 2, 4], workdir=tmp_path / "ws")
+    env = TinyEnv(TARGETS, workdir=tmp_path / "ws")
     tasks = env.tasks()
     script = GatedScript()
     model = ScriptedModel(script)
-    result, info = evolve_stream(env, model, config, tasks[:2], tasks[2:], tmp_path / "evo", embedder=embedder,
-                                 evolve_config=EvolveConfig(rounds=2), writer_config=WriterConfig(candidates=2))
+    result, info = evolve_stream(env, model, config, tasks[:2], tasks[2:8], tmp_path / "evo", embedder=embedder,
+                                 test_tasks=tasks[8:], evolve_config=EvolveConfig(rounds=2),
+                                 writer_config=WriterConfig(candidates=2))
     assert result.baseline.success == 0.0
     first, second = result.rounds
     assert first.gap_reports == 2
     assert [c.applied[0].text for c in first.candidates] == [BAD_NOTE, GOOD_NOTE]
     assert first.candidates[0].evaluation.success == 0.0  # the worse candidate is evaluated and not taken
+    assert not first.candidates[0].gain["passed"]
+    assert first.candidates[1].gain["passed"]
     assert first.committed == 1
     assert first.j > first.j_before
+    assert first.writer_tokens > 0
+    assert first.candidates[1].evaluation.refinement_tokens == first.writer_tokens // 2
     assert second.gap_reports == 0
     assert second.committed is None
+    assert second.incumbent is None
     assert second.j == first.j  # nothing failed, nothing proposed: the pair stays
-    assert [log.j for log in result.rounds] == sorted(log.j for log in result.rounds)
+    assert result.test is not None
+    assert not result.test.same_pair
+    assert (result.test.initial.success, result.test.final.success) == (0.0, 1.0)
+    assert result.test.final.refinement_tokens == result.writer_tokens == info["writer_tokens"]
     saved = SkillGraph.load(tmp_path / "evo" / "graph", embedder)
     assert saved.routing_notes == [GOOD_NOTE]
     lines = (tmp_path / "evo" / "evolution.jsonl").read_text().splitlines()
     assert "baseline" in json.loads(lines[0])
-    assert len(lines) == 3
-    assert info["evaluations"] == 1 + 2 * (1 + 2) - 2  # baseline; round 1: dev + 2 candidates; round 2: dev only
+    assert "test" in json.loads(lines[-1])
+    assert len(lines) == 4
+    # baseline; round 1: dev + 2 candidates; round 2: dev only; the test split: initial and final pair
+    assert info["evaluations"] == 1 + 3 + 1 + 2
+    evals = sorted(p.name for p in (tmp_path / "evo" / "evals").iterdir())
+    assert evals == ["001-val", "002-dev", "003-val", "004-val", "005-dev", "006-test-initial", "007-test-final"]
     # the final pair as a frozen library's verifier in `run`: the tasks now succeed
     frozen = config.model_copy(update={"run": "frozen", "runs_dir": str(tmp_path / "runs"),
                                        "skill_graph": str(tmp_path / "evo" / "graph")})
@@ -96,25 +114,59 @@ def test_evolve_on_a_scripted_model_commits_the_better_candidate(tmp_path):
         evolve_stream(env, model, config, tasks[:2], tasks[2:], tmp_path / "evo", embedder=embedder)
     with pytest.raises(InputError, match="share tasks"):
         evolve_stream(env, model, config, tasks[:2], tasks[1:], tmp_path / "evo2", embedder=embedder)
+    with pytest.raises(InputError, match="validation and test splits share"):
+        evolve_stream(env, model, config, tasks[:2], tasks[2:8], tmp_path / "evo2", embedder=embedder,
+                      test_tasks=tasks[7:])
     with pytest.raises(InputError, match="flat"):
         evolve_stream(env, model, config.model_copy(update={"reuse": "flat"}), tasks[:2], tasks[2:],
                       tmp_path / "evo3", embedder=embedder)
+
+
+def test_the_verifier_can_be_another_model(tmp_path):
+    """``verifier_model``: the verifier's calls go to another endpoint; the agent's model never sees them."""
+    seen = []
+
+    def verifier(messages):
+        seen.append(messages[0]["content"][:40])
+        return "DECISION: ACCEPT"
+
+    agent = GatedScript()
+    with MockServer(verifier) as server:
+        config = StreamConfig(condition="task", library=str(library(tmp_path)), reuse="lens", env=TINY,
+                              run="v", runs_dir=str(tmp_path / "runs"),
+                              verifier_model={"name": "openai", "base_url": server.url, "model": "judge",
+                                              "api_key": "x"})
+        summary = run_stream(TinyEnv([3, 5], workdir=tmp_path / "ws"), ScriptedModel(agent), config,
+                             embedder=HashEmbedder(64))
+    assert seen
+    assert all(text.startswith(VERIFIER_MARK[:40]) for text in seen)
+    assert summary.success_rate == 1.0  # ACCEPTed units show the reset step (the agent's script SKIPs them)
+    saved = json.loads((tmp_path / "runs" / "v" / "config.json").read_text())
+    assert saved["config"]["verifier_model"]["model"] == "judge"
+    roles = summary.records[0].tokens_by_role
+    assert roles["verifier"]["calls"] >= 1
 
 
 def test_evolve_through_the_mock_server_and_report(tmp_path):
     out = tmp_path / "evo"
     with MockServer(GatedScript()) as server:
         result = cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(out), "--dev", "2",
-                     "--val", "2", "--rounds", "2", "--candidates", "2", "--model", "openai", "--base-url",
-                     server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64", "--no-sandbox",
-                     "-c", "env.args.targets=[3, 5, 2, 4]")
+                     "--val", "6", "--test", "2", "--rounds", "2", "--candidates", "2", "--model", "openai",
+                     "--base-url", server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64",
+                     "--no-sandbox", "-c", f"env.args.targets={json.dumps(TARGETS)}")
     assert "final J" in result.output
+    assert "test split: initial J" in result.output
     assert (out / "graph" / "manifest.json").is_file()
     make_report([out], tmp_path / "report", utility=False)
     rows = list(csv.DictReader((tmp_path / "report" / "evolution_rounds.csv").open()))
     assert [row["round"] for row in rows] == ["0", "1", "2"]
+    assert rows[1]["committed"] == "1"
+    assert float(rows[1]["best_gain"]) > 0
+    assert float(rows[1]["best_p_value"]) < 0.025
     js = [float(row["j"]) for row in rows]
     assert js[2] >= js[1] > js[0]
+    [test] = list(csv.DictReader((tmp_path / "report" / "evolution_test.csv").open()))
+    assert (float(test["initial_success_pct"]), float(test["final_success_pct"]), test["commits"]) == (0, 100, "1")
     assert (tmp_path / "report" / "reuse.csv").is_file()  # the evaluation streams are lens runs
     with pytest.raises(InputError, match="--dev 2 \\+ --val 9"):
         cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(tmp_path / "e2"), "--dev",

@@ -25,14 +25,29 @@ def test_granularity_spec_through_the_mock_server_and_report(tmp_path):
     data = yaml.safe_load((SPEC_DIR / "granularity.yaml").read_text())
     with MockServer(LensCounterScript(CounterScript(TEXT_SKILL))) as server:
         data.update(out=str(tmp_path / "out"), embedder="hash:64", max_concurrency=4,
-                    envs={"a": {"env": TINY, "args": {"targets": [3, 5, 2]}}},
+                    envs={"a": {"env": TINY, "args": {"targets": [3, 5, 2, 4, 6, 7]}}},
                     models={"mock": {"name": "openai", "base_url": server.url, "model": "mock", "backoff_base_s": 0,
                                      "max_retries": 1}})
+        data["limits"]["task_limit"] = 2  # each evolution split too: 2 + 2 + 2 tasks
         summary = run_grid(build_spec(data))
-    assert summary.counts["done"] == 5, [o.error for o in summary.outcomes]
+    assert summary.counts["done"] == 7, [o.error for o in summary.outcomes]
     runs = {o.run for o in summary.outcomes}
-    assert runs == {"source/a/mock/subtask+text"} | {f"reuse/a/mock/subtask+text-{m}" for m in MODES}
+    assert runs == {"baseline/a/mock/subtask", "source/a/mock/subtask+text", "evolve/a/mock/subtask+text-lens"} | {
+        f"reuse/a/mock/subtask+text-{m}" for m in MODES}
+    evolved = tmp_path / "out" / "evolve/a/mock/subtask+text-lens"
+    baseline = tmp_path / "out" / "baseline/a/mock/subtask"
+    assert [json.loads(line)["task_id"] for line in (evolved / "results.jsonl").read_text().splitlines()] == [
+        json.loads(line)["task_id"] for line in (baseline / "results.jsonl").read_text().splitlines()
+    ]  # the test split (the final pair's run) is the stream's first tasks, the baseline's
+    assert (evolved / "evolution" / "evolution.jsonl").is_file()
+    again = run_grid(build_spec(data))  # finished: skipped, not evolved again
+    assert again.counts["skipped"] == 7
     report, written = make_report([tmp_path / "out"], tmp_path / "report", utility=False)
+    assert len(report.runs) == 7  # the evolution's evaluation streams are its own, not the report's
+    evolved_row = report.table("table2_success").where(condition="subtask+text+library[lens][evolved]")[0]
+    assert (evolved_row["baseline"], evolved_row["delta_tasks"]) == ("subtask", 2)
+    assert report.table("evolution_rounds").rows
+    assert report.table("evolution_test").rows[0]["tasks"] == 2
     rows = list(csv.DictReader((tmp_path / "report" / "reuse.csv").open()))
     by_mode = {row["reuse"]: row for row in rows if row["condition"].startswith("subtask+text+library")}
     assert set(by_mode) == set(MODES)

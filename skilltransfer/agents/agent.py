@@ -27,7 +27,7 @@ evaluated the task (a subtask's trajectory is given its task's verdict).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +97,15 @@ class Agent:
             not hold are grouped by source task (`skilltransfer.agents.skill_actions.organize_retrieved`).
         retriever: chooses each (sub)task's skills section from ``memory``; None: the top-k skills by description
             (flat reuse). The agent does not know how it chooses.
+        role_models: another model for a role the retriever calls (``{"verifier": m}``); unlisted roles use ``model``.
     """
 
     def __init__(self, model: ChatModel, *, memory: SkillStore | None = None, inducer: Inducer | None = None,
                  config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
                  organization: LibraryView | None = None, retriever: SkillRetriever | None = None,
-                 **kwargs: Any) -> None:
+                 role_models: Mapping[str, ChatModel] | None = None, **kwargs: Any) -> None:
         self.model = model
+        self.role_models = dict(role_models or {})
         self.organization = organization
         self.memory = memory
         self.retriever = retriever
@@ -251,7 +253,8 @@ class Agent:
             got, records = shaped.value, shaped.records
         else:
             got = self.retriever.retrieve(query, self.config.top_k,
-                                          lambda role: _LoggedModel(self.model, result.calls, role))
+                                          lambda role: _LoggedModel(self.role_models.get(role, self.model),
+                                                                    result.calls, role))
         step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
                              below_min_score=sum(len(record.removed) for record in records), guards=records)
         load_errors: dict[str, str | None] = {}

@@ -1,5 +1,6 @@
 """``skilltransfer evolve``: evolve a library's skill graph and routing notes on a development split, committing a
-candidate only when it raises J on a validation split (`skilltransfer.experiments.evolve`)."""
+candidate only when its paired gain in J over the incumbent on a validation split passes the commit test, then score
+the initial and final pair once on a test split (`skilltransfer.experiments.evolve`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def evolve(
     reuse: Annotated[str, typer.Option(help="lens, rewrite-all or no-walk.")] = "lens",
     dev: Annotated[int, typer.Option(min=1, help="Development tasks: the first N of the stream.")] = 10,
     val: Annotated[int, typer.Option(min=1, help="Validation tasks: the N after the development tasks.")] = 10,
+    test: Annotated[int, typer.Option(min=0, help="Test tasks: the N after the validation tasks, run once at the end "
+                                                  "for the initial and the final pair (0: none).")] = 0,
     rounds: Annotated[int, typer.Option(min=1, help="Evolution rounds.", rich_help_panel=_EVOLVE)] = 3,
     lam: Annotated[float, typer.Option(min=0, help="lambda in J = success - lambda * cost.",
                                        rich_help_panel=_EVOLVE)] = 0.05,
@@ -33,6 +36,12 @@ def evolve(
                                              rich_help_panel=_EVOLVE)] = 10_000,
     candidates: Annotated[int, typer.Option(min=1, help="Candidate edit sets per round (writer calls).",
                                             rich_help_panel=_EVOLVE)] = 1,
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="One-sided level of the commit test per round "
+                                         "(split over the round's candidates).", rich_help_panel=_EVOLVE)] = 0.05,
+    commit_test: Annotated[Literal["sign-flip", "bootstrap"], typer.Option(
+        help="The paired commit test.", rich_help_panel=_EVOLVE)] = "sign-flip",
+    val_repeats: Annotated[int, typer.Option(min=1, help="Passes of the validation split per evaluation (more: "
+                                             "more power).", rich_help_panel=_EVOLVE)] = 1,
     config: Annotated[Path | None, typer.Option("--config", help="A YAML of run spec keys (one stream).")] = None,
     overrides: Annotated[list[str] | None, typer.Option("-c", help="Override: key.path=value (e.g. "
                                                         "skill_graph=DIR, lens.route.token_budget=800).")] = None,
@@ -61,7 +70,8 @@ def evolve(
     workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created.")] = None,
 ) -> dict[str, Any]:
     """Evolve a library's skill graph and verifier routing notes: rounds of dev tasks -> gap reports from failures ->
-    writer edits -> validation; a candidate is committed only if J = success - lambda * cost rises."""
+    writer edits -> paired validation against the incumbent; a candidate is committed only when its gain in J =
+    success - lambda * cost passes the commit test; --test scores the initial and final pair once at the end."""
     from skilltransfer.errors import check_output_path
     from skilltransfer.experiments.build import build_base_model, build_embedder, build_env, stream_model, stream_tasks
     from skilltransfer.experiments.evolve import evolve_stream
@@ -74,32 +84,40 @@ def evolve(
              "temperature": temperature, "context_window": context_window, "cache": str(cache) if cache else None,
              "max_tokens": max_tokens, "cache_mode": cache_mode, "retry_budget": retry_budget,
              "script": str(script) if script else None, "embedder": embedder, "sandbox": sandbox,
-             "limit": dev + val}
+             "limit": dev + val + test}
     flags = {FLAG_KEYS[name]: value for name, value in given.items()}
     stream = run_spec(config, overrides or [], flags, out / "evals" / "run")
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
-    if len(tasks) < dev + val:
-        raise InputError(f"the stream has {len(tasks)} tasks; --dev {dev} + --val {val} need {dev + val}")
+    if len(tasks) < dev + val + test:
+        raise InputError(f"the stream has {len(tasks)} tasks; --dev {dev} + --val {val} + --test {test} need "
+                         f"{dev + val + test}")
     chat = stream_model(build_base_model(stream.model), stream.model)
     vectors = build_embedder(stream)
     console = Console(stderr=True)
     try:
         result, info = evolve_stream(
             built, chat, stream, tasks[:dev], tasks[dev:dev + val], out, embedder=vectors,
-            evolve_config=EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit),
+            test_tasks=tasks[dev + val:dev + val + test],
+            evolve_config=EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha,
+                                       commit_test=commit_test, val_repeats=val_repeats),
             writer_config=WriterConfig(candidates=candidates),
             on_eval=lambda name, n: console.print(f"evaluating {name} ({n} tasks)", highlight=False),
             on_round=lambda log: console.print(
                 f"round {log.round}: dev success {100 * log.dev.success:.0f}%, {log.gap_reports} gap reports, "
-                f"{len(log.candidates)} candidates, committed {log.committed}, J {log.j_before:.4f} -> {log.j:.4f}",
-                highlight=False))
+                f"{len(log.candidates)} candidates, committed {log.committed}, incumbent J {log.j_before:.4f}, "
+                f"kept J {log.j:.4f}", highlight=False))
     finally:
         for part in (chat, vectors):
             close = getattr(part, "close", None)
             if close is not None:
                 close()
-    typer.echo(f"baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} after {len(result.rounds)} rounds "
-               f"({info['evaluations']} evaluations); pair: {info['graph']} (run --library {stream.library} "
+    held_out = result.test
+    tested = (f"; test split: initial J {held_out.initial.j:.4f} -> final J {held_out.final.j:.4f}"
+              f"{' (same pair)' if held_out.same_pair else ''}" if held_out is not None else "")
+    typer.echo(f"baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} (validation) after "
+               f"{len(result.rounds)} rounds, {result.commits} committed{tested} ({info['evaluations']} evaluations, "
+               f"{info['writer_tokens']} writer tokens); pair: {info['graph']} (run --library {stream.library} "
                f"-c skill_graph={info['graph']}); log: {info['log']}")
-    return {"baseline": result.baseline.j, "j": result.j, **{k: str(v) for k, v in info.items()}}
+    return {"baseline": result.baseline.j, "j": result.j, "commits": result.commits,
+            "test_gain": held_out.gain if held_out is not None else None, **{k: str(v) for k, v in info.items()}}

@@ -27,6 +27,7 @@ from skilltransfer.agents.harness import BY_NAME, default_preset, harness_label,
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
+from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
 from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
@@ -205,6 +206,31 @@ class Limits(BaseModel):
     """Most subtasks per task at subtask level (overrides ``agent.subtask_limit``, default 15)."""
 
 
+class EvolutionSettings(EvolveConfig):
+    """Registry evolution as a stream (`skilltransfer.experiments.evolve.run_evolution_stream`): the stream's tasks
+    are cut, in order, into a test, a development and a validation split (a task limit caps each split); the rest are
+    `EvolveConfig`'s settings (rounds, lambda, the commit test, validation passes)."""
+
+    dev: int = Field(default=4, ge=1)
+    """Development tasks (gap reports come from their failures)."""
+    val: int = Field(default=4, ge=1)
+    """Validation tasks (incumbent and candidates, paired)."""
+    test: int = Field(default=4, ge=1)
+    """Test tasks, the stream's first: run once at the end for the initial and the final pair (the run folder's
+    records are the final pair's)."""
+    writer: WriterConfig = Field(default_factory=WriterConfig)
+    """The writer's candidates per round and budgets."""
+
+    def sizes(self, cap: int | None) -> tuple[int, int, int]:
+        """(dev, val, test) sizes, each capped at ``cap`` (a task limit)."""
+        return (self.dev, self.val, self.test) if cap is None else (min(self.dev, cap), min(self.val, cap),
+                                                                   min(self.test, cap))
+
+    def evolve_config(self) -> EvolveConfig:
+        """The `EvolveConfig` part."""
+        return EvolveConfig.model_validate(self.model_dump(include=set(EvolveConfig.model_fields)))
+
+
 def _induces(config: StreamConfig) -> bool:
     return config.induction_config() is not None
 
@@ -282,6 +308,12 @@ class StreamConfig(BaseModel):
     """Retrieval embedder: minilm, hash:DIM (test double) or a sentence-transformers folder."""
     embedder_cache: bool = False
     """Cache embeddings on disk (``make_embedder(cache=True)``; ``run`` turns it on for model embedders)."""
+    verifier_model: ModelSpec | None = None
+    """The verifier's model under lens reuse (its ACCEPT / DECOMPOSE / REWRITE / SKIP calls; the study uses a separate
+    verifier model); None: the stream's model."""
+    evolution: EvolutionSettings | None = None
+    """Run registry evolution of the frozen library's skill graph instead of a plain stream (needs a library and lens
+    reuse; see `EvolutionSettings`): the run folder holds the final pair on the test split and ``evolution/``."""
     limits: Limits = Field(default_factory=Limits)
     """Task, step and subtask limits."""
     agent: AgentSettings = Field(default_factory=AgentSettings)
@@ -346,6 +378,13 @@ class StreamConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _evolution_routes(self) -> StreamConfig:
+        if self.evolution is not None and (self.reuse == "flat" or self.coordination != "none"):
+            raise ValueError("evolution evolves the skill graph that lens reuse routes: set reuse (lens, rewrite-all "
+                             "or no-walk) and keep coordination none")
+        return self
+
+    @model_validator(mode="after")
     def _room_to_finish(self) -> StreamConfig:
         steps, finish = self.agent_config().step_limit, self.composition.finish_step_limit
         if self.coordination == "metaskill" and steps <= finish:
@@ -397,8 +436,18 @@ class StreamConfig(BaseModel):
 
     @property
     def task_limit(self) -> int | None:
-        """The env's task limit, else ``limits.task_limit``."""
-        return self.env.task_limit or self.limits.task_limit
+        """The env's task limit, else ``limits.task_limit``; an evolution stream's: its three splits, each capped by
+        that limit."""
+        cap = self.env.task_limit or self.limits.task_limit
+        return sum(self.evolution.sizes(cap)) if self.evolution is not None else cap
+
+    @property
+    def graph_source(self) -> str | None:
+        """Where a lens stream of a frozen library reads its skill graph: ``skill_graph``, else an evolution stream's
+        evolved pair (``<run>/evolution/graph``)."""
+        if self.skill_graph is None and self.evolution is not None:
+            return str(self.path / "evolution" / "graph")
+        return self.skill_graph
 
     def agent_config(self) -> AgentConfig:
         """The agent's settings: ``agent`` with the condition's level and the step/subtask limits."""
@@ -419,7 +468,9 @@ class StreamConfig(BaseModel):
     def identity(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,
         without the settings that do not change results (sandboxing, the embedding cache)."""
+        verifier = self.verifier_model.identity() if self.verifier_model is not None else None
         return self.model_copy(update={"model": self.model.identity(), "embedder_cache": False,
+                                       "verifier_model": verifier,
                                        "env": self.env.model_copy(update={"sandboxed": None})})
 
     def differences(self, other: StreamConfig) -> list[str]:
@@ -454,6 +505,8 @@ class StreamConfig(BaseModel):
             axis = axis_of(type(self).model_fields[name])
             if axis is not None and axis.report == "tag" and (axis.tag_if is None or axis.tag_if(self)):
                 label += axis.tag.format(name=name, value=value)
+        if self.evolution is not None:
+            label += "[evolved]"
         harness = self.harness_label()
         if harness != default_preset(self.model.resolved_name()):
             label += f"[harness={harness}]"

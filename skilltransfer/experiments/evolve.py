@@ -1,29 +1,37 @@
 """Registry evolution through the stream runner: `skilltransfer.lens.evolve` with real rounds of tasks.
 
-``evolve_stream(env, model, config, dev_tasks, val_tasks, out)`` evolves the pair (skill graph + routing notes) of a
-lens stream over a frozen library (``config.library``; ``config.reuse`` not ``flat``):
+``evolve_stream(env, model, config, dev_tasks, val_tasks, out, test_tasks=...)`` evolves the pair (skill graph +
+routing notes) of a lens stream over a frozen library (``config.library``; ``config.reuse`` not ``flat``):
 
 - the starting pair is ``config.skill_graph``, else the library decomposed by the stream's model;
-- each round of tasks is a stream (`run_stream`) under ``<out>/evals/<nnn>-dev|val`` reading the pair saved under
-  ``<out>/pairs/<nnn>`` (``skill_graph``); its records and trajectories become `TaskOutcome`s: success, tokens (every
-  call of the task: agent, verifier, rewriter), the failure (exit status and failed checks) and the task's routing
-  logs;
-- gap reports from the failed dev tasks go to the writer (`ModelWriter` over the stream's model); each candidate is
-  evaluated on the validation split and committed only if it raises J (see `skilltransfer.lens.evolve`);
+- each evaluation is a stream (`run_stream`) under ``<out>/evals/<nnn>-dev|val|test-initial|test-final`` reading the
+  pair saved under ``<out>/pairs/<nnn>`` (``skill_graph``); its records and trajectories become `TaskOutcome`s:
+  success, tokens (every call of the task: agent, verifier, rewriter), the failure (exit status and failed checks)
+  and the task's routing logs; the verifier is ``config.verifier_model`` when set (built once);
+- gap reports from the failed dev tasks go to the writer (`ModelWriter` over the stream's model); the incumbent and
+  each candidate run on the validation split, paired, and a candidate is committed only when it passes the commit
+  test (see `skilltransfer.lens.evolve`); the test split runs once at the end for the initial and the final pair;
 - ``<out>/graph`` holds the final pair (use it with ``run``/``grid``: ``--library LIB -c skill_graph=<out>/graph``),
-  ``<out>/evolution.jsonl`` the baseline and one line per round (``report`` reads it: J per round).
+  ``<out>/evolution.jsonl`` the baseline, one line per round and the test line (``report`` reads it).
+
+``run_evolution_stream`` is the same as a grid stream (``evolution`` set in its settings, `EvolutionSettings`): the
+stream's tasks are split in order (`split_tasks`: test, dev, val), the final pair's test run is the stream's own run
+folder (its records, comparable with the other streams of the grid) and the rest lies under ``<run>/evolution``. An
+evolution stream that did not finish starts again from the start.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.build import build_base_model
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
-from skilltransfer.experiments.stream import run_stream
+from skilltransfer.experiments.stream import StreamSummary, run_stream
 from skilltransfer.lens.decompose import decompose_library
 from skilltransfer.lens.evolve import (
     EvolutionResult,
@@ -32,12 +40,18 @@ from skilltransfer.lens.evolve import (
     RoundLog,
     TaskOutcome,
     WriterConfig,
+    check_splits,
     evolve,
     save_evolution,
 )
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.memory.library import load_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+
+EVOLUTION_DIR = "evolution"
+"""An evolution stream's evolution folder inside its run folder."""
+T = TypeVar("T")
+FinalTest = Callable[[SkillGraph, Sequence[TaskSpec]], list[TaskOutcome]]
 
 
 def outcomes_of(folder: RunFolder, records: Sequence[TaskRecord]) -> list[TaskOutcome]:
@@ -54,38 +68,39 @@ def outcomes_of(folder: RunFolder, records: Sequence[TaskRecord]) -> list[TaskOu
     return out
 
 
-def check_evolvable(config: StreamConfig, dev: Sequence[TaskSpec], val: Sequence[TaskSpec]) -> None:
+def check_evolvable(config: StreamConfig, dev: Sequence[TaskSpec], val: Sequence[TaskSpec],
+                    test: Sequence[TaskSpec] = ()) -> None:
     """Refuse a stream evolution cannot run (one line each)."""
     if config.library is None:
         raise InputError("evolve needs a frozen library (--library): the pair evolved is its skill graph")
     if config.reuse == "flat":
         raise InputError("evolve routes the skill graph: --reuse must be lens, rewrite-all or no-walk, not flat")
-    if not dev or not val:
-        raise InputError(f"evolve needs development and validation tasks (got {len(dev)} and {len(val)})")
-    overlap = {t.id for t in dev} & {t.id for t in val}
-    if overlap:
-        raise InputError(f"development and validation splits share tasks: {', '.join(sorted(overlap)[:3])}")
+    check_splits(dev, val, test)
 
 
 def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: Sequence[TaskSpec],
                   val_tasks: Sequence[TaskSpec], out: str | Path, *, embedder: Embedder,
-                  evolve_config: EvolveConfig | None = None, writer_config: WriterConfig | None = None,
-                  on_round: Callable[[RoundLog], None] | None = None,
-                  on_eval: Callable[[str, int], None] | None = None) -> tuple[EvolutionResult, dict[str, Any]]:
+                  test_tasks: Sequence[TaskSpec] = (), evolve_config: EvolveConfig | None = None,
+                  writer_config: WriterConfig | None = None, on_round: Callable[[RoundLog], None] | None = None,
+                  on_eval: Callable[[str, int], None] | None = None,
+                  final_test: FinalTest | None = None) -> tuple[EvolutionResult, dict[str, Any]]:
     """Evolve the lens pair of ``config`` (see the module docstring).
 
     Args:
         env: the environment.
-        model: the agent's, verifier's and writer's model.
+        model: the agent's and writer's model (and the verifier's, without ``config.verifier_model``).
         config: the stream settings (its ``run``/``runs_dir`` are replaced per evaluation).
         dev_tasks: the development split (rounds find failures there).
-        val_tasks: the validation split (the baseline and candidates are scored there).
+        val_tasks: the validation split (the incumbent and the candidates are scored there, paired).
         out: the output folder (new or empty).
         embedder: the retrieval embedder (the graph's).
-        evolve_config: rounds, lambda, cost unit.
+        test_tasks: the test split (disjoint from the others), run once at the end for the initial and final pair.
+        evolve_config: rounds, lambda, cost unit, the commit test.
         writer_config: the writer's candidates per round and budgets.
         on_round: called with each round's log.
         on_eval: called with (evaluation name, tasks) before each round of tasks.
+        final_test: runs the final pair's test evaluation instead of a stream under ``evals`` (a grid stream runs it
+            as its own run folder).
 
     Returns:
         The evolution result and a summary (``graph``, ``log``, evaluations run, writer tokens).
@@ -93,7 +108,7 @@ def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: S
     Raises:
         InputError: no library, flat reuse, empty or overlapping splits, an ``out`` that is not new or empty.
     """
-    check_evolvable(config, dev_tasks, val_tasks)
+    check_evolvable(config, dev_tasks, val_tasks, test_tasks)
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError("the evolution folder exists and is not empty; use another --out", path=out)
@@ -104,22 +119,85 @@ def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: S
         graph, _ = decompose_library(load_library(config.library), model, embedder, config.lens.decompose,
                                      info={"library": config.library})
     counter = {"n": 0}
-    dev_ids = [t.id for t in dev_tasks]
+    kinds = {tuple(t.id for t in split): name for split, name in ((dev_tasks, "dev"), (val_tasks, "val"),
+                                                                    (test_tasks, "test"))}
+    base = config.model_copy(update={"evolution": None})
+    verifier = build_base_model(config.verifier_model) if config.verifier_model is not None else None
 
-    def run_round(pair: SkillGraph, tasks: Sequence[TaskSpec]) -> list[TaskOutcome]:
+    def run_round(pair: SkillGraph, tasks: Sequence[TaskSpec], kind: str | None = None) -> list[TaskOutcome]:
         counter["n"] += 1
-        kind = "dev" if [t.id for t in tasks] == dev_ids else "val"
-        name = f"{counter['n']:03d}-{kind}"
+        name = f"{counter['n']:03d}-{kind or kinds.get(tuple(t.id for t in tasks), 'eval')}"
         pair_dir = pair.save(out / "pairs" / f"{counter['n']:03d}")
-        stream = config.model_copy(update={"run": name, "runs_dir": str(out / "evals"),
-                                           "skill_graph": str(pair_dir)})
+        stream = base.model_copy(update={"run": name, "runs_dir": str(out / "evals"), "skill_graph": str(pair_dir)})
         if on_eval is not None:
             on_eval(name, len(tasks))
-        summary = run_stream(env, model, stream, embedder=embedder, tasks=list(tasks))
+        summary = run_stream(env, model, stream, embedder=embedder, tasks=list(tasks), verifier=verifier)
         return outcomes_of(RunFolder(summary.path), summary.records)
 
+    def run_test(which: str, pair: SkillGraph, tasks: Sequence[TaskSpec]) -> list[TaskOutcome]:
+        if which == "final" and final_test is not None:
+            return final_test(pair, tasks)
+        return run_round(pair, tasks, f"test-{which}")
+
     writer = ModelWriter(model, writer_config)
-    result = evolve(graph, dev_tasks, val_tasks, run_round, writer, config=evolve_config, on_round=on_round)
+    try:
+        result = evolve(graph, dev_tasks, val_tasks, run_round, writer, test_tasks=test_tasks, config=evolve_config,
+                        on_round=on_round, run_test=run_test)
+    finally:
+        close = getattr(verifier, "close", None)
+        if close is not None:
+            close()
     save_evolution(result, out)
     return result, {"graph": out / "graph", "log": out / "evolution.jsonl", "evaluations": counter["n"],
                     "writer_tokens": writer.tokens}
+
+
+def split_tasks(config: StreamConfig, tasks: Sequence[T]) -> tuple[list[T], list[T], list[T]]:
+    """An evolution stream's (dev, val, test) splits, cut from its tasks in order by `EvolutionSettings.sizes`: the
+    test split first (so it holds the first tasks, the ones every stream of a grid with a smaller task limit also
+    runs), then the development split, then the validation split.
+
+    Raises:
+        InputError: fewer tasks than the splits need.
+    """
+    assert config.evolution is not None
+    dev, val, test = config.evolution.sizes(config.env.task_limit or config.limits.task_limit)
+    if len(tasks) < dev + val + test:
+        raise InputError(f"evolution needs {dev} + {val} + {test} tasks (dev + val + test); the stream has "
+                         f"{len(tasks)}")
+    tasks = list(tasks)
+    return tasks[test:test + dev], tasks[test + dev:test + dev + val], tasks[:test]
+
+
+def run_evolution_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Embedder | None,
+                         tasks: Sequence[TaskSpec],
+                         on_task: Callable[[TaskRecord], None] | None = None) -> StreamSummary:
+    """Run an evolution stream (see the module docstring); returns the final pair's test run.
+
+    Raises:
+        InputError: no embedder or library, flat reuse, too few tasks, a run folder that is not an evolution's.
+    """
+    assert config.evolution is not None
+    if embedder is None:
+        raise InputError("an evolution stream needs an embedder")
+    dev, val, test = split_tasks(config, tasks)
+    check_evolvable(config, dev, val, test)
+    folder = config.path
+    if folder.exists() and any(folder.iterdir()):
+        if not (folder / EVOLUTION_DIR).is_dir() and not RunFolder(folder).exists():
+            raise InputError("not an evolution stream's run folder; use another run name", path=folder)
+        if RunFolder(folder).exists() and RunFolder(folder).read_config().config.evolution is None:
+            raise InputError("this run folder holds a plain stream, not an evolution; use another run name",
+                             path=folder)
+        shutil.rmtree(folder)  # an unfinished evolution starts again
+    summary: dict[str, StreamSummary] = {}
+
+    def final_test(pair: SkillGraph, batch: Sequence[TaskSpec]) -> list[TaskOutcome]:
+        pair.save(folder / EVOLUTION_DIR / "graph")  # `StreamConfig.graph_source` of this stream
+        summary["final"] = run_stream(env, model, config, embedder=embedder, tasks=list(batch), on_task=on_task)
+        return outcomes_of(RunFolder(folder), summary["final"].records)
+
+    settings = config.evolution
+    evolve_stream(env, model, config, dev, val, folder / EVOLUTION_DIR, embedder=embedder, test_tasks=test,
+                  evolve_config=settings.evolve_config(), writer_config=settings.writer, final_test=final_test)
+    return summary["final"]

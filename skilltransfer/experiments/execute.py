@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_env, saved_memory_size, stream_tasks
+from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
 from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.experiments.runlog import MEMORY, RunFolder, TaskRecord
 from skilltransfer.experiments.stream import run_stream
@@ -130,6 +131,8 @@ def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskReco
     try:
         saved = folder.read_config()
         records = folder.read_records()
+        if plan.config.evolution is not None:  # its run folder holds the final pair's test run
+            task_ids = split_tasks(plan.config, task_ids)[2]
     except InputError:
         return None
     if saved.task_ids != list(task_ids) or saved.config.differences(plan.config.identity()):
@@ -157,8 +160,11 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
             raise InputError(f"library {config.library} does not exist"
                              + (f" (source stream {plan.depends_on} has no memory)" if plan.depends_on else ""))
         env = GuardedEnv(build_env(config.env, workdir))
-        summary = run_stream(env, model, config, embedder=embedder if config.has_memory else None, tasks=tasks,
-                             on_task=record)
+        if config.evolution is not None:
+            summary = run_evolution_stream(env, model, config, embedder=embedder, tasks=tasks, on_task=record)
+        else:
+            summary = run_stream(env, model, config, embedder=embedder if config.has_memory else None, tasks=tasks,
+                                 on_task=record)
         outcome.state = "done"
         outcome.ran = len(summary.ran)
         outcome.tasks_done = len(summary.records)

@@ -120,6 +120,8 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     """
     folder = config.path
     config.check_skill_exec()
+    if config.evolution is not None:
+        raise InputError("evolution runs as a grid stream (or with skilltransfer evolve), not with run")
     check_output_path(folder, flag="--out")
     for name in (CONFIG, RESULTS):
         if (folder / name).exists() and not (folder / name).is_file():

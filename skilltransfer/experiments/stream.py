@@ -33,7 +33,7 @@ from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import library_skills
+from skilltransfer.experiments.build import build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.runlog import (
@@ -112,7 +112,7 @@ def _lens_retriever(cfg: StreamConfig, memory: SkillMemory | None, embedder: Emb
     if cfg.reuse == "flat" or memory is None or embedder is None:
         return None
     saved = memory_dir / GRAPH_DIR
-    source = saved if saved.is_dir() else cfg.skill_graph
+    source = saved if saved.is_dir() else cfg.graph_source
     graph = SkillGraph.load(source, embedder) if source is not None else None
     return LensRetriever(memory, graph, embedder, mode=cfg.reuse, config=cfg.lens)
 
@@ -239,7 +239,8 @@ def _fan_out(*sinks: Callable[[AgentEvent], None] | None) -> Callable[[AgentEven
 def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Embedder | None = None,
                tasks: Sequence[TaskSpec] | None = None, induction_model: ChatModel | None = None,
                on_task: Callable[[TaskRecord], None] | None = None,
-               on_event: Callable[[AgentEvent], None] | None = None) -> StreamSummary:
+               on_event: Callable[[AgentEvent], None] | None = None,
+               verifier: ChatModel | None = None) -> StreamSummary:
     """Run ``tasks`` (default ``env.tasks()``) in order under ``config.condition``, resuming a partial run.
 
     Args:
@@ -251,6 +252,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         induction_model: the model that induces skills (default: ``model``).
         on_task: called with each new record after it is committed.
         on_event: called with each agent event (task/subtask/step/call starts and ends) of the tasks run now.
+        verifier: the lens verifier's model (default: built from ``config.verifier_model`` when set, and closed when
+            the stream ends; else ``model``).
 
     Raises:
         InputError: a run folder started with other settings, a bad library.
@@ -285,8 +288,12 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     memory = _open_memory(config, fmt, embedder, tasks, folder.memory_dir)
     organization = LibraryView.load(config.organization) if config.organization is not None else None
     retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
+    own_verifier = verifier is None and config.verifier_model is not None and retriever is not None
+    if own_verifier:
+        assert config.verifier_model is not None
+        verifier = build_base_model(config.verifier_model)
     agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=organization,
-                  retriever=retriever)
+                  retriever=retriever, role_models={"verifier": verifier} if verifier is not None else None)
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     ran: list[str] = []
     for position, task in enumerate(tasks):
@@ -326,4 +333,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         ran.append(task.id)
         if on_task is not None:
             on_task(record)
+    close = getattr(verifier, "close", None) if own_verifier else None
+    if close is not None:
+        close()
     return StreamSummary(folder.path, records, ran)

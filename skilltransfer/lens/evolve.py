@@ -1,22 +1,36 @@
 """Registry evolution: refine the skill graph (agent registry) and its routing notes (verifier registry) together.
 
-``evolve(graph, dev_tasks, val_tasks, run_round, writer)`` runs, for each round:
+``evolve(graph, dev_tasks, val_tasks, run_round, writer, test_tasks=...)`` runs, for each round:
 
-1. ``run_round(graph, dev_tasks)`` -> one `TaskOutcome` per task (the task runner; injected, phase B wires in the
-   stream runner);
+1. ``run_round(graph, dev_tasks)`` -> one `TaskOutcome` per task (the task runner; injected: the stream runner in
+   `skilltransfer.experiments.evolve`, scripted outcomes in tests and ``benchmarks/evolution_noise.py``);
 2. ``gap_builder(graph, outcomes)`` -> `GapReport`s from the failed tasks (default `gap_reports`: the task, why it
    failed and which units routing visited with which decision);
 3. ``writer(graph, reports)`` -> candidate edit sets (`Edit`: add or drop a routing note, replace a unit's text; the
    default `ModelWriter` asks a model, prompts ``writer``/``writer_user``);
-4. each candidate (the current pair with one edit set applied to a copy) is evaluated on the validation split with
-   ``run_round(candidate, val_tasks)``; the best one is **committed only if its J is higher than the current pair's
-   J by more than** ``min_gain``; otherwise the current pair stays (the fallback).
+4. **paired validation**: the incumbent pair and each candidate (the incumbent with one edit set applied to a copy)
+   are run on the same validation tasks, ``val_repeats`` passes each; round 1's incumbent evaluation is the baseline
+   (made before any selection), every later round runs the incumbent afresh, so no score a selection was made on
+   is ever reused;
+5. **the commit test**: per validation task, the candidate's J minus the incumbent's (means over the passes) is one
+   paired difference; a candidate passes when a one-sided test at level ``alpha / k`` (k = candidates evaluated in
+   the round: Bonferroni, so a round of no-op edits commits with probability at most ``alpha``) finds the mean
+   difference minus ``min_gain`` above 0 (`skilltransfer.metrics.paired_gain`: ``sign-flip``, the paired
+   randomisation test, by default; ``bootstrap``: the percentile lower bound above 0). The passing candidate with
+   the largest mean difference is committed; otherwise the incumbent stays (the fallback).
 
-**Objective**: J = success rate - lambda * cost, with cost = mean tokens per task (as the outcomes report them: agent
-and routing calls) / ``cost_unit_tokens``; defaults lambda = 0.05 and 10,000 tokens, so 10k more tokens per task must
-buy 5 points of success. The current pair's J is the one measured when it was evaluated (the baseline once before
-round 1, a candidate when it was committed); it is never re-measured, so the logged J per round never decreases by
-construction, even with a noisy model.
+After the last round, with ``test_tasks`` (disjoint from both other splits; checked), the initial and the final pair
+are each run once on the test split (one run when no candidate was committed: they are the same pair).
+
+**Objective**: J = success rate - lambda * cost, cost = (mean tokens per task + refinement tokens per task) /
+``cost_unit_tokens``. Task tokens are every model token a task spent (agent and routing calls, as the outcomes
+report them); refinement tokens are the writer's: a candidate carries its share of its round's writer calls, the final
+pair on the test split all writer tokens of the evolution, each spread over the evaluation's distinct tasks. Defaults
+lambda = 0.05 and 10,000 tokens (10k more tokens per task must buy 5 points of success).
+
+**What the log's J means**: each round logs the J of the pair it kept as measured in that round (the incumbent's
+fresh evaluation, or the committed candidate's), so J can fall from round to round; only the test split's initial
+and final J are free of the selection.
 """
 
 from __future__ import annotations
@@ -31,8 +45,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skilltransfer.errors import InputError
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.prompts import lens_prompt
+from skilltransfer.metrics.stats import PairedGain, paired_gain
 from skilltransfer.protocols import ChatModel, TaskSpec
 from skilltransfer.util.files import atomic_write_text
 
@@ -89,35 +105,57 @@ class Edit(BaseModel):
 class EvolveConfig(BaseModel):
     """Settings of registry evolution (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     rounds: int = Field(default=3, ge=1)
     lam: float = Field(default=0.05, ge=0.0)
     """lambda: weight of the cost in J."""
     cost_unit_tokens: float = Field(default=10_000, gt=0)
     """cost = mean tokens per task / this."""
+    commit_test: Literal["sign-flip", "bootstrap"] = "sign-flip"
+    """The paired test a candidate must pass (`skilltransfer.metrics.paired_gain`)."""
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+    """One-sided level per round, split evenly over the round's evaluated candidates (Bonferroni)."""
     min_gain: float = Field(default=0.0, ge=0.0)
-    """A candidate commits only when its J exceeds the current J by more than this."""
+    """A candidate must beat the incumbent's J by more than this (the test is run on the differences minus it)."""
+    val_repeats: int = Field(default=1, ge=1)
+    """Passes of the validation split per evaluation (incumbent and candidates alike): more passes, more power."""
+    resamples: int = Field(default=10_000, ge=100)
+    """Resamples of the commit test."""
+    seed: int = 0
+    """Seed of the commit test's resampling."""
     max_gap_reports: int = Field(default=8, ge=1)
     """Failed tasks reported to the writer per round (the first ones)."""
 
 
 class Evaluation(BaseModel):
-    """The objective over one set of outcomes."""
+    """The objective over one evaluation (one or more passes of a split)."""
 
     n: int
+    """Distinct tasks."""
+    runs: int = 0
+    """Task runs (tasks x passes)."""
     success: float
     mean_tokens: float
+    """Task tokens per task run."""
+    refinement_tokens: int = 0
+    """Writer tokens charged to this evaluation (spread over its ``n`` tasks)."""
     cost: float
     j: float
+    per_task: dict[str, float] = Field(default_factory=dict)
+    """Task id -> its J (mean over the passes, refinement share included): the paired test's input."""
 
 
 class CandidateLog(BaseModel):
-    """One candidate of a round: its edits and, if any applied, its evaluation."""
+    """One candidate of a round: its edits and, if any applied, its evaluation and paired test."""
 
     applied: list[Edit]
     rejected: list[tuple[Edit, str]] = Field(default_factory=list)
+    writer_tokens: int = 0
+    """Its share of the round's writer tokens (in its J)."""
     evaluation: Evaluation | None = None
+    gain: dict[str, Any] | None = None
+    """The paired test against the incumbent (`PairedGain.to_dict`)."""
 
 
 class RoundLog(BaseModel):
@@ -126,40 +164,109 @@ class RoundLog(BaseModel):
     round: int
     dev: Evaluation
     gap_reports: int
+    writer_tokens: int = 0
+    incumbent: Evaluation | None = None
+    """The incumbent on the validation split this round (round 1: the baseline); None when no candidate was run."""
     candidates: list[CandidateLog] = Field(default_factory=list)
     committed: int | None = None
-    """Index of the committed candidate (None: the current pair was kept)."""
+    """Index of the committed candidate (None: the incumbent was kept)."""
     j_before: float
+    """The incumbent's J as measured this round (or last measured, when it was not run)."""
     j: float
-    """J of the pair kept after this round (never below ``j_before``)."""
+    """J of the pair kept after this round, as measured this round."""
     seconds: float = 0.0
+
+
+class HeldOutLog(BaseModel):
+    """The initial and the final pair on the test split, each run once at the end."""
+
+    initial: Evaluation
+    final: Evaluation
+    same_pair: bool
+    """No candidate was committed: one run stands for both (the gain is 0 by construction)."""
+    refinement_tokens: int
+    """All writer tokens of the evolution (in the final pair's J)."""
+    gain: float
+    """final J - initial J."""
+    paired: dict[str, Any] | None = None
+    """The paired test of that gain (`PairedGain.to_dict`, at the evolution's ``alpha``); None for the same pair."""
 
 
 @dataclass
 class EvolutionResult:
-    """The final pair, the baseline's evaluation and the rounds."""
+    """The final pair, the baseline evaluation, the rounds and the test-split evaluation."""
 
     graph: SkillGraph
     baseline: Evaluation
     rounds: list[RoundLog]
+    test: HeldOutLog | None = None
+    writer_tokens: int = 0
 
     @property
     def j(self) -> float:
+        """The kept pair's J as last measured on the validation split."""
         return self.rounds[-1].j if self.rounds else self.baseline.j
+
+    @property
+    def logged_gain(self) -> float:
+        """The validation J the log ends with minus the baseline's."""
+        return self.j - self.baseline.j
+
+    @property
+    def commits(self) -> int:
+        return sum(log.committed is not None for log in self.rounds)
 
 
 RoundRunner = Callable[[SkillGraph, Sequence[TaskSpec]], list[TaskOutcome]]
 GapBuilder = Callable[[SkillGraph, list[TaskOutcome]], list[GapReport]]
 Writer = Callable[[SkillGraph, list[GapReport]], list[list[Edit]]]
+"""Gap reports -> candidate edit sets; a ``tokens`` attribute (tokens spent so far), when it has one, is read
+before and after each call (`ModelWriter` keeps one)."""
+TestRunner = Callable[[str, SkillGraph, Sequence[TaskSpec]], list[TaskOutcome]]
+"""(``"initial"`` or ``"final"``, pair, test tasks) -> outcomes."""
 
 
-def evaluate(outcomes: Sequence[TaskOutcome], config: EvolveConfig) -> Evaluation:
-    """J = success rate - lambda * mean tokens / cost_unit_tokens over the outcomes (0 outcomes: J = 0)."""
-    n = len(outcomes)
-    success = sum(o.success for o in outcomes) / n if n else 0.0
-    mean_tokens = sum(o.tokens for o in outcomes) / n if n else 0.0
-    cost = mean_tokens / config.cost_unit_tokens
-    return Evaluation(n=n, success=success, mean_tokens=mean_tokens, cost=cost, j=success - config.lam * cost)
+def evaluate(outcomes: Sequence[TaskOutcome], config: EvolveConfig, refinement_tokens: int = 0) -> Evaluation:
+    """J over the outcomes (see the module docstring); a task run several times counts once, with its mean."""
+    runs = len(outcomes)
+    per_run: dict[str, list[float]] = {}
+    for o in outcomes:
+        per_run.setdefault(o.task_id, []).append(float(o.success) - config.lam * o.tokens / config.cost_unit_tokens)
+    n = len(per_run)
+    share = refinement_tokens / n if n else 0.0
+    success = sum(o.success for o in outcomes) / runs if runs else 0.0
+    mean_tokens = sum(o.tokens for o in outcomes) / runs if runs else 0.0
+    cost = (mean_tokens + share) / config.cost_unit_tokens
+    penalty = config.lam * share / config.cost_unit_tokens
+    per_task = {tid: sum(values) / len(values) - penalty for tid, values in per_run.items()}
+    return Evaluation(n=n, runs=runs, success=success, mean_tokens=mean_tokens, refinement_tokens=refinement_tokens,
+                      cost=cost, j=success - config.lam * cost, per_task=per_task)
+
+
+def paired_test(candidate: Evaluation, incumbent: Evaluation, config: EvolveConfig, alpha: float) -> PairedGain:
+    """The commit test of ``candidate`` against ``incumbent`` on their shared tasks (see the module docstring)."""
+    shared = [tid for tid in incumbent.per_task if tid in candidate.per_task]
+    diffs = [candidate.per_task[tid] - incumbent.per_task[tid] - config.min_gain for tid in shared]
+    gain = paired_gain(diffs, alpha=alpha, test=config.commit_test, n_resamples=config.resamples, seed=config.seed)
+    return PairedGain(n=gain.n, estimate=gain.estimate + config.min_gain, lower=gain.lower + config.min_gain,
+                      p_value=gain.p_value, alpha=alpha, test=gain.test, passed=gain.passed)
+
+
+def check_splits(dev: Sequence[TaskSpec], val: Sequence[TaskSpec], test: Sequence[TaskSpec] = ()) -> None:
+    """Refuse empty development/validation splits and any task two splits share (one line).
+
+    Raises:
+        InputError: an empty split, or a task in two splits.
+    """
+    if not dev or not val:
+        raise InputError(f"evolution needs development and validation tasks (got {len(dev)} and {len(val)})")
+    splits = {"development": {t.id for t in dev}, "validation": {t.id for t in val}, "test": {t.id for t in test}}
+    names = list(splits)
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            shared = splits[first] & splits[second]
+            if shared:
+                raise InputError(f"{first} and {second} splits share tasks: {', '.join(sorted(shared)[:3])}")
 
 
 def gap_reports(graph: SkillGraph, outcomes: list[TaskOutcome], limit: int = 8) -> list[GapReport]:
@@ -271,58 +378,109 @@ class ModelWriter:
 
 
 def evolve(graph: SkillGraph, dev_tasks: Sequence[TaskSpec], val_tasks: Sequence[TaskSpec], run_round: RoundRunner,
-           writer: Writer, *, gap_builder: GapBuilder | None = None, config: EvolveConfig | None = None,
-           on_round: Callable[[RoundLog], None] | None = None) -> EvolutionResult:
+           writer: Writer, *, test_tasks: Sequence[TaskSpec] = (), gap_builder: GapBuilder | None = None,
+           config: EvolveConfig | None = None, on_round: Callable[[RoundLog], None] | None = None,
+           run_test: TestRunner | None = None) -> EvolutionResult:
     """Evolve the pair (graph + routing notes) for ``config.rounds`` rounds (see the module docstring).
 
     Args:
         graph: the starting pair (not modified).
         dev_tasks: the tasks each round runs to find failures.
-        val_tasks: the tasks candidates and the baseline are evaluated on.
+        val_tasks: the tasks the incumbent and the candidates are evaluated on, paired.
         run_round: runs tasks with a pair and reports their outcomes.
         writer: proposes candidate edit sets from gap reports.
+        test_tasks: the test split, run once at the end for the initial and the final pair; () skips it.
         gap_builder: builds gap reports (default `gap_reports` with ``config.max_gap_reports``).
         config: settings.
         on_round: called with each round's log as it ends.
+        run_test: runs a test evaluation (default: ``run_round``).
+
+    Raises:
+        InputError: an empty development or validation split, or splits that share a task.
     """
     cfg = config or EvolveConfig()
+    check_splits(dev_tasks, val_tasks, test_tasks)
     build = gap_builder or (lambda g, outcomes: gap_reports(g, outcomes, cfg.max_gap_reports))
-    current = graph.copy()
-    baseline = evaluate(run_round(current, val_tasks), cfg)
+
+    def validate(pair: SkillGraph, refinement: int = 0) -> Evaluation:
+        outcomes = [o for _ in range(cfg.val_repeats) for o in run_round(pair, val_tasks)]
+        return evaluate(outcomes, cfg, refinement)
+
+    initial = graph.copy()
+    current = initial
+    baseline = validate(current)
+    fresh: Evaluation | None = baseline  # an incumbent evaluation no selection has used yet
     current_j = baseline.j
+    spent = 0
     rounds: list[RoundLog] = []
     for number in range(1, cfg.rounds + 1):
         start = time.perf_counter()
         outcomes = run_round(current, dev_tasks)
         reports = build(current, outcomes)
-        log = RoundLog(round=number, dev=evaluate(outcomes, cfg), gap_reports=len(reports), j_before=current_j,
-                       j=current_j)
-        best: tuple[float, int, SkillGraph] | None = None
-        for edits in writer(current, reports) if reports else []:
-            candidate, applied, rejected = apply_edits(current, edits)
-            entry = CandidateLog(applied=applied, rejected=rejected)
-            if applied:
-                entry.evaluation = evaluate(run_round(candidate, val_tasks), cfg)
-                if best is None or entry.evaluation.j > best[0]:
-                    best = (entry.evaluation.j, len(log.candidates), candidate)
-            log.candidates.append(entry)
-        if best is not None and best[0] > current_j + cfg.min_gain:
-            current_j, log.committed, current = best[0], best[1], best[2]
+        before = int(getattr(writer, "tokens", 0))
+        proposals = writer(current, reports) if reports else []
+        written = int(getattr(writer, "tokens", 0)) - before
+        spent += written
+        log = RoundLog(round=number, dev=evaluate(outcomes, cfg), gap_reports=len(reports), writer_tokens=written,
+                       j_before=current_j, j=current_j)
+        staged = [apply_edits(current, edits) for edits in proposals]
+        share = written // len(staged) if staged else 0
+        entries = [CandidateLog(applied=applied, rejected=rejected, writer_tokens=share)
+                   for _, applied, rejected in staged]
+        runnable = [i for i, (_, applied, _) in enumerate(staged) if applied]
+        if runnable:
+            incumbent = fresh if fresh is not None else validate(current)
+            fresh = None
+            log.incumbent, log.j_before = incumbent, incumbent.j
+            current_j = incumbent.j
+            alpha = cfg.alpha / len(runnable)
+            passed: list[tuple[float, int]] = []
+            for i in runnable:
+                evaluation = entries[i].evaluation = validate(staged[i][0], share)
+                gain = paired_test(evaluation, incumbent, cfg, alpha)
+                entries[i].gain = gain.to_dict()
+                if gain.passed:
+                    passed.append((gain.estimate, i))
+            if passed:
+                _, best = max(passed, key=lambda item: (item[0], -item[1]))
+                chosen = entries[best].evaluation
+                assert chosen is not None
+                log.committed, current, current_j = best, staged[best][0], chosen.j
+        log.candidates = entries
         log.j = current_j
         log.seconds = time.perf_counter() - start
-        assert log.j >= log.j_before, "J decreased: the fallback must keep the current pair"
         rounds.append(log)
         if on_round is not None:
             on_round(log)
-    return EvolutionResult(graph=current, baseline=baseline, rounds=rounds)
+    result = EvolutionResult(graph=current, baseline=baseline, rounds=rounds, writer_tokens=spent)
+    if test_tasks:
+        result.test = _test(initial, current, test_tasks, run_test or (lambda _, pair, tasks: run_round(pair, tasks)),
+                            cfg, spent, same=result.commits == 0)
+    return result
+
+
+def _test(initial: SkillGraph, final: SkillGraph, tasks: Sequence[TaskSpec], run_test: TestRunner,
+          cfg: EvolveConfig, spent: int, *, same: bool) -> HeldOutLog:
+    """The initial and final pairs on the test split (one run when they are the same pair)."""
+    first = evaluate(run_test("initial", initial, tasks), cfg) if not same else None
+    final_outcomes = run_test("final", final, tasks)
+    last = evaluate(final_outcomes, cfg, spent)
+    if first is None:
+        first = evaluate(final_outcomes, cfg)
+        return HeldOutLog(initial=first, final=last, same_pair=True, refinement_tokens=spent, gain=last.j - first.j)
+    gain = paired_test(last, first, cfg.model_copy(update={"min_gain": 0.0}), cfg.alpha)
+    return HeldOutLog(initial=first, final=last, same_pair=False, refinement_tokens=spent, gain=last.j - first.j,
+                   paired=gain.to_dict())
 
 
 def save_evolution(result: EvolutionResult, out: str | Path) -> Path:
     """Write ``out/graph/`` (the final pair: graph folder with its routing notes) and ``out/evolution.jsonl`` (a
-    baseline line, then one line per round)."""
+    baseline line, one line per round, then a ``test`` line when the test split ran)."""
     out = Path(out)
     result.graph.save(out / "graph")
     lines = [json.dumps({"baseline": result.baseline.model_dump()})]
     lines += [log.model_dump_json() for log in result.rounds]
+    if result.test is not None:
+        lines.append(json.dumps({"test": result.test.model_dump()}))
     atomic_write_text(out / "evolution.jsonl", "\n".join(lines) + "\n")
     return out

@@ -4,12 +4,15 @@ per-context-window accounting."""
 from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
 from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
 from skilltransfer.metrics.stats import (
+    PAIRED_TESTS,
     Bin,
     BinnedSpearman,
+    PairedGain,
     TransferDensity,
     binned_spearman,
     bootstrap_ci,
     equal_size_bins,
+    paired_gain,
     transfer_density,
 )
 from skilltransfer.metrics.task_texts import load_task_texts
@@ -35,8 +38,10 @@ __all__ = [
     "DEFAULT_MAX_PAIRS",
     "DEFAULT_TAU",
     "OFF_DOMAIN_QUANTILE",
+    "PAIRED_TESTS",
     "SPECIFICITY_MODES",
     "Bin",
+    "PairedGain",
     "PairwisePreference",
     "PositionBias",
     "BinnedSpearman",
@@ -51,6 +56,7 @@ __all__ = [
     "best_match",
     "best_match_and_abstractness",
     "knn_k",
+    "paired_gain",
     "binned_spearman",
     "bootstrap_ci",
     "equal_size_bins",

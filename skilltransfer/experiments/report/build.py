@@ -9,7 +9,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
-from skilltransfer.experiments.report.reuse import evolution_table, has_lens, lens_cost_table, reuse_table
+from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.skill_exec import skill_exec_tables
 from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
@@ -53,7 +53,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         utility_n_bins: equal-size bins of the utility analyses.
         seed: bootstrap seed.
         utility_binning: which of those bins take the extra tasks ("first" or "spread", see ``equal_size_bins``).
-        evolutions: ``evolution.jsonl`` files of ``skilltransfer evolve`` (J per round).
+        evolutions: ``evolution.jsonl`` files (``skilltransfer evolve``, a grid's evolution streams): J per round
+            and the test split.
 
     Raises:
         InputError: unknown metric or binning, or bins below 2.
@@ -72,7 +73,7 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     if has_lens(runs):
         tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
     if evolutions:
-        tables.append(evolution_table(evolutions))
+        tables += evolution_tables(evolutions)
     if embedder_of is not None:
         scores = score_runs(runs, embedder_of)
         tasks = task_utility(runs, scores, metric)

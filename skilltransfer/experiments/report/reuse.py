@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,29 +87,81 @@ def find_evolutions(paths: list[Path]) -> list[Path]:
     return sorted(found)
 
 
-def evolution_table(files: list[Path]) -> Table:
-    """J per evolution round (round 0: the baseline pair on the validation split)."""
-    table = Table("evolution_rounds", "Registry evolution: J per round",
-                  ["source", "round", "dev_success_pct", "gap_reports", "candidates", "committed", "j_before", "j"],
-                  note="J = success - lambda * cost on the validation split (see `skilltransfer evolve`); a round "
-                       "commits its best candidate only if it raises J, so J never decreases.")
+def _evolution_lines(file: Path) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not an evolution log line ({exc})", path=file, line=number) from None
+        if not isinstance(row, dict):
+            raise InputError("not an evolution log line (not an object)", path=file, line=number)
+        rows.append({**row, "_line": number})
+    return rows
+
+
+def _source(file: Path) -> str:
+    """An evolution's name: its folder, or the run folder it belongs to (a grid's evolution stream)."""
+    return str(file.parent.parent if file.parent.name == "evolution" else file.parent)
+
+
+def evolution_tables(files: list[Path]) -> list[Table]:
+    """Per evolution: J per round (round 0: the baseline pair on the validation split) with the paired commit test,
+    and the test split's initial and final pair."""
+    rounds = Table("evolution_rounds", "Registry evolution: paired validation per round",
+                   ["source", "round", "dev_success_pct", "gap_reports", "candidates", "incumbent_j", "best_j",
+                    "best_gain", "best_gain_lower", "best_p_value", "alpha", "committed", "j", "writer_tokens"],
+                   note="Each round runs the incumbent afresh on the validation split (round 1 pairs with the "
+                        "baseline) and each candidate on the same tasks; best_*: the candidate with the largest paired "
+                        "gain in J (its mean over tasks, the one-sided lower bound, the commit test's p-value, at "
+                        "level alpha = the round's level / candidates). A candidate is committed only when it passes; "
+                        "j = the kept pair's J as measured in the round (it can fall). J = success - lambda * "
+                        "(task + writer tokens per task) / cost unit.")
+    test = Table("evolution_test", "Registry evolution: the initial and final pair on the test split",
+                 ["source", "tasks", "initial_success_pct", "initial_j", "final_success_pct", "final_j", "gain",
+                  "gain_lower", "p_value", "same_pair", "commits", "writer_tokens"],
+                 note="Run once at the end on tasks disjoint from the development and validation splits; the final "
+                      "pair's J carries every writer token of the evolution; same_pair: nothing was committed, one "
+                      "run stands for both (gain 0).")
     for file in files:
-        for number, line in enumerate(file.read_text(encoding="utf-8").split("\n"), start=1):
-            if not line.strip():
-                continue
+        commits = 0
+        for row in _evolution_lines(file):
             try:
-                row = json.loads(line)
                 if "baseline" in row:
                     base = row["baseline"]
-                    table.rows.append({"source": str(file.parent), "round": 0, "dev_success_pct": None,
-                                       "gap_reports": None, "candidates": None, "committed": None,
-                                       "j_before": None, "j": base["j"]})
-                    continue
-                table.rows.append({"source": str(file.parent), "round": row["round"],
-                                   "dev_success_pct": 100 * row["dev"]["success"], "gap_reports": row["gap_reports"],
-                                   "candidates": len(row["candidates"]), "committed": row["committed"],
-                                   "j_before": row["j_before"], "j": row["j"]})
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    rounds.rows.append({"source": _source(file), "round": 0, "dev_success_pct": None,
+                                        "gap_reports": None, "candidates": None, "incumbent_j": base["j"],
+                                        "best_j": None, "best_gain": None, "best_gain_lower": None,
+                                        "best_p_value": None, "alpha": None, "committed": None, "j": base["j"],
+                                        "writer_tokens": None})
+                elif "test" in row:
+                    held = row["test"]
+                    paired = held.get("paired") or {}
+                    test.rows.append({"source": _source(file), "tasks": held["final"]["n"],
+                                      "initial_success_pct": 100 * held["initial"]["success"],
+                                      "initial_j": held["initial"]["j"],
+                                      "final_success_pct": 100 * held["final"]["success"],
+                                      "final_j": held["final"]["j"], "gain": held["gain"],
+                                      "gain_lower": paired.get("lower"), "p_value": paired.get("p_value"),
+                                      "same_pair": held["same_pair"], "commits": commits,
+                                      "writer_tokens": held["refinement_tokens"]})
+                else:
+                    tested = [c for c in row["candidates"] if c.get("gain")]
+                    best = max(tested, key=lambda c: c["gain"]["estimate"]) if tested else None
+                    gain = best["gain"] if best is not None else {}
+                    incumbent = row.get("incumbent")
+                    commits += row["committed"] is not None
+                    rounds.rows.append({
+                        "source": _source(file), "round": row["round"], "dev_success_pct": 100 * row["dev"]["success"],
+                        "gap_reports": row["gap_reports"], "candidates": len(row["candidates"]),
+                        "incumbent_j": incumbent["j"] if incumbent else None,
+                        "best_j": best["evaluation"]["j"] if best is not None else None,
+                        "best_gain": gain.get("estimate"), "best_gain_lower": gain.get("lower"),
+                        "best_p_value": gain.get("p_value"), "alpha": gain.get("alpha"),
+                        "committed": row["committed"], "j": row["j"], "writer_tokens": row.get("writer_tokens")})
+            except (KeyError, TypeError) as exc:
                 raise InputError(f"not an evolution log line ({type(exc).__name__}: {exc})", path=file,
-                                 line=number) from None
-    return table
+                                 line=row["_line"]) from None
+    return [rounds, test] if test.rows else [rounds]

@@ -76,7 +76,8 @@ class RunLog:
 
 
 def find_runs(paths: list[Path]) -> list[Path]:
-    """Run folders among ``paths``: each path is a run folder or is searched recursively for them.
+    """Run folders among ``paths``: each path is a run folder or is searched recursively for them. A run folder
+    inside another run folder belongs to it (an evolution stream's evaluation streams) and is not listed.
 
     Raises:
         InputError: a path does not exist, or a path holds no run folder.
@@ -88,7 +89,8 @@ def find_runs(paths: list[Path]) -> list[Path]:
         if RunFolder.is_run(path):
             here = [path]
         else:
-            here = sorted(c.parent for c in path.rglob(CONFIG) if RunFolder.is_run(c.parent))
+            here = sorted(c.parent for c in path.rglob(CONFIG) if RunFolder.is_run(c.parent)
+                          and not _inside_run(c.parent, path))
         if not here:
             raise InputError(f"no runs found (folders with {CONFIG} and {RESULTS})", path=path)
         found.extend(here)
@@ -96,6 +98,11 @@ def find_runs(paths: list[Path]) -> list[Path]:
     for run in found:
         unique.setdefault(run.resolve(), None)
     return list(unique)
+
+
+def _inside_run(folder: Path, top: Path) -> bool:
+    """Whether a folder between ``top`` (excluded) and ``folder`` (excluded) is a run folder."""
+    return any(RunFolder.is_run(parent) for parent in folder.parents if parent != top and top in parent.parents)
 
 
 def load_run(run_dir: Path) -> RunLog:

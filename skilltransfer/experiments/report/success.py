@@ -107,19 +107,20 @@ def table2(runs: list[RunLog], metric: str = "success", seed: int = 0) -> Table:
 
     Each task's value is averaged over the group's runs first; the CI resamples tasks. ``delta_pts`` is the
     difference of the two means in points; its CI is a paired task bootstrap of the per-task differences, given
-    only when the condition and its baseline cover the same tasks.
+    when the condition's tasks are all among its baseline's (then both means are over the condition's tasks, e.g.
+    an evolution stream's test split; ``delta_tasks`` counts them).
     """
     values: dict[tuple[str, str, str], dict[str, float]] = {k: per_task(v, metric) for k, v in groups(runs).items()}
     n_runs = {k: len(v) for k, v in groups(runs).items()}
     _add_averages(values, n_runs)
     table = Table("table2_success", f"Table 2: task {metric} (%) with 95 % task-bootstrap CIs",
                   ["env", "model", "condition", "n_runs", "n_tasks", "success_pct", "ci_low", "ci_high",
-                   "baseline", "delta_pts", "delta_ci_low", "delta_ci_high"],
+                   "baseline", "delta_pts", "delta_ci_low", "delta_ci_high", "delta_tasks"],
                   note=f"{metric} per task averaged over a group's runs; CIs resample tasks (10,000 resamples, "
                        f"seed {seed}). delta = condition minus its no-memory baseline (task+text vs task, ...), "
-                       "in points; "
-                       f"its CI is a paired task bootstrap. '{AVERAGE}' rows average each task over the env's models; "
-                       f"'{ALL_ENVS}' rows pool the tasks of all envs.")
+                       "in points; when the condition's tasks are all among the baseline's (delta_tasks of them) "
+                       f"it is paired over those tasks, with a paired task-bootstrap CI. '{AVERAGE}' rows average "
+                       f"each task over the env's models; '{ALL_ENVS}' rows pool the tasks of all envs.")
     ordered = sorted(values, key=lambda k: (k[0] == ALL_ENVS, natural_key(k[0]), k[1] == AVERAGE, natural_key(k[1]),
                                             condition_order(k[2])))
     for key in ordered:
@@ -127,16 +128,18 @@ def table2(runs: list[RunLog], metric: str = "success", seed: int = 0) -> Table:
         mean, low, high = _ci_row(values[key], seed)
         row: dict[str, Any] = {"env": env, "model": model, "condition": condition, "n_runs": n_runs[key],
                                "n_tasks": len(values[key]), "success_pct": mean, "ci_low": low, "ci_high": high,
-                               "baseline": None, "delta_pts": None, "delta_ci_low": None, "delta_ci_high": None}
+                               "baseline": None, "delta_pts": None, "delta_ci_low": None, "delta_ci_high": None,
+                               "delta_tasks": None}
         base_name = baseline_of(condition)
         base = values.get((env, model, base_name)) if base_name else None
         if base_name and base:
             row["baseline"] = base_name
             row["delta_pts"] = mean - 100 * float(np.mean(list(base.values())))
-            if set(base) == set(values[key]):
-                diffs = [values[key][t] - base[t] for t in sorted(base)]
-                _, d_low, d_high = bootstrap_ci(diffs, seed=seed)
-                row["delta_ci_low"], row["delta_ci_high"] = 100 * d_low, 100 * d_high
+            if set(values[key]) <= set(base):
+                diffs = [values[key][t] - base[t] for t in sorted(values[key])]
+                d_mean, d_low, d_high = bootstrap_ci(diffs, seed=seed)
+                row["delta_pts"], row["delta_ci_low"], row["delta_ci_high"] = 100 * d_mean, 100 * d_low, 100 * d_high
+                row["delta_tasks"] = len(diffs)
         table.rows.append(row)
     return table
 

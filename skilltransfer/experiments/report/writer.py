@@ -25,7 +25,7 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Coordination interfaces", ["coordination"], None),
     ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization"], None),
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
-    ("Registry evolution", ["evolution_rounds"], None),
+    ("Registry evolution", ["evolution_rounds", "evolution_test"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
     ("Skill utility and success (Fig. 5a)", ["fig5a_spearman", "fig5a_utility_bins", "task_utility"],
