@@ -152,8 +152,9 @@ def select_tasks(env: Env, *, order_seed: int = 0, limit: int | None = None, spl
 
 
 def stream_tasks(env: Env, config: StreamConfig) -> list[TaskSpec]:
-    """The tasks of a stream, as its config selects them (`select_tasks`)."""
-    return select_tasks(env, order_seed=config.order_seed, limit=config.task_limit, split=config.env.split,
+    """The tasks of a stream, as its config selects them (`select_tasks`; an evolution stream lists its three splits,
+    `StreamConfig.stream_length`)."""
+    return select_tasks(env, order_seed=config.order_seed, limit=config.stream_length, split=config.env.split,
                         stream=config.env.stream)
 
 

@@ -436,10 +436,16 @@ class StreamConfig(BaseModel):
 
     @property
     def task_limit(self) -> int | None:
-        """The env's task limit, else ``limits.task_limit``; an evolution stream's: its three splits, each capped by
-        that limit."""
-        cap = self.env.task_limit or self.limits.task_limit
-        return sum(self.evolution.sizes(cap)) if self.evolution is not None else cap
+        """The env's task limit, else ``limits.task_limit``."""
+        return self.env.task_limit or self.limits.task_limit
+
+    @property
+    def stream_length(self) -> int | None:
+        """How many tasks the stream lists: ``task_limit``, or an evolution stream's three splits (each capped by
+        it)."""
+        if self.evolution is not None:
+            return sum(self.evolution.sizes(self.task_limit))
+        return self.task_limit
 
     @property
     def graph_source(self) -> str | None:

@@ -161,7 +161,7 @@ def split_tasks(config: StreamConfig, tasks: Sequence[T]) -> tuple[list[T], list
         InputError: fewer tasks than the splits need.
     """
     assert config.evolution is not None
-    dev, val, test = config.evolution.sizes(config.env.task_limit or config.limits.task_limit)
+    dev, val, test = config.evolution.sizes(config.task_limit)
     if len(tasks) < dev + val + test:
         raise InputError(f"evolution needs {dev} + {val} + {test} tasks (dev + val + test); the stream has "
                          f"{len(tasks)}")

@@ -51,7 +51,7 @@ def listing_key(plan: StreamPlan) -> str:
     constructor arguments and seed, split, curated stream, order seed and task limit."""
     config = plan.config
     env = config.env
-    return json.dumps([env.name, env.args, env.seed, env.split, env.stream, config.order_seed, config.task_limit],
+    return json.dumps([env.name, env.args, env.seed, env.split, env.stream, config.order_seed, config.stream_length],
                       sort_keys=True, default=str)
 
 
