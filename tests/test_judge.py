@@ -239,9 +239,9 @@ def test_judge_command_writes_json_and_prints_the_table(tmp_path):
     fake_run(tmp_path / "b", {"t1": "bad", "t2": "GOOD", "t3": "bad"})
     script = tmp_path / "judge.jsonl"
     script.write_text("\n".join(json.dumps(r) for r in [
-        {"match": r"# Result A\nSubmitted answer: GOOD[^#]*# Result B\nSubmitted answer: GOOD",
-         "reply": "VERDICT: TIE"},
-        {"match": r"# Result A\nSubmitted answer: GOOD", "reply": "VERDICT: A"},
+        {"match": r"# Result A\n<<<BEGIN RESULT A \w+>>>\nSubmitted answer: GOOD[^#]*"
+                  r"# Result B\n<<<BEGIN RESULT B \w+>>>\nSubmitted answer: GOOD", "reply": "VERDICT: TIE"},
+        {"match": r"# Result A\n<<<BEGIN RESULT A \w+>>>\nSubmitted answer: GOOD", "reply": "VERDICT: A"},
         {"reply": "VERDICT: B"}]) + "\n")
     out = tmp_path / "report" / "judge.json"
     result = cli("judge", str(tmp_path / "a"), str(tmp_path / "b"), "--model", "scripted", "--script", str(script),

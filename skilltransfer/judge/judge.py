@@ -10,11 +10,15 @@ the same way (``context_exceeded``). Verdicts are unblinded into A's outcome (wi
 `skilltransfer.metrics.pairwise_preference` (W/T/L, preference, 95 % task-bootstrap CI).
 
 The prompt is a file (``skilltransfer/judge/prompts/judge.md``, or your own with ``{{instruction}}``,
-``{{first}}`` and ``{{second}}``); its id (``name@sha256[:8]``) is in the report.
+``{{first}}`` and ``{{second}}``); its id (``name@sha256[:8]``) is in the report. The task and each artifact are
+untrusted text (written by the agents under test): each goes into the prompt *fenced* (`fence`) between
+``<<<BEGIN RESULT A code>>>`` / ``<<<END RESULT A code>>>`` lines whose code is a hash of the whole prompt's parts, so
+no content can close its fence or pass for the prompt's own structure.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Callable
@@ -56,6 +60,18 @@ def unblind(order: str, verdict: str) -> str:
 def first_order(seed: int, task_id: str) -> str:
     """The seeded presentation order of a task: "AB" or "BA"."""
     return "AB" if random.Random(f"{seed}/{task_id}").random() < 0.5 else "BA"
+
+
+def fence_token(*parts: str) -> str:
+    """A code derived from everything a prompt holds: text cannot contain the code of the prompt it is in (it would
+    have to hold a hash of itself), so it cannot close its own fence. Deterministic (caches, reruns)."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", errors="replace")).hexdigest()[:16]
+
+
+def fence(label: str, text: str, token: str) -> str:
+    """``text`` as data between a ``<<<BEGIN label token>>>`` and an ``<<<END label token>>>`` line: whatever it
+    holds (a forged ``# Result B`` section, "ignore previous instructions", a ``VERDICT:`` line) stays inside."""
+    return f"<<<BEGIN {label} {token}>>>\n{text}\n<<<END {label} {token}>>>"
 
 
 def load_judge_prompt(path: str | Path | None = None) -> Prompt:
@@ -119,8 +135,10 @@ class PairwiseJudge:
     def judge(self, task_id: str, instruction: str, first: str, second: str, order: str) -> Judgment:
         """One judgment of ``first`` vs ``second`` (already rendered artifacts) shown in that order."""
         judgment = Judgment(task_id, order, None, None)
+        token = fence_token(task_id, order, instruction, first, second)
         messages: list[Message] = [{"role": "user", "content": self.prompt.render(
-            instruction=instruction, first=first, second=second)}]
+            instruction=fence("TASK", instruction, token), first=fence("RESULT A", first, token),
+            second=fence("RESULT B", second, token))}]
         for _ in range(self.retries + 1):
             try:
                 completion = self.model.complete(messages, **self.params)
