@@ -7,7 +7,20 @@ import sys
 
 import typer
 
-from skilltransfer.commands import envs, evolve, grid, judge, library, library_lens, report, run, score, serve, show
+from skilltransfer.commands import (
+    envs,
+    evolve,
+    grid,
+    judge,
+    library,
+    library_lens,
+    report,
+    run,
+    score,
+    serve,
+    show,
+    view,
+)
 from skilltransfer.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -16,7 +29,8 @@ app.add_typer(envs.envs_app, name="envs")
 app.add_typer(library.library_app, name="library")
 library.library_app.command("decompose")(library_lens.decompose)
 library.library_app.command("route")(library_lens.route_query)
-for _command in (evolve.evolve, grid.grid, judge.judge, report.report, run.run, score.score, serve.serve, show.show):
+for _command in (evolve.evolve, grid.grid, judge.judge, report.report, run.run, score.score, serve.serve, show.show,
+                 view.view):
     app.command()(_command)
 
 

@@ -26,6 +26,7 @@ ROOT = "skilltransfer"
 
 PARTS: dict[str, tuple[str, ...]] = {
     "Face": ("cli", "commands", "__main__"),
+    "View": ("view",),
     "Experiments": ("experiments",),
     "Judge": ("judge",),
     "Coordination": ("coordination",),
@@ -60,6 +61,8 @@ NEVER: list[tuple[str, str, str]] = [
     ("Agents", "Experiments", "the runner drives the agent"),
     ("Agents", "Face", "no CLI below the face"),
     ("Experiments", "Face", "no CLI below the face"),
+    ("View", "Face", "no CLI below the face"),
+    ("Experiments", "View", "the viewer reads run logs; the runner knows no viewer"),
     *[("Base", part, "the base is the floor: it imports nothing of the package") for part in PARTS if part != "Base"],
 ]
 """Forbidden directions (``/work/shared/house.json`` plus: the base imports no other part)."""

@@ -1,0 +1,44 @@
+"""``skilltransfer view``: serve run folders in a local web viewer, or export them as a static site."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from skilltransfer.errors import InputError
+
+
+def view(
+    paths: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding them (grid outputs, report "
+                                                "folders: their figures are shown).")],
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to serve on (0: a free one).")] = 7575,
+    host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
+    export: Annotated[Path | None, typer.Option("--export", help="Write a static site into this folder (opens "
+                                                "from disk, no server) instead of serving.")] = None,
+) -> None:
+    """Browse runs, tasks, trajectories (with every model call's prompt), skills, transfer and comparisons."""
+    from skilltransfer.view import Catalog, ViewServer, export_site
+
+    catalog = Catalog(paths)
+    if export is not None:
+        done = export_site(catalog, export)
+        typer.echo(f"wrote {done.path}/index.html: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
+                   f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
+        for problem in done.problems:
+            typer.echo(f"  not exported: {problem}", err=True)
+        return
+    runs, _ = catalog.scan()
+    if not runs:
+        raise InputError("no runs found (folders with config.json and results.jsonl)", path=paths[0])
+    server = ViewServer(catalog, host=host, port=port).start()
+    typer.echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
+               "Ctrl-C stops)")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()

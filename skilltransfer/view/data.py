@@ -1,0 +1,439 @@
+"""What the viewer shows, as JSON-ready dicts read from run folders through the run log (the format is the contract).
+
+`Catalog` finds the runs under the paths it is given (run folders, grid outputs, report folders), keys each by a hash
+of its path, and builds three payloads that the local server and the static export both serve:
+
+- `Catalog.index`: every run's summary row (condition, model, preset, env, tasks, success with CI, tokens, latency),
+  the grids (``grid.json`` / ``status.json``) and report figures (``figures/*.png``) found, and what could not be
+  read;
+- `Catalog.run`: one run's summary, task list, transfer events and skill library (with each skill's retrievals and,
+  when a ``scores.json`` from ``skilltransfer score --out`` lies in the run folder, its utility);
+- `Catalog.task`: one task's record and trajectory, its calls' prompts (the messages they name in ``prompts.jsonl``),
+  which calls made which step, and its code as highlighting tokens.
+
+Everything in a run folder is untrusted: only files inside the run folder are read (a symlink out of it is refused),
+files are size-capped, and the payloads carry text (the page renders it as text, never as markup).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
+from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows
+from skilltransfer.view.highlight import python_tokens
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""The largest run-log file the viewer reads (a trajectory, results, prompts or memory file)."""
+MAX_FIGURES = 60
+SCORES = "scores.json"
+"""A skill score report (``skilltransfer score RUN/memory --tasks ... --out RUN/scores.json``) read for utility."""
+
+
+class UnsafeFile(InputError):
+    """A run-log file the viewer refuses to read (outside the run folder, not a file, or too large)."""
+
+
+def contained(root: Path, relative: str | Path) -> Path:
+    """``root / relative`` resolved, if it is a regular file inside ``root`` (symlinks resolved) and not too large.
+
+    Raises:
+        UnsafeFile: it leaves the folder, is missing or not a file, or is larger than `MAX_FILE_BYTES`.
+    """
+    base = root.resolve()
+    path = (base / relative).resolve()
+    if not path.is_relative_to(base):
+        raise UnsafeFile("refused: the path leads out of the run folder", path=root / relative)
+    if not path.is_file():
+        raise UnsafeFile("missing or not a file", path=root / relative)
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise UnsafeFile(f"larger than {MAX_FILE_BYTES // 2**20} MiB; not shown", path=root / relative)
+    return path
+
+
+def _key(prefix: str, path: Path) -> str:
+    return prefix + hashlib.sha1(str(path).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """A run folder found under the viewer's paths."""
+
+    key: str
+    label: str
+    """The folder's path as shown: relative to the parent of the path it was found under."""
+    path: Path
+    grid: str | None
+    """The label of the grid output folder (with ``grid.json``) holding it, if any."""
+
+
+@dataclass(frozen=True)
+class FigureEntry:
+    key: str
+    label: str
+    path: Path
+
+
+def _signature(*paths: Path) -> tuple[tuple[int, int], ...]:
+    out = []
+    for path in paths:
+        try:
+            stat = path.stat()
+            out.append((stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            out.append((0, -1))
+    return tuple(out)
+
+
+class Catalog:
+    """The runs under ``paths``, read on every call (a running stream's new tasks show on reload).
+
+    Args:
+        paths: run folders or folders holding them (grid outputs, report folders), searched recursively.
+
+    Raises:
+        InputError: a path does not exist.
+    """
+
+    def __init__(self, paths: Sequence[str | Path]) -> None:
+        if not paths:
+            raise InputError("give at least one run folder or folder of runs")
+        self.paths = [Path(p) for p in paths]
+        for path in self.paths:
+            if not path.exists():
+                raise InputError("no such run folder", path=path)
+        self._lock = threading.Lock()
+        self._summaries: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    # ----------------------------------------------------------------- finding runs
+    def scan(self) -> tuple[list[RunEntry], list[FigureEntry]]:
+        """The run folders and report figures under the paths, in path order."""
+        runs: dict[Path, RunEntry] = {}
+        figures: dict[Path, FigureEntry] = {}
+        labels: set[str] = set()
+        for given in self.paths:
+            root = given.resolve()
+            base = root.parent
+            candidates = [root] if RunFolder.is_run(root) else sorted(
+                c.parent for c in root.rglob(CONFIG) if RunFolder.is_run(c.parent))
+            for path in candidates:
+                path = path.resolve()
+                if path in runs or not path.is_relative_to(root):
+                    continue
+                label = path.relative_to(base).as_posix()
+                while label in labels:
+                    label += "'"
+                labels.add(label)
+                grid = next((p for p in [path, *path.parents] if (p / "grid.json").is_file() and p.is_relative_to(
+                    root)), None)
+                runs[path] = RunEntry(_key("r", path), label, path,
+                                      grid.relative_to(base).as_posix() if grid is not None else None)
+            pngs = [root] if root.suffix == ".png" else sorted(root.rglob("figures/*.png")) if root.is_dir() else []
+            for png in pngs:
+                png = png.resolve()
+                if png.is_relative_to(root) and png.is_file() and png not in figures and len(figures) < MAX_FIGURES:
+                    figures[png] = FigureEntry(_key("f", png), png.relative_to(base).as_posix(), png)
+        return list(runs.values()), list(figures.values())
+
+    def find(self, key: str) -> RunEntry:
+        """The run with this key.
+
+        Raises:
+            InputError: no run has it.
+        """
+        for entry in self.scan()[0]:
+            if entry.key == key:
+                return entry
+        raise InputError(f"no run {key!r} among the viewer's paths")
+
+    def figure(self, key: str) -> Path:
+        """The figure file with this key.
+
+        Raises:
+            InputError: no figure has it.
+        """
+        for entry in self.scan()[1]:
+            if entry.key == key:
+                return entry.path
+        raise InputError(f"no figure {key!r}")
+
+    # ----------------------------------------------------------------- index
+    def index(self) -> dict[str, Any]:
+        """Every run's summary row, the grids, the report figures and the problems met."""
+        runs, figures = self.scan()
+        rows, problems = [], []
+        for entry in runs:
+            try:
+                rows.append(self._row(entry))
+            except (InputError, OSError, ValueError) as exc:
+                problems.append({"path": entry.label, "error": str(exc)})
+        grids: dict[str, dict[str, Any]] = {}
+        for entry in runs:
+            if entry.grid is not None and entry.grid not in grids:
+                grids[entry.grid] = _grid_info(entry, self.paths)
+        return {"generated": datetime.now(UTC).isoformat(timespec="seconds"),
+                "paths": [str(p) for p in self.paths], "runs": rows, "grids": list(grids.values()),
+                "figures": [{"key": f.key, "label": f.label} for f in figures], "problems": problems}
+
+    def _summary(self, entry: RunEntry) -> dict[str, Any]:
+        """The run's `RunSummary` as a dict, cached until its config or results change."""
+        folder = RunFolder(entry.path)
+        contained(entry.path, CONFIG)
+        if folder.results_file.exists():
+            contained(entry.path, RESULTS)
+        signature = _signature(folder.config_file, folder.results_file)
+        with self._lock:
+            cached = self._summaries.get(entry.key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        summary = summarize_run(entry.path, n_resamples=2000)
+        data = {**summary.to_dict(), "rows": [list(r) for r in summary_rows(summary)]}
+        with self._lock:
+            self._summaries[entry.key] = (signature, data)
+        return data
+
+    def _row(self, entry: RunEntry) -> dict[str, Any]:
+        s = self._summary(entry)
+        config = _read_json(entry.path, CONFIG)
+        stream = _dict(config.get("config"))
+        n = max(int(s["finished"]), 1)
+        return {"key": entry.key, "label": entry.label, "grid": entry.grid, "run": s["run"],
+                "condition": s["condition"], "model": s["model"], "env": s["env"], "preset": _preset(config),
+                "settings": s["settings"], "finished": s["finished"], "planned": s["planned"],
+                "success": s["success"], "ci": list(s["success_ci"]), "mean_reward": s["mean_reward"],
+                "tokens": s["prompt_tokens"] + s["completion_tokens"],
+                "tokens_per_task": (s["prompt_tokens"] + s["completion_tokens"]) / n,
+                "latency_total_s": s["latency_total_s"], "latency_mean_s": s["latency_mean_s"],
+                "model_calls": s["model_calls"], "memory_size": s["memory_size"], "transfers": len(s["transfers"]),
+                "exit_status": s["exit_status"], "reuse": stream.get("reuse"), "coordination": stream.get(
+                    "coordination")}
+
+    # ----------------------------------------------------------------- one run
+    def run(self, key: str) -> dict[str, Any]:
+        """One run: summary rows, config, tasks (finished and not), transfer events and the skill library.
+
+        Raises:
+            InputError: unknown key, or a run folder that cannot be read.
+        """
+        entry = self.find(key)
+        folder = RunFolder(entry.path)
+        summary = self._summary(entry)
+        config = _read_json(entry.path, CONFIG)
+        records = folder.read_records()
+        tasks = [_task_row(r) for r in records]
+        done = {r.task_id for r in records}
+        task_ids = _list(config.get("task_ids"))
+        for position, task_id in enumerate(task_ids):
+            if isinstance(task_id, str) and task_id not in done:
+                tasks.append({"position": position, "task_id": task_id, "finished": False,
+                              "status": _trajectory_status(folder, task_id)})
+        transfers = transfer_edges(records)
+        skills, skills_error = _skills(entry.path, records, transfers)
+        return {"key": entry.key, "label": entry.label, "grid": entry.grid, "path": str(entry.path),
+                "summary": summary["rows"], "run": summary["run"], "condition": summary["condition"],
+                "model": summary["model"], "env": summary["env"], "preset": _preset(config),
+                "success": summary["success"], "ci": list(summary["success_ci"]), "finished": summary["finished"],
+                "planned": summary["planned"], "config": config, "tasks": tasks, "transfers": transfers,
+                "skills": skills, "skills_error": skills_error,
+                "prompts_bytes": os.path.getsize(folder.prompts.path) if folder.prompts.path.is_file() else 0}
+
+    # ----------------------------------------------------------------- one task
+    def task(self, key: str, position: int) -> dict[str, Any]:
+        """One task's record and trajectory with its prompts, step -> calls and code tokens.
+
+        Raises:
+            InputError: unknown run or position, or a trajectory that cannot be read.
+        """
+        entry = self.find(key)
+        folder = RunFolder(entry.path)
+        records = folder.read_records()
+        record = next((r for r in records if r.position == position), None)
+        config = _read_json(entry.path, CONFIG)
+        task_ids = _list(config.get("task_ids"))
+        if record is not None:
+            relative = record.trajectory
+        elif 0 <= position < len(task_ids) and isinstance(task_ids[position], str):
+            relative = folder.trajectory_file(task_ids[position])
+        else:
+            raise InputError(f"no task at position {position} in this run", path=entry.path)
+        path = contained(entry.path, relative)
+        try:
+            trajectory = TrajectoryLog.model_validate_json(path.read_bytes())
+        except ValueError as exc:
+            raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=path) from None
+        calls = trajectory.calls
+        ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply")] if isinstance(i, str)}
+        messages: dict[str, Any] = {}
+        if ids and folder.prompts.path.exists():
+            contained(entry.path, PROMPTS)
+            messages = folder.prompts.read(ids)
+        recorded = any(isinstance(c.get("messages"), list) for c in calls)
+        code = {str(i): python_tokens(step["action"]) for i, step in enumerate(trajectory.steps)
+                if isinstance(step.get("action"), str) and step["action"].strip()}
+        data = trajectory.model_dump(mode="json", exclude={"contexts"} if recorded else set())
+        return {"key": entry.key, "position": position, "task_id": trajectory.task_id,
+                "record": record.model_dump(mode="json") if record is not None else None,
+                "trajectory": data, "messages": messages, "prompts_recorded": recorded,
+                "step_calls": {str(k): v for k, v in step_calls(trajectory.steps, calls).items()},
+                "code": code}
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _read_json(root: Path, relative: str) -> dict[str, Any]:
+    path = contained(root, relative)
+    try:
+        data = json.loads(path.read_bytes())
+    except ValueError as exc:
+        raise InputError(f"invalid JSON: {exc}", path=path) from None
+    return data if isinstance(data, dict) else {}
+
+
+def _preset(config: dict[str, Any]) -> str | None:
+    """The harness preset the stream ran with, wherever the config records one (None when it does not)."""
+    stream = _dict(config.get("config"))
+    for holder in (stream, stream.get("agent"), config.get("agent"), config):
+        if isinstance(holder, dict):
+            for name in ("preset", "harness_preset", "harness"):
+                value = holder.get(name)
+                if isinstance(value, str):
+                    return value
+    return None
+
+
+def _grid_info(entry: RunEntry, paths: Iterable[Path]) -> dict[str, Any]:
+    root = next((p for p in [entry.path, *entry.path.parents] if (p / "grid.json").is_file()), entry.path)
+    info: dict[str, Any] = {"label": entry.grid, "name": None, "streams": {}}
+    try:
+        grid = _read_json(root, "grid.json")
+        spec = _dict(grid.get("spec")) or grid
+        info["name"] = spec.get("name") if isinstance(spec.get("name"), str) else None
+        if (root / "status.json").is_file():
+            status = _read_json(root, "status.json")
+            streams = _dict(status.get("streams"))
+            info["streams"] = {str(k): v.get("state") for k, v in streams.items() if isinstance(v, dict)}
+            info["updated"] = status.get("updated")
+    except InputError as exc:
+        info["error"] = str(exc)
+    return info
+
+
+def _task_row(record: TaskRecord) -> dict[str, Any]:
+    seen: dict[str, dict[str, Any]] = {}
+    for hit in record.retrieved:  # one row per skill: its best score
+        row = seen.get(hit.skill_id)
+        if row is None or hit.score > row["score"]:
+            seen[hit.skill_id] = {"skill_id": hit.skill_id, "name": hit.name, "score": hit.score,
+                                  "source_task_id": hit.source_task_id, "source_position": hit.source_position}
+    return {"position": record.position, "task_id": record.task_id, "finished": True, "reward": record.reward,
+            "success": record.success, "exit_status": record.exit_status, "steps": record.steps,
+            "subtasks": record.subtasks, "tokens": record.prompt_tokens + record.completion_tokens,
+            "model_calls": record.model_calls, "latency_s": record.latency_s, "difficulty": record.difficulty,
+            "template": record.template, "retrieved": list(seen.values()),
+            "induced": [{"status": i.status, "skill_id": i.skill_id, "skill_name": i.skill_name,
+                         "target_id": i.target_id, "subtask_index": i.subtask_index} for i in record.induced]}
+
+
+def _trajectory_status(folder: RunFolder, task_id: str) -> str:
+    """"running" or "aborted" for a task with a partial trajectory on disk, else "pending"."""
+    try:
+        path = contained(folder.path, folder.trajectory_file(task_id))
+        status = json.loads(path.read_bytes()).get("status")
+    except (InputError, ValueError, AttributeError):
+        return "pending"
+    return status if status in ("running", "aborted") else "pending"
+
+
+def transfer_edges(records: list[TaskRecord]) -> list[dict[str, Any]]:
+    """The run's transfer events (`skilltransfer.experiments.summary.transfer_events`: a task retrieved a skill that
+    an earlier task of the run induced) as edges source -> target, with the retrieval's best score."""
+    induced_by: dict[str, TaskRecord] = {}
+    edges: list[dict[str, Any]] = []
+    for record in sorted(records, key=lambda r: r.position):
+        best: dict[str, float] = {}
+        for hit in record.retrieved:
+            if hit.skill_id in induced_by:
+                best[hit.skill_id] = max(best.get(hit.skill_id, hit.score), hit.score)
+        names = {hit.skill_id: hit.name for hit in record.retrieved}
+        for skill_id, score in best.items():
+            source = induced_by[skill_id]
+            edges.append({"source": source.position, "source_task_id": source.task_id, "target": record.position,
+                          "target_task_id": record.task_id, "skill_id": skill_id, "skill_name": names[skill_id],
+                          "score": score, "success": record.success, "reward": record.reward})
+        for induction in record.induced:
+            for induced_id in (induction.skill_id, induction.target_id):
+                if induction.status in ("added", "merged") and induced_id is not None:
+                    induced_by.setdefault(induced_id, record)
+    return edges
+
+
+def _skills(root: Path, records: list[TaskRecord],
+            transfers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """The run's final skill memory, each skill with its retrievals and scores; (skills, why none could be read)."""
+    from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, load_library
+
+    memory = root / "memory"
+    if not (memory / MANIFEST).is_file():
+        return [], None
+    try:
+        contained(root, f"memory/{SKILLS_JSONL}")
+        library = load_library(memory)
+    except InputError as exc:
+        return [], str(exc)
+    scores: dict[str, dict[str, Any]] = {}
+    if (root / SCORES).is_file():
+        try:
+            report = _read_json(root, SCORES)
+            scores = {str(row.get("id")): row for row in report.get("skills", []) if isinstance(row, dict)}
+        except InputError:
+            scores = {}
+    retrieved_by: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        best: dict[str, Any] = {}
+        for hit in record.retrieved:
+            if hit.skill_id not in best or hit.score > best[hit.skill_id].score:
+                best[hit.skill_id] = hit
+        for skill_id, hit in best.items():
+            retrieved_by.setdefault(skill_id, []).append(
+                {"position": record.position, "task_id": record.task_id, "score": hit.score,
+                 "success": record.success, "reward": record.reward, "subtask_index": hit.subtask_index})
+    induced_at: dict[str, dict[str, Any]] = {}
+    for record in records:
+        for induction in record.induced:
+            for induced_id in (induction.skill_id, induction.target_id):
+                if induced_id is not None and induction.status in ("added", "merged"):
+                    induced_at.setdefault(induced_id, {"position": record.position, "task_id": record.task_id,
+                                                     "status": induction.status})
+    transferred = {(e["skill_id"], e["target"]) for e in transfers}
+    out = []
+    for skill in library:
+        uses = retrieved_by.get(skill.id, [])
+        for use in uses:
+            use["transfer"] = (skill.id, use["position"]) in transferred
+        score = scores.get(skill.id)
+        out.append({"id": skill.id, "name": skill.name, "description": skill.description, "body": skill.body,
+                    "format": skill.format, "level": skill.level, "provenance": skill.provenance.model_dump(),
+                    "usage": skill.usage.model_dump(), "inputs": skill.inputs, "outputs": skill.outputs,
+                    "signature": skill.code.signature if skill.code is not None else None,
+                    "extra": skill.extra, "resources": sorted(skill.resources),
+                    "code": python_tokens(skill.body) if skill.format == "code" else None,
+                    "induced_at": induced_at.get(skill.id), "retrieved_by": uses,
+                    "scores": {k: score.get(k) for k in ("utility", "specificity", "abstractness", "best_match",
+                                                         "off_domain")} if score is not None else None})
+    return out, None

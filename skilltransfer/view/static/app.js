@@ -1,0 +1,777 @@
+// skilltransfer view: runs, tasks, trajectories, skills, transfer and comparisons, read from run logs.
+// Every string from a run folder is untrusted: it reaches the page only as text (textContent, text nodes,
+// attribute values set through the DOM), never as markup. Links are routes this file builds.
+"use strict";
+(function () {
+  const MODE = document.body.dataset.mode === "static" ? "static" : "server";
+  const main = document.getElementById("main");
+  const crumbs = document.getElementById("crumbs");
+  const statusLine = document.getElementById("status");
+  const state = { timings: {}, renders: 0 };
+  window.__stv = state;
+
+  // ------------------------------------------------------------------------------------------- DOM helpers
+  function add(el, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  function h(tag, props, ...children) {
+    const el = document.createElement(tag);
+    setProps(el, props);
+    return add(el, children);
+  }
+
+  const SVG = "http://www.w3.org/2000/svg";
+  function s(tag, props, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    setProps(el, props);
+    return add(el, children);
+  }
+
+  function setProps(el, props) {
+    if (!props) return;
+    for (const [key, value] of Object.entries(props)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") el.setAttribute("class", value);
+      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else el.setAttribute(key, String(value));
+    }
+  }
+
+  function clear(el) {
+    while (el.firstChild) el.removeChild(el.firstChild);
+    return el;
+  }
+
+  // ------------------------------------------------------------------------------------------- routes
+  const enc = encodeURIComponent;
+  const route = {
+    runs: () => "#/",
+    run: (key) => `#/run/${enc(key)}`,
+    tab: (key, tab) => `#/run/${enc(key)}/${tab}`,
+    task: (key, position) => `#/run/${enc(key)}/task/${enc(position)}`,
+    skill: (key, id) => `#/run/${enc(key)}/skill/${enc(id)}`,
+    compare: (a, b, taskId) => `#/compare/${enc(a)}/${enc(b)}` + (taskId === undefined ? "" : `/${enc(taskId)}`),
+  };
+
+  function link(href, ...children) {
+    return h("a", { href }, ...children);
+  }
+
+  // ------------------------------------------------------------------------------------------- data
+  const pending = new Map();
+  window.__stv_deliver = function (key, data) {
+    const waiter = pending.get(key);
+    if (waiter) {
+      pending.delete(key);
+      waiter.resolve(data);
+    }
+  };
+
+  const cache = new Map();
+  function load(...parts) {
+    const key = parts.map(String).join("/");
+    if (MODE === "static" && cache.has(key)) return cache.get(key);
+    let promise;
+    if (MODE === "server") {
+      promise = fetch("api/" + parts.map((p) => enc(String(p))).join("/"), { cache: "no-store" }).then((r) =>
+        r.ok ? r.json() : r.text().then((t) => Promise.reject(new Error(t || r.statusText))));
+    } else {
+      promise = new Promise((resolve, reject) => {
+        pending.set(key, { resolve });
+        const script = document.createElement("script");
+        script.src = "data/" + parts.map((p) => String(p).replace(/[^A-Za-z0-9_-]/g, "_")).join("/") + ".js";
+        script.onerror = () => {
+          pending.delete(key);
+          reject(new Error(`no data file for ${key} in this export`));
+        };
+        script.onload = () => script.remove();
+        document.head.append(script);
+      });
+      cache.set(key, promise);
+    }
+    return promise;
+  }
+
+  function figureSrc(key) {
+    return MODE === "server" ? `figure/${enc(key)}.png` : `figures/${key.replace(/[^A-Za-z0-9_-]/g, "_")}.png`;
+  }
+
+  // ------------------------------------------------------------------------------------------- formatting
+  const pct = (x) => (x === null || x === undefined ? "-" : (100 * x).toFixed(1) + "%");
+  const num = (x, digits = 0) => (x === null || x === undefined ? "-" : Number(x).toLocaleString("en-US", {
+    maximumFractionDigits: digits, minimumFractionDigits: digits }));
+  const secs = (x) => (x === null || x === undefined ? "-" : Number(x).toFixed(Number(x) < 10 ? 2 : 1) + " s");
+
+  function outcomeBadge(task) {
+    if (!task || task.finished === false) return h("span", { class: "badge pending" }, task ? task.status : "pending");
+    return h("span", { class: "badge " + (task.success ? "ok" : "fail") }, task.success ? "success" : "failure");
+  }
+
+  function pre(text, cls) {
+    return h("pre", { class: cls || "text" }, text === null || text === undefined ? "" : String(text));
+  }
+
+  function codeBlock(tokens, text) {
+    const code = h("code", { class: "py" });
+    if (tokens) {
+      for (const [kind, part] of tokens) code.append(kind ? h("span", { class: "t" + kind }, part) : part);
+    } else {
+      code.append(String(text || ""));
+    }
+    return h("pre", { class: "code" }, code);
+  }
+
+  function foldText(text, limit = 1500) {
+    text = String(text === null || text === undefined ? "" : text);
+    if (text.length <= limit) return pre(text);
+    const shown = pre(text.slice(0, limit) + "…");
+    const button = h("button", { class: "small", type: "button" }, `show all ${num(text.length)} characters`);
+    button.addEventListener("click", () => {
+      shown.textContent = text;
+      button.remove();
+    });
+    return h("div", null, shown, button);
+  }
+
+  function valueNode(value) {
+    if (value === null || value === undefined) return h("span", { class: "muted" }, "-");
+    if (typeof value === "string") return value.includes("\n") || value.length > 120 ? foldText(value) : value;
+    if (typeof value === "number" || typeof value === "boolean") return String(value);
+    return pre(JSON.stringify(value, null, 1));
+  }
+
+  function fields(obj, skip) {
+    const keys = Object.keys(obj || {}).filter((k) => !(skip || []).includes(k));
+    if (!keys.length) return null;
+    return h("dl", { class: "fields" }, keys.map((k) => [h("dt", null, k), h("dd", null, valueNode(obj[k]))]));
+  }
+
+  function setCrumbs(...items) {
+    clear(crumbs);
+    items.forEach((item, i) => {
+      if (i) crumbs.append(" / ");
+      crumbs.append(item instanceof Node ? item : document.createTextNode(String(item)));
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------- tables
+  // columns: {label, value(row) for sorting/filtering, cell(row) -> node|string, num}
+  function dataTable(columns, rows, opts = {}) {
+    const wrap = h("div", { class: "tablewrap" });
+    const table = h("table", { class: "data" + (opts.cls ? " " + opts.cls : "") });
+    const thead = h("thead");
+    const body = h("tbody");
+    let sortIndex = opts.sort === undefined ? -1 : opts.sort;
+    let ascending = opts.ascending !== false;
+    let filter = opts.filter || (() => true);
+    const headRow = h("tr");
+    columns.forEach((col, index) => {
+      const th = h("th", { class: col.num ? "num" : null, title: col.help || null }, col.label);
+      if (col.value) {
+        th.classList.add("sortable");
+        th.addEventListener("click", () => {
+          ascending = sortIndex === index ? !ascending : true;
+          sortIndex = index;
+          fill();
+        });
+      }
+      headRow.append(th);
+    });
+    thead.append(headRow);
+    function fill() {
+      const start = performance.now();
+      let shown = rows.filter((row) => filter(row));
+      if (sortIndex >= 0) {
+        const col = columns[sortIndex];
+        shown = shown.slice().sort((a, b) => {
+          const x = col.value(a), y = col.value(b);
+          const order = x === y ? 0 : x === null || x === undefined ? 1 : y === null || y === undefined ? -1 : x < y ? -1 : 1;
+          return ascending ? order : -order;
+        });
+      }
+      const fragment = document.createDocumentFragment();
+      for (const row of shown) {
+        const tr = h("tr", opts.rowClass ? { class: opts.rowClass(row) } : null);
+        for (const col of columns) tr.append(h("td", { class: col.num ? "num" : null }, col.cell(row)));
+        fragment.append(tr);
+      }
+      clear(body).append(fragment);
+      table.dataset.rows = String(shown.length);
+      thead.querySelectorAll("th").forEach((th, i) => {
+        th.dataset.sorted = i === sortIndex ? (ascending ? "asc" : "desc") : "";
+      });
+      if (opts.timing) state.timings[opts.timing] = performance.now() - start;
+      if (opts.onFill) opts.onFill(shown.length);
+    }
+    table.append(thead, body);
+    wrap.append(table);
+    fill();
+    wrap.refilter = (f) => {
+      filter = f;
+      fill();
+    };
+    return wrap;
+  }
+
+  function rowText(columns, row) {
+    return columns.map((c) => (c.value ? String(c.value(row) ?? "") : "")).join(" ").toLowerCase();
+  }
+
+  function filterBox(placeholder, onChange) {
+    const input = h("input", { type: "search", placeholder, class: "filter", "aria-label": placeholder });
+    input.addEventListener("input", () => onChange(input.value.trim().toLowerCase()));
+    return input;
+  }
+
+  // ------------------------------------------------------------------------------------------- runs page
+  async function runsPage() {
+    setCrumbs("runs");
+    const index = await load("index");
+    const selected = new Set();
+    const compareButton = h("button", { type: "button", disabled: "" }, "compare the 2 selected runs");
+    compareButton.addEventListener("click", () => {
+      const [a, b] = [...selected];
+      location.hash = route.compare(a, b);
+    });
+    const columns = [
+      { label: "", cell: (r) => {
+        const box = h("input", { type: "checkbox", "aria-label": "select " + r.label, "data-key": r.key });
+        box.addEventListener("change", () => {
+          if (box.checked) selected.add(r.key); else selected.delete(r.key);
+          compareButton.disabled = selected.size !== 2;
+        });
+        return box;
+      } },
+      { label: "run", value: (r) => r.label, cell: (r) => link(route.run(r.key), r.label) },
+      { label: "grid", value: (r) => r.grid || "", cell: (r) => r.grid || "" },
+      { label: "condition", value: (r) => r.condition, cell: (r) => r.condition },
+      { label: "model", value: (r) => r.model, cell: (r) => r.model },
+      { label: "preset", value: (r) => r.preset || "", cell: (r) => r.preset || "-" },
+      { label: "env", value: (r) => r.env, cell: (r) => r.env },
+      { label: "tasks", num: true, value: (r) => r.finished, cell: (r) => `${r.finished}/${r.planned}` },
+      { label: "success [95% CI]", num: true, value: (r) => r.success,
+        cell: (r) => r.finished ? `${pct(r.success)} [${pct(r.ci[0])}, ${pct(r.ci[1])}]` : "-" },
+      { label: "reward", num: true, value: (r) => r.mean_reward, cell: (r) => num(r.mean_reward, 3) },
+      { label: "tokens/task", num: true, value: (r) => r.tokens_per_task, cell: (r) => num(r.tokens_per_task) },
+      { label: "latency/task", num: true, value: (r) => r.latency_mean_s, cell: (r) => secs(r.latency_mean_s) },
+      { label: "calls", num: true, value: (r) => r.model_calls, cell: (r) => num(r.model_calls) },
+      { label: "transfers", num: true, value: (r) => r.transfers, cell: (r) => num(r.transfers),
+        help: "retrievals of a skill induced earlier in the same run" },
+      { label: "skills", num: true, value: (r) => r.memory_size, cell: (r) => num(r.memory_size) },
+    ];
+    const count = h("span", { class: "muted" });
+    const table = dataTable(columns, index.runs, { cls: "runs", timing: "runs",
+      onFill: (n) => { count.textContent = `${n} of ${index.runs.length} runs`; } });
+    const parts = [
+      h("h1", null, "Runs"),
+      h("p", { class: "muted" }, "from " + index.paths.join(", ") + " · read " + index.generated),
+      h("div", { class: "toolbar" }, filterBox("filter runs (any column)", (text) =>
+        table.refilter((r) => !text || rowText(columns, r).includes(text))), count, compareButton),
+      table,
+    ];
+    if (index.problems.length) {
+      parts.push(h("h2", null, "Not shown"), h("ul", { class: "problems" },
+        index.problems.map((p) => h("li", null, h("code", null, p.path), ": ", p.error))));
+    }
+    if (index.grids.length) {
+      parts.push(h("h2", null, "Grids"), h("ul", null, index.grids.map((g) => {
+        const states = {};
+        for (const value of Object.values(g.streams || {})) states[value] = (states[value] || 0) + 1;
+        const text = Object.entries(states).map(([k, v]) => `${v} ${k}`).join(", ");
+        return h("li", null, h("code", null, g.label), g.name ? ` (${g.name})` : "", text ? `: streams ${text}` : "",
+          g.updated ? ` · status of ${g.updated}` : "", g.error ? ` · ${g.error}` : "");
+      })));
+    }
+    if (index.figures.length) {
+      parts.push(h("h2", null, "Report figures"), h("div", { class: "figures" }, index.figures.map((f) =>
+        h("figure", null, h("img", { src: figureSrc(f.key), alt: f.label, loading: "lazy" }),
+          h("figcaption", null, f.label)))));
+    }
+    add(clear(main), parts);
+  }
+
+  // ------------------------------------------------------------------------------------------- run page
+  function runHeader(run, tab) {
+    setCrumbs(link(route.runs(), "runs"), run.label);
+    const tabs = [["tasks", `tasks (${run.finished}/${run.planned})`], ["skills", `skills (${run.skills.length})`],
+      ["graph", `transfer graph (${run.transfers.length})`], ["summary", "summary"], ["config", "config"]];
+    return [
+      h("h1", null, run.label),
+      h("p", { class: "lede" }, `${run.condition} · ${run.model} · ${run.env}` + (run.preset ? ` · preset ${run.preset}` : "") +
+        ` · success ${run.finished ? pct(run.success) + " [" + pct(run.ci[0]) + ", " + pct(run.ci[1]) + "]" : "-"}`),
+      h("nav", { class: "tabs" }, tabs.map(([name, label]) =>
+        h("a", { href: name === "tasks" ? route.run(run.key) : route.tab(run.key, name),
+          class: name === tab ? "active" : null }, label))),
+    ];
+  }
+
+  function skillLink(run, id, name) {
+    return run.skills.some((s) => s.id === id) ? link(route.skill(run.key, id), name) : h("span", {
+      title: "not in the run's final memory" }, name);
+  }
+
+  async function runPage(key, tab, arg) {
+    const run = await load("run", key);
+    const parts = runHeader(run, tab === "skill" ? "skills" : tab);
+    if (tab === "tasks") parts.push(tasksView(run));
+    else if (tab === "skills") parts.push(skillsView(run));
+    else if (tab === "skill") parts.push(skillView(run, arg));
+    else if (tab === "graph") parts.push(graphView(run));
+    else if (tab === "summary") parts.push(h("dl", { class: "fields" }, run.summary.map(([k, v]) => [h("dt", null, k), h("dd", null, pre(v))])));
+    else if (tab === "config") parts.push(pre(JSON.stringify(run.config, null, 2)));
+    else parts.push(h("p", null, "No such view."));
+    add(clear(main), parts);
+  }
+
+  function tasksView(run) {
+    const transfers = new Set(run.transfers.map((e) => `${e.target}:${e.skill_id}`));
+    const columns = [
+      { label: "#", num: true, value: (t) => t.position, cell: (t) => String(t.position) },
+      { label: "task", value: (t) => t.task_id, cell: (t) => link(route.task(run.key, t.position), t.task_id) },
+      { label: "outcome", value: (t) => (t.finished ? (t.success ? 1 : 0) : -1), cell: (t) => outcomeBadge(t) },
+      { label: "reward", num: true, value: (t) => t.reward, cell: (t) => t.finished ? num(t.reward, 2) : "" },
+      { label: "exit status", value: (t) => t.exit_status || t.status, cell: (t) => t.exit_status || "" },
+      { label: "steps", num: true, value: (t) => t.steps, cell: (t) => t.finished ? String(t.steps) : "" },
+      { label: "tokens", num: true, value: (t) => t.tokens, cell: (t) => t.finished ? num(t.tokens) : "" },
+      { label: "latency", num: true, value: (t) => t.latency_s, cell: (t) => t.finished ? secs(t.latency_s) : "" },
+      { label: "retrieved (score)", value: (t) => (t.retrieved || []).map((r) => r.name).join(" "),
+        cell: (t) => h("ul", { class: "inline" }, (t.retrieved || []).map((r) => h("li", {
+          class: transfers.has(`${t.position}:${r.skill_id}`) ? "transfer" : null },
+        skillLink(run, r.skill_id, r.name), ` ${r.score.toFixed(2)}`,
+        transfers.has(`${t.position}:${r.skill_id}`) && r.source_position !== null ? [" ← ",
+          link(route.task(run.key, r.source_position), "#" + r.source_position)] : null))) },
+      { label: "induced", value: (t) => (t.induced || []).map((i) => i.skill_name || i.status).join(" "),
+        cell: (t) => h("ul", { class: "inline" }, (t.induced || []).map((i) => h("li", null,
+          i.skill_id && ["added", "merged"].includes(i.status) ? skillLink(run, i.target_id && i.status === "merged" ? i.target_id : i.skill_id, i.skill_name || i.skill_id) : (i.skill_name || ""),
+          h("span", { class: "muted" }, ` ${i.status}`)))) },
+    ];
+    let outcome = "all";
+    let text = "";
+    const count = h("span", { class: "muted" });
+    const tasks = run.tasks.slice().sort((a, b) => a.position - b.position);
+    const table = dataTable(columns, tasks, { cls: "tasks", timing: "tasks", sort: 0,
+      rowClass: (t) => (t.finished ? (t.success ? "ok" : "fail") : "pending"),
+      onFill: (n) => { count.textContent = `${n} of ${tasks.length} tasks`; } });
+    const apply = () => table.refilter((t) => (outcome === "all" || (outcome === "success" && t.finished && t.success)
+      || (outcome === "failure" && t.finished && !t.success) || (outcome === "unfinished" && !t.finished))
+      && (!text || rowText(columns, t).includes(text)));
+    const buttons = ["all", "success", "failure", "unfinished"].map((name) => {
+      const b = h("button", { type: "button", class: name === outcome ? "small active" : "small", "data-outcome": name }, name);
+      b.addEventListener("click", () => {
+        outcome = name;
+        buttons.forEach((x) => x.classList.toggle("active", x === b));
+        apply();
+      });
+      return b;
+    });
+    return h("section", null, h("div", { class: "toolbar" }, buttons, filterBox("filter tasks", (t) => {
+      text = t;
+      apply();
+    }), count), table);
+  }
+
+  // ------------------------------------------------------------------------------------------- skills
+  function skillsView(run) {
+    if (run.skills_error) return h("p", { class: "error" }, run.skills_error);
+    if (!run.skills.length) return h("p", { class: "muted" }, "This run has no skill memory.");
+    const columns = [
+      { label: "skill", value: (s) => s.name, cell: (s) => link(route.skill(run.key, s.id), s.name) },
+      { label: "format", value: (s) => s.format, cell: (s) => s.format },
+      { label: "level", value: (s) => s.level, cell: (s) => s.level },
+      { label: "source task", value: (s) => (s.induced_at ? s.induced_at.position : s.provenance.stream_position),
+        cell: (s) => s.induced_at ? link(route.task(run.key, s.induced_at.position), `#${s.induced_at.position} ${s.induced_at.task_id}`)
+          : (s.provenance.source_task_id || "-") },
+      { label: "retrieved", num: true, value: (s) => s.retrieved_by.length, cell: (s) => String(s.retrieved_by.length) },
+      { label: "transfers", num: true, value: (s) => s.retrieved_by.filter((u) => u.transfer).length,
+        cell: (s) => String(s.retrieved_by.filter((u) => u.transfer).length) },
+      { label: "solved when retrieved", num: true, value: (s) => s.retrieved_by.filter((u) => u.success).length,
+        cell: (s) => `${s.retrieved_by.filter((u) => u.success).length}/${s.retrieved_by.length}` },
+      { label: "utility", num: true, value: (s) => (s.scores ? s.scores.utility : null),
+        cell: (s) => (s.scores && s.scores.utility !== null ? Number(s.scores.utility).toFixed(3) : "-") },
+      { label: "description", value: (s) => s.description, cell: (s) => s.description },
+    ];
+    const table = dataTable(columns, run.skills, { cls: "skills" });
+    return h("section", null, h("div", { class: "toolbar" }, filterBox("filter skills", (text) =>
+      table.refilter((s) => !text || rowText(columns, s).includes(text)))), table);
+  }
+
+  function skillView(run, id) {
+    const skill = run.skills.find((s) => s.id === id);
+    if (!skill) return h("p", { class: "error" }, `No skill ${id} in this run's final memory.`);
+    const scores = skill.scores ? h("dl", { class: "fields" }, Object.entries(skill.scores).map(([k, v]) =>
+      [h("dt", null, k), h("dd", null, v === null || v === undefined ? "-" : typeof v === "number" ? v.toFixed(3) : String(v))]))
+      : h("p", { class: "muted" }, "Not scored (scores.json in the run folder from skilltransfer score gives utility, specificity and abstractness).");
+    const uses = dataTable([
+      { label: "#", num: true, value: (u) => u.position, cell: (u) => String(u.position) },
+      { label: "task", value: (u) => u.task_id, cell: (u) => link(route.task(run.key, u.position), u.task_id) },
+      { label: "score", num: true, value: (u) => u.score, cell: (u) => u.score.toFixed(3) },
+      { label: "outcome", value: (u) => u.success, cell: (u) => outcomeBadge({ finished: true, success: u.success }) },
+      { label: "reward", num: true, value: (u) => u.reward, cell: (u) => num(u.reward, 2) },
+      { label: "transfer", value: (u) => u.transfer, cell: (u) => (u.transfer ? "yes" : "") },
+      { label: "subtask", num: true, value: (u) => u.subtask_index, cell: (u) => (u.subtask_index === null ? "" : String(u.subtask_index)) },
+    ], skill.retrieved_by, { cls: "uses", sort: 0 });
+    const source = skill.induced_at ? h("p", null, "Induced by task ", link(route.task(run.key, skill.induced_at.position),
+      `#${skill.induced_at.position} ${skill.induced_at.task_id}`), ` (${skill.induced_at.status}).`)
+      : h("p", { class: "muted" }, "Source: ", skill.provenance.source_task_id || "unknown", " (not a task of this run).");
+    return h("section", { class: "skill" },
+      h("h2", null, skill.name, " ", h("span", { class: "muted" }, `${skill.format} · ${skill.level} · ${skill.id}`)),
+      h("p", null, skill.description), source,
+      skill.signature ? h("p", null, "Signature: ", h("code", null, skill.signature)) : null,
+      skill.inputs ? h("p", null, h("strong", null, "Inputs: "), skill.inputs) : null,
+      skill.outputs ? h("p", null, h("strong", null, "Outputs: "), skill.outputs) : null,
+      skill.format === "code" ? codeBlock(skill.code, skill.body) : pre(skill.body, "text body"),
+      h("h3", null, `Retrieved by ${skill.retrieved_by.length} tasks`), uses,
+      h("h3", null, "Scores"), scores,
+      h("h3", null, "Usage and provenance"), fields({ ...skill.usage, ...skill.provenance }),
+      Object.keys(skill.extra || {}).length ? [h("h3", null, "Other fields"), fields(skill.extra)] : null);
+  }
+
+  // ------------------------------------------------------------------------------------------- transfer graph
+  function graphView(run) {
+    const tasks = run.tasks.slice().sort((a, b) => a.position - b.position);
+    const n = Math.max(tasks.length, 1);
+    const step = Math.max(8, Math.min(60, 900 / n));
+    const left = 30, base = 240, width = left * 2 + step * (n - 1);
+    const byPosition = new Map(tasks.map((t) => [t.position, t]));
+    const x = (position) => left + step * position;
+    const svg = s("svg", { class: "transfer", width, height: base + 50, viewBox: `0 0 ${width} ${base + 50}`,
+      role: "img", "aria-label": `transfer graph: ${run.transfers.length} edges between ${tasks.length} tasks` });
+    for (const edge of run.transfers) {
+      const x1 = x(edge.source), x2 = x(edge.target);
+      const rx = Math.max((x2 - x1) / 2, 1), ry = Math.min(rx, base - 20);
+      const path = s("path", { d: `M ${x1} ${base} A ${rx} ${ry} 0 0 1 ${x2} ${base}`,
+        class: "edge " + (edge.success ? "ok" : "fail"), "data-source": edge.source, "data-target": edge.target },
+      s("title", null, `task ${edge.source} → task ${edge.target}: ${edge.skill_name} (score ${edge.score.toFixed(3)}, target ${edge.success ? "solved" : "failed"})`));
+      path.addEventListener("click", () => { location.hash = route.task(run.key, edge.target); });
+      svg.append(path);
+    }
+    for (const task of tasks) {
+      const cls = "node " + (!task.finished ? "pending" : task.success ? "ok" : "fail");
+      const node = s("a", { href: route.task(run.key, task.position), class: "nodelink" },
+        s("circle", { cx: x(task.position), cy: base, r: Math.max(3, Math.min(7, step / 3)), class: cls,
+          "data-position": task.position }),
+        s("title", null, `#${task.position} ${task.task_id}: ${task.finished ? (task.success ? "success" : "failure") : task.status}`));
+      svg.append(node);
+      const every = Math.ceil(24 / step);
+      if (task.position % every === 0) {
+        svg.append(s("text", { x: x(task.position), y: base + 22, class: "tick" }, String(task.position)));
+      }
+    }
+    void byPosition;
+    const legend = h("p", { class: "legend" }, h("span", { class: "swatch ok" }), " into a solved task ",
+      h("span", { class: "swatch fail" }, ""), " into a failed task · tasks in stream order, left to right; an arc runs ",
+      "from the task that induced a skill to a later task that retrieved it. Click a task or an arc.");
+    const edges = dataTable([
+      { label: "source", num: true, value: (e) => e.source, cell: (e) => link(route.task(run.key, e.source), `#${e.source} ${e.source_task_id}`) },
+      { label: "skill", value: (e) => e.skill_name, cell: (e) => skillLink(run, e.skill_id, e.skill_name) },
+      { label: "target", num: true, value: (e) => e.target, cell: (e) => link(route.task(run.key, e.target), `#${e.target} ${e.target_task_id}`) },
+      { label: "score", num: true, value: (e) => e.score, cell: (e) => e.score.toFixed(3) },
+      { label: "target outcome", value: (e) => e.success, cell: (e) => outcomeBadge({ finished: true, success: e.success }) },
+    ], run.transfers, { cls: "edges", sort: 2 });
+    if (!run.transfers.length) return h("section", null, h("p", { class: "muted" }, "No task retrieved a skill induced earlier in this run."), h("div", { class: "graphwrap" }, svg));
+    return h("section", null, legend, h("div", { class: "graphwrap" }, svg), h("h3", null, `${run.transfers.length} transfer events`), edges);
+  }
+
+  // ------------------------------------------------------------------------------------------- trajectories
+  const KNOWN = {
+    RetrievalStep: ["type", "query", "query_kind", "subtask_index", "skills", "route", "below_min_score"],
+    PlanStep: ["type", "subtask_index", "decision", "subtask", "reply", "prompt_id", "prompt_tokens", "completion_tokens", "refused_reply", "refused"],
+    ActionStep: ["type", "index", "subtask_index", "reply", "thought", "action", "observation", "error", "format_error", "done",
+      "prompt_tokens", "completion_tokens", "latency_s", "stuck", "refused", "window"],
+    SummaryStep: ["type", "subtask_index", "summary", "prompt_id", "prompt_tokens", "completion_tokens", "status", "dropped"],
+    InductionStep: ["type", "subtask_index", "prompt_id", "status", "skill_id", "skill_name", "target_id", "reason", "reply",
+      "prompt_tokens", "completion_tokens"],
+  };
+
+  function callLine(call, index) {
+    const fit = call.context_fit;
+    const fitted = fit && (fit.elided_steps || fit.dropped_steps || fit.cut_skills || fit.elided_replies)
+      ? ` · fitted to ${num(fit.window)} tokens (${fit.elided_steps || 0} steps elided, ${fit.dropped_steps || 0} dropped, ${fit.cut_skills || 0} skills cut)` : "";
+    return `call ${index} · ${call.role}` + (call.window ? ` (window ${call.window})` : "") +
+      ` · ${num(call.prompt_tokens)}+${num(call.completion_tokens)} tokens · ${secs(call.latency_s)}` +
+      (call.finish_reason ? ` · finish ${call.finish_reason}` : "") + fitted + (call.error ? ` · ${call.error}` : "");
+  }
+
+  function promptDetails(payload, index) {
+    const call = payload.trajectory.calls[index];
+    const details = h("details", { class: "prompt", "data-call": index }, h("summary", null, "prompt and reply: " + callLine(call, index)));
+    let filled = false;
+    details.addEventListener("toggle", () => {
+      if (!details.open || filled) return;
+      filled = true;
+      const ids = Array.isArray(call.messages) ? call.messages : null;
+      if (!ids) {
+        details.append(h("p", { class: "muted" }, "Not recorded (a run logged before prompts were kept)."));
+        return;
+      }
+      ids.forEach((id, i) => {
+        const message = payload.messages[id];
+        details.append(h("div", { class: "message" }, h("div", { class: "role" }, `${i}. ${message ? message.role : "?"}`,
+          h("span", { class: "muted" }, " " + id)), message ? foldText(message.content, 4000) : h("p", { class: "error" }, "missing from prompts.jsonl")));
+      });
+      const reply = typeof call.reply === "string" ? payload.messages[call.reply] : null;
+      details.append(h("div", { class: "message reply" }, h("div", { class: "role" }, "reply"),
+        reply ? foldText(reply.content, 4000) : h("p", { class: "muted" }, "no reply")));
+    });
+    return details;
+  }
+
+  function routeView(route_) {
+    const visits = route_.visits || [];
+    const keys = [...new Set(visits.flatMap((v) => Object.keys(v)))];
+    const rest = { ...route_ };
+    delete rest.visits;
+    return h("div", { class: "route" }, h("h4", null, `routing (${route_.mode || "lens"}): ${visits.length} units visited`),
+      visits.length ? dataTable(keys.map((k) => ({ label: k, value: (v) => (typeof v[k] === "object" ? JSON.stringify(v[k]) : v[k]),
+        cell: (v) => valueNode(v[k]) })), visits, { cls: "visits" }) : null,
+      h("details", null, h("summary", null, "routing log"), fields(rest)));
+  }
+
+  function stepView(run, payload, step, index) {
+    const type = step.type || "?";
+    const where = step.subtask_index === null || step.subtask_index === undefined ? "" : ` · subtask ${step.subtask_index}`;
+    const body = [];
+    let title = type;
+    let cls = "step";
+    if (type === "RetrievalStep") {
+      title = `retrieve by ${step.query_kind}${where}`;
+      cls += " retrieval";
+      body.push(h("p", { class: "query" }, step.query));
+      const skills = step.skills || [];
+      body.push(skills.length ? dataTable([
+        { label: "skill", cell: (k) => skillLink(run, k.id, k.name) },
+        { label: "format", cell: (k) => k.format },
+        { label: "score", num: true, cell: (k) => Number(k.score).toFixed(3) },
+        { label: "source task", cell: (k) => (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
+          ? link(route.task(run.key, k.source_position), `#${k.source_position} ${k.source_task_id}`) : (k.source_task_id || "-")) },
+        { label: "load error", cell: (k) => k.load_error || "" },
+      ], skills, { cls: "retrieved" }) : h("p", { class: "muted" }, "no skills"));
+      if (step.below_min_score) body.push(h("p", { class: "muted" }, `${step.below_min_score} more below the minimum score`));
+      if (step.route) body.push(routeView(step.route));
+    } else if (type === "PlanStep") {
+      title = `plan ${step.subtask_index}: ${step.decision}`;
+      cls += " plan";
+      if (step.subtask) body.push(h("p", { class: "subtask" }, step.subtask));
+      if (step.refused_reply !== null && step.refused_reply !== undefined) {
+        body.push(h("div", { class: "refusal" }, h("strong", null, `refused: ${step.refused || "refused"}`), foldText(step.refused_reply)));
+      }
+    } else if (type === "ActionStep") {
+      const flags = ["error", "format_error", "done"].filter((f) => step[f]);
+      title = `step ${step.index}${where}` + (flags.length ? " · " + flags.join(" ") : "");
+      cls += " action" + (step.error || step.format_error ? " failed" : "");
+      if (step.refused) body.push(h("div", { class: "refusal" }, h("strong", null, "refused: "), step.refused));
+      if (step.stuck) body.push(h("div", { class: "refusal" }, h("strong", null, "stuck: "), step.stuck));
+      if (step.action !== null && step.action !== undefined) {
+        if (step.thought && step.thought.trim()) body.push(h("div", { class: "thought" }, foldText(step.thought)));
+        body.push(codeBlock(payload.code[String(index)], step.action));
+      } else {
+        body.push(h("div", { class: "reply" }, h("span", { class: "label" }, "reply"), foldText(step.reply)));
+      }
+      body.push(h("div", { class: "observation" }, h("span", { class: "label" }, "observation"), foldText(step.observation, 3000)));
+      if (step.skill_action) body.push(h("div", { class: "skillaction" }, h("span", { class: "label" }, "skill action"), fields(step.skill_action)));
+    } else if (type === "SummaryStep") {
+      title = `summary ${step.subtask_index}` + (step.status && step.status !== "ok" ? ` · ${step.status}` : "");
+      cls += " summary";
+      body.push(foldText(step.summary));
+      if ((step.dropped || []).length) body.push(h("p", { class: "muted" }, "dropped as ungrounded:"), h("ul", null, step.dropped.map((d) => h("li", null, d))));
+    } else if (type === "InductionStep") {
+      title = `induce${where}: ${step.status}`;
+      cls += " induction";
+      const id = step.status === "merged" && step.target_id ? step.target_id : step.skill_id;
+      body.push(h("p", null, step.skill_name ? ["skill ", id ? skillLink(run, id, step.skill_name) : step.skill_name] : "no skill",
+        step.skill_id ? h("span", { class: "muted" }, ` ${step.skill_id}`) : null, step.target_id ? ` → ${step.target_id}` : ""));
+      if (step.reason) body.push(h("p", { class: "reason" }, step.reason));
+      if (step.reply) body.push(h("details", null, h("summary", null, "the induction reply"), foldText(step.reply, 4000)));
+    }
+    const other = {};
+    const known = KNOWN[type];
+    for (const [key, value] of Object.entries(step)) {
+      if (!known || !known.includes(key)) {
+        if (value !== null && value !== undefined && value !== "" && !(Array.isArray(value) && !value.length)) other[key] = value;
+      }
+    }
+    if (Object.keys(other).length) body.push(h("div", { class: "other" }, fields(other)));
+    for (const callIndex of payload.step_calls[String(index)] || []) body.push(promptDetails(payload, callIndex));
+    return h("article", { class: cls, id: `step-${index}`, "data-type": type }, h("h3", null, title), body);
+  }
+
+  function planGraph(audit) {
+    const nodes = audit.nodes || [];
+    const constraints = audit.constraints || [];
+    if (!nodes.length) return null;
+    const ids = nodes.map((n) => n.id);
+    const layer = new Map(ids.map((id) => [id, 0]));
+    for (let round = 0; round < ids.length; round++) {
+      for (const c of constraints) {
+        if (layer.has(c.before) && layer.has(c.after) && layer.get(c.after) <= layer.get(c.before)) layer.set(c.after, layer.get(c.before) + 1);
+      }
+    }
+    const columns = new Map();
+    for (const id of ids) {
+      const l = layer.get(id);
+      if (!columns.has(l)) columns.set(l, []);
+      columns.get(l).push(id);
+    }
+    const W = 190, H = 64, gapX = 60, gapY = 24;
+    const pos = new Map();
+    let maxRows = 1;
+    for (const [l, col] of columns) {
+      maxRows = Math.max(maxRows, col.length);
+      col.forEach((id, row) => pos.set(id, { x: 10 + l * (W + gapX), y: 10 + row * (H + gapY) }));
+    }
+    const width = 20 + columns.size * (W + gapX), height = 20 + maxRows * (H + gapY);
+    const svg = s("svg", { class: "plan", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "coordination plan" },
+      s("defs", null, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+        s("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));
+    for (const c of constraints) {
+      const a = pos.get(c.before), b = pos.get(c.after);
+      if (!a || !b) continue;
+      svg.append(s("path", { d: `M ${a.x + W} ${a.y + H / 2} C ${a.x + W + gapX / 2} ${a.y + H / 2}, ${b.x - gapX / 2} ${b.y + H / 2}, ${b.x} ${b.y + H / 2}`,
+        class: "dep " + (c.held === false ? "violated" : c.held === null ? "unverified" : "held"), "marker-end": "url(#arrow)" },
+      s("title", null, `${c.before} → ${c.after} (${c.kind}): ${c.held === false ? "violated" : c.held === null ? "not exercised" : "held"}${c.detail ? " · " + c.detail : ""}`)));
+    }
+    for (const node of nodes) {
+      const p = pos.get(node.id);
+      svg.append(s("g", { class: "plannode " + node.status, transform: `translate(${p.x} ${p.y})` },
+        s("rect", { width: W, height: H, rx: 6 }),
+        s("text", { x: 8, y: 20, class: "nodeid" }, String(node.id).slice(0, 28)),
+        s("text", { x: 8, y: 38 }, String(node.skill || "").slice(0, 30)),
+        s("text", { x: 8, y: 56, class: "muted" }, `${node.status} · ${(node.attempts || []).length} attempts`),
+        s("title", null, `${node.id}: ${node.status}${node.skill ? " · " + node.skill : ""}`)));
+    }
+    return h("div", { class: "graphwrap" }, svg);
+  }
+
+  function coordinationView(data) {
+    const audit = data.audit || {};
+    const plan = data.plan || {};
+    return h("section", { class: "coordination" }, h("h2", null, `coordination: ${data.interface}`),
+      h("p", null, `plan ${data.plan_fingerprint || plan.fingerprint || ""} · ${plan.written_now ? "written now" : "replayed"}` +
+        (plan.fallback ? ` · fallback: ${plan.fallback}` : "") +
+        (audit.n_nodes !== undefined ? ` · ${audit.completed_nodes}/${audit.n_nodes} nodes completed, ${audit.violated_constraints} constraints violated, ${audit.unverified_constraints} unverified` : "")),
+      planGraph(audit),
+      h("details", null, h("summary", null, "audit and node outputs"), fields({ ...audit, outputs: data.outputs, plan })));
+  }
+
+  function trajectoryView(run, payload, opts = {}) {
+    const t = payload.trajectory;
+    const r = payload.record;
+    const head = [h(opts.compact ? "h2" : "h1", null, `#${payload.position} ${payload.task_id}`)];
+    head.push(h("div", { class: "instruction" }, h("span", { class: "label" }, "instruction"), pre(t.instruction)));
+    if (r) {
+      head.push(h("p", { class: "result" }, outcomeBadge({ finished: true, success: r.success }),
+        ` reward ${num(r.reward, 3)} · exit ${r.exit_status} · ${r.steps} steps · ${r.subtasks} subtasks · ${secs(r.latency_s)} · ` +
+        `${num(r.prompt_tokens)}+${num(r.completion_tokens)} tokens in ${r.model_calls} calls · peak context ${num(r.peak_context)}`));
+    } else {
+      head.push(h("p", { class: "result" }, h("span", { class: "badge pending" }, t.status), t.error ? ` ${t.error}` : " not finished"));
+    }
+    const checks = (t.score && t.score.checks) || [];
+    if (checks.length) {
+      head.push(h("ul", { class: "checks" }, checks.map((c) => h("li", { class: c.passed ? "ok" : "fail" },
+        c.passed ? "✓ " : "✗ ", String(c.requirement || ""), c.detail ? h("span", { class: "muted" }, ": " + c.detail) : null))));
+    }
+    if (!payload.prompts_recorded && t.calls.length) {
+      head.push(h("p", { class: "muted" }, "This run was logged before prompts were kept: calls show their accounting only."));
+    }
+    const steps = t.steps.map((step, i) => stepView(run, payload, step, i));
+    const calls = t.calls.length ? h("section", { class: "calls" }, h("h2", null, `${t.calls.length} model calls`),
+      t.calls.map((_, i) => promptDetails(payload, i))) : null;
+    const contexts = !payload.prompts_recorded && (t.contexts || []).length ? h("details", null, h("summary", null, "final executor contexts"),
+      t.contexts.map((ctx) => ctx.map((m) => h("div", { class: "message" }, h("div", { class: "role" }, String(m.role)), foldText(m.content, 3000))))) : null;
+    return h("div", { class: "trajectory", "data-task": payload.task_id }, head,
+      t.coordination ? coordinationView(t.coordination) : null, h("section", { class: "steps" }, steps), calls, contexts);
+  }
+
+  async function taskPage(key, position) {
+    const [run, payload] = await Promise.all([load("run", key), load("task", key, position)]);
+    setCrumbs(link(route.runs(), "runs"), link(route.run(run.key), run.label), `task #${position}`);
+    const positions = run.tasks.map((t) => t.position).sort((a, b) => a - b);
+    const at = positions.indexOf(Number(position));
+    const nav = h("p", { class: "pager" },
+      at > 0 ? link(route.task(key, positions[at - 1]), "← previous task") : null, " ",
+      at >= 0 && at < positions.length - 1 ? link(route.task(key, positions[at + 1]), "next task →") : null);
+    add(clear(main), [nav, trajectoryView(run, payload)]);
+  }
+
+  // ------------------------------------------------------------------------------------------- compare
+  async function comparePage(a, b, taskId) {
+    const [ra, rb] = await Promise.all([load("run", a), load("run", b)]);
+    setCrumbs(link(route.runs(), "runs"), link(route.compare(a, b), `compare ${ra.label} with ${rb.label}`),
+      taskId === undefined ? "" : taskId);
+    const byId = (run) => new Map(run.tasks.map((t) => [t.task_id, t]));
+    const ma = byId(ra), mb = byId(rb);
+    const ids = [...ma.keys()].filter((id) => mb.has(id));
+    const heads = h("div", { class: "pair heads" }, [ra, rb].map((run) => h("div", null, h("h2", null, link(route.run(run.key), run.label)),
+      h("p", { class: "lede" }, `${run.condition} · ${run.model} · success ${pct(run.success)} [${pct(run.ci[0])}, ${pct(run.ci[1])}]`))));
+    if (taskId !== undefined) {
+      const ta = ma.get(taskId), tb = mb.get(taskId);
+      if (!ta || !tb) {
+        add(clear(main), [heads, h("p", { class: "error" }, `Task ${taskId} is not in both runs.`)]);
+        return;
+      }
+      const [pa, pb] = await Promise.all([load("task", a, ta.position), load("task", b, tb.position)]);
+      const at = ids.indexOf(taskId);
+      add(clear(main), [heads, h("p", { class: "pager" }, link(route.compare(a, b), "← outcome table"),
+        at > 0 ? [" · ", link(route.compare(a, b, ids[at - 1]), "previous task")] : null,
+        at < ids.length - 1 ? [" · ", link(route.compare(a, b, ids[at + 1]), "next task")] : null),
+      h("div", { class: "pair" }, h("div", { class: "side", "data-run": a }, trajectoryView(ra, pa, { compact: true })),
+        h("div", { class: "side", "data-run": b }, trajectoryView(rb, pb, { compact: true })))]);
+      return;
+    }
+    const rows = ids.map((id) => ({ id, a: ma.get(id), b: mb.get(id) }));
+    const solved = (t) => t.finished && t.success;
+    const counts = { both: 0, a: 0, b: 0, neither: 0 };
+    rows.forEach((r) => { counts[solved(r.a) && solved(r.b) ? "both" : solved(r.a) ? "a" : solved(r.b) ? "b" : "neither"] += 1; });
+    const side = (pick) => [
+      { label: "outcome", value: (r) => (pick(r).finished ? (pick(r).success ? 1 : 0) : -1), cell: (r) => outcomeBadge(pick(r)) },
+      { label: "reward", num: true, value: (r) => pick(r).reward, cell: (r) => (pick(r).finished ? num(pick(r).reward, 2) : "") },
+      { label: "steps", num: true, value: (r) => pick(r).steps, cell: (r) => (pick(r).finished ? String(pick(r).steps) : "") },
+      { label: "tokens", num: true, value: (r) => pick(r).tokens, cell: (r) => (pick(r).finished ? num(pick(r).tokens) : "") },
+    ];
+    const table = dataTable([
+      { label: "task", value: (r) => r.id, cell: (r) => link(route.compare(a, b, r.id), r.id) },
+      ...side((r) => r.a).map((c) => ({ ...c, label: "A " + c.label })),
+      ...side((r) => r.b).map((c) => ({ ...c, label: "B " + c.label })),
+      { label: "", value: (r) => (solved(r.a) === solved(r.b) ? "" : solved(r.a) ? "A only" : "B only"),
+        cell: (r) => (solved(r.a) === solved(r.b) ? "" : solved(r.a) ? "A only" : "B only") },
+    ], rows, { cls: "compare", rowClass: (r) => (solved(r.a) === solved(r.b) ? null : "differs") });
+    add(clear(main), [heads, h("p", null, `${ids.length} shared tasks: both solved ${counts.both}, only A ${counts.a}, only B ${counts.b}, neither ${counts.neither}` +
+      (ma.size - ids.length || mb.size - ids.length ? ` (${ma.size - ids.length} only in A, ${mb.size - ids.length} only in B)` : "") +
+      ". A is the left run, B the right; click a task to read both trajectories side by side."), table]);
+  }
+
+  // ------------------------------------------------------------------------------------------- router
+  async function render() {
+    const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "").map((p) => {
+      try { return decodeURIComponent(p); } catch (e) { return p; }
+    });
+    const token = ++state.renders;
+    statusLine.textContent = "loading…";
+    const start = performance.now();
+    try {
+      if (!parts.length) await runsPage();
+      else if (parts[0] === "run" && parts.length === 2) await runPage(parts[1], "tasks");
+      else if (parts[0] === "run" && parts[2] === "task" && parts.length === 4) await taskPage(parts[1], parts[3]);
+      else if (parts[0] === "run" && parts[2] === "skill" && parts.length === 4) await runPage(parts[1], "skill", parts[3]);
+      else if (parts[0] === "run" && parts.length === 3) await runPage(parts[1], parts[2]);
+      else if (parts[0] === "compare" && (parts.length === 3 || parts.length === 4)) await comparePage(parts[1], parts[2], parts[3]);
+      else add(clear(main), [h("p", { class: "error" }, "No such page."), link(route.runs(), "all runs")]);
+      if (token === state.renders) statusLine.textContent = "";
+    } catch (err) {
+      if (token !== state.renders) return;
+      add(clear(main), [h("p", { class: "error" }, "Could not load: " + (err && err.message ? err.message : String(err))), link(route.runs(), "all runs")]);
+      statusLine.textContent = "";
+    }
+    state.timings.page = performance.now() - start;
+    document.body.dataset.rendered = String(token);
+    if (location.hash.includes("/task/") || location.hash.startsWith("#/compare/")) window.scrollTo(0, 0);
+  }
+
+  window.addEventListener("hashchange", render);
+  render();
+})();

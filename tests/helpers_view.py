@@ -1,0 +1,47 @@
+"""Run folders for the viewer's tests, made by ``skilltransfer run`` through the mock server over the counter world:
+a memory run (``task+text``), its no-memory baseline (``task``) and a subtask-level code run, with a failed task and
+agent output that holds markup (an ``<img onerror>`` and a ``<script>``) in an observation, a thought and a skill."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from helpers_cli import run_tiny
+from helpers_tinyenv import CODE_SKILL, CounterScript
+
+from skilltransfer.llm.mock_server import MockServer
+
+XSS = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
+TARGETS = (3, 5, 2, 4)
+FAILS = {5}
+"""Targets the executor misses (it adds one too many)."""
+
+XSS_SKILL = f"""NAME: set_counter_value
+DESCRIPTION: Set the counter to a target value {XSS}
+BODY:
+1. Reset the counter with apis.counter.reset().
+2. Add the target with apis.counter.add(<target>) and call complete_task().
+Caveat: add() needs an int. <script>alert(3)</script>"""
+
+
+class MarkupScript(CounterScript):
+    """`CounterScript` whose executor prints markup in its first look and misses the targets in `FAILS`."""
+
+    def execute(self, messages: list[dict[str, Any]]) -> str:  # type: ignore[override]
+        reply = CounterScript.execute(messages)
+        reply = reply.replace("Look first.", "Look first <b>bold?</b>.")
+        reply = reply.replace("print(apis.counter.get())", f"print(apis.counter.get(), {XSS!r})")
+        return re.sub(r"add\((\d+)\)", lambda m: f"add({int(m[1]) + (int(m[1]) in FAILS)})", reply)
+
+
+def build_view_runs(root: Path) -> dict[str, Path]:
+    """Three runs under ``root/runs/tiny``: ``task+text``, ``task`` and ``subtask+code``; name -> run folder."""
+    out = {}
+    for condition, induction in (("task+text", XSS_SKILL), ("task", XSS_SKILL), ("subtask+code", CODE_SKILL)):
+        path = root / "runs" / "tiny" / condition
+        with MockServer(replies=MarkupScript(induction)) as server:
+            run_tiny(server, path, condition, TARGETS)
+        out[condition] = path
+    return out
