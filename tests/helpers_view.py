@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from helpers_cli import run_tiny
+from helpers_compose import ComposeScript, plan_json
 from helpers_tinyenv import CODE_SKILL, CounterScript
 
+from skilltransfer.coordination import Plan, PlanNode
 from skilltransfer.llm.mock_server import MockServer
 
 XSS = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
@@ -36,12 +38,24 @@ class MarkupScript(CounterScript):
         return re.sub(r"add\((\d+)\)", lambda m: f"add({int(m[1]) + (int(m[1]) in FAILS)})", reply)
 
 
+PLAN = Plan(task_id="tiny/0", nodes=[
+    PlanNode(id="v1", instructions="Read the counter.", expected_output="the counter value"),
+    PlanNode(id="v2", instructions="Add 2 to the counter.", depends_on=["v1"], bindings={"start": "outputs.v1"}),
+    PlanNode(id="v3", instructions="Add 3 to the counter.", depends_on=["v1"]),
+    PlanNode(id="v4", instructions="Read the counter.", depends_on=["v2", "v3"],
+             bindings={"a": "outputs.v2", "b": "outputs.v3"}, expected_output="the final value")])
+
+
 def build_view_runs(root: Path) -> dict[str, Path]:
-    """Three runs under ``root/runs/tiny``: ``task+text``, ``task`` and ``subtask+code``; name -> run folder."""
+    """Four runs under ``root/runs/tiny``: ``task+text``, ``task``, ``subtask+code`` (over `TARGETS`) and a
+    ``metaskill`` coordinated run of `PLAN`; name -> run folder."""
     out = {}
     for condition, induction in (("task+text", XSS_SKILL), ("task", XSS_SKILL), ("subtask+code", CODE_SKILL)):
         path = root / "runs" / "tiny" / condition
         with MockServer(replies=MarkupScript(induction)) as server:
             run_tiny(server, path, condition, TARGETS)
         out[condition] = path
+    out["metaskill"] = root / "runs" / "tiny" / "metaskill"
+    with MockServer(ComposeScript([plan_json(PLAN)])) as server:
+        run_tiny(server, out["metaskill"], "task", (5,), "--coordination", "metaskill", "-c", f"plans={root / 'plans'}")
     return out

@@ -35,6 +35,7 @@ from skilltransfer.view.highlight import python_tokens
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """The largest run-log file the viewer reads (a trajectory, results, prompts or memory file)."""
 MAX_FIGURES = 60
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SCORES = "scores.json"
 """A skill score report (``skilltransfer score RUN/memory --tasks ... --out RUN/scores.json``) read for utility."""
 
@@ -113,6 +114,8 @@ class Catalog:
                 raise InputError("no such run folder", path=path)
         self._lock = threading.Lock()
         self._summaries: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._found: dict[str, RunEntry | FigureEntry] = {}
+        """Key -> run or figure as last scanned (a key not found is looked up by scanning again)."""
 
     # ----------------------------------------------------------------- finding runs
     def scan(self) -> tuple[list[RunEntry], list[FigureEntry]]:
@@ -140,20 +143,33 @@ class Catalog:
             pngs = [root] if root.suffix == ".png" else sorted(root.rglob("figures/*.png")) if root.is_dir() else []
             for png in pngs:
                 png = png.resolve()
-                if png.is_relative_to(root) and png.is_file() and png not in figures and len(figures) < MAX_FIGURES:
+                if png.is_relative_to(root) and png not in figures and len(figures) < MAX_FIGURES and _is_png(png):
                     figures[png] = FigureEntry(_key("f", png), png.relative_to(base).as_posix(), png)
+        found: dict[str, RunEntry | FigureEntry] = {e.key: e for e in runs.values()}
+        found.update((e.key, e) for e in figures.values())
+        with self._lock:
+            self._found = found
         return list(runs.values()), list(figures.values())
 
+    def _lookup(self, key: str) -> RunEntry | FigureEntry | None:
+        with self._lock:
+            found = self._found.get(key)
+        if found is None:
+            self.scan()
+            with self._lock:
+                found = self._found.get(key)
+        return found
+
     def find(self, key: str) -> RunEntry:
-        """The run with this key.
+        """The run with this key (as last scanned; scanned again for a key not seen).
 
         Raises:
             InputError: no run has it.
         """
-        for entry in self.scan()[0]:
-            if entry.key == key:
-                return entry
-        raise InputError(f"no run {key!r} among the viewer's paths")
+        found = self._lookup(key)
+        if not isinstance(found, RunEntry):
+            raise InputError(f"no run {key!r} among the viewer's paths")
+        return found
 
     def figure(self, key: str) -> Path:
         """The figure file with this key.
@@ -161,10 +177,10 @@ class Catalog:
         Raises:
             InputError: no figure has it.
         """
-        for entry in self.scan()[1]:
-            if entry.key == key:
-                return entry.path
-        raise InputError(f"no figure {key!r}")
+        found = self._lookup(key)
+        if not isinstance(found, FigureEntry):
+            raise InputError(f"no figure {key!r}")
+        return found.path
 
     # ----------------------------------------------------------------- index
     def index(self) -> dict[str, Any]:
@@ -303,6 +319,14 @@ def _read_json(root: Path, relative: str) -> dict[str, Any]:
     except ValueError as exc:
         raise InputError(f"invalid JSON: {exc}", path=path) from None
     return data if isinstance(data, dict) else {}
+
+
+def _is_png(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return path.is_file() and handle.read(8) == PNG_MAGIC
+    except OSError:
+        return False
 
 
 def _preset(config: dict[str, Any]) -> str | None:

@@ -32,8 +32,9 @@ class ExportSummary:
 
 
 def data_script(key: str, data: Any) -> str:
-    """A data file: the payload handed to the page under ``key``."""
-    return f"window.__stv_deliver({json.dumps(key)}, {json.dumps(data, ensure_ascii=True)});\n"
+    """A data file: the payload handed to the page under ``key`` (ASCII JSON, ``<`` escaped too)."""
+    text = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c")
+    return f"window.__stv_deliver({json.dumps(key)}, {text});\n"
 
 
 def export_site(catalog: Catalog, out: str | Path) -> ExportSummary:

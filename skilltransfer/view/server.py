@@ -18,7 +18,7 @@ from aiohttp import web
 
 from skilltransfer.errors import InputError
 from skilltransfer.view.assets import ASSETS, asset_bytes, page
-from skilltransfer.view.data import Catalog, UnsafeFile
+from skilltransfer.view.data import PNG_MAGIC, Catalog, UnsafeFile
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -45,7 +45,8 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
             try:
                 response = await handler(request)
             except web.HTTPException as exc:
-                response = exc
+                response = web.Response(status=exc.status, text=exc.text or "", headers={
+                    k: v for k, v in exc.headers.items() if k.lower() != "content-type"})
             except UnsafeFile as exc:
                 response = web.Response(status=403, text=str(exc))
             except InputError as exc:
@@ -77,12 +78,16 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
     async def figure(request: web.Request) -> web.Response:
         path = await asyncio.to_thread(catalog.figure, request.match_info["key"])
         data = await asyncio.to_thread(path.read_bytes)
-        if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        if not data.startswith(PNG_MAGIC):
             raise web.HTTPNotFound()
         return web.Response(body=data, content_type="image/png")
 
+    async def no_icon(_request: web.Request) -> web.Response:
+        return web.Response(status=204)
+
     app = web.Application(middlewares=[guard])
     app.router.add_get("/", index)
+    app.router.add_get("/favicon.ico", no_icon)
     app.router.add_get("/assets/{name}", asset)
     app.router.add_get("/api/index", api_index)
     app.router.add_get("/api/run/{key}", api_run)

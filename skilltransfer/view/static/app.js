@@ -600,7 +600,7 @@
     return h("article", { class: cls, id: `step-${index}`, "data-type": type }, h("h3", null, title), body);
   }
 
-  function planGraph(audit) {
+  function planGraph(audit, outputs) {
     const nodes = audit.nodes || [];
     const constraints = audit.constraints || [];
     if (!nodes.length) return null;
@@ -640,7 +640,7 @@
       svg.append(s("g", { class: "plannode " + node.status, transform: `translate(${p.x} ${p.y})` },
         s("rect", { width: W, height: H, rx: 6 }),
         s("text", { x: 8, y: 20, class: "nodeid" }, String(node.id).slice(0, 28)),
-        s("text", { x: 8, y: 38 }, String(node.skill || "").slice(0, 30)),
+        s("text", { x: 8, y: 38 }, (node.skill ? "skill " + node.skill : outputs && outputs[node.id] !== undefined ? "→ " + String(outputs[node.id]) : "").slice(0, 30)),
         s("text", { x: 8, y: 56, class: "muted" }, `${node.status} · ${(node.attempts || []).length} attempts`),
         s("title", null, `${node.id}: ${node.status}${node.skill ? " · " + node.skill : ""}`)));
     }
@@ -654,7 +654,7 @@
       h("p", null, `plan ${data.plan_fingerprint || plan.fingerprint || ""} · ${plan.written_now ? "written now" : "replayed"}` +
         (plan.fallback ? ` · fallback: ${plan.fallback}` : "") +
         (audit.n_nodes !== undefined ? ` · ${audit.completed_nodes}/${audit.n_nodes} nodes completed, ${audit.violated_constraints} constraints violated, ${audit.unverified_constraints} unverified` : "")),
-      planGraph(audit),
+      planGraph(audit, data.outputs),
       h("details", null, h("summary", null, "audit and node outputs"), fields({ ...audit, outputs: data.outputs, plan })));
   }
 

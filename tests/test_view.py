@@ -1,0 +1,192 @@
+"""``skilltransfer view`` without a browser: the payloads read from runs made through the mock server, the server's
+read-only, local-only and traversal-proof answers, the static export and the command's one-line errors (the pages
+themselves are tested in a real browser in ``test_view_browser.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from helpers_cli import cli
+from helpers_view import XSS, build_view_runs
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.experiments.summary import transfer_events
+from skilltransfer.view import Catalog, ViewServer, export_site
+from skilltransfer.view.export import MARKER
+from skilltransfer.view.highlight import python_tokens
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_view_runs(tmp_path_factory.mktemp("view"))
+
+
+def _key(catalog: Catalog, path: Path) -> str:
+    return next(r.key for r in catalog.scan()[0] if r.path == path.resolve())
+
+
+def _get(url: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_payloads_follow_the_run_log(runs):
+    root = runs["task"].parent.parent
+    catalog = Catalog([root])
+    index = catalog.index()
+    assert {r["condition"] for r in index["runs"]} == {"task+text", "task", "subtask+code"}
+    assert not index["problems"]
+    run = catalog.run(_key(catalog, runs["task+text"]))
+    records = RunFolder(runs["task+text"]).read_records()
+    events = transfer_events(records)
+    assert len(run["transfers"]) == len(events) > 0  # the same events as `show`
+    assert [(e["source"], e["target"]) for e in run["transfers"]] == [(e.source_position, e.target_position)
+                                                                     for e in events]
+    skill = run["skills"][0]
+    assert XSS in skill["description"]  # untrusted text is carried as text
+    assert [u["position"] for u in skill["retrieved_by"] if u["transfer"]] == [e.target_position for e in events]
+    assert skill["induced_at"]["position"] == events[0].source_position
+    task = catalog.task(run["key"], 1)
+    assert task["prompts_recorded"]
+    calls = task["trajectory"]["calls"]
+    assert all(isinstance(task["messages"][i], dict) for c in calls for i in c["messages"])
+    action = next(i for i, s in enumerate(task["trajectory"]["steps"]) if s["type"] == "ActionStep")
+    assert task["step_calls"][str(action)] == [0]
+    assert "".join(t for _, t in task["code"][str(action)]) == task["trajectory"]["steps"][action]["action"]
+    assert "contexts" not in task["trajectory"]  # the prompts hold them
+
+
+def test_python_tokens_join_to_the_code():
+    code = "def f(x):\n    # note\n    return '<b>' + str(x)  \n"
+    tokens = python_tokens(code)
+    assert "".join(t for _, t in tokens) == code
+    assert ["k", "def"] in tokens
+    assert ["s", "'<b>'"] in tokens
+
+
+def test_server_is_read_only_local_and_refuses_paths_out_of_the_run(runs, tmp_path):
+    evil = tmp_path / "evil"
+    shutil.copytree(runs["task"], evil)
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"task_id": "x", "position": 0, "instruction": "SECRET", "steps": [], "calls": [],
+                                  "contexts": []}))
+    lines = (evil / "results.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["trajectory"] = "../secret.json"
+    (evil / "results.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    link = json.loads(lines[1])
+    (evil / "trajectories" / "link.json").symlink_to(secret)
+    link["trajectory"] = "trajectories/link.json"
+    (evil / "results.jsonl").write_text("\n".join([json.dumps(first), json.dumps(link), *lines[2:]]) + "\n")
+    catalog = Catalog([evil])
+    key = _key(catalog, evil)
+    with ViewServer(catalog) as server:
+        status, headers, body = _get(server.url)
+        assert status == 200
+        assert "script-src 'self'" in headers["Content-Security-Policy"]
+        assert b"<script src=\"assets/app.js\"></script>" in body
+        for position in (0, 1):  # a path out of the folder, a link out of it
+            status, _, body = _get(f"{server.url}api/task/{key}/{position}")
+            assert status == 403
+            assert b"SECRET" not in body
+        assert _get(f"{server.url}api/task/{key}/2")[0] == 200
+        assert _get(f"{server.url}assets/..%2F..%2Fdata.py")[0] == 404
+        assert _get(f"{server.url}api/run/..%2F..%2Fetc")[0] == 404
+        assert _get(f"{server.url}figure/nope.png")[0] == 404
+        request = urllib.request.Request(f"{server.url}api/index", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 405
+        assert _get(f"{server.url}api/index", host="attacker.example:80")[0] == 421  # DNS rebinding
+    assert (evil / "results.jsonl").read_text().count("\n") == len(lines)  # nothing written
+
+
+def test_export_writes_a_site_that_names_only_its_own_files(runs, tmp_path):
+    root = runs["task"].parent.parent
+    done = export_site(Catalog([root]), tmp_path / "site")
+    assert done.runs == 4
+    assert done.tasks == 13
+    assert not done.problems
+    site = tmp_path / "site"
+    assert (site / "index.html").is_file()
+    assert (site / MARKER).is_file()
+    text = (site / "index.html").read_text()
+    assert "http" not in text.replace("http-equiv", "")  # no network asset
+    data = next((site / "data" / "task").rglob("*.js")).read_text()
+    assert data.startswith("window.__stv_deliver(")
+    assert "<" not in data  # written as \\u003c: no "</script>" even if a file were inlined
+    # re-export over an earlier export is allowed; over another folder it is refused
+    export_site(Catalog([root]), site)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(InputError, match="not an earlier export"):
+        export_site(Catalog([root]), other)
+
+
+def test_view_command_errors_and_export(runs, tmp_path):
+    with pytest.raises(InputError, match="no such run folder"):
+        cli("view", str(tmp_path / "missing"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="no runs found"):
+        cli("view", str(empty), "--port", "0")
+    out = cli("view", str(runs["task+text"]), "--export", str(tmp_path / "site")).output
+    assert "1 runs, 4 trajectories" in out
+
+
+def test_view_command_serves_until_stopped(runs):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "skilltransfer", "view", str(runs["task+text"]), "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert "skilltransfer view: 1 runs at http://localhost:" in line, line
+        url = line.split(" at ")[1].split(" ")[0]
+        deadline = time.monotonic() + 20
+        while True:
+            status, _, body = _get(url + "api/index")
+            if status == 200 or time.monotonic() > deadline:
+                break
+        assert json.loads(body)["runs"][0]["condition"] == "task+text"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_grid_status_and_report_figures_are_found(runs, tmp_path):
+    from PIL import Image
+
+    grid = tmp_path / "grid-x"
+    shutil.copytree(runs["task"], grid / "tiny" / "mock" / "task")
+    (grid / "grid.json").write_text(json.dumps({"spec": {"name": "my-grid"}}))
+    (grid / "status.json").write_text(json.dumps({"updated": "now", "streams": {"tiny/mock/task": {"state": "done"}}}))
+    (grid / "report" / "figures").mkdir(parents=True)
+    Image.new("RGB", (4, 4), "white").save(grid / "report" / "figures" / "fig6_transfer_density.png")
+    (grid / "report" / "figures" / "fake.png").write_text("<svg onload=alert(1)>")
+    catalog = Catalog([grid])
+    index = catalog.index()
+    assert [r["grid"] for r in index["runs"]] == ["grid-x"]
+    assert index["grids"] == [{"label": "grid-x", "name": "my-grid", "streams": {"tiny/mock/task": "done"},
+                               "updated": "now"}]
+    figures = {f["label"]: f["key"] for f in index["figures"]}
+    assert set(figures) == {"grid-x/report/figures/fig6_transfer_density.png"}  # fake.png is not a PNG
+    with ViewServer(catalog) as server:
+        key = figures["grid-x/report/figures/fig6_transfer_density.png"]
+        status, headers, body = _get(f"{server.url}figure/{key}.png")
+        assert (status, headers["Content-Type"]) == (200, "image/png")
+        assert body.startswith(b"\x89PNG")

@@ -1,0 +1,317 @@
+"""``skilltransfer view`` in a real browser: Debian's chromium driven by Playwright (``executable_path``; Playwright's
+own browser download is not used), against runs made through the mock server (``helpers_view``): every page renders,
+trajectory <-> skill <-> source task links work, the transfer graph's edges are the run's transfer events, compare
+shows both runs, agent output holding markup stays text (no dialog, no element), the static export shows the same
+content from ``file://``, and a 300-task stream's task list renders in under a second.
+
+Skips with a reason when chromium or the playwright package is missing (``.ci/run`` installs both)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_view import XSS, build_view_runs
+
+from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.experiments.summary import transfer_events
+from skilltransfer.view import Catalog, ViewServer, export_site
+
+CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and Path(p).is_file()), None)
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+TASKS_300 = 300
+
+pytestmark = [pytest.mark.slow]
+
+if CHROMIUM is None:
+    pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (dev extra)")
+
+
+# --------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("view")
+    out = build_view_runs(root)
+    out["large"] = _large_run(out["task+text"], root / "runs" / "large")
+    return out
+
+
+@pytest.fixture(scope="module")
+def root(runs: dict[str, Path]) -> Path:
+    return runs["task"].parent.parent.parent / "runs"
+
+
+@pytest.fixture(scope="module")
+def server(root: Path) -> Iterator[ViewServer]:
+    with ViewServer(Catalog([root])) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Page:
+    """A browser tab on the viewer: every dialog, page error and created element is recorded."""
+
+    def __init__(self, browser: Any, base: str) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.base = base
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.goto(base)
+        self.wait(1)
+
+    def wait(self, render: int) -> None:
+        self.page.wait_for_selector(f'body[data-rendered="{render}"]', state="attached", timeout=20000)
+
+    def go(self, route: str) -> Any:
+        """Navigate to a route (``#/...``) and wait for it to render."""
+        count = int(self.page.get_attribute("body", "data-rendered") or 0)
+        self.page.evaluate("route => { location.hash = route; }", route)
+        self.wait(count + 1)
+        return self.page
+
+    def click(self, locator: Any) -> None:
+        count = int(self.page.get_attribute("body", "data-rendered") or 0)
+        locator.click()
+        self.wait(count + 1)
+
+    def text(self) -> str:
+        return str(self.page.inner_text("#main"))
+
+    def close(self) -> None:
+        self.page.close()
+
+
+@pytest.fixture
+def tab(browser: Any, server: ViewServer) -> Iterator[Page]:
+    page = Page(browser, server.url)
+    yield page
+    assert not page.dialogs, page.dialogs
+    assert not page.errors, page.errors
+    page.close()
+
+
+def key_of(server: ViewServer, path: Path) -> str:
+    return next(r.key for r in server.catalog.scan()[0] if r.path == path.resolve())
+
+
+def _large_run(source: Path, out: Path) -> Path:
+    """A 300-task stream: the source run's config and records repeated with new ids and positions (the task list
+    reads only these)."""
+    out.mkdir(parents=True)
+    config = json.loads((source / "config.json").read_text())
+    records = [json.loads(line) for line in (source / "results.jsonl").read_text().splitlines()]
+    lines, ids = [], []
+    for position in range(TASKS_300):
+        record = dict(records[position % len(records)])
+        record.update(position=position, task_id=f"big/{position}", success=position % 3 != 0,
+                      reward=float(position % 3 != 0))
+        record["induced"] = [dict(i, skill_id=f"sk-{position}", skill_name=f"skill_{position}", status="added")
+                             for i in record["induced"]][:1]
+        record["retrieved"] = [dict(r, skill_id=f"sk-{p}", name=f"skill_{p}", source_position=p,
+                                    source_task_id=f"big/{p}") for r in record["retrieved"]
+                               for p in range(max(0, position - 3), position)][:3]
+        lines.append(json.dumps(record))
+        ids.append(record["task_id"])
+    config["task_ids"] = ids
+    (out / "config.json").write_text(json.dumps(config))
+    (out / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- pages
+def test_runs_page_lists_filters_sorts_and_picks_two_to_compare(tab, runs, server):
+    rows = tab.page.locator("table.runs tbody tr")
+    assert rows.count() == 5
+    text = tab.text()
+    for condition in ("task+text", "subtask+code", "metaskill"):
+        assert condition in text
+    tab.page.fill("input.filter", "tiny/task+text")
+    assert rows.count() == 1
+    tab.page.fill("input.filter", "")
+    tab.page.locator("table.runs th", has_text="tokens/task").click()
+    assert tab.page.get_attribute("table.runs th:nth-child(11)", "data-sorted") == "asc"
+    a, b = key_of(server, runs["task"]), key_of(server, runs["task+text"])
+    tab.page.check(f'input[data-key="{a}"]')
+    tab.page.check(f'input[data-key="{b}"]')
+    tab.click(tab.page.get_by_role("button", name="compare the 2 selected runs"))
+    assert tab.page.locator(".pair.heads h2").all_inner_texts() == ["runs/tiny/task", "runs/tiny/task+text"]
+
+
+def test_task_list_filters_by_outcome(tab, runs, server):
+    tab.go(f"#/run/{key_of(server, runs['task+text'])}")
+    rows = tab.page.locator("table.tasks tbody tr")
+    assert rows.count() == 4
+    tab.page.click('button[data-outcome="failure"]')
+    assert rows.count() == 1
+    assert "failure" in rows.first.inner_text()
+    tab.page.click('button[data-outcome="success"]')
+    assert rows.count() == 3
+
+
+def test_trajectory_skill_and_source_task_link_to_each_other(tab, runs, server):
+    key = key_of(server, runs["task+text"])
+    records = RunFolder(runs["task+text"]).read_records()
+    event = transfer_events(records)[0]
+    tab.go(f"#/run/{key}/task/{event.target_position}")
+    retrieval = tab.page.locator('article[data-type="RetrievalStep"]')
+    assert event.skill_name in retrieval.inner_text()
+    tab.click(retrieval.locator("table a", has_text=f"#{event.source_position}"))  # -> the source task
+    assert tab.page.locator(".trajectory h1").inner_text() == f"#{event.source_position} {event.source_task_id}"
+    induction = tab.page.locator('article[data-type="InductionStep"]')
+    tab.click(induction.get_by_role("link", name=event.skill_name))  # -> the skill it wrote
+    assert tab.page.locator("section.skill h2").inner_text().startswith(event.skill_name)
+    uses = tab.page.locator("table.uses tbody tr")
+    assert uses.count() == len({e.target_position for e in transfer_events(records)})
+    tab.click(tab.page.locator("section.skill p a", has_text=f"#{event.source_position}"))  # -> source task again
+    assert f"#{event.source_position} {event.source_task_id}" in tab.text()
+    tab.go(f"#/run/{key}/skill/{records[event.source_position].induced[0].skill_id}")
+    tab.click(uses.first.get_by_role("link"))  # -> a later task that retrieved it
+    assert tab.page.locator(".trajectory h1").inner_text() == f"#{event.target_position} {event.target_task_id}"
+
+
+def test_transfer_graph_has_one_edge_per_transfer_event(tab, runs, server):
+    key = key_of(server, runs["task+text"])
+    events = transfer_events(RunFolder(runs["task+text"]).read_records())
+    tab.go(f"#/run/{key}/graph")
+    edges = tab.page.locator("svg.transfer path.edge")
+    assert edges.count() == len(events)
+    drawn = sorted((int(e.get_attribute("data-source")), int(e.get_attribute("data-target"))) for e in edges.all())
+    assert drawn == sorted((e.source_position, e.target_position) for e in events)
+    colours = {int(e.get_attribute("data-target")): e.get_attribute("class") for e in edges.all()}
+    assert colours == {e.target_position: "edge " + ("ok" if e.target_success else "fail") for e in events}
+    assert tab.page.locator("svg.transfer circle").count() == 4
+    target = events[-1].target_position
+    count = int(tab.page.get_attribute("body", "data-rendered") or 0)
+    edges.nth(len(events) - 1).dispatch_event("click")
+    tab.wait(count + 1)
+    assert tab.page.locator(".trajectory h1").inner_text().startswith(f"#{target} ")
+
+
+def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs, server):
+    tab.go(f"#/run/{key_of(server, runs['subtask+code'])}/task/1")
+    kinds = set(tab.page.locator("article.step").evaluate_all("els => els.map(e => e.dataset.type)"))
+    assert kinds == {"PlanStep", "RetrievalStep", "ActionStep", "InductionStep", "SummaryStep"}
+    assert tab.page.locator("pre.code span.tb").count() > 0  # highlighted code
+    prompt = tab.page.locator('article[data-type="PlanStep"] details.prompt').first
+    assert prompt.locator(".message").count() == 0  # collapsed, not built
+    prompt.locator("summary").click()
+    assert prompt.locator(".message").count() == 3  # system, user, reply
+    assert "You are the PLANNER" in prompt.inner_text()
+    tab.go(f"#/run/{key_of(server, runs['metaskill'])}/task/0")
+    assert tab.page.locator("svg.plan g.plannode").count() == 4
+    assert tab.page.locator("svg.plan path.dep").count() == 4  # v1->v2, v1->v3, v2->v4, v3->v4 (bindings on them)
+
+
+def test_compare_shows_both_runs_side_by_side(tab, runs, server):
+    a, b = key_of(server, runs["task"]), key_of(server, runs["task+text"])
+    tab.go(f"#/compare/{a}/{b}")
+    assert tab.page.locator("table.compare tbody tr").count() == 4
+    tab.click(tab.page.locator("table.compare tbody tr a").first)
+    sides = tab.page.locator(".pair .side")
+    assert sides.count() == 2
+    first = [side.locator(".trajectory h2").first.inner_text() for side in sides.all()]
+    assert first[0] == first[1]
+    assert sides.nth(0).locator('article[data-type="RetrievalStep"]').count() == 0  # task: no memory
+    assert sides.nth(1).locator('article[data-type="RetrievalStep"]').count() == 1
+
+
+def test_markup_in_agent_output_and_skills_is_shown_as_text(tab, runs, server):
+    key = key_of(server, runs["task+text"])
+    tab.page.evaluate("() => { window.__created = 0; new MutationObserver(ms => { for (const m of ms) for (const n of "
+                      "m.addedNodes) if (n.nodeType === 1 && ['IMG', 'SCRIPT', 'B'].includes(n.tagName)) "
+                      "window.__created++; }).observe(document, {childList: true, subtree: true}); }")
+    tab.go(f"#/run/{key}/task/0")
+    for prompt in tab.page.locator("details.prompt").all():
+        prompt.locator("summary").click()
+    tab.go(f"#/run/{key}/skills")
+    tab.go(f"#/run/{key}/skill/{RunFolder(runs['task+text']).read_records()[0].induced[0].skill_id}")
+    assert XSS in tab.text()
+    tab.go(f"#/run/{key}/task/0")
+    text = tab.text()
+    assert XSS in text  # the observation
+    assert "Look first <b>bold?</b>." in text
+    assert tab.page.evaluate("window.__created") == 0  # no element made from the text
+    assert tab.page.locator("main img, main script, main b").count() == 0
+    assert tab.page.locator("script").count() == 1  # app.js only
+    assert not tab.dialogs
+
+
+def test_a_running_streams_new_tasks_appear_on_reload(browser, runs, tmp_path):
+    live = tmp_path / "live"
+    shutil.copytree(runs["task+text"], live)
+    results = (live / "results.jsonl").read_text().splitlines(keepends=True)
+    (live / "results.jsonl").write_text("".join(results[:2]))
+    with ViewServer(Catalog([live])) as server:
+        page = Page(browser, server.url)
+        page.go(f"#/run/{key_of(server, live)}")
+        assert page.page.locator("table.tasks tbody tr.ok, table.tasks tbody tr.fail").count() == 2
+        assert page.page.locator("table.tasks tbody tr.pending").count() == 2
+        (live / "results.jsonl").write_text("".join(results))
+        page.page.reload()
+        page.wait(1)
+        assert page.page.locator("table.tasks tbody tr.pending").count() == 0
+        page.close()
+
+
+def test_a_300_task_stream_lists_its_tasks_in_under_a_second(tab, runs, server):
+    key = key_of(server, runs["large"])
+    tab.go("#/")
+    start = time.perf_counter()
+    tab.go(f"#/run/{key}")
+    seconds = time.perf_counter() - start
+    assert tab.page.locator("table.tasks tbody tr").count() == TASKS_300
+    timings = tab.page.evaluate("window.__stv.timings")
+    print(f"300-task list: {seconds * 1000:.0f} ms from click to rendered (fetch {timings['page']:.0f} ms incl. "
+          f"table build {timings['tasks']:.0f} ms)")
+    assert seconds < 1.0
+    tab.go(f"#/run/{key}/graph")
+    assert tab.page.locator("svg.transfer circle").count() == TASKS_300
+
+
+# --------------------------------------------------------------------------------------------- the export
+def test_export_opens_from_disk_with_the_same_content(browser, runs, root, tmp_path):
+    catalog = Catalog([root / "tiny"])
+    done = export_site(catalog, tmp_path / "site")
+    assert not done.problems
+    server = ViewServer(catalog).start()
+    a, b = key_of(server, runs["task"]), key_of(server, runs["task+text"])
+    routes = ["#/", f"#/run/{b}", f"#/run/{b}/task/1", f"#/run/{b}/skills", f"#/run/{b}/graph",
+              f"#/run/{key_of(server, runs['metaskill'])}/task/0", f"#/compare/{a}/{b}", f"#/compare/{a}/{b}/tiny%2F1"]
+    served = Page(browser, server.url)
+    exported = Page(browser, (tmp_path / "site" / "index.html").as_uri())
+    try:
+        for route in routes:
+            texts = []
+            for page in (served, exported):
+                page.go(route) if route != "#/" else None
+                texts.append(re.sub(r" · read \S+", "", page.text()))
+            assert texts[0] == texts[1], route
+            assert exported.page.locator("main .error").count() == 0
+        assert exported.page.locator("svg.transfer path.edge").count() == 0  # last route was compare
+        exported.go(f"#/run/{b}/graph")
+        assert exported.page.locator("svg.transfer path.edge").count() == len(
+            transfer_events(RunFolder(runs["task+text"]).read_records()))
+        assert not exported.dialogs
+        assert not exported.errors
+    finally:
+        served.close()
+        exported.close()
+        server.stop()
