@@ -11,12 +11,14 @@ of its path, and builds three payloads that the local server and the static expo
 - `Catalog.task`: one task's record and trajectory, its calls' prompts (the messages they name in ``prompts.jsonl``),
   which calls made which step, and its code as highlighting tokens.
 
-Everything in a run folder is untrusted: only files inside the run folder are read (a symlink out of it is refused),
-files are size-capped, and the payloads carry text (the page renders it as text, never as markup).
+Everything in a run folder is untrusted: files are read through `skilltransfer.util.untrusted` (regular files
+inside the run folder only, no link below it followed, size-capped), and the payloads carry text (the page renders it
+as text, never as markup).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -30,6 +32,7 @@ from typing import Any
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows
+from skilltransfer.util import untrusted
 from skilltransfer.view.highlight import python_tokens
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -41,24 +44,36 @@ SCORES = "scores.json"
 
 
 class UnsafeFile(InputError):
-    """A run-log file the viewer refuses to read (outside the run folder, not a file, or too large)."""
+    """A run-log file the viewer refuses to read (a path or link out of the run folder, not a regular file, too
+    large)."""
 
 
-def contained(root: Path, relative: str | Path) -> Path:
-    """``root / relative`` resolved, if it is a regular file inside ``root`` (symlinks resolved) and not too large.
+def _refusal(exc: untrusted.UntrustedFileError) -> InputError:
+    """A missing file is not found (404); anything else is refused (403)."""
+    return InputError(str(exc)) if exc.errno == errno.ENOENT else UnsafeFile(str(exc))
+
+
+def check_file(root: Path, relative: str | Path) -> None:
+    """Refuse ``root/relative`` unless it is a regular file inside ``root`` reached without following a link
+    (`skilltransfer.util.untrusted`) and at most `MAX_FILE_BYTES`.
 
     Raises:
-        UnsafeFile: it leaves the folder, is missing or not a file, or is larger than `MAX_FILE_BYTES`.
+        UnsafeFile: it leads out of the folder, through a link, to something not a regular file, or is too large.
+        InputError: it is missing.
     """
-    base = root.resolve()
-    path = (base / relative).resolve()
-    if not path.is_relative_to(base):
-        raise UnsafeFile("refused: the path leads out of the run folder", path=root / relative)
-    if not path.is_file():
-        raise UnsafeFile("missing or not a file", path=root / relative)
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise UnsafeFile(f"larger than {MAX_FILE_BYTES // 2**20} MiB; not shown", path=root / relative)
-    return path
+    try:
+        fd, _ = untrusted.open_regular(Path(relative).as_posix(), root=root, max_bytes=MAX_FILE_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise _refusal(exc) from None
+    os.close(fd)
+
+
+def read_file(root: Path, relative: str | Path) -> bytes:
+    """The bytes of ``root/relative`` under the rules of `check_file`."""
+    try:
+        return untrusted.read_bytes(Path(relative).as_posix(), root=root, max_bytes=MAX_FILE_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise _refusal(exc) from None
 
 
 def _key(prefix: str, path: Path) -> str:
@@ -203,9 +218,9 @@ class Catalog:
     def _summary(self, entry: RunEntry) -> dict[str, Any]:
         """The run's `RunSummary` as a dict, cached until its config or results change."""
         folder = RunFolder(entry.path)
-        contained(entry.path, CONFIG)
+        check_file(entry.path, CONFIG)
         if folder.results_file.exists():
-            contained(entry.path, RESULTS)
+            check_file(entry.path, RESULTS)
         signature = _signature(folder.config_file, folder.results_file)
         with self._lock:
             cached = self._summaries.get(entry.key)
@@ -281,16 +296,16 @@ class Catalog:
             relative = folder.trajectory_file(task_ids[position])
         else:
             raise InputError(f"no task at position {position} in this run", path=entry.path)
-        path = contained(entry.path, relative)
+        raw = read_file(entry.path, relative)
         try:
-            trajectory = TrajectoryLog.model_validate_json(path.read_bytes())
+            trajectory = TrajectoryLog.model_validate_json(raw)
         except ValueError as exc:
-            raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=path) from None
+            raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=entry.path / relative) from None
         calls = trajectory.calls
         ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply")] if isinstance(i, str)}
         messages: dict[str, Any] = {}
         if ids and folder.prompts.path.exists():
-            contained(entry.path, PROMPTS)
+            check_file(entry.path, PROMPTS)
             messages = folder.prompts.read(ids)
         recorded = any(isinstance(c.get("messages"), list) for c in calls)
         code = {str(i): python_tokens(step["action"]) for i, step in enumerate(trajectory.steps)
@@ -313,11 +328,10 @@ def _list(value: Any) -> list[Any]:
 
 
 def _read_json(root: Path, relative: str) -> dict[str, Any]:
-    path = contained(root, relative)
     try:
-        data = json.loads(path.read_bytes())
-    except ValueError as exc:
-        raise InputError(f"invalid JSON: {exc}", path=path) from None
+        data = untrusted.parse_json(read_file(root, relative), root / relative)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(str(exc)) from None
     return data if isinstance(data, dict) else {}
 
 
@@ -377,8 +391,7 @@ def _task_row(record: TaskRecord) -> dict[str, Any]:
 def _trajectory_status(folder: RunFolder, task_id: str) -> str:
     """"running" or "aborted" for a task with a partial trajectory on disk, else "pending"."""
     try:
-        path = contained(folder.path, folder.trajectory_file(task_id))
-        status = json.loads(path.read_bytes()).get("status")
+        status = json.loads(read_file(folder.path, folder.trajectory_file(task_id))).get("status")
     except (InputError, ValueError, AttributeError):
         return "pending"
     return status if status in ("running", "aborted") else "pending"
@@ -416,7 +429,7 @@ def _skills(root: Path, records: list[TaskRecord],
     if not (memory / MANIFEST).is_file():
         return [], None
     try:
-        contained(root, f"memory/{SKILLS_JSONL}")
+        check_file(root, f"memory/{SKILLS_JSONL}")
         library = load_library(memory)
     except InputError as exc:
         return [], str(exc)
