@@ -104,3 +104,26 @@ def test_sixteen_apps_streams_at_once_match_the_streams_run_one_at_a_time(tmp_pa
     concurrent, sequential = _records(tmp_path / "together", runs), _records(tmp_path / "alone", runs)
     assert all(len(records) == 2 for records in sequential.values())
     assert concurrent == sequential
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the half-built env's __del__
+def test_scienceworld_jvm_options_go_to_its_launch_not_the_environment(monkeypatch):
+    import py4j.java_gateway
+
+    from skilltransfer.envs.scienceworld import simulator
+
+    pytest.importorskip("scienceworld")
+    seen: list[tuple[list[str], str | None]] = []
+
+    def launch_gateway(**kwargs: Any) -> Any:
+        seen.append((kwargs["javaopts"], os.environ.get("JAVA_TOOL_OPTIONS")))
+        raise RuntimeError("no JVM in this test")
+
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.setattr(py4j.java_gateway, "launch_gateway", launch_gateway)
+    with pytest.raises(RuntimeError, match="no JVM"):
+        simulator._launch(384)
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx2g")
+    with pytest.raises(RuntimeError, match="no JVM"):
+        simulator._launch(384)
+    assert seen == [(["-Xmx384m", "-XX:+UseSerialGC"], None), (["-XX:+UseSerialGC"], "-Xmx2g")]

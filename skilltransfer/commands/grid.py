@@ -89,12 +89,11 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
         console.print(f"{len(reading)} streams read a frozen library, {len(empty)} of them with no skills",
                       soft_wrap=True)
     if empty:
-        table = Table(title="Streams that ran with an empty library (its source stream induced nothing: a result)")
-        table.add_column("stream", overflow="fold")
-        table.add_column("library", overflow="fold")
+        console.print("Streams that ran with an empty library (their source stream induced nothing: a result):",
+                      soft_wrap=True)
         for outcome in empty:
-            table.add_row(outcome.run, f"library: {outcome.library}")
-        console.print(table)
+            console.print(f"  {outcome.run}  library: {outcome.library}", soft_wrap=True, highlight=False,
+                          markup=False)
     if summary.failed:
         table = Table(title="Failed streams (rerun the same command to retry them)")
         table.add_column("stream", overflow="fold")

@@ -122,7 +122,8 @@ def library_note(plan: StreamPlan) -> str | None:
     size = saved_memory_size(config.path / MEMORY)  # the library as the stream froze it (after its filter)
     if size is None:
         size = saved_memory_size(config.library)
-    return f"{'?' if size is None else size} skills from {plan.depends_on or config.library}"
+    count = "?" if size is None else f"{size} skill{'' if size == 1 else 's'}"
+    return f"{count} from {plan.depends_on or config.library}"
 
 
 def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskRecord] | None:

@@ -116,9 +116,10 @@ class RolePlay:
         system = str(messages[0].get("content") or "")
         if not self.induce or failing:
             return "I could not find a reusable procedure in this trajectory."
-        goal = str(messages[-1].get("content") or "").split("# Goal of the trajectory", 1)[-1].strip()[:200]
+        goal = str(messages[-1].get("content") or "").split("# Goal of the trajectory", 1)[-1].strip()
+        goal = " ".join(goal.split("\n", 1)[0].split()[:12]).rstrip(".")
         name = SKILL_NAMES[sum(map(ord, goal)) % len(SKILL_NAMES)]
-        description = "Use at the start of a task to see which APIs and values the environment offers."
+        description = f"Use at the start of a task like: {goal}; see which APIs and values the environment offers."
         contract = "INPUTS:\n- none\nOUTPUTS:\n- the names the environment offers\n" \
             if "## Input and output contracts" in system else ""
         if "## Skill format: code" in system:

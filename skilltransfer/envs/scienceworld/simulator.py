@@ -260,19 +260,34 @@ def _set_timeout(env: Any, seconds: float) -> None:
         pass
 
 
+_JVM_OPTIONS = threading.local()
+"""The JVM options of the launch running in this thread (`_launch`)."""
+
+
+def _launch_gateway(*args: Any, **kwargs: Any) -> Any:
+    """py4j's ``launch_gateway`` with the calling thread's `_JVM_OPTIONS` added (the benchmark's constructor takes
+    none); a call from anywhere else passes through unchanged."""
+    from py4j.java_gateway import launch_gateway
+
+    extra = getattr(_JVM_OPTIONS, "options", None) or []
+    return launch_gateway(*args, **{**kwargs, "javaopts": [*kwargs.get("javaopts", []), *extra]})
+
+
 def _launch(heap_mb: int) -> Any:
-    """The benchmark's ``ScienceWorldEnv`` (it starts the JVM), with the heap capped through ``JAVA_TOOL_OPTIONS``
-    (the benchmark's constructor takes no JVM options): set only while the JVM starts, before any options of the
-    user's own (the JVM takes the last of repeated options, so the user's ``-Xmx`` wins)."""
+    """The benchmark's ``ScienceWorldEnv`` (it starts the JVM) with the heap capped (``-Xmx``, unless the user's own
+    ``JAVA_TOOL_OPTIONS`` sets one) and the serial GC, passed as JVM options of this launch only: no environment
+    variable or other process-wide state changes while other streams run (the benchmark module's
+    ``launch_gateway`` is `_launch_gateway`, which adds them for this thread's launch)."""
+    import scienceworld.scienceworld as benchmark
     from scienceworld import ScienceWorldEnv
 
+    options = ["-XX:+UseSerialGC"]
+    if "-Xmx" not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
+        options.insert(0, f"-Xmx{heap_mb}m")
     with _LAUNCH_LOCK:
-        before = os.environ.get("JAVA_TOOL_OPTIONS")
-        os.environ["JAVA_TOOL_OPTIONS"] = f"-Xmx{heap_mb}m -XX:+UseSerialGC {before or ''}".strip()
+        benchmark.launch_gateway = _launch_gateway  # idempotent
+        _JVM_OPTIONS.options = options
         try:
             return ScienceWorldEnv("", envStepLimit=10**9)
         finally:
-            if before is None:
-                del os.environ["JAVA_TOOL_OPTIONS"]
-            else:
-                os.environ["JAVA_TOOL_OPTIONS"] = before
+            _JVM_OPTIONS.options = None

@@ -1,0 +1,126 @@
+"""Every spec in ``experiments/`` as shipped runs end to end: ``skilltransfer grid <spec> --task-limit 2`` through the
+mock OpenAI-compatible endpoint, which answers every role in its reply format (`skilltransfer.llm.roleplay`, with
+failing replies and retried transport faults mixed in), then ``skilltransfer report``.
+
+Each spec: exit 0, no failed stream, the streams the spec plans, every stream's tasks taken from its own env, and the
+report tables the spec exists for (Table 2 always; ``coordination``, ``skill_exec``, ``library_organization``,
+``reuse``, ``skills_per_run`` when its streams use them). The second variant answers the inducer with text no skill
+can be parsed from: every stream that reads an earlier phase's library then runs with none and says so.
+
+The specs are globbed, so a spec added to ``experiments/`` is covered without editing this file. Settings are the
+smallest that still run every stream kind: 2 tasks per stream, the hash embedder (a documented test double: the
+specs' minilm is real retrieval, not what is tested here), multi-env specs as shipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_cli import main_cli
+
+from skilltransfer.experiments.build import build_env
+from skilltransfer.experiments.plan import StreamPlan, plan_streams
+from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.experiments.spec import SPEC_DIR, load_spec
+from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.roleplay import RolePlay
+
+SPECS = sorted(SPEC_DIR.glob("*.yaml"))
+PHASED = [path for path in SPECS if any(p.library_from is not None for p in load_spec(str(path)).phases)]
+FAULTS = ("rate_limit", "server_error", "disconnect", "garbage")
+"""Transport faults the client retries (no ``timeout``: it stalls the answer for ``hang_s``)."""
+
+
+def _grid_args(path: Path, out: Path, url: str, *extra: str) -> list[str]:
+    return ["grid", str(path), "--task-limit", "2", "--embedder", "hash:64", "-q", "--out", str(out),
+            "-c", f"models.default.base_url={url}", "-c", "models.default.model=mock",
+            "-c", "models.default.api_key=mock", "-c", "models.default.backoff_base_s=0",
+            "-c", "models.default.max_retries=8", *extra]
+
+
+def _plans(path: Path, *extra: str) -> list[StreamPlan]:
+    overrides = [extra[i + 1] for i in range(len(extra) - 1) if extra[i] == "-c"]
+    return plan_streams(load_spec(str(path), overrides, **{"limits.task_limit": 2}))
+
+
+def _expected_tables(plans: list[StreamPlan]) -> set[str]:
+    """The report tables the spec's streams call for."""
+    configs = [p.config for p in plans]
+    wanted = {"table2_success"}
+    if any(c.coordination != "none" for c in configs):
+        wanted.add("coordination")
+    if any(c.skill_exec != "inline" for c in configs):
+        wanted.add("skill_exec")
+    if any(c.library_organization != "flat" for c in configs):
+        wanted.add("library_organization")
+    if any(c.reuse != "flat" for c in configs):
+        wanted.add("reuse")
+    if any(c.has_memory for c in configs):
+        wanted.add("skills_per_run")
+    return wanted
+
+
+def _env_task_ids(plans: list[StreamPlan], work: Path) -> dict[str, set[str]]:
+    """Every task id of each stream's env (all splits), one env built per distinct env spec."""
+    by_spec: dict[str, set[str]] = {}
+    ids: dict[str, set[str]] = {}
+    for plan in plans:
+        env = plan.config.env
+        key = json.dumps([env.name, env.args, env.seed], sort_keys=True, default=str)
+        if key not in by_spec:
+            by_spec[key] = {t.id for t in build_env(env, work / str(len(by_spec))).tasks()}
+        ids[plan.run] = by_spec[key]
+    return ids
+
+
+def _run(path: Path, tmp_path: Path, replies: Any, monkeypatch: pytest.MonkeyPatch,
+         capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[Path, str, list[StreamPlan]]:
+    out = tmp_path / "grid"
+    with MockServer(replies, fault_rate=0.02, fault_kinds=FAULTS, seed=1) as server:
+        code, stdout, stderr = main_cli(_grid_args(path, out, server.url, *extra), monkeypatch, capsys)
+    status = json.loads((out / "status.json").read_text())["streams"] if (out / "status.json").is_file() else {}
+    failed = {run: s["error"] for run, s in status.items() if s["state"] != "done"}
+    assert code == 0, (stdout[-3000:], stderr[-2000:], failed)
+    assert not failed
+    plans = _plans(path, *extra)
+    assert set(status) == {p.run for p in plans}
+    return out, stdout, plans
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_shipped_spec_runs_end_to_end_and_reports(path, tmp_path, monkeypatch, capsys):
+    out, _, plans = _run(path, tmp_path, RolePlay(fail_rate=0.1, seed=1), monkeypatch, capsys)
+    env_ids = _env_task_ids(plans, tmp_path / "probe")
+    for plan in plans:
+        records = RunFolder(out / plan.run).read_records()
+        assert len(records) == 2, plan.run
+        assert {r.task_id for r in records} <= env_ids[plan.run], plan.run
+    report = tmp_path / "report"
+    code, stdout, stderr = main_cli(["report", str(out), "--out", str(report)], monkeypatch, capsys)
+    assert code == 0, (stdout[-2000:], stderr[-2000:])
+    for table in _expected_tables(plans):
+        rows = (report / f"{table}.csv").read_text().splitlines()
+        assert len(rows) > 1, table
+    assert (report / "report.md").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PHASED, ids=[p.stem for p in PHASED])
+def test_a_source_phase_that_induces_nothing_leaves_its_dependents_running_with_no_skills(path, tmp_path,
+                                                                                         monkeypatch, capsys):
+    first = next(iter(load_spec(str(path)).phases[0].envs))
+    out, stdout, plans = _run(path, tmp_path, RolePlay(induce=False), monkeypatch, capsys, "-c", f"envs=[{first}]")
+    status = json.loads((out / "status.json").read_text())["streams"]
+    dependents = [p for p in plans if p.depends_on is not None]
+    assert dependents
+    for plan in dependents:
+        assert status[plan.run]["library"] == f"0 skills from {plan.depends_on}"
+        assert f"library: 0 skills from {plan.depends_on}" in stdout
+    report = tmp_path / "report"
+    code, _, _ = main_cli(["report", str(out), "--out", str(report)], monkeypatch, capsys)
+    assert code == 0
+    assert f"(library: 0 skills from {dependents[0].depends_on})" in (report / "report.md").read_text()
