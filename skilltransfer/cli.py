@@ -1,37 +1,125 @@
-"""The ``skilltransfer`` command line: a thin Typer app over library functions (the commands are in
-``skilltransfer.commands``; adding one is a module there and a line below)."""
+"""The ``skilltransfer`` command line: a thin Typer app over library functions.
+
+The commands are in ``skilltransfer.commands``; adding one is a module there and a line in `COMMANDS`. A command's
+module is imported only when that command runs (or its own ``--help`` is asked for), so ``skilltransfer --help``
+and ``--version`` start without numpy, torch, pandas or the model clients.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
-from skilltransfer.commands import (
-    envs,
-    evolve,
-    grid,
-    judge,
-    library,
-    library_lens,
-    report,
-    run,
-    score,
-    serve,
-    show,
-    view,
-)
+from skilltransfer import __version__
 from skilltransfer.errors import InputError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("skilltransfer.commands.run:run", "Run one condition over an env's task stream, with a skill memory "
+            "that persists across tasks."),
+    "grid": ("skilltransfer.commands.grid:grid", "Run every stream of a grid spec; rerunning resumes."),
+    "show": ("skilltransfer.commands.show:show", "Print a run's summary, or one task's trajectory."),
+    "report": ("skilltransfer.commands.report:report", "Write tables with 95 % CIs and the paper's figures from "
+               "runs; --compare A B: the per-task flip table."),
+    "judge": ("skilltransfer.commands.judge:judge", "Judge run A against run B task by task, blinded (W/T/L and "
+              "preference with a CI)."),
+    "score": ("skilltransfer.commands.score:score", "Rank a library's skills by utility = specificity x "
+              "abstractness against a set of tasks."),
+    "evolve": ("skilltransfer.commands.evolve:evolve", "Evolve a library's skill graph and routing notes, keeping "
+               "an edit only when it raises J on validation tasks."),
+    "envs": ("skilltransfer.commands.envs:envs_app", "List environments and show their tasks."),
+    "library": ("skilltransfer.commands.library:library_app", "Inspect, organise and decompose skill libraries."),
+    "serve": ("skilltransfer.commands.serve:serve", "Start the embedded local model server (OpenAI-compatible) in "
+              "the foreground."),
+    "view": ("skilltransfer.commands.view:view", "Browse runs, tasks, trajectories, skills, transfer and comparisons "
+             "in a local web viewer (or export a static site)."),
+}
+"""Command name -> (``module:attribute`` of its function or Typer group, the one-line help ``--help`` lists)."""
+
+
+def load_command(name: str) -> Any:
+    """Build the click command of ``name`` (importing its module)."""
+    module, _, attribute = COMMANDS[name][0].partition(":")
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        group = typer.main.get_group(target)
+        group.name = name
+        return group
+    single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    single.command(name)(target)
+    command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class _LazyCommands(MutableMapping[str, Any]):
+    """The group's commands: every name known up front, each command built on first use."""
+
+    def __init__(self, eager: MutableMapping[str, Any]) -> None:
+        self._built: dict[str, Any] = dict(eager)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._built[name] = load_command(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*COMMANDS, *self._built]))
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self._built))
+
+
+class LazyGroup(TyperGroup):
+    """A Typer group whose commands are imported when used; its own help lists them from `COMMANDS`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = _LazyCommands(self.commands)
+        self._listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self._listing and cmd_name in COMMANDS:  # the help's command table: name and one line, nothing imported
+            return typer.core.TyperCommand(name=cmd_name, short_help=COMMANDS[cmd_name][1], help=COMMANDS[cmd_name][1])
+        return self.commands.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+app = typer.Typer(cls=LazyGroup, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Study cross-task skill transfer in LLM agents.")
-app.add_typer(envs.envs_app, name="envs")
-app.add_typer(library.library_app, name="library")
-library.library_app.command("decompose")(library_lens.decompose)
-library.library_app.command("route")(library_lens.route_query)
-for _command in (evolve.evolve, grid.grid, judge.judge, report.report, run.run, score.score, serve.serve, show.show,
-                 view.view):
-    app.command()(_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"skilltransfer {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Study cross-task skill transfer in LLM agents."""
 
 
 def main() -> None:

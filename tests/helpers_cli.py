@@ -27,8 +27,8 @@ def cli(*args: str) -> object:
 
 def run_tiny(server: MockServer, out, condition: str, targets=(3, 5, 2), *extra: str) -> object:
     """``skilltransfer run`` of the counter world against ``server`` (hash embedder, no sandbox, no bar)."""
-    return cli("run", "--env", TINY, "--condition", condition, "--model", "openai", "--base-url", server.url,
-               "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128", "--out", str(out),
+    return cli("run", "--env", TINY, "--condition", condition, "--model", "openai/mock", "--base-url", server.url,
+               "--api-key", "x", "--embedder", "hash:128", "--out", str(out),
                "--env-arg", f"targets={json.dumps(list(targets))}", "--no-sandbox", "--no-progress", *extra)
 
 

@@ -17,8 +17,8 @@ from skilltransfer.cli import main
 from skilltransfer.errors import InputError, check_output_path, read_text
 
 TINY = "helpers_tinyenv:TinyEnv"
-RUN = ["run", "--env", TINY, "--condition", "task", "--model", "scripted", "--embedder", "hash:64", "--no-sandbox",
-       "--no-progress", "--script", "{tmp}/ok.jsonl", "--out", "{tmp}/new-run"]
+RUN = ["run", "--env", TINY, "--condition", "task", "--model", "scripted:{tmp}/ok.jsonl", "--embedder", "hash:64",
+       "--no-sandbox", "--no-progress", "--out", "{tmp}/new-run"]
 SCORE = ["score", "{tmp}/lib.jsonl", "--tasks", "{tmp}/tasks.jsonl", "--embedder", "hash:64"]
 GRID_YAML = "name: g\nenvs: {tiny: {env: " + TINY + "}}\nmodels: {s: {name: scripted, script: {tmp}/ok.jsonl}}\n" \
             "conditions: [task]\n"
@@ -60,12 +60,12 @@ def files(tmp: Path, good_run: Path) -> None:
 
 CASES: list[tuple[str, list[str], str]] = [
     # --script: empty, blank, binary, bad UTF-8, a folder, a symlink loop
-    ("script-empty", [*RUN, "--script", "{tmp}/empty"], "empty: replies file holds no replies"),
-    ("script-blank", [*RUN, "--script", "{tmp}/blank.jsonl"], "blank.jsonl: replies file holds no replies"),
-    ("script-binary", [*RUN, "--script", "{tmp}/binary"], "binary:2: not UTF-8 text (byte 0x80)"),
-    ("script-latin1", [*RUN, "--script", "{tmp}/latin1"], "latin1:2: not UTF-8 text (byte 0xe9)"),
-    ("script-folder", [*RUN, "--script", "{tmp}/folder"], "folder: replies file is a folder"),
-    ("script-loop", [*RUN, "--script", "{tmp}/loop-a"], "loop-a: cannot read replies file (a symlink loop)"),
+    ("script-empty", [*RUN, "--model", "scripted:{tmp}/empty"], "empty: replies file holds no replies"),
+    ("script-blank", [*RUN, "--model", "scripted:{tmp}/blank.jsonl"], "blank.jsonl: replies file holds no replies"),
+    ("script-binary", [*RUN, "--model", "scripted:{tmp}/binary"], "binary:2: not UTF-8 text (byte 0x80)"),
+    ("script-latin1", [*RUN, "--model", "scripted:{tmp}/latin1"], "latin1:2: not UTF-8 text (byte 0xe9)"),
+    ("script-folder", [*RUN, "--model", "scripted:{tmp}/folder"], "folder: replies file is a folder"),
+    ("script-loop", [*RUN, "--model", "scripted:{tmp}/loop-a"], "loop-a: cannot read replies file (a symlink loop)"),
     # grid specs and -c files: binary, bad UTF-8
     ("grid-binary", ["grid", "{tmp}/binary", "--dry-run"], "binary:2: not UTF-8 text"),
     ("grid-latin1", ["grid", "{tmp}/latin1", "--dry-run"], "latin1:2: not UTF-8 text"),
@@ -78,7 +78,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("run-out-config-folder", [*RUN, "--out", "{tmp}/odd-run"], "config.json: not a file, so --out is not a run"),
     ("run-workdir-file", [*RUN, "--workdir", "{tmp}/a-file"], "a-file: --workdir: exists and is not a folder"),
     ("grid-out-file", ["grid", "{tmp}/grid.yaml", "--out", "{tmp}/a-file"], "a-file: out: exists and is not a"),
-    ("grid-out-loop", ["grid", "{tmp}/grid.yaml", "--out", "{tmp}/loop-a", "-q"], "loop-a: out: unusable path"),
+    ("grid-out-loop", ["grid", "{tmp}/grid.yaml", "--out", "{tmp}/loop-a", "--no-progress"],
+     "loop-a: out: unusable path"),
     ("report-out-file", ["report", "{tmp}/run", "--out", "{tmp}/a-file"], "a-file: --out: exists and is not a"),
     ("report-out-loop", ["report", "{tmp}/run", "--out", "{tmp}/loop-a"], "loop-a: --out: unusable path"),
     ("score-out-folder", [*SCORE, "--out", "{tmp}/folder.json"], None),
@@ -90,11 +91,11 @@ CASES: list[tuple[str, list[str], str]] = [
     ("env-arg-fraction", [*RUN, "--env-arg", "start=2.5"], "argument start=2.5: Input should be a valid integer"),
     ("env-arg-list", [*RUN, "--env-arg", "targets=[1, \"x\"]"], "argument targets=[1, \"x\"]"),
     ("env-arg-unknown", [*RUN, "--env", "office", "--env-arg", "colour=3"], "unexpected keyword argument 'colour'"),
-    ("show-max-chars", ["show", "{tmp}/run", "--task", "0", "--max-chars", "-5"], "'--max-chars': Input should be"),
+    ("show-max-chars", ["show", "{tmp}/run", "--task", "1", "--max-chars", "-5"], "'--max-chars': Input should be"),
     # found by fuzzing
     ("env-module", [*RUN, "--env", "os:path"], "env 'os:path' is not a class"),
     ("env-empty-module", [*RUN, "--env", ":"], "env class ':' cannot be imported"),
-    ("base-url", [*RUN[:9], "--base-url", "localhost:8000", "--model", "openai", "--model-name", "m"],
+    ("base-url", [*RUN[:9], "--base-url", "localhost:8000", "--model", "openai/m"],
      "endpoint 'localhost:8000' is not an http(s) URL"),
     ("temperature", [*RUN, "--temperature", "nan"], "'--temperature': Input should be greater than or equal to 0"),
     ("temperature-c", [*RUN, "-c", "model.params.temperature=.nan"], "temperature must be a number >= 0, got nan"),

@@ -115,7 +115,7 @@ def test_artifacts_are_written_for_every_task_and_judge_reads_them(runs: dict[st
     script = tmp_path / "judge.jsonl"
     script.write_text(json.dumps({"reply": "VERDICT: TIE"}) + "\n")
     out = tmp_path / "judge.json"
-    cli("judge", str(runs["metaskill"]), str(runs["nl-sop"]), "--model", "scripted", "--script", str(script),
+    cli("judge", str(runs["metaskill"]), str(runs["nl-sop"]), "--model", f"scripted:{script}",
         "--out", str(out))
     data = json.loads(out.read_text())
     assert data["preference"]["ties"] == 4  # 2 tasks x both orders
@@ -186,7 +186,7 @@ def test_grid_of_the_three_interfaces_renders_the_comparison_table(tmp_path: Pat
                 "models": {"mock": {"name": "openai", "base_url": server.url, "model": "mock", "max_retries": 1}},
                 "condition": "task", "coordinations": list(INTERFACES), "plans": "plans", "embedder": "hash:64"}
         (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-        code, output = main_cli("grid", str(tmp_path / "spec.yaml"), "-q")
+        code, output = main_cli("grid", str(tmp_path / "spec.yaml"), "--no-progress")
     assert code == 0, output
     assert "3 streams run, 0 already finished, 0 failed" in output
     assert script.kinds.count("plan") == 3  # three tasks, each planned once for the three concurrent streams

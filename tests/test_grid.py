@@ -354,7 +354,7 @@ def test_cli_runs_resumes_and_rejects_bad_input(tmp_path, server, monkeypatch, c
     assert code == 0
     assert "2 streams run, 0 already finished, 0 failed" in out
     assert len(results(tmp_path / "cli", "a/mock/task")) == 1
-    code, out, _ = _cli([str(path), "--out", str(tmp_path / "cli"), "-q", "-c", "envs.a.args.targets=[7]"],
+    code, out, _ = _cli([str(path), "--out", str(tmp_path / "cli"), "--no-progress", "-c", "envs.a.args.targets=[7]"],
                         monkeypatch, capsys)
     assert "0 streams run, 2 already finished" in out
     code, out, _ = _cli([str(path), "--dry-run", "-c", "order_seeds=[0, 1]"], monkeypatch, capsys)
@@ -371,7 +371,7 @@ def test_cli_runs_resumes_and_rejects_bad_input(tmp_path, server, monkeypatch, c
 def test_cli_exit_code_1_when_a_stream_fails(tmp_path, server, monkeypatch, capsys):
     data = spec_data(tmp_path, server.url, conditions=["task"],
                      envs={"bad": {"env": "test_grid:ExplodingEnv", "args": {"targets": [99]}}})
-    code, out, _ = _cli([str(write_spec(tmp_path, data)), "-q"], monkeypatch, capsys)
+    code, out, _ = _cli([str(write_spec(tmp_path, data)), "--no-progress"], monkeypatch, capsys)
     assert code == 1
     assert "RuntimeError: boom" in out
 

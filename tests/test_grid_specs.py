@@ -56,7 +56,7 @@ def test_dry_run_prints_each_streams_task_count_and_library(tmp_path, monkeypatc
               and "/" in line.split()[0]}
     assert set(counts) == {"apps", "office", "datasci"}
     assert len(set(counts.values())) == 3
-    code, out, _ = main_cli(["grid", "cross-level", "--dry-run", "--task-limit", "3"], monkeypatch, capsys)
+    code, out, _ = main_cli(["grid", "cross-level", "--dry-run", "--limit", "3"], monkeypatch, capsys)
     transfer = [line for line in out.splitlines() if line.startswith("transfer/apps/")]
     assert transfer
     assert all("   3 tasks  library: source/apps/default/subtask+" in line for line in transfer)
@@ -119,7 +119,7 @@ def test_a_source_phase_that_induced_nothing_gives_its_dependents_zero_skills(tm
                            {"name": "reuse", "library_from": {"phase": "source", "condition": "task+text"}},
                            {"name": "split", "library_filter": "bottom",
                             "library_from": {"phase": "source", "condition": "task+text"}}]}
-        code, out, _ = main_cli(["grid", str(_write(tmp_path, data)), "-q"], monkeypatch, capsys)
+        code, out, _ = main_cli(["grid", str(_write(tmp_path, data)), "--no-progress"], monkeypatch, capsys)
     assert code == 0, out
     status = json.loads((tmp_path / "out" / "status.json").read_text())["streams"]
     assert {run: s["state"] for run, s in status.items()} == dict.fromkeys(status, "done")

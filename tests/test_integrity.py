@@ -829,8 +829,8 @@ def test_libraries_with_duplicate_skill_ids_are_refused(tmp_path: Path) -> None:
     script = tmp_path / "script.jsonl"
     script.write_text(json.dumps("x") + "\n")
     commands: list[list[str]] = [
-        ["score", str(library), "--tasks", str(tasks), "--embedder", "hash:16", "--no-cache"],
-        ["run", "--env", "apps", "--condition", "task+text", "--model", "scripted", "--script", str(script),
+        ["score", str(library), "--tasks", str(tasks), "--embedder", "hash:16", "--no-embed-cache"],
+        ["run", "--env", "apps", "--condition", "task+text", "--model", f"scripted:{script}",
          "--library", str(library), "--embedder", "hash:16", "--limit", "1", "--out", str(tmp_path / "run"),
          "--no-progress"],
     ]

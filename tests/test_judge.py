@@ -244,7 +244,7 @@ def test_judge_command_writes_json_and_prints_the_table(tmp_path):
         {"match": r"# Result A\n<<<BEGIN RESULT A \w+>>>\nSubmitted answer: GOOD", "reply": "VERDICT: A"},
         {"reply": "VERDICT: B"}]) + "\n")
     out = tmp_path / "report" / "judge.json"
-    result = cli("judge", str(tmp_path / "a"), str(tmp_path / "b"), "--model", "scripted", "--script", str(script),
+    result = cli("judge", str(tmp_path / "a"), str(tmp_path / "b"), "--model", f"scripted:{script}",
                  "--out", str(out))
     data = json.loads(out.read_text())
     assert data["preference"]["wins"] == 4

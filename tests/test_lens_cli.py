@@ -42,8 +42,8 @@ def rules(tmp_path: Path) -> Path:
 def test_decompose_then_route_through_the_cli(tmp_path: Path, rules: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "graph"
-    code, _, err = run(["library", "decompose", str(DEMO), "--out", str(out), "--model", "scripted", "--script",
-                        str(rules), "--embedder", "hash:64", "--merge-threshold", "0.99", "--retries", "1"],
+    code, _, err = run(["library", "decompose", str(DEMO), "--out", str(out), "--model", f"scripted:{rules}",
+                       "--embedder", "hash:64", "--merge-threshold", "0.99", "--retries", "1"],
                        monkeypatch, capsys)
     assert code == 0, err
     assert "send-email-with-attachment: model, 5 units, 1 call(s)" in err
@@ -62,15 +62,15 @@ def test_decompose_then_route_through_the_cli(tmp_path: Path, rules: Path, monke
                       + json.dumps({"match": "(?s)Unit \\(policy", "reply": "DECISION: DECOMPOSE"}) + "\n"
                       + json.dumps({"match": ".", "reply": "DECISION: REWRITE"}) + "\n")
     code, stdout, err = run(["library", "route", str(out), "--query", "email the report to Alice", "--model",
-                             "scripted", "--script", str(verify), "--embedder", "hash:64", "--json"],
+                            f"scripted:{verify}", "--embedder", "hash:64", "--json"],
                             monkeypatch, capsys)
     assert code == 0, err
     log = json.loads(stdout)
     assert log["visits"]
     assert set(log["rewrites"].values()) == {"Attach report.pdf"}
     assert log["adaptation_cost"] == len(log["visits"]) + len(log["rewrites"])
-    code, stdout, _ = run(["library", "route", str(out), "--query", "email the report", "--model", "scripted",
-                           "--script", str(verify), "--embedder", "hash:64", "--mode", "no-walk"],
+    code, stdout, _ = run(["library", "route", str(out), "--query", "email the report", "--model",
+                          f"scripted:{verify}", "--embedder", "hash:64", "--reuse", "no-walk"],
                           monkeypatch, capsys)
     assert code == 0
     assert "(adapted to this task)" in stdout
@@ -80,7 +80,8 @@ def test_decompose_then_route_through_the_cli(tmp_path: Path, rules: Path, monke
 @pytest.mark.parametrize(("argv", "message"), [
     (["--out", "{tmp}/a-file"], "--out: exists and is not a folder"),
     (["--out", "{tmp}"], "refusing to overwrite: not a saved skill graph (no manifest.json)"),
-    (["--out", "{tmp}/new", "--model", "openai", "--script", "{tmp}/decompose.jsonl"], "--script is only for"),
+    (["--out", "{tmp}/new", "--model", "scripted:"], "--model 'scripted:': give a file after 'scripted:'"),
+    (["--out", "{tmp}/new", "--model", "gpt-4o"], "--model 'gpt-4o' is not a model string; write one of: openai/<id>"),
     (["--out", "{tmp}/new", "--merge-threshold", "0"], "--merge-threshold must be > 0"),
     (["--out", "{tmp}/new", "--embedder", "nonsense"], "Unknown embedder 'nonsense'"),
 ])
@@ -88,7 +89,7 @@ def test_decompose_refuses_bad_input_with_one_line_and_writes_nothing(
         argv: list[str], message: str, tmp_path: Path, rules: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a-file").write_text("x")
-    args = ["library", "decompose", str(DEMO), "--model", "scripted", "--script", str(rules), "--embedder", "hash:64",
+    args = ["library", "decompose", str(DEMO), "--model", f"scripted:{rules}", "--embedder", "hash:64",
             *[a.replace("{tmp}", str(tmp_path)) for a in argv]]
     code, _, err = run(args, monkeypatch, capsys)
     assert code == 2
@@ -101,13 +102,13 @@ def test_decompose_refuses_bad_input_with_one_line_and_writes_nothing(
 def test_route_refuses_a_graph_of_another_embedder(tmp_path: Path, rules: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "graph"
-    assert run(["library", "decompose", str(DEMO), "--limit", "2", "--out", str(out), "--model", "scripted",
-                "--script", str(rules), "--embedder", "hash:64"], monkeypatch, capsys)[0] == 0
-    code, _, err = run(["library", "route", str(out), "--query", "q", "--model", "scripted", "--script", str(rules),
+    assert run(["library", "decompose", str(DEMO), "--limit", "2", "--out", str(out), "--model", f"scripted:{rules}",
+               "--embedder", "hash:64"], monkeypatch, capsys)[0] == 0
+    code, _, err = run(["library", "route", str(out), "--query", "q", "--model", f"scripted:{rules}",
                         "--embedder", "hash:32"], monkeypatch, capsys)
     assert code == 2
     assert "built with embedder 'hash:dim=64:char=1'" in err
-    code, _, err = run(["library", "route", str(out), "--query", "q", "--mode", "flat", "--model", "scripted",
-                        "--script", str(rules), "--embedder", "hash:64"], monkeypatch, capsys)
+    code, _, err = run(["library", "route", str(out), "--query", "q", "--reuse", "flat", "--model",
+                       f"scripted:{rules}", "--embedder", "hash:64"], monkeypatch, capsys)
     assert code == 2
-    assert "--mode must be one of lens, rewrite-all, no-walk" in err
+    assert "Invalid value for '--reuse': Value error, 'flat' is not one of 'lens', 'rewrite-all', 'no-walk'" in err

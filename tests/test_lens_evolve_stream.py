@@ -151,8 +151,8 @@ def test_evolve_through_the_mock_server_and_report(tmp_path):
     out = tmp_path / "evo"
     with MockServer(GatedScript()) as server:
         result = cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(out), "--dev", "2",
-                     "--val", "6", "--test", "2", "--rounds", "2", "--candidates", "2", "--model", "openai",
-                     "--base-url", server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64",
+                     "--val", "6", "--test", "2", "--rounds", "2", "--candidates", "2", "--model", f"mock@{server.url}",
+                     "--api-key", "x", "--embedder", "hash:64",
                      "--no-sandbox", "-c", f"env.args.targets={json.dumps(TARGETS)}")
     assert "final J" in result.output
     assert "test split: initial J" in result.output
@@ -170,5 +170,5 @@ def test_evolve_through_the_mock_server_and_report(tmp_path):
     assert (tmp_path / "report" / "reuse.csv").is_file()  # the evaluation streams are lens runs
     with pytest.raises(InputError, match="--dev 2 \\+ --val 9"):
         cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(tmp_path / "e2"), "--dev",
-            "2", "--val", "9", "--model", "openai", "--base-url", "http://127.0.0.1:9", "--model-name", "mock",
-            "--api-key", "x", "--embedder", "hash:64", "--no-sandbox", "-c", "env.args.targets=[3, 5]")
+            "2", "--val", "9", "--model", "openai/mock", "--base-url", "http://127.0.0.1:9", "--api-key", "x",
+            "--embedder", "hash:64", "--no-sandbox", "-c", "env.args.targets=[3, 5]")

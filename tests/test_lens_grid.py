@@ -98,8 +98,8 @@ def test_lens_reuse_runs_on_every_bundled_env(tmp_path, env):
         pytest.skip(f"{env} unavailable: {exc}")
     with MockServer(_env_script) as server:
         out = tmp_path / "run"
-        cli("run", "--env", env, "--condition", "task+text", "--reuse", "lens", "--model", "openai", "--base-url",
-            server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64", "--out", str(out),
+        cli("run", "--env", env, "--condition", "task+text", "--reuse", "lens", "--model", "openai/mock", "--base-url",
+            server.url, "--api-key", "x", "--embedder", "hash:64", "--out", str(out),
             "--limit", "2", "--no-sandbox", "--no-progress",
             "-c", "agent.ground_skills=false")  # the scripted skill need not name this env's APIs
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -108,4 +108,4 @@ def test_lens_reuse_runs_on_every_bundled_env(tmp_path, env):
     assert records[1]["routes"][0]["graph_units"] > 0  # the first task's skill, decomposed into the graph
     assert (out / "memory" / "graph" / "manifest.json").is_file()
     assert "reuse=lens" in cli("show", str(out)).output
-    assert "routed (lens): visited" in cli("show", str(out), "--task", "1").output
+    assert "routed (lens): visited" in cli("show", str(out), "--task", "2").output

@@ -67,7 +67,7 @@ def test_scripted_only_by_name_with_outputs_or_a_script_file(tmp_path: Path) -> 
     assert isinstance(model, ScriptedModel)
     assert isinstance(model, ChatModel)
     assert [model.complete(HI).text, model.complete(HI).text] == ["a", "b"]
-    with pytest.raises(InputError, match="--script"):
+    with pytest.raises(InputError, match="--model scripted:<file.jsonl>"):
         make_model("scripted")
     script = tmp_path / "s.jsonl"
     script.write_text('{"match": "hi", "reply": "hello"}\n')

@@ -79,8 +79,8 @@ def test_show_lists_transfer_events(tmp_path):
     out = tmp_path / "r"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as server:
         result = CliRunner().invoke(app, [
-            "run", "--env", "helpers_tinyenv:TinyEnv", "--condition", "task+text", "--model", "openai",
-            "--base-url", server.url, "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128",
+            "run", "--env", "helpers_tinyenv:TinyEnv", "--condition", "task+text", "--model", "openai/mock",
+            "--base-url", server.url, "--api-key", "x", "--embedder", "hash:128",
             "--out", str(out), "--no-sandbox", "--no-progress"])
     assert result.exit_code == 0, result.output
     summary = summarize_run(out)

@@ -275,7 +275,7 @@ def test_organize_tree_end_to_end(tmp_path: Path, library: Path, monkeypatch, ca
     script.write_text(json.dumps(_reply(("Mail", [1, 2, 3]), ("Files", [4, 5, 6]))) + "\n")
     out = tmp_path / "organised"
     code, stdout, err = _cli(["library", "organize", str(library), "--as", "tree", "--out", str(out),
-                              "--model", "scripted", "--script", str(script)], monkeypatch, capsys)
+                              "--model", f"scripted:{script}"], monkeypatch, capsys)
     assert code == 0, err
     assert "- [group] Mail: Mail things." in stdout
     assert "built by: llm (1 model calls, 0 retries)" in stdout
@@ -303,9 +303,9 @@ def test_organize_task_tree_from_a_memory_folder(tmp_path: Path, monkeypatch, ca
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--as", "forest"], "error: --as must be one of flat, task-tree, tree, graph, got 'forest'"),
-    (["--as", "tree", "--model", "scripted"], "needs replies: set --script"),
-    (["--as", "tree", "--script", "{tmp}/r.jsonl"], "--script is only for the scripted test double"),
+    (["--as", "forest"], "error: Invalid value for '--as': Value error, 'forest' is not one of 'tree', 'graph'"),
+    (["--as", "tree", "--model", "scripted"], "needs replies: --model scripted:<file.jsonl>"),
+    (["--as", "tree", "--model", "mock"], "--model 'mock' is not a model string; write one of: openai/<id>"),
     (["--as", "task-tree", "--out", "{tmp}/full"], "--out: exists and is not empty"),
     (["--as", "task-tree", "--out", "{tmp}/lib.jsonl"], "--out: exists and is not a folder"),
     (["--as", "tree", "--height", "4"], "--height"),

@@ -25,8 +25,8 @@ TIMING_FIELDS = ("latency_s",)
 
 def run_args(server: MockServer, out: Path, cache: Path) -> list[str]:
     return ["run", "--env", "helpers_tinyenv:TinyEnv", "--env-arg", f"targets={json.dumps(TARGETS)}",
-            "--condition", "subtask+code", "--model", "openai", "--base-url", server.url, "--model-name", "mock",
-            "--api-key", "x", "--embedder", "hash:128", "--cache", str(cache), "--out", str(out), "--no-sandbox",
+            "--condition", "subtask+code", "--model", "openai/mock", "--base-url", server.url, "--api-key", "x",
+            "--embedder", "hash:128", "--cache", str(cache), "--out", str(out), "--no-sandbox",
             "--no-progress"]
 
 

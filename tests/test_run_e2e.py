@@ -146,8 +146,8 @@ def test_real_env_through_http_and_cli(tmp_path):
 
     out = tmp_path / "ds"
     with MockServer(replies=oracle) as server:
-        cli("run", "--env", "datasci", "--condition", "task+text", "--model", "openai", "--base-url", server.url,
-            "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128", "--out", str(out), "--limit", "3",
+        cli("run", "--env", "datasci", "--condition", "task+text", "--model", "openai/mock", "--base-url", server.url,
+            "--api-key", "x", "--embedder", "hash:128", "--out", str(out), "--limit", "3",
             "--no-sandbox", "--no-progress", "-c", "agent.retrieval_min_score=-1",
             "-c", "agent.ground_skills=false")  # the skill is about a counter (apis.counter: not a datasci API)
     records = records_of(out)
@@ -178,13 +178,15 @@ def test_show_summary_and_trajectory(tmp_path):
     assert data["retrievals"] == sum(len(r["retrieved"]) for r in records)
     second = records[1]
     text = cli("show", str(out), "--task", second["task_id"]).output
-    assert f"task {second['task_id']} (position 1" in text
+    assert f"task {second['task_id']} (task 2 of the stream" in text
     assert "SUCCESS" in text
     assert "[retrieve (subtask 0)]" in text
     assert "set_counter_value [text]" in text
     assert text.index("[retrieve (subtask 0)]") < text.index("[step ") < text.index("[induce (subtask 0)]")
     assert "apis.counter.add(" in text
-    assert cli("show", str(out), "--task", "1").output == text  # by stream position
+    assert cli("show", str(out), "--task", "2").output == text  # by its number in the stream (1-based)
+    with pytest.raises(InputError, match="task numbers run from 1 to 3"):
+        cli("show", str(out), "--task", "0")
     with pytest.raises(InputError, match="not finished in this run"):
         cli("show", str(out), "--task", "tiny/99")
     with pytest.raises(InputError, match="not a run folder"):
@@ -199,8 +201,8 @@ def test_show_summary_and_trajectory(tmp_path):
 def test_progress_lines_without_a_terminal(tmp_path):
     out = tmp_path / "r"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as server:
-        args = ["run", "--env", TINY, "--condition", "task+text", "--model", "openai", "--base-url", server.url,
-                "--model-name", "mock", "--api-key", "x", "--embedder", "hash:128", "--out", str(out),
+        args = ["run", "--env", TINY, "--condition", "task+text", "--model", "openai/mock", "--base-url", server.url,
+                "--api-key", "x", "--embedder", "hash:128", "--out", str(out),
                 "--env-arg", "targets=[3, 5]", "--no-sandbox"]
         output = cli(*args).output
         tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in records_of(out))
@@ -218,7 +220,7 @@ def test_scripted_model_from_a_script_file_and_default_out(tmp_path, monkeypatch
     script = tmp_path / "script.jsonl"
     script.write_text("".join(json.dumps(r) + "\n" for r in rules))
     monkeypatch.chdir(tmp_path)
-    cli("run", "--env", TINY, "--condition", "task", "--model", "scripted", "--script", str(script),
+    cli("run", "--env", TINY, "--condition", "task", "--model", f"scripted:{script}",
         "--no-sandbox", "--no-progress")
     out = tmp_path / "runs" / "TinyEnv-task-scripted"
     assert [r["success"] for r in records_of(out)] == [True, True, True]
@@ -237,10 +239,14 @@ def test_resume_extends_a_stream_and_refuses_other_settings(tmp_path):
         assert records[:2] == first
         assert len(records) == 4
         assert json.loads((out / "config.json").read_text())["task_ids"] == [r["task_id"] for r in records]
-        with pytest.raises(InputError, match=r"different settings \(task_ids differ\)"):
+        changed = r'different settings \(task_ids: was \["tiny/2", "tiny/0", "tiny/1", "tiny/3"\], now \["tiny/3", '
+        with pytest.raises(InputError, match=changed + r".*\): give another output folder \(--out DIR\)"):
             run_tiny(server, out, "task+text", (3, 5, 2, 4), "--order-seed", "7")
         with pytest.raises(InputError, match="different settings"):
             run_tiny(server, out, "task+text", (3, 5, 2, 4), "--max-steps", "3")
+        with pytest.raises(InputError, match=r"\(config.model.params.temperature: was null, now 0.5\): give another "
+                                             r"output folder \(--out DIR\)"):
+            run_tiny(server, out, "task+text", (3, 5, 2, 4), "--temperature", "0.5")
 
 
 def test_frozen_library_and_replay_cache_from_the_cli(tmp_path):
@@ -254,7 +260,7 @@ def test_frozen_library_and_replay_cache_from_the_cli(tmp_path):
                  "--library-filter", "top")
         partial = ("--library", str(source / "memory"), "--library-filter", "top", "--limit", "2")
         run_tiny(server, tmp_path / "frozen2", "task+text", (3, 5, 2), *partial)
-        with pytest.raises(InputError, match=r"task_ids differ"):  # the filter depends on the whole stream
+        with pytest.raises(InputError, match=r"task_ids: was"):  # the filter depends on the whole stream
             run_tiny(server, tmp_path / "frozen2", "task+text", (3, 5, 2), *partial[:-1], "3")
     assert "induction" not in script.roles
     frozen = records_of(tmp_path / "frozen")
@@ -283,8 +289,8 @@ def test_plugged_env_gets_only_the_arguments_it_takes(tmp_path):
     script = tmp_path / "script.jsonl"
     script.write_text("".join(json.dumps(r) + "\n" for r in rules))
     PluggedEnv.made.clear()
-    cli("run", "--env", "test_run_e2e:PluggedEnv", "--condition", "task", "--model", "scripted", "--script",
-        str(script), "--seed", "7", "--workdir", str(tmp_path / "ws"), "--env-arg", "targets=[4]",
+    cli("run", "--env", "test_run_e2e:PluggedEnv", "--condition", "task", "--model", f"scripted:{script}",
+        "--env-seed", "7", "--workdir", str(tmp_path / "ws"), "--env-arg", "targets=[4]",
         "--env-arg", "label=a b", "--out", str(tmp_path / "r"), "--no-progress")
     assert PluggedEnv.made == [{"targets": [4], "seed": 7, "workdir": tmp_path / "ws", "label": "a b"}]
     assert (tmp_path / "ws").is_dir()
@@ -301,9 +307,9 @@ def test_plugged_env_gets_only_the_arguments_it_takes(tmp_path):
     (["--env", TINY, "--condition", "task", "--induction-prompt", "short"], "Invalid value for '--induction-prompt'"),
     (["--env", TINY, "--condition", "task", "--max-steps", "0"], "'--max-steps': Input should be greater than or"),
     (["--env", TINY, "--condition", "task", "--top-k", "-1"], "'--top-k': Input should be greater than or equal to 0"),
-    (["--env", TINY, "--condition", "task", "--model", "scripted"], "needs replies: set --script"),
+    (["--env", TINY, "--condition", "task", "--model", "scripted"], "needs replies: --model scripted:<file.jsonl>"),
     (["--env", TINY, "--condition", "task", "--limit", "0", "--model", "scripted", "--script", "x"],
-     "'--limit': Input should be greater than or equal to 1"),
+     "Invalid value for '--limit' / '-n'"),
     (["--env", TINY, "--condition", "task", "-c", "agent.top_k=-1"], "field 'agent.top_k': Input should be greater"),
     (["--env", TINY, "-c", "conditions=[task, subtask]"], "run runs one stream, this config gives 2 (conditions"),
     (["--env", TINY], "condition: required; give --condition"),

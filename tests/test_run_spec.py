@@ -41,7 +41,7 @@ def test_run_config_then_c_then_flags(tmp_path):
     out = tmp_path / "r"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as server:
         cli("run", "--config", str(config), "-c", "agent.top_k=3", "-c", "limits.task_limit=2", "--condition",
-            "task+text", "--model", "openai", "--base-url", server.url, "--model-name", "mock", "--api-key", "x",
+            "task+text", "--model", "openai/mock", "--base-url", server.url, "--api-key", "x",
             "--out", str(out), "--no-sandbox", "--no-progress")
     log = json.loads((out / "config.json").read_text())
     assert log["format_version"] == 2
@@ -113,7 +113,7 @@ def test_old_run_folders_show_and_report(old_runs, tmp_path):
     assert summary.env == 'helpers_tinyenv:TinyEnv {"seed": 0, "targets": [3, 5]}'
     assert summary.model == "openai:mock temperature=0.0"
     assert "format_version 1: shown, not resumable" in cli("show", str(run)).output
-    assert "SUCCESS" in cli("show", str(stream), "--task", "0").output
+    assert "SUCCESS" in cli("show", str(stream), "--task", "1").output
     assert [(r.env, r.model, r.condition) for r in map(load_run, (run, stream))] == [
         ("TinyEnv", "mock", "subtask+text"), ("tiny", "mock", "task+text")]
     report, _ = make_report([old_runs], tmp_path / "report", utility=False)
@@ -126,8 +126,8 @@ def test_old_run_folder_is_not_resumed(old_runs):
     before = {p: p.read_bytes() for folder in folders for p in folder.rglob("*") if p.is_file()}
     with MockServer(replies=CounterScript(TEXT_SKILL)) as server:
         with pytest.raises(InputError, match="format_version 1 .* cannot be resumed; show and report still read it"):
-            cli("run", "--env", TINY, "--condition", "subtask+text", "--model", "openai", "--base-url", server.url,
-                "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64", "--out", str(old_runs / "run"),
+            cli("run", "--env", TINY, "--condition", "subtask+text", "--model", "openai/mock", "--base-url", server.url,
+                "--api-key", "x", "--embedder", "hash:64", "--out", str(old_runs / "run"),
                 "--env-arg", "targets=[3, 5]", "--temperature", "0", "--no-sandbox", "--no-progress")
         spec = {"name": "v1", "out": str(old_runs / "grid"), "embedder": "hash:64", "conditions": ["task+text"],
                 "envs": {"tiny": {"env": TINY, "args": {"targets": [4, 1]}}},

@@ -83,8 +83,8 @@ def test_run_plays_the_gold_paths_through_the_sandbox(tmp_path: Path, stream) ->
     out = tmp_path / "run"
     with MockServer(GoldScript(programs)) as server:
         code, output = cli("run", "--env", "scienceworld", "--stream", "dev30", "--limit", str(N_TASKS),
-                           "--condition", "subtask+code", "--model", "openai", "--base-url", server.url,
-                           "--model-name", "mock", "--api-key", "x", "--embedder", "hash:64", "--out", str(out),
+                           "--condition", "subtask+code", "--model", "openai/mock", "--base-url", server.url,
+                           "--api-key", "x", "--embedder", "hash:64", "--out", str(out),
                            "--max-tokens", "4096", "--no-progress")
     assert code == 0, output
     records = _records(out)
@@ -107,7 +107,8 @@ def test_grid_and_report_over_the_ready_made_spec(tmp_path: Path, stream) -> Non
         code, output = cli("grid", str(SPEC), "-c", f"models.default.base_url={server.url}",
                            "-c", "models.default.model=mock", "-c", "models.default.api_key=x",
                            "-c", "models.default.params.max_tokens=4096",
-                           "--task-limit", str(N_TASKS), "--embedder", "hash:64", "--out", str(out), "-j", "3", "-q")
+                           "--limit", str(N_TASKS), "--embedder", "hash:64", "--out", str(out), "-j", "3",
+                           "--no-progress")
     assert code == 0, output
     runs = sorted(p.parent for p in out.rglob("results.jsonl"))
     assert len(runs) == len(CONDITIONS)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from helpers_cli import main_cli
 
-from skilltransfer.cli import app
 from skilltransfer.commands.score import score
 from skilltransfer.errors import InputError
 from skilltransfer.metrics import load_task_texts, score_library, write_report
@@ -54,10 +53,8 @@ def tasks(tmp_path: Path) -> Path:
 def run_cli(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
                                                                                                           str]:
     """Run the console entry point in-process; returns (exit code, stdout, stderr)."""
-    # While `score` is the only registered command, Typer runs it as the root command (no subcommand name).
-    prefix = ["score"] if len(app.registered_commands) > 1 else []
     monkeypatch.setenv("COLUMNS", "150")
-    return main_cli([*prefix, *args], monkeypatch, capsys)
+    return main_cli(["score", *args], monkeypatch, capsys)
 
 
 def test_cli_prints_ranked_table(library: Path, tasks: Path, monkeypatch: pytest.MonkeyPatch,
@@ -156,7 +153,7 @@ def test_csv_output_schema(library: Path, tasks: Path, tmp_path: Path, monkeypat
 
 def test_command_function_returns_report(library: Path, tasks: Path) -> None:
     report = score(library, tasks, embedder="hash:64", tau=0.1, specificity="pairs", skill_text="description",
-                   field=None, top=None, out=None, seed=0, cache=False)
+                   field=None, top=None, out=None, seed=0, embed_cache=False)
     assert isinstance(report, ScoreReport)
     assert [row.name for row in report.skills] == ["bake-bread", "send-email", "sum-column"]  # library order
     assert report.n_reference == 6  # 4 tasks -> 6 pairs

@@ -48,8 +48,8 @@ def server():
 def run_env(server: MockServer, out: Path, env: str, library: Path, mode: str, organization: str) -> None:
     extra = ["-c", f"organization={library}"] if organization in ("tree", "graph") else []
     cli("run", "--env", env, "--condition", "task", "--library", str(library), "--skill-exec", mode,
-        "--library-organization", organization, "--model", "openai", "--base-url", server.url, "--model-name",
-        "mock", "--api-key", "x", "--embedder", "hash:64", "--limit", "1", "--max-steps", "8", "--no-sandbox",
+        "--library-organization", organization, "--model", "openai/mock", "--base-url", server.url, "--api-key", "x",
+        "--embedder", "hash:64", "--limit", "1", "--max-steps", "8", "--no-sandbox",
         "--no-progress", "--out", str(out), "-c", "agent.retrieval_min_score=-1", *extra)  # every env retrieves both
 
 
@@ -121,7 +121,7 @@ def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server
             phase["library_organizations"] = ["flat", "task-tree"]
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    output = cli("grid", str(path), "-q").output
+    output = cli("grid", str(path), "--no-progress").output
     assert "10 streams run, 0 already finished, 0 failed" in output
     cli("report", str(tmp_path / "out"), "--out", str(tmp_path / "report"), "--no-utility")
     execs = read_csv(tmp_path / "report" / "skill_exec.csv")

@@ -64,7 +64,7 @@ def test_show_prompts_prints_each_steps_prompt(tmp_path):
     out = tmp_path / "run"
     with MockServer(replies=_script_with_bad_induction()) as server:
         run_tiny(server, out, "task+text")
-    text = cli("show", str(out), "--task", "0", "--prompts").output
+    text = cli("show", str(out), "--task", "1", "--prompts").output
     assert "[call 0] executor" in text
     assert "--- system" in text
     assert "(as in call 0)" in text  # the system prompt printed once

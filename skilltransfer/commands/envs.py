@@ -7,9 +7,17 @@ from typing import Any
 
 import typer
 
+from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.envs import registry
 
 envs_app = typer.Typer(no_args_is_help=True, help="List environments and show their tasks.")
+
+
+def _env_seed(env_seed: int, seed_old: int | None) -> int:
+    if seed_old is None:
+        return env_seed
+    warn_deprecated("envs --seed", "--env-seed")
+    return seed_old
 
 
 def _counts(counts: Mapping[Any, int]) -> str:
@@ -17,8 +25,11 @@ def _counts(counts: Mapping[Any, int]) -> str:
 
 
 @envs_app.command("list")
-def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) -> list[registry.EnvSummary]:
+def list_envs(env_seed: int = typer.Option(0, help="Env generation seed."),
+              seed_old: int | None = typer.Option(None, "--seed", hidden=True, help="Deprecated here: --env-seed."),
+              ) -> list[registry.EnvSummary]:
     """Print each env with its task counts by split and difficulty (and the real OfficeBench source if found)."""
+    seed = _env_seed(env_seed, seed_old)
     summaries = [registry.summarize(name, seed=seed) for name in registry.ENVS]
     root = registry.officebench_root()
     if root is not None:
@@ -42,11 +53,15 @@ def list_envs(seed: int = typer.Option(0, help="Generation seed of the envs.")) 
 
 @envs_app.command("show")
 def show_env(env: str = typer.Argument(..., help="apps, office, datasci, scienceworld or officebench[:<path>]."),
-             limit: int = typer.Option(20, "--limit", "-n", min=0, help="Show at most this many tasks (0: all)."),
+             limit: int = typer.Option(20, "--limit", "-n", min=0, help="Only the first N tasks (0: all)."),
              split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
-             stream: str | None = typer.Option(None, help="Only the env's curated stream of this name, in order."),
-             seed: int = typer.Option(0, help="Generation seed of the env.")) -> list[str]:
+             stream: str | None = typer.Option(None, help="A curated stream of the env: only its tasks, in its "
+                                                          "order."),
+             env_seed: int = typer.Option(0, help="Env generation seed."),
+             seed_old: int | None = typer.Option(None, "--seed", hidden=True, help="Deprecated here: --env-seed."),
+             ) -> list[str]:
     """Print an env's tasks: id, difficulty, template and instruction."""
+    seed = _env_seed(env_seed, seed_old)
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
     instance = registry.get_env(env, **kwargs)
     if stream is not None:

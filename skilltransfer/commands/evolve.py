@@ -10,21 +10,39 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.console import Console
 
-from skilltransfer.commands.run import FLAG_KEYS
+from skilltransfer.commands.model_options import ModelOptions
+from skilltransfer.commands.options import (
+    MODEL_PANEL,
+    ApiKey,
+    BaseUrl,
+    CacheMode,
+    ConfigFile,
+    ContextWindow,
+    ModelNameOld,
+    ModelString,
+    Overrides,
+    ResponseCache,
+    RetryBudget,
+    ScriptOld,
+    Temperature,
+)
+from skilltransfer.commands.run import FLAG_KEYS, with_endpoint_model
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import Condition
 
-_MODEL = "Model"
 _EVOLVE = "Evolution"
 
 
 def evolve(
-    out: Annotated[Path, typer.Option(help="The evolution folder (new or empty): graph/, evolution.jsonl, pairs/, "
-                                           "evals/.")],
-    env: Annotated[str | None, typer.Option(help="The env whose tasks are split (as for run).")] = None,
-    library: Annotated[Path | None, typer.Option(help="The frozen library whose skill graph is evolved.")] = None,
-    condition: Annotated[str, typer.Option(help="The agent's condition (its level; induction is off with a "
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new or empty): graph/, evolution.jsonl, "
+                                      "pairs/, evals/.")],
+    env: Annotated[str | None, typer.Option(help="Env: the one whose tasks are split (as for run).")] = None,
+    library: Annotated[Path | None, typer.Option(help="Frozen skill library whose skill graph is evolved.")] = None,
+    condition: Annotated[Condition, typer.Option(help="Condition: the agent's (its level; induction is off with a "
                                                 "library).")] = "task",
-    reuse: Annotated[str, typer.Option(help="lens, rewrite-all or no-walk.")] = "lens",
+    reuse: Annotated[Literal["lens", "rewrite-all", "no-walk"], typer.Option(help="Skill reuse over the graph: "
+                                                                             "lens, rewrite-all or no-walk.")]
+    = "lens",
     dev: Annotated[int, typer.Option(min=1, help="Development tasks: the first N of the stream.")] = 10,
     val: Annotated[int, typer.Option(min=1, help="Validation tasks: the N after the development tasks.")] = 10,
     test: Annotated[int, typer.Option(min=0, help="Test tasks: the N after the validation tasks, run once at the end "
@@ -42,32 +60,26 @@ def evolve(
         help="The paired commit test.", rich_help_panel=_EVOLVE)] = "sign-flip",
     val_repeats: Annotated[int, typer.Option(min=1, help="Passes of the validation split per evaluation (more: "
                                              "more power).", rich_help_panel=_EVOLVE)] = 1,
-    config: Annotated[Path | None, typer.Option("--config", help="A YAML of run spec keys (one stream).")] = None,
-    overrides: Annotated[list[str] | None, typer.Option("-c", help="Override: key.path=value (e.g. "
-                                                        "skill_graph=DIR, lens.route.token_budget=800).")] = None,
-    model: Annotated[str | None, typer.Option(help="local, openai or scripted (as for run).",
-                                              rich_help_panel=_MODEL)] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint.", rich_help_panel=_MODEL)] = None,
-    api_key: Annotated[str | None, typer.Option(help="API key.", rich_help_panel=_MODEL)] = None,
-    model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint; a GGUF path for local.",
-                                                   rich_help_panel=_MODEL)] = None,
-    temperature: Annotated[float | None, typer.Option(min=0, help="Sampling temperature.",
-                                                      rich_help_panel=_MODEL)] = None,
-    context_window: Annotated[int | None, typer.Option(min=256, help="The model's context window.",
-                                                       rich_help_panel=_MODEL)] = None,
+    config: ConfigFile = None,
+    overrides: Overrides = None,
+    model: ModelString = None,
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model_name: ModelNameOld = None,
+    temperature: Temperature = None,
+    context_window: ContextWindow = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call, every role.",
-                                                   rich_help_panel=_MODEL)] = None,
-    cache: Annotated[Path | None, typer.Option(help="SQLite response cache.", rich_help_panel=_MODEL)] = None,
-    cache_mode: Annotated[Literal["rw", "ro", "off"] | None, typer.Option(help="rw (default), ro (replay) or off.",
-                                                                        rich_help_panel=_MODEL)] = None,
-    retry_budget: Annotated[float | None, typer.Option(min=0, help="Seconds a call keeps retrying transient errors.",
-                                                       rich_help_panel=_MODEL)] = None,
-    script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL).",
-                                                rich_help_panel=_MODEL)] = None,
-    embedder: Annotated[str | None, typer.Option(help="Retrieval embedder: minilm, hash:DIM (test double).")] = None,
+                                                   rich_help_panel=MODEL_PANEL)] = None,
+    cache: ResponseCache = None,
+    cache_mode: CacheMode = None,
+    retry_budget: RetryBudget = None,
+    script: ScriptOld = None,
+    embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm, hash:DIM (test double).")]
+    = None,
     sandbox: Annotated[bool | None, typer.Option("--sandbox/--no-sandbox", help="Run agent code in the sandbox "
                                                  "(default).", show_default=False)] = None,
-    workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created.")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created (default: a temp "
+                                                      "folder).")] = None,
 ) -> dict[str, Any]:
     """Evolve a library's skill graph and verifier routing notes: rounds of dev tasks -> gap reports from failures ->
     writer edits -> paired validation against the incumbent; a candidate is committed only when its gain in J =
@@ -80,13 +92,13 @@ def evolve(
 
     check_output_path(out, flag="--out")
     given = {"env": env, "condition": condition, "reuse": reuse, "library": str(library) if library else None,
-             "model": model, "base_url": base_url, "api_key": api_key, "model_name": model_name,
-             "temperature": temperature, "context_window": context_window, "cache": str(cache) if cache else None,
-             "max_tokens": max_tokens, "cache_mode": cache_mode, "retry_budget": retry_budget,
-             "script": str(script) if script else None, "embedder": embedder, "sandbox": sandbox,
-             "limit": dev + val + test}
-    flags = {FLAG_KEYS[name]: value for name, value in given.items()}
-    stream = run_spec(config, overrides or [], flags, out / "evals" / "run")
+             "embedder": embedder, "sandbox": sandbox, "limit": dev + val + test}
+    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
+                           temperature=temperature, max_tokens=max_tokens, context_window=context_window,
+                           cache=str(cache) if cache else None, cache_mode=cache_mode,
+                           script=str(script) if script else None, retry_budget_s=retry_budget)
+    flags = {FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
+    stream = with_endpoint_model(run_spec(config, overrides or [], flags, out / "evals" / "run"))
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console, Group
@@ -14,7 +14,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.errors import InputError
+from skilltransfer.commands.options import Overrides, QuietOld, warn_deprecated
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.experiments.grid import GridState, GridSummary
@@ -112,14 +112,19 @@ def grid(
     out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (default runs/grid-<name>).")] = None,
     max_concurrency: Annotated[int | None, typer.Option("--max-concurrency", "-j", min=1,
                                                         help="Streams running at once.")] = None,
-    config: Annotated[list[str] | None, typer.Option("--config", "-c", help="Override: key.path=value (YAML value) "
-                                                     "or a YAML file merged in; repeatable, applied in order.")] = None,
-    task_limit: Annotated[int | None, typer.Option(min=1, help="Run only the first N tasks of each stream.")] = None,
+    config: Annotated[list[str] | None, typer.Option("--config", help="A YAML file of spec keys merged over the "
+                                                     "spec; repeatable.")] = None,
+    overrides: Overrides = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of each stream.")]
+    = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder: minilm, hash[:DIM] or a model folder.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the streams and exit.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
-    backend: Annotated[str, typer.Option(help="thread (this process) or ray (Ray tasks; pip install ray).",
-                                         rich_help_panel=_ADVANCED)] = "thread",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress: the live view.")] = True,
+    task_limit: Annotated[int | None, typer.Option("--task-limit", hidden=True, help="Deprecated: --limit.")] = None,
+    quiet: QuietOld = False,
+    backend: Annotated[Literal["thread", "ray"], typer.Option(help="thread (this process) or ray (Ray tasks; pip "
+                                                              "install ray).", rich_help_panel=_ADVANCED)]
+    = "thread",
     address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local Ray).",
                                                 rich_help_panel=_ADVANCED)] = None,
     ray_cpus: Annotated[float, typer.Option(min=0.01, help="CPUs Ray reserves per stream.",
@@ -133,11 +138,20 @@ def grid(
     from skilltransfer.experiments.grid import resolve_streams, run_grid
     from skilltransfer.experiments.spec import load_spec
 
-    if backend not in ("thread", "ray"):
-        raise InputError(f"--backend: unknown backend {backend!r}; choose one of: thread, ray")
-    flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": task_limit,
+    if task_limit is not None:
+        warn_deprecated("--task-limit", "--limit")
+        limit = task_limit if limit is None else limit
+    if quiet:
+        warn_deprecated("-q/--quiet", "--no-progress")
+        progress = False
+    layers: list[str] = []
+    for item in config or []:
+        if "=" in item:  # the old meaning of --config (now -c/--set)
+            warn_deprecated(f"--config {item}", f"-c {item} (--config takes a YAML file)")
+        layers.append(item)
+    flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": limit,
                              "embedder": embedder}
-    grid_spec = load_spec(spec, config or [], **flags)
+    grid_spec = load_spec(spec, [*layers, *(overrides or [])], **flags)
     console = Console(file=sys.stderr)
     if dry_run:  # the same checks as a run: a spec that cannot run fails here
         plans, tasks = resolve_streams(grid_spec)
@@ -154,8 +168,8 @@ def grid(
         return GridView(state, f"grid {grid_spec.name}", console)
 
     try:
-        summary = run_grid(grid_spec, backend=backend, address=address,  # type: ignore[arg-type]
-                           progress=None if quiet else view, ray_cpus_per_stream=ray_cpus)
+        summary = run_grid(grid_spec, backend=backend, address=address,
+                           progress=view if progress else None, ray_cpus_per_stream=ray_cpus)
     except KeyboardInterrupt:
         console.print(f"interrupted: committed tasks are kept in {grid_spec.out_dir}; rerun the same command to "
                       "resume", soft_wrap=True)

@@ -6,11 +6,24 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
-from skilltransfer.commands.model_options import ModelOptions
+from skilltransfer.commands.model_options import ModelOptions, with_served_model
+from skilltransfer.commands.options import (
+    MODEL_PANEL,
+    ApiKey,
+    BaseUrl,
+    CacheMode,
+    ContextWindow,
+    ModelNameOld,
+    ModelString,
+    ResponseCache,
+    RetryBudget,
+    ScriptOld,
+    Temperature,
+)
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.library import export_skill_md, load_library
 from skilltransfer.memory.organization import (
@@ -29,17 +42,17 @@ library_app = typer.Typer(no_args_is_help=True, help="Build and inspect skill li
                                                      "route a query over the graph.")
 """The ``library`` command group; `skilltransfer.commands.library_lens` adds ``decompose`` and ``route``."""
 
-_MODEL = "Model (tree and graph)"
 _BUILD = "Building"
 
 
 @library_app.command("organize")
 def organize(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
-    kind: Annotated[str, typer.Option("--as", help="tree or graph (an LLM groups the skills under routing nodes), "
-                                                   "task-tree (one node per source task, no LLM) or flat.")],
-    out: Annotated[Path, typer.Option(help="New folder for the organised library: the skills as SKILL.md packages "
-                                           "plus organization.json.")],
+    kind: Annotated[Literal["tree", "graph", "task-tree", "flat"], typer.Option(
+        "--as", help="tree or graph (an LLM groups the skills under routing nodes), task-tree (one node per source "
+        "task, no LLM) or flat.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new) for the organised library: the "
+                                      "skills as SKILL.md packages plus organization.json.")],
     height: Annotated[int, typer.Option(min=2, max=3, help="Levels from the top to the skills (tree/graph): 2 = "
                                                            "routing nodes over skills, 3 = a level above those.",
                                         rich_help_panel=_BUILD)] = 2,
@@ -47,31 +60,20 @@ def organize(
                                                                "the items, 2 to 12).", rich_help_panel=_BUILD)] = None,
     batch_size: Annotated[int, typer.Option(min=8, help="Most skills listed in one call.", rich_help_panel=_BUILD)]
     = 60,
-    retries: Annotated[int, typer.Option(min=0, help="Calls after an unusable reply before falling back to the task "
-                                                     "tree.", rich_help_panel=_BUILD)] = 2,
-    model: Annotated[str | None, typer.Option(help="local (embedded model), openai (any OpenAI-compatible "
-                                                   "endpoint) or scripted (test double). Default: openai when an "
-                                                   "endpoint is configured, else local.", rich_help_panel=_MODEL)]
-    = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env: OPENAI_BASE_URL).",
-                                                 rich_help_panel=_MODEL)] = None,
-    api_key: Annotated[str | None, typer.Option(help="API key (env: OPENAI_API_KEY).", rich_help_panel=_MODEL)]
-    = None,
-    model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint (env: SKILLTRANSFER_MODEL); a GGUF "
-                                                        "path for local.", rich_help_panel=_MODEL)] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.", rich_help_panel=_MODEL)] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Most completion tokens per call (default 1024).",
-                                                   rich_help_panel=_MODEL)] = None,
-    context_window: Annotated[int | None, typer.Option(help="The model's context window in tokens.",
-                                                       rich_help_panel=_MODEL)] = None,
-    cache: Annotated[Path | None, typer.Option(help="SQLite response cache.", rich_help_panel=_MODEL)] = None,
-    cache_mode: Annotated[str | None, typer.Option(help="rw (default), ro (replay) or off.", rich_help_panel=_MODEL)]
-    = None,
-    script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL); needs --model "
-                                                     "scripted.", rich_help_panel=_MODEL)] = None,
-    retry_budget: Annotated[float | None, typer.Option(help="Seconds a model call keeps retrying rate limits, 5xx "
-                                                            "and connection errors (default 300).",
-                                                       rich_help_panel=_MODEL)] = None,
+    retries: Annotated[int, typer.Option(min=0, help="Re-asks after an unusable reply before falling back to the "
+                                                     "task tree.", rich_help_panel=_BUILD)] = 2,
+    model: ModelString = None,
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model_name: ModelNameOld = None,
+    temperature: Temperature = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call (default 1024).",
+                                                   rich_help_panel=MODEL_PANEL)] = None,
+    context_window: ContextWindow = None,
+    cache: ResponseCache = None,
+    cache_mode: CacheMode = None,
+    script: ScriptOld = None,
+    retry_budget: RetryBudget = None,
 ) -> Organization:
     """Organise a skill library and save it, with its skills, in a new folder (reload it with ``library show``)."""
     if kind not in ORGANIZATION_KINDS:
@@ -79,10 +81,12 @@ def organize(
     check_output_path(out, flag="--out")
     if out.is_dir() and any(out.iterdir()):
         raise InputError("--out: exists and is not empty; give a new folder", path=out)
-    options = ModelOptions(name=model, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
+    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
                            max_tokens=max_tokens, context_window=context_window, cache=str(cache) if cache else None,
                            cache_mode=cache_mode, script=str(script) if script else None, retry_budget_s=retry_budget)
     config = options.config()  # checks the model flags before any work
+    if kind in ("tree", "graph"):
+        config = with_served_model(config)
     skills = load_library(library)
     if kind == "flat":
         organization = flat_organization(skills)
@@ -150,3 +154,13 @@ def show(
         raise InputError(f"--node: {exc}", path=folder) from None
     typer.echo(text, nl=False)
     return text
+
+
+def _register_lens_commands() -> None:
+    from skilltransfer.commands import library_lens
+
+    library_app.command("decompose")(library_lens.decompose)
+    library_app.command("route")(library_lens.route_query)
+
+
+_register_lens_commands()

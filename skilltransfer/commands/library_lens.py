@@ -4,41 +4,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
 
+from skilltransfer.commands.options import (
+    ApiKey,
+    BaseUrl,
+    CacheMode,
+    ContextWindow,
+    ModelNameOld,
+    ModelString,
+    ResponseCache,
+    RetryBudget,
+    ScriptOld,
+    Temperature,
+    warn_deprecated,
+)
 from skilltransfer.errors import InputError, check_output_path
 
 if TYPE_CHECKING:  # the lens package is imported when a command runs (every CLI start imports all command modules)
     from skilltransfer.lens.decompose import DecomposeRecord
     from skilltransfer.protocols import ChatModel
 
-_MODEL = "Model"
 _ADVANCED = "Advanced"
 
 
 
-Model = Annotated[str | None, typer.Option(help="local (embedded), openai (any OpenAI-compatible endpoint) or "
-                                                "scripted (test double). Default: openai when an endpoint is "
-                                                "configured, else local.", rich_help_panel=_MODEL)]
-BaseUrl = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env: OPENAI_BASE_URL).",
-                                             rich_help_panel=_MODEL)]
-ApiKey = Annotated[str | None, typer.Option(help="API key (env: OPENAI_API_KEY).", rich_help_panel=_MODEL)]
-ModelName = Annotated[str | None, typer.Option(help="Model id at the endpoint (env: SKILLTRANSFER_MODEL); a GGUF "
-                                                    "path for local.", rich_help_panel=_MODEL)]
-Temperature = Annotated[float | None, typer.Option(help="Sampling temperature.", rich_help_panel=_MODEL)]
-ContextWindow = Annotated[int | None, typer.Option(help="The model's context window in tokens.",
-                                                   rich_help_panel=_MODEL)]
-Cache = Annotated[Path | None, typer.Option(help="SQLite response cache (a rerun pays nothing twice).",
-                                            rich_help_panel=_MODEL)]
-CacheMode = Annotated[str | None, typer.Option(help="rw (default), ro (replay) or off.", rich_help_panel=_MODEL)]
-Script = Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL); needs --model "
-                                                  "scripted.", rich_help_panel=_MODEL)]
-RetryBudget = Annotated[float | None, typer.Option(help="Seconds a call keeps retrying transient errors (300).",
-                                                   rich_help_panel=_MODEL)]
-Embedder = Annotated[str, typer.Option(help="Unit embedder: minilm, hash:DIM (test double) or a "
+Embedder = Annotated[str, typer.Option(help="Embedder of the units: minilm, hash:DIM (test double) or a "
                                             "sentence-transformers folder.")]
 
 
@@ -46,31 +40,33 @@ def _model(name: str | None, base_url: str | None, api_key: str | None, model_na
            temperature: float | None, context_window: int | None, cache: Path | None, cache_mode: str | None,
            script: Path | None, retry_budget: float | None) -> tuple[ChatModel, str]:
     """The chat model of ``run``'s model flags, and its record for the manifest."""
-    from skilltransfer.commands.model_options import ModelOptions
+    from skilltransfer.commands.model_options import ModelOptions, with_served_model
     from skilltransfer.llm import make_model
 
-    options = ModelOptions(name=name, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
+    options = ModelOptions(spec=name, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
                            context_window=context_window, cache=str(cache) if cache else None,
                            cache_mode=cache_mode, script=str(script) if script else None,
                            retry_budget_s=retry_budget)
-    return make_model(options.config()), options.record()
+    return make_model(with_served_model(options.config())), options.record()
 
 
 def decompose(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
-    out: Annotated[Path, typer.Option(help="The skill graph folder to write.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: the skill graph.")],
     embedder: Embedder = "minilm",
-    limit: Annotated[int | None, typer.Option(min=1, help="Decompose only the first N skills.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N skills.")] = None,
     merge_threshold: Annotated[float, typer.Option(help="Cosine at or above which same-layer units are merged "
                                                         "(> 1: no merging).", rich_help_panel=_ADVANCED)] = 0.90,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks after an unusable reply, before the fallback.",
                                          rich_help_panel=_ADVANCED)] = 2,
-    max_tokens: Annotated[int, typer.Option(min=16, help="Completion budget of one decomposer call.",
+    max_tokens: Annotated[int, typer.Option(min=16, help="Most completion tokens per call (one skill's "
+                                                         "decomposition).",
                                             rich_help_panel=_ADVANCED)] = 512,
-    model: Model = None, base_url: BaseUrl = None, api_key: ApiKey = None, model_name: ModelName = None,
-    temperature: Temperature = None, context_window: ContextWindow = None, cache: Cache = None,
-    cache_mode: CacheMode = None, script: Script = None, retry_budget: RetryBudget = None,
-    progress: Annotated[bool, typer.Option(help="Print one line per skill.")] = True,
+    model: ModelString = None, base_url: BaseUrl = None, api_key: ApiKey = None, model_name: ModelNameOld = None,
+    temperature: Temperature = None, context_window: ContextWindow = None, cache: ResponseCache = None,
+    cache_mode: CacheMode = None, script: ScriptOld = None, retry_budget: RetryBudget = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress: one line per skill.")]
+    = True,
 ) -> dict[str, object]:
     """Decompose each skill into policy / strategy / procedure / primitive units with a model, merge near-duplicate
     units across skills, and save the skill graph."""
@@ -110,21 +106,31 @@ def route_query(
     graph_dir: Annotated[Path, typer.Argument(help="A skill graph folder (from `library decompose`).")],
     query: Annotated[str, typer.Option(help="The task instruction or subtask text.")],
     embedder: Embedder = "minilm",
-    mode: Annotated[str, typer.Option(help="lens, rewrite-all or no-walk.")] = "lens",
-    seeds: Annotated[int, typer.Option(min=1, help="Seed units retrieved by embedding.")] = 5,
+    mode: Annotated[Literal["lens", "rewrite-all", "no-walk"], typer.Option(
+        "--reuse", help="Skill reuse over the graph: lens, rewrite-all or no-walk.")] = "lens",
+    seeds: Annotated[int, typer.Option("--seed-units", min=1, help="Units retrieved by embedding to start the walk.")]
+    = 5,
+    mode_old: Annotated[str | None, typer.Option("--mode", hidden=True, help="Deprecated: --reuse.")] = None,
+    seeds_old: Annotated[int | None, typer.Option("--seeds", hidden=True, help="Deprecated: --seed-units.")] = None,
     budget: Annotated[int, typer.Option(min=1, help="Most tokens of the context section.")] = 1200,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the routing log as JSON.")] = False,
-    model: Model = None, base_url: BaseUrl = None, api_key: ApiKey = None, model_name: ModelName = None,
-    temperature: Temperature = None, context_window: ContextWindow = None, cache: Cache = None,
-    cache_mode: CacheMode = None, script: Script = None, retry_budget: RetryBudget = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON: the routing log.")] = False,
+    model: ModelString = None, base_url: BaseUrl = None, api_key: ApiKey = None, model_name: ModelNameOld = None,
+    temperature: Temperature = None, context_window: ContextWindow = None, cache: ResponseCache = None,
+    cache_mode: CacheMode = None, script: ScriptOld = None, retry_budget: RetryBudget = None,
 ) -> dict[str, object]:
     """Route one query over a skill graph and print the context section and what the verifier decided."""
     from skilltransfer.lens.graph import SkillGraph
     from skilltransfer.lens.route import ROUTE_MODES, RouteConfig, route
     from skilltransfer.memory.embedders import make_embedder
 
+    if mode_old is not None:
+        warn_deprecated("--mode", "--reuse")
+        mode = mode_old  # type: ignore[assignment]
+    if seeds_old is not None:
+        warn_deprecated("--seeds", "--seed-units")
+        seeds = seeds_old
     if mode not in ROUTE_MODES:
-        raise InputError(f"--mode must be one of {', '.join(ROUTE_MODES)}, got {mode!r}")
+        raise InputError(f"--reuse must be one of {', '.join(ROUTE_MODES)}, got {mode!r}")
     graph = SkillGraph.load(graph_dir, make_embedder(embedder, cache=True))
     chat, _ = _model(model, base_url, api_key, model_name, temperature, context_window, cache, cache_mode, script,
                      retry_budget)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
 
+from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
 from skilltransfer.errors import check_output_path
 from skilltransfer.experiments.report import Report, make_report
 
@@ -17,28 +18,36 @@ _ADVANCED = "Advanced"
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding run folders (searched "
                                                "recursively for config.json + results.jsonl).")],
-    out: Annotated[Path, typer.Option(help="Report folder (report.md, report.html, *.csv, figures/).")]
-    = Path("report"),
-    metric: Annotated[str, typer.Option(help="success (0/1 per task) or reward (evaluator score in [0, 1]).")]
-    = "success",
-    embedder: Annotated[str | None, typer.Option(help="Score skills with this embedder (minilm, hash:DIM, a "
-                                                 "folder) instead of each run's own.", rich_help_panel=_ADVANCED)]
-    = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: report.md, report.html, *.csv, "
+                                      "figures/.")] = Path("report"),
+    metric: Annotated[Literal["success", "reward"], typer.Option(
+        help="success (0/1 per task) or reward (evaluator score in [0, 1]).")] = "success",
+    embedder: Annotated[str | None, typer.Option(help="Embedder to score skills with (minilm, hash:DIM, a folder) "
+                                                 "instead of each run's own.", rich_help_panel=_ADVANCED)] = None,
     utility: Annotated[bool, typer.Option(help="Run the skill-utility analyses (Fig. 5).")] = True,
     density_bins: Annotated[int, typer.Option(min=2, help="Stream bins of the transfer density (Fig. 6).",
                                               rich_help_panel=_ADVANCED)] = 50,
     utility_bins: Annotated[int, typer.Option(min=2, help="Equal-size task bins of Fig. 5a/b.",
                                               rich_help_panel=_ADVANCED)] = 10,
-    utility_binning: Annotated[str, typer.Option(help="Which utility bins take the extra tasks when the count is not "
-                                                 "a multiple: first (np.array_split) or spread (rank i in bin "
-                                                 "floor(i*bins/n)).", rich_help_panel=_ADVANCED)] = "first",
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.", rich_help_panel=_ADVANCED)] = 0,
-    cache: Annotated[bool, typer.Option(help="Use the on-disk embedding cache.", rich_help_panel=_ADVANCED)] = False,
+    utility_binning: Annotated[Literal["first", "spread"], typer.Option(
+        help="Which utility bins take the extra tasks when the count is not a multiple: first (np.array_split) or "
+             "spread (rank i in bin floor(i*bins/n)).", rich_help_panel=_ADVANCED)] = "first",
+    seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the bootstrap.",
+                                      rich_help_panel=_ADVANCED)] = 0,
+    embed_cache: EmbedCache = True,
+    cache_old: Annotated[bool, typer.Option("--cache", hidden=True, help="Deprecated: the embedding cache is on by "
+                                            "default.")] = False,
+    no_cache_old: NoCacheOld = False,
 ) -> Report:
     """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs."""
+    if cache_old:
+        warn_deprecated("report --cache", "nothing: the embedding cache is on by default (--no-embed-cache: off)")
+    if no_cache_old:
+        warn_deprecated("--no-cache", "--no-embed-cache")
+        embed_cache = False
     check_output_path(out, flag="--out")
     result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
-                                  density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=cache,
+                                  density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=embed_cache,
                                   utility_binning=utility_binning)
     console = Console(stderr=True)
     console.print(f"{len(result.runs)} runs -> {written.markdown}, {written.html}, {len(written.csv)} CSV files, "

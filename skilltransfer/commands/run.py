@@ -8,36 +8,59 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.agents.harness import HarnessName
+from skilltransfer.commands.model_options import ModelOptions, with_served_model
+from skilltransfer.commands.options import (
+    MODEL_PANEL,
+    ApiKey,
+    BaseUrl,
+    CacheMode,
+    ConfigFile,
+    ContextWindow,
+    ModelNameOld,
+    ModelString,
+    Overrides,
+    Progress,
+    ResponseCache,
+    RetryBudget,
+    ScriptOld,
+    Temperature,
+    warn_deprecated,
+)
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse
+from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction.inducer import PromptVariant
-from skilltransfer.llm.config import ModelName
 
-_MODEL = "Model"
 _AGENT = "Agent and memory"
 _ENV = "Environment"
 FLAG_KEYS: dict[str, str] = {
-    "env": "env.env", "condition": "condition", "model": "model.name", "base_url": "model.base_url",
-    "limit": "limits.task_limit", "order_seed": "order_seed", "stream": "env.stream", "api_key": "model.api_key",
-    "model_name": "model.model", "temperature": "model.params.temperature", "max_tokens": "model.params.max_tokens",
-    "context_window": "model.context_window", "cache": "model.cache_path", "cache_mode": "model.cache_mode",
-    "script": "model.script", "retry_budget": "model.retry_budget_s", "embedder": "embedder", "library": "library",
-    "library_filter": "library_filter", "induction_prompt": "induction_variant", "max_steps": "limits.step_limit",
-    "max_subtasks": "limits.subtask_limit", "top_k": "agent.top_k", "seed": "env.seed", "split": "env.split",
-    "sandbox": "env.sandboxed", "coordination": "coordination", "skill_exec": "skill_exec",
-    "library_organization": "library_organization", "reuse": "reuse", "harness": "agent.harness",
+    "env": "env.env", "condition": "condition", "limit": "limits.task_limit", "order_seed": "order_seed",
+    "stream": "env.stream", "embedder": "embedder", "library": "library", "library_filter": "library_filter",
+    "induction_prompt": "induction_variant", "max_steps": "limits.step_limit", "max_subtasks": "limits.subtask_limit",
+    "top_k": "agent.top_k", "env_seed": "env.seed", "split": "env.split", "sandbox": "env.sandboxed",
+    "coordination": "coordination", "skill_exec": "skill_exec", "library_organization": "library_organization",
+    "reuse": "reuse", "harness": "agent.harness",
 }
-"""Flag (parameter name) -> the spec key it sets."""
+"""Flag (parameter name) -> the spec key it sets (the model flags: `ModelOptions.spec_keys`)."""
+
+
+def with_endpoint_model(stream: StreamConfig) -> StreamConfig:
+    """``stream`` with its model id read from the endpoint's ``/v1/models`` when none is given and the endpoint
+    serves one model, so the run records (and the report tells apart) the model it ran."""
+    data = stream.model.model_dump(exclude_unset=True)
+    filled = with_served_model({k: v for k, v in data.items() if k != "label"})
+    if filled.get("model") == data.get("model"):
+        return stream
+    return stream.model_copy(update={"model": stream.model.model_copy(update={"model": filled["model"]})})
 
 
 def env_args(items: list[str]) -> dict[str, Any]:
@@ -60,55 +83,40 @@ def env_args(items: list[str]) -> dict[str, Any]:
 
 
 def run(
-    env: Annotated[str | None, typer.Option(help="apps, office, datasci, scienceworld, officebench[:<tasks "
-                                                 "folder>], or "
-                                                 "module:Class (your own env class).")] = None,
-    condition: Annotated[Condition | None, typer.Option(help="Level x skill format (required here or in the "
-                                                             "config).", case_sensitive=False)] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="A YAML of spec keys (env, model, condition, "
-                                                "agent, limits, ...; one value per axis), layered under -c and the "
-                                                "flags.")] = None,
-    overrides: Annotated[list[str] | None, typer.Option("-c", help="Override: key.path=value (YAML value) or a YAML "
-                                                        "file merged in; repeatable, applied in order.")] = None,
-    model: Annotated[ModelName | None, typer.Option(
-        help="local (embedded model), openai (any OpenAI-compatible endpoint) or scripted (test double). Default: "
-             "openai when an endpoint is configured, else local.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env: OPENAI_BASE_URL).")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Run only the first N tasks of the stream.")] = None,
+    env: Annotated[str | None, typer.Option(help="Env: apps, office, datasci, scienceworld, officebench[:<tasks "
+                                                 "folder>], or module:Class (your own env class).")] = None,
+    condition: Annotated[Condition | None, typer.Option(help="Condition: level x skill format (required here or in "
+                                                             "the config).", case_sensitive=False)] = None,
+    config: ConfigFile = None,
+    overrides: Overrides = None,
+    model: ModelString = None,
+    base_url: BaseUrl = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of the stream.")]
+    = None,
     order_seed: Annotated[int | None, typer.Option(help="Stream order seed (0, the default: the canonical order).")]
     = None,
     stream: Annotated[str | None, typer.Option(help="A curated stream of the env, in its own order (e.g. apps "
                                                     "'starter'; `skilltransfer envs list` shows them).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<env>-<condition>-<model>). Rerunning "
-                                                  "with the same folder resumes.")] = None,
-    api_key: Annotated[str | None, typer.Option(help="API key (env: OPENAI_API_KEY).", rich_help_panel=_MODEL)]
-    = None,
-    model_name: Annotated[str | None, typer.Option(help="Model id at the endpoint (env: SKILLTRANSFER_MODEL); a GGUF "
-                                                        "path for local.", rich_help_panel=_MODEL)] = None,
-    temperature: Annotated[float | None, typer.Option(min=0, help="Sampling temperature.", rich_help_panel=_MODEL)]
-    = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output run folder (default "
+                                             "runs/<env>-<condition>-<model>). Rerunning with the same folder "
+                                             "resumes.")] = None,
+    api_key: ApiKey = None,
+    model_name: ModelNameOld = None,
+    temperature: Temperature = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call, for every role "
                                                    "(default: per role, executor 1024, planner 96, summarizer 256, "
-                                                   "induction 768).", rich_help_panel=_MODEL)] = None,
-    context_window: Annotated[int | None, typer.Option(min=256, help="The model's context window in tokens (env: "
-                                                       "SKILLTRANSFER_CONTEXT_WINDOW). Default: asked from the "
-                                                       "endpoint's /v1/models; for local, the server's context size "
-                                                       "(8192).", rich_help_panel=_MODEL)] = None,
-    cache: Annotated[Path | None, typer.Option(help="SQLite response cache (resume without paying twice).",
-                                               rich_help_panel=_MODEL)] = None,
-    cache_mode: Annotated[Literal["rw", "ro", "off"] | None, typer.Option(
-        help="rw (default), ro (replay: a miss is an error) or off.", rich_help_panel=_MODEL)] = None,
-    script: Annotated[Path | None, typer.Option(help="Replies of the scripted test double (JSONL); needs --model "
-                                                     "scripted.", rich_help_panel=_MODEL)] = None,
-    retry_budget: Annotated[float | None, typer.Option(min=0, help="Seconds a model call keeps retrying rate limits, "
-                                                       "5xx and connection errors (default 300).",
-                                                       rich_help_panel=_MODEL)] = None,
-    embedder: Annotated[str | None, typer.Option(help="Retrieval embedder: minilm (default), hash:DIM (test double) "
-                                                      "or a sentence-transformers folder.", rich_help_panel=_AGENT)]
-    = None,
-    library: Annotated[Path | None, typer.Option(help="Retrieve from this frozen library (a run's memory folder, a "
-                                                      "SKILL.md folder or .jsonl) instead of a growing memory.",
+                                                   "induction 768).", rich_help_panel=MODEL_PANEL)] = None,
+    context_window: ContextWindow = None,
+    cache: ResponseCache = None,
+    cache_mode: CacheMode = None,
+    script: ScriptOld = None,
+    retry_budget: RetryBudget = None,
+    embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm (default), hash:DIM (test "
+                                                      "double) or a sentence-transformers folder.",
                                                  rich_help_panel=_AGENT)] = None,
+    library: Annotated[Path | None, typer.Option(help="Frozen skill library to retrieve from (a run's memory "
+                                                      "folder, a SKILL.md folder or .jsonl) instead of a growing "
+                                                      "memory.", rich_help_panel=_AGENT)] = None,
     library_filter: Annotated[LibraryFilter | None, typer.Option(help="Keep the top or bottom half of --library by "
                                                                       "utility.", rich_help_panel=_AGENT)] = None,
     coordination: Annotated[Coordination | None, typer.Option(
@@ -123,9 +131,9 @@ def run(
              "organisation of -c organization=DIR, else grouped by source task).", case_sensitive=False,
         rich_help_panel=_AGENT)] = None,
     reuse: Annotated[Reuse | None, typer.Option(
-        help="flat (the top-k skills whole, default) or routed over a skill graph: lens (verifier ACCEPT / DECOMPOSE "
-             "/ REWRITE / SKIP), rewrite-all, no-walk. With --library, -c skill_graph=DIR uses a prebuilt graph.",
-        case_sensitive=False, rich_help_panel=_AGENT)] = None,
+        help="Skill reuse: flat (the top-k skills whole, default) or routed over a skill graph: lens (verifier "
+             "ACCEPT / DECOMPOSE / REWRITE / SKIP), rewrite-all, no-walk. With --library, -c skill_graph=DIR uses a "
+             "prebuilt graph.", case_sensitive=False, rich_help_panel=_AGENT)] = None,
     induction_prompt: Annotated[PromptVariant | None, typer.Option(help="Induction prompt variant (default full).",
                                                                    rich_help_panel=_AGENT)] = None,
     harness: Annotated[HarnessName | None, typer.Option(
@@ -138,8 +146,10 @@ def run(
                                                      rich_help_panel=_AGENT)] = None,
     top_k: Annotated[int | None, typer.Option(min=0, help="Skills retrieved per query (default 5).",
                                               rich_help_panel=_AGENT)] = None,
-    seed: Annotated[int | None, typer.Option(help="Env generation seed (default: the env's, 0 for the bundled ones).",
-                                             rich_help_panel=_ENV)] = None,
+    env_seed: Annotated[int | None, typer.Option(help="Env generation seed (default: the env's, 0 for the bundled "
+                                                      "ones).", rich_help_panel=_ENV)] = None,
+    seed_old: Annotated[int | None, typer.Option("--seed", hidden=True, help="Deprecated here: --env-seed.")]
+    = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test).", rich_help_panel=_ENV)]
     = None,
     sandbox: Annotated[bool | None, typer.Option("--sandbox/--no-sandbox", help="Run agent code in the sandbox "
@@ -149,24 +159,27 @@ def run(
                                                       "folder).", rich_help_panel=_ENV)] = None,
     env_arg: Annotated[list[str] | None, typer.Option(help="key=value passed to the env's constructor (JSON "
                                                            "values); repeatable.", rich_help_panel=_ENV)] = None,
-    progress: Annotated[bool, typer.Option(help="Show the progress bar (one line per task without a terminal).")]
-    = True,
+    progress: Progress = True,
     heartbeat: Annotated[float, typer.Option(help="Without a terminal: a progress line at most every this many "
                                                   "seconds while a task runs (0: none).", min=0)] = 30.0,
 ) -> LaunchResult:
     """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
-    given = {"env": env, "condition": condition, "model": model, "base_url": base_url, "limit": limit,
-             "order_seed": order_seed, "stream": stream, "api_key": api_key, "model_name": model_name,
-             "temperature": temperature, "max_tokens": max_tokens, "context_window": context_window,
-             "cache": str(cache) if cache else None, "cache_mode": cache_mode,
-             "script": str(script) if script else None, "retry_budget": retry_budget, "embedder": embedder,
-             "library": str(library) if library else None, "library_filter": library_filter,
+    if seed_old is not None:
+        warn_deprecated("run --seed", "--env-seed")
+        env_seed = seed_old if env_seed is None else env_seed
+    given = {"env": env, "condition": condition, "limit": limit, "order_seed": order_seed, "stream": stream,
+             "embedder": embedder, "library": str(library) if library else None, "library_filter": library_filter,
              "induction_prompt": induction_prompt, "max_steps": max_steps, "max_subtasks": max_subtasks,
-             "top_k": top_k, "seed": seed, "split": split, "sandbox": sandbox, "coordination": coordination,
+             "top_k": top_k, "env_seed": env_seed, "split": split, "sandbox": sandbox, "coordination": coordination,
              "skill_exec": skill_exec, "library_organization": library_organization, "reuse": reuse,
              "harness": harness}
-    flags = {FLAG_KEYS[name]: value for name, value in given.items()} | env_args(env_arg or [])
-    stream_config = run_spec(config, overrides or [], flags, out)
+    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
+                           temperature=temperature, max_tokens=max_tokens, context_window=context_window,
+                           cache=str(cache) if cache else None, cache_mode=cache_mode,
+                           script=str(script) if script else None, retry_budget_s=retry_budget)
+    flags = ({FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
+             | env_args(env_arg or []))
+    stream_config = with_endpoint_model(run_spec(config, overrides or [], flags, out))
     console = Console(stderr=True)
     result = run_config(stream_config, workdir=workdir, progress=progress, console=console, heartbeat_s=heartbeat)
     records = result.summary.records

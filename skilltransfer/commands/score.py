@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import load_library
@@ -53,20 +54,23 @@ def score(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
     tasks: Annotated[Path, typer.Option("--tasks", help="Task instructions: .jsonl, .txt, .json, a folder of JSON "
                                         "task files (OfficeBench) or a saved HF dataset.")],
-    embedder: Annotated[str, typer.Option(help="minilm, hash:DIM (test double) or a sentence-transformers folder.")]
-    = DEFAULT_EMBEDDER,
+    embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
+                                               "folder.")] = DEFAULT_EMBEDDER,
     tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
-    specificity: Annotated[str, typer.Option("--specificity", help="pairs (paper), nearest or knn.")] = "pairs",
-    skill_text: Annotated[str, typer.Option("--skill-text", help="Embed the description or description+body.")]
-    = "description",
+    specificity: Annotated[Literal["pairs", "nearest", "knn"], typer.Option(
+        "--specificity", help="pairs (paper), nearest or knn.")] = "pairs",
+    skill_text: Annotated[Literal["description", "description+body"], typer.Option(
+        "--skill-text", help="Embed the description or description+body.")] = "description",
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
                                               rich_help_panel=_ADVANCED)] = None,
     top: Annotated[int | None, typer.Option(help="Show only the N highest-utility skills (outputs keep all).")]
     = None,
-    out: Annotated[Path | None, typer.Option(help="Write the full report to a .json or .csv file.")] = None,
-    seed: Annotated[int, typer.Option(help="Pair-sampling seed (used above 10^7 task pairs).",
-                                      rich_help_panel=_ADVANCED)] = 0,
-    cache: Annotated[bool, typer.Option(help="Use the on-disk embedding cache.", rich_help_panel=_ADVANCED)] = True,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (.json or .csv): the full report.")]
+    = None,
+    seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the sampled task pairs (above 10^7 "
+                                           "pairs).", rich_help_panel=_ADVANCED)] = 0,
+    embed_cache: EmbedCache = True,
+    no_cache_old: NoCacheOld = False,
 ) -> ScoreReport:
     """Rank skills by utility = specificity x abstractness against a set of task instructions (seed §6.1)."""
     if specificity not in SPECIFICITY_MODES:
@@ -83,7 +87,10 @@ def score(
         check_output_path(out, flag="--out", folder=False)
     skills = load_library(library)
     task_texts = load_task_texts(tasks, field=field)
-    model = make_embedder(embedder, cache=cache)
+    if no_cache_old:
+        warn_deprecated("--no-cache", "--no-embed-cache")
+        embed_cache = False
+    model = make_embedder(embedder, cache=embed_cache)
     try:
         report = score_library(skills, task_texts, model, tau=tau, specificity_mode=specificity, text=skill_text,
                                seed=seed)

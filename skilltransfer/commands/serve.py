@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.errors import InputError
 from skilltransfer.llm.local import LocalServer
 
@@ -42,8 +43,9 @@ def serve(
                                                     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled on first use).")
                           ] = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 0,
-    ctx: Annotated[int, typer.Option("--ctx", min=512, help="Context size in tokens (reduced if it does not fit in "
-                                     "memory).")] = 8192,
+    ctx: Annotated[int, typer.Option("--context-window", min=512, help="The model's context window in tokens: the "
+                                     "server's context size (reduced if it does not fit in memory).")] = 8192,
+    ctx_old: Annotated[int | None, typer.Option("--ctx", hidden=True, help="Deprecated: --context-window.")] = None,
     threads: Annotated[int | None, typer.Option("--threads", min=1, help="CPU threads (default: all cores).",
                                                 rich_help_panel="Advanced")] = None,
     ram_cache: Annotated[bool, typer.Option("--ram-cache/--no-ram-cache", help="Keep the last prompts' KV states "
@@ -51,4 +53,7 @@ def serve(
                                             rich_help_panel="Advanced")] = True,
 ) -> None:
     """Start the embedded local model server (OpenAI-compatible) and keep it in the foreground."""
+    if ctx_old is not None:
+        warn_deprecated("--ctx", "--context-window")
+        ctx = ctx_old
     serve_model(model_path, port, ctx, threads, ram_cache=ram_cache)

@@ -24,9 +24,9 @@ from skilltransfer.experiments.summary import (
 
 def show(
     run: Annotated[Path, typer.Argument(help="A run folder (written by skilltransfer run).")],
-    task: Annotated[str | None, typer.Option(help="Print this task's trajectory (task id or stream position).")]
-    = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    task: Annotated[str | None, typer.Option(help="A task: its number in the stream (1-based) or its id (prints "
+                                                  "its trajectory).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON: the summary.")] = False,
     max_chars: Annotated[int, typer.Option(min=1, help="Cut long observations to this many characters (--task).")]
     = 2000,
     prompts: Annotated[bool, typer.Option("--prompts", help="With --task: each step's model calls, their prompts "

@@ -128,6 +128,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
             raise InputError("not a file, so --out is not a run folder; use another --out", path=folder / name)
     if workdir is not None:
         check_output_path(workdir, flag="--workdir")
+    RunFolder(folder).check_settings(config)  # a rerun with other settings is refused before anything is built
     if config.library is not None:  # a bad library fails here, before the run folder is written
         library_skills(config.library)
     if config.organization is not None:

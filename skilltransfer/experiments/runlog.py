@@ -348,6 +348,31 @@ class PromptStore:
 
 
 # --------------------------------------------------------------------------------------------- the folder
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _leaf_changes(before: Any, after: Any, key: str) -> list[str]:
+    """``key.path: was X, now Y`` for each leaf where two JSON values differ."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for name in dict.fromkeys([*before, *after]):
+            out += _leaf_changes(before.get(name), after.get(name), f"{key}.{name}" if key else str(name))
+        return out
+    return [] if before == after else [f"{key}: was {_short(before)}, now {_short(after)}"]
+
+
+def setting_changes(before: StreamConfig, after: StreamConfig) -> list[str]:
+    """The settings in which two recorded streams differ, each as ``config.key.path: was X, now Y`` (what only
+    selects tasks is left out, as in `StreamConfig.differences`)."""
+    out: list[str] = []
+    for name in before.differences(after):
+        out += _leaf_changes(before.model_dump(mode="json", include={name}),
+                             after.model_dump(mode="json", include={name}), "config")
+    return out
+
+
 class RunFolder:
     """One run folder: read its files (one-line errors naming the file and line), write them, commit tasks.
 
@@ -504,25 +529,45 @@ class RunFolder:
         self.recover_memory({r.task_id for r in records})
         return records
 
-    def _check_resume(self, log: RunConfigLog) -> None:
+    def _resumable_config(self) -> RunConfigLog:
         before = self.read_config()
         if before.format_version != FORMAT_VERSION:
             raise InputError(f"run folder of log format_version {before.format_version} (an older skilltransfer) "
                              "cannot be resumed; show and report still read it; use another run folder",
                              path=self.config_file)
-        changed = [f"config.{name}" for name in before.config.differences(log.config)]
+        return before
+
+    def _check_resume(self, log: RunConfigLog) -> None:
+        before = self._resumable_config()
+        changed = setting_changes(before.config, log.config)
         keys = ("level", "skill_format", "agent", "induction", "prompt_ids", "embedder_id")
-        changed += [k for k in keys if getattr(before, k) != getattr(log, k)]
+        changed += _leaf_changes(before.model_dump(mode="json", include=set(keys)),
+                                 log.model_dump(mode="json", include=set(keys)), "")
         extends = log.task_ids[: len(before.task_ids)] == before.task_ids
         if not extends or (log.config.library_filter is not None and log.task_ids != before.task_ids):
             # a utility-filtered library depends on the whole stream, so it cannot be extended
-            changed.append("task_ids")
-        if changed:
-            raise InputError(f"this run folder was started with different settings ({', '.join(changed)} differ); "
-                             "use another run name or delete the folder", path=self.config_file)
+            changed.append(f"task_ids: was {_short(before.task_ids)}, now {_short(log.task_ids)}")
+        self._refuse(changed)
         if len(log.task_ids) > len(before.task_ids):
             extended = before.model_copy(update={"task_ids": log.task_ids, "config": log.config})
             atomic_write_text(self.config_file, extended.to_json())
+
+    def check_settings(self, config: StreamConfig) -> None:
+        """Refuse, before anything runs or is drawn, a stream whose settings differ from the ones this folder was
+        started with (the rest is checked when the run starts).
+
+        Raises:
+            InputError: naming each differing setting with both values, and the flag that picks another folder.
+        """
+        if self.config_file.is_file():
+            self._refuse(setting_changes(self._resumable_config().config, config.identity()))
+
+    def _refuse(self, changed: list[str]) -> None:
+        if changed:
+            raise InputError(f"this run folder was started with different settings ({'; '.join(changed)}): give "
+                             "another output folder (--out DIR), or rerun with the recorded settings, or delete the "
+                             "folder",
+                             path=self.config_file)
 
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""

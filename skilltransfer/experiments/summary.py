@@ -240,6 +240,11 @@ def _coordination_text(c: dict[str, int]) -> str:
             f"{c['unverified_constraints']} unverified")
 
 
+def _number(position: Any) -> str:
+    """A 0-based stream position as the 1-based task number people read ("?" when unknown)."""
+    return str(position + 1) if isinstance(position, int) else "?"
+
+
 def _transfer_text(events: list[TransferEvent], shown: int = 5) -> str:
     if not events:
         return "no task retrieved a skill induced earlier in this run"
@@ -247,8 +252,9 @@ def _transfer_text(events: list[TransferEvent], shown: int = 5) -> str:
     lines = [f"{len(events)} events in {len(targets)} tasks ({sum(targets.values())} solved): "
              "later tasks retrieved skills induced earlier in this run"]
     for e in events[:shown]:
-        lines.append(f"  task {e.target_position} {e.target_task_id} [{'success' if e.target_success else 'failure'}]"
-                     f" <- {e.skill_name!r} from task {e.source_position} {e.source_task_id}")
+        lines.append(f"  task {e.target_position + 1} {e.target_task_id} "
+                     f"[{'success' if e.target_success else 'failure'}] <- {e.skill_name!r} from task "
+                     f"{e.source_position + 1} {e.source_task_id}")  # task numbers are 1-based where people read them
     if len(events) > shown:
         lines.append(f"  ... {len(events) - shown} more (show --json lists all)")
     return "\n".join(lines)
@@ -256,8 +262,9 @@ def _transfer_text(events: list[TransferEvent], shown: int = 5) -> str:
 
 # --------------------------------------------------------------------------------------------- trajectories
 def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord | None, TrajectoryLog]:
-    """The record and trajectory of one task (``task_id`` may also be its stream position); an unfinished task
-    whose partial trajectory is on disk (running, or aborted by an error) comes without a record.
+    """The record and trajectory of one task (``task_id`` may also be its number in the stream, 1-based as progress
+    lines print it); an unfinished task whose partial trajectory is on disk (running, or aborted by an error) comes
+    without a record.
 
     Raises:
         InputError: the task has neither a record nor a trajectory in this run, or its trajectory is missing/broken.
@@ -267,9 +274,13 @@ def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord | None, Tra
     records = folder.read_records()
     record = next((r for r in records if r.task_id == task_id), None)
     if record is None and task_id.isdigit():
-        record = next((r for r in records if r.position == int(task_id)), None)
-    if record is None and task_id.isdigit() and int(task_id) < len(config.task_ids):
-        task_id = config.task_ids[int(task_id)]
+        number = int(task_id)
+        if not 1 <= number <= len(config.task_ids):
+            raise InputError(f"--task {task_id}: task numbers run from 1 to {len(config.task_ids)} in this run "
+                             "(or give a task id)", path=folder.path)
+        record = next((r for r in records if r.position == number - 1), None)
+        if record is None:
+            task_id = config.task_ids[number - 1]
     relative = record.trajectory if record is not None else folder.trajectory_file(task_id)
     if record is None and not (folder.path / relative).is_file():
         shown = ", ".join(r.task_id for r in records[:5]) + (", ..." if len(records) > 5 else "")
@@ -305,7 +316,7 @@ def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
     if kind == "RetrievalStep":
         skills = step.get("skills") or []
         found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
-                          f"{s.get('source_task_id') or '?'} (position {s.get('source_position')})"
+                          f"{s.get('source_task_id') or '?'} (task {_number(s.get('source_position'))})"
                           + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in skills)
         below = (f"\n    ({step['below_min_score']} more below the minimum score)"
                  if step.get("below_min_score") else "")
@@ -427,12 +438,12 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
     checks = "\n".join(f"    [{'x' if c.get('passed') else ' '}] {c.get('requirement')}"
                        + (f": {c['detail']}" if c.get("detail") else "") for c in score.get("checks", []))
     if record is None:
-        head = [f"task {trajectory.task_id} (position {trajectory.position}): not finished, trajectory "
+        head = [f"task {trajectory.task_id} (task {trajectory.position + 1} of the stream): not finished, trajectory "
                 f"{trajectory.status}" + (f" ({trajectory.error})" if trajectory.error else ""),
                 f"instruction: {trajectory.instruction}"]
     else:
         head = [
-            f"task {record.task_id} (position {record.position}, difficulty {record.difficulty}, "
+            f"task {record.task_id} (task {record.position + 1} of the stream, difficulty {record.difficulty}, "
             f"template {record.template})",
             f"instruction: {trajectory.instruction}",
             f"result: {'SUCCESS' if record.success else 'FAILURE'} reward {record.reward:.3f}, exit "

@@ -63,7 +63,7 @@ def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
     if name == "scripted":
         if outputs is None:
             if not config.script:
-                raise InputError("model 'scripted' (a test double) needs replies: set --script FILE.jsonl")
+                raise InputError("model 'scripted' (a test double) needs replies: --model scripted:<file.jsonl>")
             from skilltransfer.llm.script import script_replies
 
             outputs = script_replies(config.script)

@@ -22,6 +22,7 @@ from skilltransfer.llm.context import (
     estimate_tokens,
     window_from_models,
 )
+from skilltransfer.llm.modelstring import OPENAI_URL, only_served_model
 from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,
@@ -110,15 +111,17 @@ class OpenAIChatModel:
     """
 
     def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] | None = None) -> None:
-        base_url = config.resolved_base_url()
-        if not base_url:
-            raise InputError("model 'openai' needs an endpoint: set --base-url or OPENAI_BASE_URL")
+        base_url = config.resolved_base_url() or OPENAI_URL
         if not base_url.startswith(("http://", "https://")) or not base_url.split("://", 1)[1].strip("/"):
             raise InputError(f"model 'openai': endpoint {base_url!r} is not an http(s) URL: set --base-url or "
                              "OPENAI_BASE_URL to e.g. http://127.0.0.1:8000/v1")
         model = config.resolved_model()
-        if not model:
-            raise InputError(f"model 'openai' needs a model id for {base_url}: set --model or SKILLTRANSFER_MODEL")
+        if not model and base_url == OPENAI_URL:
+            raise InputError("model 'openai' needs a model id: --model openai/<id> (e.g. openai/gpt-4o), or "
+                             "--model <id>@<url> for another endpoint (--base-url / OPENAI_BASE_URL), or set "
+                             "SKILLTRANSFER_MODEL")
+        if not model:  # the endpoint's only model, else an error naming what it serves
+            model = only_served_model(base_url, config.resolved_api_key())
         self.config = config
         self.base_url = base_url
         self.model = model
@@ -232,7 +235,7 @@ class OpenAIChatModel:
                                  "check OPENAI_API_KEY / --api-key") from exc
         except openai.NotFoundError as exc:
             raise ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
-                                 "set --model / SKILLTRANSFER_MODEL, or check --base-url ends in /v1") from exc
+                                 "choose another: --model <id>@<url>, or check the URL ends in /v1") from exc
         except openai.APIStatusError as exc:
             too_long = classify_context_error(exc.status_code, exc.message, exc.body)
             if too_long is not None:
