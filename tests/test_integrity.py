@@ -1072,8 +1072,8 @@ def test_run_refuses_a_hostile_library_in_one_line(tmp_path: Path, variant: str)
     library = hostile_library(tmp_path, variant)
     script = tmp_path / "script.jsonl"
     script.write_text(json.dumps("x") + "\n")
-    error = _one_error_line(*_cli("run", "--env", "apps", "--condition", "task+text", "--model", "scripted",
-                                  "--script", str(script), "--library", str(library), "--embedder", "hash:16",
+    error = _one_error_line(*_cli("run", "--env", "apps", "--condition", "task+text", "--model",
+                                  f"scripted:{script}", "--library", str(library), "--embedder", "hash:16",
                                   "--limit", "1", "--out", str(tmp_path / "run"), "--no-progress"))
     assert LIBRARY_ATTACKS[variant] in error, error
 
@@ -1115,7 +1115,7 @@ def test_hostile_run_folders_given_to_judge_and_show_are_one_error_line(tmp_path
     (hostile / "results.jsonl").write_text(json.dumps(record) + "\n")
     script = tmp_path / "judge.jsonl"
     script.write_text(json.dumps({"reply": "VERDICT: A"}) + "\n")
-    error = _one_error_line(*_cli("judge", str(hostile), str(good), "--model", "scripted", "--script", str(script)))
+    error = _one_error_line(*_cli("judge", str(hostile), str(good), "--model", f"scripted:{script}"))
     assert reason in error, error
     assert "SECRET" not in error
 

@@ -261,8 +261,8 @@ def test_judge_command_errors_are_one_line(tmp_path):
     fake_run(tmp_path / "a", {"t1": "GOOD"})
     fake_run(tmp_path / "b", {"t9": "GOOD"})
     with pytest.raises(InputError, match="share no finished task"):
-        cli("judge", str(tmp_path / "a"), str(tmp_path / "b"), "--model", "scripted", "--script",
-            str(tmp_path / "a" / "results.jsonl"))
+        cli("judge", str(tmp_path / "a"), str(tmp_path / "b"), "--model",
+            f"scripted:{tmp_path / 'a' / 'results.jsonl'}")
     with pytest.raises(InputError, match="not a run folder"):
         cli("judge", str(tmp_path), str(tmp_path / "b"), "--model", "scripted")
     bad_prompt = tmp_path / "p.md"

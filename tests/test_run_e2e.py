@@ -308,7 +308,7 @@ def test_plugged_env_gets_only_the_arguments_it_takes(tmp_path):
     (["--env", TINY, "--condition", "task", "--max-steps", "0"], "'--max-steps': Input should be greater than or"),
     (["--env", TINY, "--condition", "task", "--top-k", "-1"], "'--top-k': Input should be greater than or equal to 0"),
     (["--env", TINY, "--condition", "task", "--model", "scripted"], "needs replies: --model scripted:<file.jsonl>"),
-    (["--env", TINY, "--condition", "task", "--limit", "0", "--model", "scripted", "--script", "x"],
+    (["--env", TINY, "--condition", "task", "--limit", "0", "--model", "scripted:x"],
      "Invalid value for '--limit' / '-n'"),
     (["--env", TINY, "--condition", "task", "-c", "agent.top_k=-1"], "field 'agent.top_k': Input should be greater"),
     (["--env", TINY, "-c", "conditions=[task, subtask]"], "run runs one stream, this config gives 2 (conditions"),

@@ -148,8 +148,9 @@ def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server
     (["--skill-exec", "subagent", "--coordination", "nl-sop"], "apply to the agent"),
     (["--skill-exec", "tool"], "tool")])
 def test_bad_axis_settings_are_one_line_errors(tmp_path, monkeypatch, capsys, extra, message):
-    code, _, err = main_cli(["run", "--env", "apps", "--condition", "task+text", "--model", "scripted", "--script",
-                             str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "run"), *extra], monkeypatch, capsys)
+    code, _, err = main_cli(["run", "--env", "apps", "--condition", "task+text", "--model",
+                             f"scripted:{tmp_path / 'none.jsonl'}", "--out", str(tmp_path / "run"), *extra],
+                            monkeypatch, capsys)
     assert code == 2
     assert message in err
     assert not (tmp_path / "run").exists()
