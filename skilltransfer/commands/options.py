@@ -56,6 +56,7 @@ VOCABULARY: dict[str, Term] = {
     "--max-chars": Term("Cut"),
     "--retries": Term("Re-asks after an unusable reply"),
     "--task": Term("A task: its number in the stream (1-based) or its id"),
+    "--port": Term("Port"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""
 
