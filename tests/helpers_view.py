@@ -10,10 +10,17 @@ from typing import Any
 
 from helpers_cli import run_tiny
 from helpers_compose import ComposeScript, plan_json
-from helpers_tinyenv import CODE_SKILL, CounterScript
+from helpers_lens import LensCounterScript
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.coordination import Plan, PlanNode
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.memory.library import export_jsonl
+from skilltransfer.skill import Skill
 
 XSS = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
 TARGETS = (3, 5, 2, 4)
@@ -46,9 +53,24 @@ PLAN = Plan(task_id="tiny/0", nodes=[
              bindings={"a": "outputs.v2", "b": "outputs.v3"}, expected_output="the final value")])
 
 
+def build_lens_run(root: Path) -> Path:
+    """``root/lens/lens``: a lens-reuse run over a frozen two-skill library (scripted in-process; routing decisions
+    in its retrieval steps)."""
+    library = root / "lens-library.jsonl"
+    export_jsonl([Skill(name="set_counter_value", description="Set the counter to a target value.",
+                        body="1. Reset the counter with apis.counter.reset().\n2. Add the target with "
+                             "apis.counter.add(n).\nCaveat: add() needs an int."),
+                  Skill(name="bake_bread", description="Bake bread for the team.",
+                        body="1. Heat the oven for the bread.\n2. Knead the bread dough.")], library)
+    config = StreamConfig(run="lens", runs_dir=str(root / "lens"), condition="task", library=str(library), reuse="lens")
+    env = TinyEnv([3, 5], workdir=root / "ws-lens")
+    return run_stream(env, ScriptedModel(LensCounterScript(CounterScript(TEXT_SKILL))), config,
+                      embedder=HashEmbedder(dim=128)).path
+
+
 def build_view_runs(root: Path) -> dict[str, Path]:
     """Four runs under ``root/runs/tiny``: ``task+text``, ``task``, ``subtask+code`` (over `TARGETS`) and a
-    ``metaskill`` coordinated run of `PLAN`; name -> run folder."""
+    ``metaskill`` coordinated run of `PLAN`, and a lens run outside it (`build_lens_run`); name -> run folder."""
     out = {}
     for condition, induction in (("task+text", XSS_SKILL), ("task", XSS_SKILL), ("subtask+code", CODE_SKILL)):
         path = root / "runs" / "tiny" / condition
@@ -58,4 +80,5 @@ def build_view_runs(root: Path) -> dict[str, Path]:
     out["metaskill"] = root / "runs" / "tiny" / "metaskill"
     with MockServer(ComposeScript([plan_json(PLAN)])) as server:
         run_tiny(server, out["metaskill"], "task", (5,), "--coordination", "metaskill", "-c", f"plans={root / 'plans'}")
+    out["lens"] = build_lens_run(root)
     return out

@@ -50,8 +50,8 @@ def root(runs: dict[str, Path]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(root: Path) -> Iterator[ViewServer]:
-    with ViewServer(Catalog([root])) as running:
+def server(root: Path, runs: dict[str, Path]) -> Iterator[ViewServer]:
+    with ViewServer(Catalog([root, runs["lens"]])) as running:
         yield running
 
 
@@ -139,10 +139,10 @@ def _large_run(source: Path, out: Path) -> Path:
 # --------------------------------------------------------------------------------------------- pages
 def test_runs_page_lists_filters_sorts_and_picks_two_to_compare(tab, runs, server):
     rows = tab.page.locator("table.runs tbody tr")
-    assert rows.count() == 5
+    assert rows.count() == 6
     text = tab.text()
-    for condition in ("task+text", "subtask+code", "metaskill"):
-        assert condition in text
+    for label in ("tiny/task+text", "tiny/subtask+code", "tiny/metaskill", "runs/large", "lens"):
+        assert label in text
     tab.page.fill("input.filter", "tiny/task+text")
     assert rows.count() == 1
     tab.page.fill("input.filter", "")
@@ -215,6 +215,13 @@ def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs
     prompt.locator("summary").click()
     assert prompt.locator(".message").count() == 3  # system, user, reply
     assert "You are the PLANNER" in prompt.inner_text()
+    tab.go(f"#/run/{key_of(server, runs['lens'])}/task/0")
+    log = json.loads(sorted((runs["lens"] / "trajectories").glob("tiny_0*.json"))[0].read_text())
+    route = next(s for s in log["steps"] if s["type"] == "RetrievalStep")["route"]
+    retrieval = tab.page.locator('article[data-type="RetrievalStep"]')
+    assert retrieval.locator("table.visits tbody tr").count() == len(route["visits"])  # one row per routed unit
+    routing = [c for c in log["calls"] if c["role"] in ("verifier", "rewriter", "decomposer")]
+    assert retrieval.locator("details.prompt").count() == len(routing) > 0  # its routing calls' prompts
     tab.go(f"#/run/{key_of(server, runs['metaskill'])}/task/0")
     assert tab.page.locator("svg.plan g.plannode").count() == 4
     assert tab.page.locator("svg.plan path.dep").count() == 4  # v1->v2, v1->v3, v2->v4, v3->v4 (bindings on them)

@@ -377,17 +377,28 @@ def format_coordination(data: dict[str, Any]) -> str:
 
 STEP_ROLES = {"ActionStep": "executor", "PlanStep": "planner", "SummaryStep": "summarizer",
               "InductionStep": "induction"}
+ROUTING_ROLES = ("verifier", "rewriter", "decomposer")
+"""Roles of lens routing calls (`skilltransfer.lens.retriever`), made for a retrieval step."""
 
 
 def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[int, list[int]]:
     """Step index -> the indices of the model calls that made it, matched in order: an action, plan or induction
     step by its reply's content id (with the calls of the same role just before it: a refused or unparseable
-    planner reply), a summary by the next summarizer call. Calls of runs logged without prompts match nothing."""
+    planner reply), a summary by the next summarizer call, a routed retrieval by the routing calls (verifier,
+    rewriter, decomposer) that come next. Calls of runs logged without prompts match nothing."""
     out: dict[int, list[int]] = {}
     taken: set[int] = set()
     start = 0
     for index, step in enumerate(steps):
         role = STEP_ROLES.get(str(step.get("type")))
+        if step.get("type") == "RetrievalStep" and step.get("route"):
+            routing = []
+            while start < len(calls) and calls[start].get("role") in ROUTING_ROLES:
+                routing.append(start)
+                start += 1
+            if routing:
+                out[index] = routing
+                taken.update(routing)
         if role is None:
             continue
         reply = step.get("reply")

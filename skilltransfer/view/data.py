@@ -238,7 +238,8 @@ class Catalog:
         stream = _dict(config.get("config"))
         n = max(int(s["finished"]), 1)
         return {"key": entry.key, "label": entry.label, "grid": entry.grid, "run": s["run"],
-                "condition": s["condition"], "model": s["model"], "env": s["env"], "preset": _preset(config),
+                "condition": s["condition"], "model": s["model"], "env": s["env"],
+                "preset": s.get("harness") or _preset(config),
                 "settings": s["settings"], "finished": s["finished"], "planned": s["planned"],
                 "success": s["success"], "ci": list(s["success_ci"]), "mean_reward": s["mean_reward"],
                 "tokens": s["prompt_tokens"] + s["completion_tokens"],
@@ -271,7 +272,8 @@ class Catalog:
         skills, skills_error = _skills(entry.path, records, transfers)
         return {"key": entry.key, "label": entry.label, "grid": entry.grid, "path": str(entry.path),
                 "summary": summary["rows"], "run": summary["run"], "condition": summary["condition"],
-                "model": summary["model"], "env": summary["env"], "preset": _preset(config),
+                "model": summary["model"], "env": summary["env"],
+                "preset": summary.get("harness") or _preset(config),
                 "success": summary["success"], "ci": list(summary["success_ci"]), "finished": summary["finished"],
                 "planned": summary["planned"], "config": config, "tasks": tasks, "transfers": transfers,
                 "skills": skills, "skills_error": skills_error,
@@ -344,7 +346,8 @@ def _is_png(path: Path) -> bool:
 
 
 def _preset(config: dict[str, Any]) -> str | None:
-    """The harness preset the stream ran with, wherever the config records one (None when it does not)."""
+    """The harness preset the stream ran with, wherever the config records one, for runs whose summary names none
+    (None when it does not)."""
     stream = _dict(config.get("config"))
     for holder in (stream, stream.get("agent"), config.get("agent"), config):
         if isinstance(holder, dict):
