@@ -405,3 +405,35 @@ def test_run_paper_records_no_refusal_and_no_stuck_and_small_model_does(tmp_path
     assert ("stuck_detection", "end") in kinds
     if level == "subtask":
         assert ("premature_done", "refuse") in kinds
+
+
+# --------------------------------------------------------------------------------------------- one build (issue 29)
+def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monkeypatch):
+    from helpers_cli import run_tiny
+
+    from skilltransfer.experiments import build
+    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.memory.library import export_skill_md
+    from skilltransfer.memory.organization import LibraryView, Organization, RoutingNode, save_organization
+
+    skill = Skill(name="set-it", description="Set the counter to a target value.", body="Reset, then add.")
+    library = tmp_path / "library"
+    export_skill_md([skill], library)
+    save_organization(Organization(kind="graph", roots=["counter"], nodes=[
+        RoutingNode(name="counter", description="Counter work.", skills=[skill.id])]), library)
+    calls: dict[str, int] = {"library": 0, "organization": 0, "check": 0}
+    load_library, load_view, check = build.load_library, LibraryView.load, StreamConfig.check_skill_exec
+
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(build, "load_library", counted("library", load_library))
+    monkeypatch.setattr(LibraryView, "load", staticmethod(counted("organization", load_view)))
+    monkeypatch.setattr(StreamConfig, "check_skill_exec", counted("check", check))
+    with MockServer(replies=CounterScript()) as server:
+        run_tiny(server, tmp_path / "out", "task", (4,), "--library", str(library), "--library-organization", "graph",
+                 "-c", f"organization={library}")
+    assert calls == {"library": 1, "organization": 1, "check": 1}

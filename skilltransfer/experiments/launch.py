@@ -18,7 +18,6 @@ from skilltransfer.experiments.build import (
     build_base_model,
     build_embedder,
     build_env,
-    library_skills,
     single_thread_faiss,
     stream_model,
     stream_tasks,
@@ -28,7 +27,7 @@ from skilltransfer.experiments.plan import one_stream
 from skilltransfer.experiments.progress import StreamProgress
 from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunFolder
 from skilltransfer.experiments.spec import load_run_spec
-from skilltransfer.experiments.stream import StreamSummary, run_stream
+from skilltransfer.experiments.stream import StreamInputs, StreamSummary, prepare_stream, run_stream
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
@@ -78,7 +77,7 @@ class LaunchResult:
 
 def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[TaskSpec], *,
            embedder: Embedder | None = None, progress: bool = True, console: Console | None = None,
-           heartbeat_s: float = 30.0) -> LaunchResult:
+           heartbeat_s: float = 30.0, inputs: StreamInputs | None = None) -> LaunchResult:
     """Run (or resume) a stream with a progress bar, closing the model and embedder afterwards.
 
     Args:
@@ -90,6 +89,7 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
         progress: draw the progress bar.
         console: where to draw (default stderr).
         heartbeat_s: without a terminal, least seconds between heartbeat lines while a task runs.
+        inputs: the stream's library and organisation, loaded by `prepare_stream` (None: loaded by the stream).
     """
     single_thread_faiss()
     start = time.perf_counter()
@@ -99,9 +99,9 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
         if progress:
             with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) as bar:
                 summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar,
-                                     on_event=bar.on_event)
+                                     on_event=bar.on_event, inputs=inputs)
         else:
-            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks)
+            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks, inputs=inputs)
     finally:
         for part in (model, embedder):
             close = getattr(part, "close", None)
@@ -119,7 +119,6 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
             written).
     """
     folder = config.path
-    config.check_skill_exec()
     if config.evolution is not None:
         raise InputError("evolution runs as a grid stream (or with skilltransfer evolve), not with run")
     check_output_path(folder, flag="--out")
@@ -129,12 +128,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     if workdir is not None:
         check_output_path(workdir, flag="--workdir")
     RunFolder(folder).check_settings(config)  # a rerun with other settings is refused before anything is built
-    if config.library is not None:  # a bad library fails here, before the run folder is written
-        library_skills(config.library)
-    if config.organization is not None:
-        from skilltransfer.memory.organization import LibraryView
-
-        LibraryView.load(config.organization)
+    inputs = prepare_stream(config)  # a bad library fails here, before the run folder is written; loaded once
     env = build_env(config.env, workdir)
     tasks = stream_tasks(env, config)
     model = stream_model(build_base_model(config.model), config.model)
@@ -144,4 +138,4 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
                   f" | harness {config.harness_label()} ({len(config.agent.guards or ())} features on)",
                   highlight=False, markup=False)  # a label's [tag] is not rich markup
     return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
-                  heartbeat_s=heartbeat_s)
+                  heartbeat_s=heartbeat_s, inputs=inputs)

@@ -12,8 +12,12 @@ With ``coordination`` set (nl-sop, prompt-graph, metaskill) each task is carried
 episode's workspace right after ``env.start`` and, after ``evaluate()``, writes the task's artifacts
 (`RunFolder.write_artifacts`). After ``evaluate()`` the agent induces what waited for the verdict
 (`Agent.induce_deferred`: ``only_successful`` or the ``contract`` induction variant). Each record carries the task's
-`ContextAccount` (`context_account`); ``skill_exec``/``library_organization`` are the agent's settings, and a frozen
-``organization`` folder is loaded once per stream (`LibraryView.load`).
+`ContextAccount` (`context_account`); ``skill_exec``/``library_organization`` are the agent's settings.
+
+One build: `prepare_stream` checks the settings and loads the frozen library and organisation (``run`` calls it
+before building the env and model, so bad input fails before anything is written), `build_stream` builds the parts
+once (memory, retriever, inducer, agent or coordinated runner, prompt ids), and `run_stream` is the loop: start, run,
+evaluate, induce, commit.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Embedder, Env, Score, SkillStore, TaskSpec
-from skilltransfer.skill import SkillFormat, UsageStats
+from skilltransfer.skill import Skill, UsageStats
 
 PARTIAL_WRITE_S = 2.0
 """Least seconds between two writes of a running task's trajectory file."""
@@ -73,9 +77,101 @@ class StreamSummary:
         return sum(r.success for r in self.records) / len(self.records) if self.records else 0.0
 
 
+# --------------------------------------------------------------------------------------------- the build
+@dataclass(frozen=True)
+class StreamInputs:
+    """What a stream reads from user-given paths, checked and loaded once (`prepare_stream`)."""
+
+    library: list[Skill] | None = None
+    """The frozen library's skills (a source stream's empty memory: []); None without a library."""
+    organization: LibraryView | None = None
+    """The frozen organisation of ``organization``, if set."""
+
+
+def prepare_stream(config: StreamConfig) -> StreamInputs:
+    """Check the stream's settings and load its frozen library and organisation: the part of the build that fails on
+    user input, done once and before anything is written (``run`` calls it before it builds the env and model).
+
+    Raises:
+        InputError: settings that would be ignored (`StreamConfig.check_skill_exec`), a bad library or organisation.
+    """
+    config.check_skill_exec()
+    library = library_skills(config.library) if config.library is not None else None
+    organization = LibraryView.load(config.organization) if config.organization is not None else None
+    return StreamInputs(library, organization)
+
+
+@dataclass
+class StreamParts:
+    """A stream's parts, built once by `build_stream`."""
+
+    tasks: list[TaskSpec]
+    folder: RunFolder
+    records: list[TaskRecord]
+    """The tasks committed before this invocation (a resumed run), then every new one."""
+    memory: SkillMemory | None
+    retriever: LensRetriever | None
+    agent: Agent
+    coordinated: CoordinatedTask | None
+    prompt_ids: dict[str, str]
+    own_verifier: ChatModel | None = None
+    """The lens verifier's model when the stream built it (``config.verifier_model``): closed when the stream ends."""
+
+
+def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
+    """The ids of every prompt the stream uses (agent, induction, lens, coordination), as ``config.json`` records."""
+    prompt_ids = AgentPrompts.load(config.agent.prompt_dir).ids()
+    if (config.skill_exec, config.library_organization) == ("inline", "flat"):
+        prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
+    if inducer is not None:
+        prompt_ids["induction"] = inducer.prompt_id
+    if config.reuse != "flat":
+        prompt_ids.update({f"lens.{k}": v for k, v in lens_prompt_ids(config.lens).items()})
+    if config.coordination != "none":
+        coordination_dir = config.composition.prompt_dir
+        prompt_ids.update({f"coordination.{k}": v for k, v in CoordinationPrompts.load(coordination_dir).ids().items()})
+    return prompt_ids
+
+
+def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Embedder | None = None,
+                 tasks: Sequence[TaskSpec] | None = None, induction_model: ChatModel | None = None,
+                 inputs: StreamInputs | None = None, verifier: ChatModel | None = None) -> StreamParts:
+    """Build a stream's parts once: the task list, the run folder (started, or resumed with its records), the memory
+    (the saved one, the frozen library or a new one), the lens retriever, the inducer, the agent or the coordinated
+    runner, and the prompt ids (see `run_stream` for the arguments).
+
+    Raises:
+        InputError: see `prepare_stream`; a repeated task id; a run folder started with other settings.
+    """
+    inputs = inputs if inputs is not None else prepare_stream(config)
+    tasks = list(env.tasks() if tasks is None else tasks)
+    repeated = sorted(task_id for task_id, n in Counter(t.id for t in tasks).items() if n > 1)
+    if repeated:
+        raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
+    agent_cfg = config.agent_config()
+    induction = config.induction_config()
+    inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
+    prompt_ids = stream_prompt_ids(config, inducer)
+    log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,
+                       agent=agent_cfg, induction=induction, prompt_ids=prompt_ids,
+                       embedder_id=str(embedder.id) if embedder is not None else None,
+                       task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"))
+    folder = RunFolder(config.path)
+    records = folder.start(log)
+    memory = _open_memory(config, inputs, embedder, tasks, folder.memory_dir)
+    retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
+    own_verifier = None
+    if verifier is None and config.verifier_model is not None and retriever is not None:
+        verifier = own_verifier = build_base_model(config.verifier_model)
+    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
+                  retriever=retriever, role_models={"verifier": verifier} if verifier is not None else None)
+    coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
+    return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier)
+
+
 # --------------------------------------------------------------------------------------------- memory set-up
-def _frozen_library(cfg: StreamConfig, library: str, embedder: Embedder, tasks: Sequence[TaskSpec]) -> SkillMemory:
-    skills = library_skills(library)  # a source stream's empty memory: no skills
+def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
+                    tasks: Sequence[TaskSpec]) -> SkillMemory:
     if cfg.library_filter is not None and skills:  # half of no skills is none
         from skilltransfer.metrics import score_library
 
@@ -93,16 +189,16 @@ def _frozen_library(cfg: StreamConfig, library: str, embedder: Embedder, tasks: 
     return memory
 
 
-def _open_memory(cfg: StreamConfig, fmt: SkillFormat | None, embedder: Embedder | None, tasks: Sequence[TaskSpec],
+def _open_memory(cfg: StreamConfig, inputs: StreamInputs, embedder: Embedder | None, tasks: Sequence[TaskSpec],
                  saved: Path) -> SkillMemory | None:
-    if fmt is None and cfg.library is None:
+    if not cfg.has_memory:
         return None
     if embedder is None:
         raise InputError(f"condition {cfg.condition!r} needs an embedder for its skill memory")
     if saved.is_dir():
         return SkillMemory.load(saved, embedder)
-    if cfg.library is not None:
-        return _frozen_library(cfg, cfg.library, embedder, tasks)
+    if inputs.library is not None:
+        return _frozen_library(cfg, inputs.library, embedder, tasks)
     return SkillMemory(embedder, config=cfg.memory)
 
 
@@ -240,8 +336,9 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
                tasks: Sequence[TaskSpec] | None = None, induction_model: ChatModel | None = None,
                on_task: Callable[[TaskRecord], None] | None = None,
                on_event: Callable[[AgentEvent], None] | None = None,
-               verifier: ChatModel | None = None) -> StreamSummary:
-    """Run ``tasks`` (default ``env.tasks()``) in order under ``config.condition``, resuming a partial run.
+               verifier: ChatModel | None = None, inputs: StreamInputs | None = None) -> StreamSummary:
+    """Run ``tasks`` (default ``env.tasks()``) in order under ``config.condition``, resuming a partial run: build
+    the parts once (`build_stream`), then for each task not yet committed: start, run, evaluate, induce, commit.
 
     Args:
         env: the environment (``start(task) -> Episode``).
@@ -254,86 +351,62 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         on_event: called with each agent event (task/subtask/step/call starts and ends) of the tasks run now.
         verifier: the lens verifier's model (default: built from ``config.verifier_model`` when set, and closed when
             the stream ends; else ``model``).
+        inputs: the stream's checked library and organisation (`prepare_stream`), when the caller loaded them.
 
     Raises:
         InputError: a run folder started with other settings, a bad library.
     """
-    config.check_skill_exec()
-    fmt = config.skill_format
-    tasks = list(env.tasks() if tasks is None else tasks)
-    counts = Counter(t.id for t in tasks)
-    repeated = sorted(task_id for task_id, n in counts.items() if n > 1)
-    if repeated:
-        raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
-    agent_cfg = config.agent_config()
-    induction = config.induction_config()
-    inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
-    prompt_ids = AgentPrompts.load(agent_cfg.prompt_dir).ids()
-    if (config.skill_exec, config.library_organization) == ("inline", "flat"):
-        prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
-    if inducer is not None:
-        prompt_ids["induction"] = inducer.prompt_id
-    if config.reuse != "flat":
-        prompt_ids.update({f"lens.{k}": v for k, v in lens_prompt_ids(config.lens).items()})
-    if config.coordination != "none":
-        coordination_dir = config.composition.prompt_dir
-        prompt_ids.update({f"coordination.{k}": v for k, v in CoordinationPrompts.load(coordination_dir).ids().items()})
-    log = RunConfigLog(config=config.identity(), level=config.level, skill_format=fmt, agent=agent_cfg,
-                       induction=induction, prompt_ids=prompt_ids,
-                       embedder_id=str(embedder.id) if embedder is not None else None,
-                       task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"))
-    folder = RunFolder(config.path)
-    records = folder.start(log)
-    finished = {r.task_id for r in records}
-    memory = _open_memory(config, fmt, embedder, tasks, folder.memory_dir)
-    organization = LibraryView.load(config.organization) if config.organization is not None else None
-    retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
-    own_verifier = verifier is None and config.verifier_model is not None and retriever is not None
-    if own_verifier:
-        assert config.verifier_model is not None
-        verifier = build_base_model(config.verifier_model)
-    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=organization,
-                  retriever=retriever, role_models={"verifier": verifier} if verifier is not None else None)
-    coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
+    parts = build_stream(env, model, config, embedder=embedder, tasks=tasks, induction_model=induction_model,
+                         inputs=inputs, verifier=verifier)
+    finished = {r.task_id for r in parts.records}
     ran: list[str] = []
-    for position, task in enumerate(tasks):
+    for position, task in enumerate(parts.tasks):
         if task.id in finished:
             continue
-        trajectory = folder.trajectory_file(task.id)
-        live = _LiveTrajectory(folder, trajectory, task, position)
-        agent.on_event = _fan_out(live.on_event, on_event)
-        episode = env.start(task)
-        try:
-            workspace = getattr(episode, "workspace", None)
-            before = snapshot_workspace(workspace) if workspace is not None else {}
-            result: AgentResult
-            if coordinated is not None:
-                result = coordinated.run(episode, stream_position=position, run_id=config.run,
-                                         on_event=_fan_out(live.on_event, on_event))
-                live.plan = coordinated.plan
-            else:
-                result = agent.run(episode, stream_position=position, run_id=config.run)
-            score = episode.evaluate()
-            agent.induce_deferred(episode, result, score.success)
-            folder.write_artifacts(trajectory, episode_artifacts(episode, before))
-        except BaseException as exc:
-            live.write("aborted", error=" ".join(f"{type(exc).__name__}: {exc}".split())[:1000])
-            raise
-        finally:
-            episode.close()
-        if memory is not None:
-            retrieved_ids = [s["id"] for step in result.retrievals for s in step.skills if s["id"] in memory]
-            memory.record_retrieval(retrieved_ids, score.success)
-        live.result = result
-        live.write("finished", score={"reward": score.reward, "success": score.success,
-                                      "checks": [asdict(c) for c in score.checks]})
-        record = _record(config, position, task, result, score, memory, trajectory, live.plan)
-        folder.commit(record, memory, save_with_memory=retriever.save if retriever is not None else None)
-        records.append(record)
+        record = _run_task(env, config, parts, position, task, on_event)
+        parts.records.append(record)
         ran.append(task.id)
         if on_task is not None:
             on_task(record)
-    close = getattr(verifier, "close", None) if own_verifier else None
+    close = getattr(parts.own_verifier, "close", None)
     if close is not None:
         close()
-    return StreamSummary(folder.path, records, ran)
+    return StreamSummary(parts.folder.path, parts.records, ran)
+
+
+def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int, task: TaskSpec,
+              on_event: Callable[[AgentEvent], None] | None) -> TaskRecord:
+    """One task of the stream: start, run (the agent or the coordinated runner), evaluate, induce what waited for
+    the verdict, commit (record, trajectory, artifacts, memory)."""
+    folder, memory, agent, coordinated = parts.folder, parts.memory, parts.agent, parts.coordinated
+    trajectory = folder.trajectory_file(task.id)
+    live = _LiveTrajectory(folder, trajectory, task, position)
+    agent.on_event = _fan_out(live.on_event, on_event)
+    episode = env.start(task)
+    try:
+        workspace = getattr(episode, "workspace", None)
+        before = snapshot_workspace(workspace) if workspace is not None else {}
+        result: AgentResult
+        if coordinated is not None:
+            result = coordinated.run(episode, stream_position=position, run_id=config.run,
+                                     on_event=_fan_out(live.on_event, on_event))
+            live.plan = coordinated.plan
+        else:
+            result = agent.run(episode, stream_position=position, run_id=config.run)
+        score = episode.evaluate()
+        agent.induce_deferred(episode, result, score.success)
+        folder.write_artifacts(trajectory, episode_artifacts(episode, before))
+    except BaseException as exc:
+        live.write("aborted", error=" ".join(f"{type(exc).__name__}: {exc}".split())[:1000])
+        raise
+    finally:
+        episode.close()
+    if memory is not None:
+        retrieved_ids = [s["id"] for step in result.retrievals for s in step.skills if s["id"] in memory]
+        memory.record_retrieval(retrieved_ids, score.success)
+    live.result = result
+    live.write("finished", score={"reward": score.reward, "success": score.success,
+                                  "checks": [asdict(c) for c in score.checks]})
+    record = _record(config, position, task, result, score, memory, trajectory, live.plan)
+    folder.commit(record, memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None)
+    return record
