@@ -170,21 +170,21 @@ def test_trajectory_skill_and_source_task_link_to_each_other(tab, runs, server):
     key = key_of(server, runs["task+text"])
     records = RunFolder(runs["task+text"]).read_records()
     event = transfer_events(records)[0]
-    tab.go(f"#/run/{key}/task/{event.target_position}")
+    tab.go(f"#/run/{key}/task/{event.target_position + 1}")  # task numbers are 1-based
     retrieval = tab.page.locator('article[data-type="RetrievalStep"]')
     assert event.skill_name in retrieval.inner_text()
-    tab.click(retrieval.locator("table a", has_text=f"#{event.source_position}"))  # -> the source task
-    assert tab.page.locator(".trajectory h1").inner_text() == f"#{event.source_position} {event.source_task_id}"
+    tab.click(retrieval.locator("table a", has_text=f"#{event.source_position + 1}"))  # -> the source task
+    assert tab.page.locator(".trajectory h1").inner_text() == f"#{event.source_position + 1} {event.source_task_id}"
     induction = tab.page.locator('article[data-type="InductionStep"]')
     tab.click(induction.get_by_role("link", name=event.skill_name))  # -> the skill it wrote
     assert tab.page.locator("section.skill h2").inner_text().startswith(event.skill_name)
     uses = tab.page.locator("table.uses tbody tr")
     assert uses.count() == len({e.target_position for e in transfer_events(records)})
-    tab.click(tab.page.locator("section.skill p a", has_text=f"#{event.source_position}"))  # -> source task again
-    assert f"#{event.source_position} {event.source_task_id}" in tab.text()
+    tab.click(tab.page.locator("section.skill p a", has_text=f"#{event.source_position + 1}"))  # -> source task again
+    assert f"#{event.source_position + 1} {event.source_task_id}" in tab.text()
     tab.go(f"#/run/{key}/skill/{records[event.source_position].induced[0].skill_id}")
     tab.click(uses.first.get_by_role("link"))  # -> a later task that retrieved it
-    assert tab.page.locator(".trajectory h1").inner_text() == f"#{event.target_position} {event.target_task_id}"
+    assert tab.page.locator(".trajectory h1").inner_text() == f"#{event.target_position + 1} {event.target_task_id}"
 
 
 def test_transfer_graph_has_one_edge_per_transfer_event(tab, runs, server):
@@ -202,11 +202,11 @@ def test_transfer_graph_has_one_edge_per_transfer_event(tab, runs, server):
     count = int(tab.page.get_attribute("body", "data-rendered") or 0)
     edges.nth(len(events) - 1).dispatch_event("click")
     tab.wait(count + 1)
-    assert tab.page.locator(".trajectory h1").inner_text().startswith(f"#{target} ")
+    assert tab.page.locator(".trajectory h1").inner_text().startswith(f"#{target + 1} ")
 
 
 def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs, server):
-    tab.go(f"#/run/{key_of(server, runs['subtask+code'])}/task/1")
+    tab.go(f"#/run/{key_of(server, runs['subtask+code'])}/task/2")
     kinds = set(tab.page.locator("article.step").evaluate_all("els => els.map(e => e.dataset.type)"))
     assert kinds == {"PlanStep", "RetrievalStep", "ActionStep", "InductionStep", "SummaryStep"}
     assert tab.page.locator("pre.code span.tb").count() > 0  # highlighted code
@@ -215,14 +215,14 @@ def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs
     prompt.locator("summary").click()
     assert prompt.locator(".message").count() == 3  # system, user, reply
     assert "You are the PLANNER" in prompt.inner_text()
-    tab.go(f"#/run/{key_of(server, runs['lens'])}/task/0")
+    tab.go(f"#/run/{key_of(server, runs['lens'])}/task/1")
     log = json.loads(sorted((runs["lens"] / "trajectories").glob("tiny_0*.json"))[0].read_text())
     route = next(s for s in log["steps"] if s["type"] == "RetrievalStep")["route"]
     retrieval = tab.page.locator('article[data-type="RetrievalStep"]')
     assert retrieval.locator("table.visits tbody tr").count() == len(route["visits"])  # one row per routed unit
     routing = [c for c in log["calls"] if c["role"] in ("verifier", "rewriter", "decomposer")]
     assert retrieval.locator("details.prompt").count() == len(routing) > 0  # its routing calls' prompts
-    tab.go(f"#/run/{key_of(server, runs['metaskill'])}/task/0")
+    tab.go(f"#/run/{key_of(server, runs['metaskill'])}/task/1")
     assert tab.page.locator("svg.plan g.plannode").count() == 4
     assert tab.page.locator("svg.plan path.dep").count() == 4  # v1->v2, v1->v3, v2->v4, v3->v4 (bindings on them)
 
@@ -245,13 +245,13 @@ def test_markup_in_agent_output_and_skills_is_shown_as_text(tab, runs, server):
     tab.page.evaluate("() => { window.__created = 0; new MutationObserver(ms => { for (const m of ms) for (const n of "
                       "m.addedNodes) if (n.nodeType === 1 && ['IMG', 'SCRIPT', 'B'].includes(n.tagName)) "
                       "window.__created++; }).observe(document, {childList: true, subtree: true}); }")
-    tab.go(f"#/run/{key}/task/0")
+    tab.go(f"#/run/{key}/task/1")
     for prompt in tab.page.locator("details.prompt").all():
         prompt.locator("summary").click()
     tab.go(f"#/run/{key}/skills")
     tab.go(f"#/run/{key}/skill/{RunFolder(runs['task+text']).read_records()[0].induced[0].skill_id}")
     assert XSS in tab.text()
-    tab.go(f"#/run/{key}/task/0")
+    tab.go(f"#/run/{key}/task/1")
     text = tab.text()
     assert XSS in text  # the observation
     assert "Look first <b>bold?</b>." in text
@@ -300,8 +300,8 @@ def test_export_opens_from_disk_with_the_same_content(browser, runs, root, tmp_p
     assert not done.problems
     server = ViewServer(catalog).start()
     a, b = key_of(server, runs["task"]), key_of(server, runs["task+text"])
-    routes = ["#/", f"#/run/{b}", f"#/run/{b}/task/1", f"#/run/{b}/skills", f"#/run/{b}/graph",
-              f"#/run/{key_of(server, runs['metaskill'])}/task/0", f"#/compare/{a}/{b}", f"#/compare/{a}/{b}/tiny%2F1"]
+    routes = ["#/", f"#/run/{b}", f"#/run/{b}/task/2", f"#/run/{b}/skills", f"#/run/{b}/graph",
+              f"#/run/{key_of(server, runs['metaskill'])}/task/1", f"#/compare/{a}/{b}", f"#/compare/{a}/{b}/tiny%2F1"]
     served = Page(browser, server.url)
     exported = Page(browser, (tmp_path / "site" / "index.html").as_uri())
     try:

@@ -53,7 +53,7 @@
     runs: () => "#/",
     run: (key) => `#/run/${enc(key)}`,
     tab: (key, tab) => `#/run/${enc(key)}/${tab}`,
-    task: (key, position) => `#/run/${enc(key)}/task/${enc(position)}`,
+    task: (key, position) => `#/run/${enc(key)}/task/${no(Number(position))}`,
     skill: (key, id) => `#/run/${enc(key)}/skill/${enc(id)}`,
     compare: (a, b, taskId) => `#/compare/${enc(a)}/${enc(b)}` + (taskId === undefined ? "" : `/${enc(taskId)}`),
   };
@@ -105,6 +105,7 @@
   const pct = (x) => (x === null || x === undefined ? "-" : (100 * x).toFixed(1) + "%");
   const num = (x, digits = 0) => (x === null || x === undefined ? "-" : Number(x).toLocaleString("en-US", {
     maximumFractionDigits: digits, minimumFractionDigits: digits }));
+  const no = (position) => Number(position) + 1;  // task numbers are 1-based where people read them (as in show)
   const secs = (x) => (x === null || x === undefined ? "-" : Number(x).toFixed(Number(x) < 10 ? 2 : 1) + " s");
 
   function outcomeBadge(task) {
@@ -331,7 +332,7 @@
   function tasksView(run) {
     const transfers = new Set(run.transfers.map((e) => `${e.target}:${e.skill_id}`));
     const columns = [
-      { label: "#", num: true, value: (t) => t.position, cell: (t) => String(t.position) },
+      { label: "#", num: true, value: (t) => t.position, cell: (t) => String(no(t.position)) },
       { label: "task", value: (t) => t.task_id, cell: (t) => link(route.task(run.key, t.position), t.task_id) },
       { label: "outcome", value: (t) => (t.finished ? (t.success ? 1 : 0) : -1), cell: (t) => outcomeBadge(t) },
       { label: "reward", num: true, value: (t) => t.reward, cell: (t) => t.finished ? num(t.reward, 2) : "" },
@@ -344,7 +345,7 @@
           class: transfers.has(`${t.position}:${r.skill_id}`) ? "transfer" : null },
         skillLink(run, r.skill_id, r.name), ` ${r.score.toFixed(2)}`,
         transfers.has(`${t.position}:${r.skill_id}`) && r.source_position !== null ? [" ← ",
-          link(route.task(run.key, r.source_position), "#" + r.source_position)] : null))) },
+          link(route.task(run.key, r.source_position), "#" + no(r.source_position))] : null))) },
       { label: "induced", value: (t) => (t.induced || []).map((i) => i.skill_name || i.status).join(" "),
         cell: (t) => h("ul", { class: "inline" }, (t.induced || []).map((i) => h("li", null,
           i.skill_id && ["added", "merged"].includes(i.status) ? skillLink(run, i.target_id && i.status === "merged" ? i.target_id : i.skill_id, i.skill_name || i.skill_id) : (i.skill_name || ""),
@@ -384,7 +385,7 @@
       { label: "format", value: (s) => s.format, cell: (s) => s.format },
       { label: "level", value: (s) => s.level, cell: (s) => s.level },
       { label: "source task", value: (s) => (s.induced_at ? s.induced_at.position : s.provenance.stream_position),
-        cell: (s) => s.induced_at ? link(route.task(run.key, s.induced_at.position), `#${s.induced_at.position} ${s.induced_at.task_id}`)
+        cell: (s) => s.induced_at ? link(route.task(run.key, s.induced_at.position), `#${no(s.induced_at.position)} ${s.induced_at.task_id}`)
           : (s.provenance.source_task_id || "-") },
       { label: "retrieved", num: true, value: (s) => s.retrieved_by.length, cell: (s) => String(s.retrieved_by.length) },
       { label: "transfers", num: true, value: (s) => s.retrieved_by.filter((u) => u.transfer).length,
@@ -407,7 +408,7 @@
       [h("dt", null, k), h("dd", null, v === null || v === undefined ? "-" : typeof v === "number" ? v.toFixed(3) : String(v))]))
       : h("p", { class: "muted" }, "Not scored (scores.json in the run folder from skilltransfer score gives utility, specificity and abstractness).");
     const uses = dataTable([
-      { label: "#", num: true, value: (u) => u.position, cell: (u) => String(u.position) },
+      { label: "#", num: true, value: (u) => u.position, cell: (u) => String(no(u.position)) },
       { label: "task", value: (u) => u.task_id, cell: (u) => link(route.task(run.key, u.position), u.task_id) },
       { label: "score", num: true, value: (u) => u.score, cell: (u) => u.score.toFixed(3) },
       { label: "outcome", value: (u) => u.success, cell: (u) => outcomeBadge({ finished: true, success: u.success }) },
@@ -416,7 +417,7 @@
       { label: "subtask", num: true, value: (u) => u.subtask_index, cell: (u) => (u.subtask_index === null ? "" : String(u.subtask_index)) },
     ], skill.retrieved_by, { cls: "uses", sort: 0 });
     const source = skill.induced_at ? h("p", null, "Induced by task ", link(route.task(run.key, skill.induced_at.position),
-      `#${skill.induced_at.position} ${skill.induced_at.task_id}`), ` (${skill.induced_at.status}).`)
+      `#${no(skill.induced_at.position)} ${skill.induced_at.task_id}`), ` (${skill.induced_at.status}).`)
       : h("p", { class: "muted" }, "Source: ", skill.provenance.source_task_id || "unknown", " (not a task of this run).");
     return h("section", { class: "skill" },
       h("h2", null, skill.name, " ", h("span", { class: "muted" }, `${skill.format} · ${skill.level} · ${skill.id}`)),
@@ -446,7 +447,7 @@
       const rx = Math.max((x2 - x1) / 2, 1), ry = Math.min(rx, base - 20);
       const path = s("path", { d: `M ${x1} ${base} A ${rx} ${ry} 0 0 1 ${x2} ${base}`,
         class: "edge " + (edge.success ? "ok" : "fail"), "data-source": edge.source, "data-target": edge.target },
-      s("title", null, `task ${edge.source} → task ${edge.target}: ${edge.skill_name} (score ${edge.score.toFixed(3)}, target ${edge.success ? "solved" : "failed"})`));
+      s("title", null, `task ${no(edge.source)} → task ${no(edge.target)}: ${edge.skill_name} (score ${edge.score.toFixed(3)}, target ${edge.success ? "solved" : "failed"})`));
       path.addEventListener("click", () => { location.hash = route.task(run.key, edge.target); });
       svg.append(path);
     }
@@ -455,11 +456,11 @@
       const node = s("a", { href: route.task(run.key, task.position), class: "nodelink" },
         s("circle", { cx: x(task.position), cy: base, r: Math.max(3, Math.min(7, step / 3)), class: cls,
           "data-position": task.position }),
-        s("title", null, `#${task.position} ${task.task_id}: ${task.finished ? (task.success ? "success" : "failure") : task.status}`));
+        s("title", null, `#${no(task.position)} ${task.task_id}: ${task.finished ? (task.success ? "success" : "failure") : task.status}`));
       svg.append(node);
       const every = Math.ceil(24 / step);
       if (task.position % every === 0) {
-        svg.append(s("text", { x: x(task.position), y: base + 22, class: "tick" }, String(task.position)));
+        svg.append(s("text", { x: x(task.position), y: base + 22, class: "tick" }, String(no(task.position))));
       }
     }
     void byPosition;
@@ -467,9 +468,9 @@
       h("span", { class: "swatch fail" }, ""), " into a failed task · tasks in stream order, left to right; an arc runs ",
       "from the task that induced a skill to a later task that retrieved it. Click a task or an arc.");
     const edges = dataTable([
-      { label: "source", num: true, value: (e) => e.source, cell: (e) => link(route.task(run.key, e.source), `#${e.source} ${e.source_task_id}`) },
+      { label: "source", num: true, value: (e) => e.source, cell: (e) => link(route.task(run.key, e.source), `#${no(e.source)} ${e.source_task_id}`) },
       { label: "skill", value: (e) => e.skill_name, cell: (e) => skillLink(run, e.skill_id, e.skill_name) },
-      { label: "target", num: true, value: (e) => e.target, cell: (e) => link(route.task(run.key, e.target), `#${e.target} ${e.target_task_id}`) },
+      { label: "target", num: true, value: (e) => e.target, cell: (e) => link(route.task(run.key, e.target), `#${no(e.target)} ${e.target_task_id}`) },
       { label: "score", num: true, value: (e) => e.score, cell: (e) => e.score.toFixed(3) },
       { label: "target outcome", value: (e) => e.success, cell: (e) => outcomeBadge({ finished: true, success: e.success }) },
     ], run.transfers, { cls: "edges", sort: 2 });
@@ -548,7 +549,7 @@
         { label: "format", cell: (k) => k.format },
         { label: "score", num: true, cell: (k) => Number(k.score).toFixed(3) },
         { label: "source task", cell: (k) => (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
-          ? link(route.task(run.key, k.source_position), `#${k.source_position} ${k.source_task_id}`) : (k.source_task_id || "-")) },
+          ? link(route.task(run.key, k.source_position), `#${no(k.source_position)} ${k.source_task_id}`) : (k.source_task_id || "-")) },
         { label: "load error", cell: (k) => k.load_error || "" },
       ], skills, { cls: "retrieved" }) : h("p", { class: "muted" }, "no skills"));
       if (step.below_min_score) body.push(h("p", { class: "muted" }, `${step.below_min_score} more below the minimum score`));
@@ -661,7 +662,7 @@
   function trajectoryView(run, payload, opts = {}) {
     const t = payload.trajectory;
     const r = payload.record;
-    const head = [h(opts.compact ? "h2" : "h1", null, `#${payload.position} ${payload.task_id}`)];
+    const head = [h(opts.compact ? "h2" : "h1", null, `#${no(payload.position)} ${payload.task_id}`)];
     head.push(h("div", { class: "instruction" }, h("span", { class: "label" }, "instruction"), pre(t.instruction)));
     if (r) {
       head.push(h("p", { class: "result" }, outcomeBadge({ finished: true, success: r.success }),
@@ -688,8 +689,9 @@
   }
 
   async function taskPage(key, position) {
+    if (!Number.isInteger(position) || position < 0) throw new Error("no such task number");
     const [run, payload] = await Promise.all([load("run", key), load("task", key, position)]);
-    setCrumbs(link(route.runs(), "runs"), link(route.run(run.key), run.label), `task #${position}`);
+    setCrumbs(link(route.runs(), "runs"), link(route.run(run.key), run.label), `task #${no(position)}`);
     const positions = run.tasks.map((t) => t.position).sort((a, b) => a - b);
     const at = positions.indexOf(Number(position));
     const nav = h("p", { class: "pager" },
@@ -756,7 +758,7 @@
     try {
       if (!parts.length) await runsPage();
       else if (parts[0] === "run" && parts.length === 2) await runPage(parts[1], "tasks");
-      else if (parts[0] === "run" && parts[2] === "task" && parts.length === 4) await taskPage(parts[1], parts[3]);
+      else if (parts[0] === "run" && parts[2] === "task" && parts.length === 4) await taskPage(parts[1], Number(parts[3]) - 1);
       else if (parts[0] === "run" && parts[2] === "skill" && parts.length === 4) await runPage(parts[1], "skill", parts[3]);
       else if (parts[0] === "run" && parts.length === 3) await runPage(parts[1], parts[2]);
       else if (parts[0] === "compare" && (parts.length === 3 || parts.length === 4)) await comparePage(parts[1], parts[2], parts[3]);
