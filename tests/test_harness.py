@@ -389,7 +389,8 @@ def test_run_paper_records_no_refusal_and_no_stuck_and_small_model_does(tmp_path
     with MockServer(replies=_stubborn) as server:
         for preset in ("paper", "small-model"):
             out = tmp_path / preset
-            run_tiny(server, out, level, (4,), "-c", f"agent.harness={preset}", "--max-steps", "8")
+            result = run_tiny(server, out, level, (4,), "-c", f"agent.harness={preset}", "--max-steps", "8")
+            assert f"| harness {preset} (" in " ".join(result.output.split())  # printed when the run starts
             record = records_of(out)[0]
             steps = trajectory_of(out, record).steps
             outcome[preset] = (record["exit_status"], [r for s in steps for r in s.get("guards", [])],
