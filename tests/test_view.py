@@ -190,3 +190,17 @@ def test_grid_status_and_report_figures_are_found(runs, tmp_path):
         status, headers, body = _get(f"{server.url}figure/{key}.png")
         assert (status, headers["Content-Type"]) == (200, "image/png")
         assert body.startswith(b"\x89PNG")
+
+
+def test_the_page_never_parses_markup_from_data():
+    """The page's script builds elements itself: no HTML-parsing sink, no string evaluated as code."""
+    from skilltransfer.view.assets import asset_bytes, page
+
+    script = asset_bytes("app.js").decode()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                 "DOMParser", "createContextualFragment", "srcdoc"):
+        assert sink not in script, sink
+    for mode in ("server", "static"):
+        html = page(mode)
+        assert html.count("<script") == 1  # app.js, no inline script
+        assert 'src="assets/app.js"' in html
