@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal, TypeVar
 
 _LOCK = threading.RLock()
-_STDLIB_PARSE = ast.parse
+_STDLIB_PARSE: Callable[..., Any] = getattr(ast.parse, "stdlib_parse", ast.parse)
+"""The standard library's own ``ast.parse`` (also when this module runs again after `guard_stdlib_parse`)."""
 _MISMATCH = "recursion depth mismatch"
 T = TypeVar("T")
 Mode = Literal["exec", "eval", "single"]
@@ -79,14 +80,18 @@ def _locked_stdlib_parse(*args: Any, **kwargs: Any) -> Any:
     return _guarded(lambda: _STDLIB_PARSE(*args, **kwargs))
 
 
+_locked_stdlib_parse.stdlib_parse = _STDLIB_PARSE  # type: ignore[attr-defined]
+
+
 def guard_stdlib_parse() -> None:
     """Make ``ast.parse`` itself take the lock, for the standard library's own callers (idempotent).
 
     The one process-wide change the toolkit makes, by the command that starts concurrent streams, before they start.
     """
-    ast.parse = _locked_stdlib_parse
+    if getattr(ast.parse, "stdlib_parse", None) is None:
+        ast.parse = _locked_stdlib_parse
 
 
 def stdlib_parse_guarded() -> bool:
     """Whether `guard_stdlib_parse` has run in this process."""
-    return ast.parse is _locked_stdlib_parse
+    return getattr(ast.parse, "stdlib_parse", None) is not None
