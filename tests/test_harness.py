@@ -438,3 +438,20 @@ def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monk
         run_tiny(server, tmp_path / "out", "task", (4,), "--library", str(library), "--library-organization", "graph",
                  "-c", f"organization={library}")
     assert calls == {"library": 1, "organization": 1, "check": 1}
+
+
+def test_the_report_tags_the_harness_when_the_runs_of_a_table_differ(tmp_path, hash_embedder):
+    from skilltransfer.experiments.report.runs import load_runs
+
+    def stream(root: Path, preset: str) -> Path:
+        config = StreamConfig(run=preset, runs_dir=str(root), condition="task+text", agent={"harness": preset},
+                              model={"name": "local"})
+        run_stream(TinyEnv([4], workdir=root / "ws" / preset), ScriptedModel(CounterScript()), config,
+                   embedder=hash_embedder)
+        return config.path
+
+    both = [stream(tmp_path / "both", "paper"), stream(tmp_path / "both", "small-model")]
+    assert sorted(run.condition for run in load_runs(both)) == ["task+text[harness=paper]",
+                                                                "task+text[harness=small-model]"]
+    alone = stream(tmp_path / "alone", "paper")
+    assert [run.condition for run in load_runs([alone])] == ["task+text"]  # one harness in the table: no tag

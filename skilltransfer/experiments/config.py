@@ -499,11 +499,12 @@ class StreamConfig(BaseModel):
                 out[name] = getattr(self, name)
         return out
 
-    def condition_label(self) -> str:
+    def condition_label(self, *, harness: bool | None = None) -> str:
         """The condition as the report groups it: tagged with a frozen library (``+library``,
         ``+library(top)``), with every ``report="tag"`` axis whose value is not the default (``[no_demo]``), so
-        ``task+text[no_demo]`` is compared with ``task``, and with the harness (``[harness=paper]``) when it is not
-        the model's default preset with its features as the preset has them."""
+        ``task+text[no_demo]`` is compared with ``task``, and with the harness (``[harness=paper]``): when
+        ``harness`` is True (the report: the runs of a table differ in it), never when False, and with None when it
+        is not the model's default preset with its features as the preset has them."""
         label: str = self.condition
         if self.library is not None:
             label += f"+library({self.library_filter})" if self.library_filter else "+library"
@@ -513,9 +514,9 @@ class StreamConfig(BaseModel):
                 label += axis.tag.format(name=name, value=value)
         if self.evolution is not None:
             label += "[evolved]"
-        harness = self.harness_label()
-        if harness != default_preset(self.model.resolved_name()):
-            label += f"[harness={harness}]"
+        label_of_harness = self.harness_label()
+        if harness or (harness is None and label_of_harness != default_preset(self.model.resolved_name())):
+            label += f"[harness={label_of_harness}]"
         return label
 
     def run_leaf(self, listed: Mapping[str, int]) -> str:

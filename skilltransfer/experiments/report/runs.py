@@ -29,6 +29,9 @@ class RunLog:
     records: list[TaskRecord]
     skills: dict[str, Skill] = field(default_factory=dict)
     instructions: dict[str, str] = field(default_factory=dict)
+    harness_differs: bool | None = None
+    """Whether the runs of its table (same env and model) differ in their harness (`load_runs` sets it): the
+    condition is then tagged with it; None: tagged when it is not the model's default."""
 
     @property
     def name(self) -> str:
@@ -54,7 +57,7 @@ class RunLog:
     def condition(self) -> str:
         """The condition as the report groups it (`StreamConfig.condition_label`): ``task+text[no_demo]``,
         ``task+library(top)``; a tagged condition is compared with its agent's baseline (``task``)."""
-        return self.log.config.condition_label()
+        return self.log.config.condition_label(harness=self.harness_differs)
 
     @property
     def level(self) -> str:
@@ -120,7 +123,8 @@ def load_run(run_dir: Path) -> RunLog:
 
 
 def load_runs(paths: list[Path]) -> list[RunLog]:
-    """Find and load every run under ``paths``; runs with no finished task are left out.
+    """Find and load every run under ``paths``; runs with no finished task are left out. Runs of one env and model
+    that differ in their harness have it in their condition label (``task+text[harness=paper]``).
 
     Raises:
         InputError: no runs, or none with a finished task.
@@ -130,4 +134,9 @@ def load_runs(paths: list[Path]) -> list[RunLog]:
     if not kept:
         raise InputError(f"none of the {len(runs)} runs found has a finished task",
                          path=paths[0] if len(paths) == 1 else None)
+    harnesses: dict[tuple[str, str], set[str]] = {}
+    for run in kept:
+        harnesses.setdefault((run.env, run.model), set()).add(run.log.config.harness_label())
+    for run in kept:
+        run.harness_differs = len(harnesses[(run.env, run.model)]) > 1
     return kept
