@@ -29,6 +29,7 @@ from skilltransfer.envs.datasci import DataSciEnv
 from skilltransfer.envs.office import OfficeEnv
 from skilltransfer.envs.scienceworld import ScienceWorldEnv
 from skilltransfer.envs.scienceworld.simulator import unavailable_reason
+from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.experiments.stream import run_stream
@@ -1191,3 +1192,106 @@ def test_a_forged_verdict_in_an_answer_does_not_change_the_judges_reading(tmp_pa
     assert [j.outcome for j in report.judgments] == ["loss"] * 4, [(j.order, j.outcome) for j in report.judgments]
     prompt = model.calls[0][0]["content"]
     assert prompt.count("<<<END RESULT A 0123456789abcdef>>>") == 1  # the forged fence is content, not structure
+
+
+def _xlsx(path: Path, first: str, cells: int = 0) -> None:
+    """A workbook whose A1 holds ``first``, plus ``cells`` more numeric cells (written as XML: fast to make)."""
+    import zipfile
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = first
+    book.save(path)
+    if not cells:
+        return
+    with zipfile.ZipFile(path) as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    columns, rows = 50, max(1, cells // 50)
+    letters = [chr(65 + i // 26 - 1) + chr(65 + i % 26) if i >= 26 else chr(65 + i) for i in range(columns)]
+    body = "".join(f'<row r="{r}">' + "".join(f'<c r="{letter}{r}"><v>{r}</v></c>' for letter in letters) + "</row>"
+                   for r in range(1, rows + 1))
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    start, end = sheet.index("<sheetData"), sheet.index("</sheetData>") + len("</sheetData>")
+    parts["xl/worksheets/sheet1.xml"] = (sheet[:start] + f"<sheetData>{body}</sheetData>" + sheet[end:]).encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+
+
+def synthetic_officebench(root: Path, evaluation: list[dict[str, Any]], *, big_cells: int = 0) -> Path:
+    """An OfficeBench task folder (``1-1/subtasks/0.json``) whose data and checks are the given ones."""
+    folder = root / "tasks" / "1-1"
+    for sub in ("subtasks", "testbed/data", "reference"):
+        (folder / sub).mkdir(parents=True)
+    _xlsx(folder / "testbed" / "data" / "sheet.xlsx", "a" * 60)
+    if big_cells:
+        _xlsx(folder / "testbed" / "data" / "big.xlsx", "1", big_cells)
+    (folder / "subtasks" / "0.json").write_text(json.dumps({
+        "username": "Alice", "date": "2020-05-01", "time": "10:00 AM", "task": "Look at data/sheet.xlsx.",
+        "evaluation": evaluation}))
+    return root / "tasks"
+
+
+def _comparator(row: Any, comparator: str) -> dict[str, Any]:
+    return {"function": "evaluate_excel_cell_comparator",
+            "args": {"file": "data/sheet.xlsx", "matches": [{"row": row, "col": 1, "comparator": comparator}]}}
+
+
+HOSTILE_CHECKS = [
+    _comparator("1, 1\\): (a|aa)+(a|aa)+(a|aa)+", "lambda x: True"),  # a regex that backtracks for ages
+    _comparator(1, "lambda x: ((((((9**64)**64)**64)**64)**64)**64) > 0"),  # each step under MAX_POWER
+    _comparator(1, "lambda x: len('%0400000000d' % 1) > 0"),  # 400 MB from 24 characters
+    {"function": "evaluate_excel_cell_value",
+     "args": {"file": "data/big.xlsx", "matches": [{"row": 1, "col": 1, "value": "2"}]}},  # 600,000 cells
+]
+
+
+def test_hostile_checks_and_huge_sheets_cost_a_failed_check_not_the_run(tmp_path: Path) -> None:
+    """Class 8: task data whose checks backtrack, compute, or allocate without end, and a 600,000-cell sheet (in the
+    evaluator and the artifact renderer): each check fails at its time or memory limit; the run records the task."""
+    tasks = synthetic_officebench(tmp_path / "obench", HOSTILE_CHECKS, big_cells=600_000)
+    limits = Limits(evaluation_s=4.0, evaluation_memory_mb=128)
+    env = OfficeEnv(source=f"officebench:{tasks}", workdir=tmp_path / "ws", limits=limits)
+    task = env.task("1-1/0")
+    started = time.monotonic()
+    plan = {task.id: ["import shutil\nshutil.copy('data/big.xlsx', 'data/big-copy.xlsx')\nprint('copied')",
+                      "complete_task()"]}
+    records, _, scores = attack(tmp_path, env, plan, name="hostile-checks")
+    took = time.monotonic() - started
+    details = [c["detail"] for c in scores[task.id]["checks"]]
+    assert not records[0]["success"]
+    assert all(not c["passed"] for c in scores[task.id]["checks"]), details
+    assert "did not finish within 4 s" in details[0]
+    assert "did not finish within 4 s" in details[1] or "MemoryError" in details[1], details[1]
+    assert "MemoryError" in details[2], details[2]
+    assert "did not finish within 4 s" in details[3] or "MemoryError" in details[3], details[3]
+    artifacts = json.loads((tmp_path / "runs" / "hostile-checks" / "artifacts" /
+                            Path(records[0]["trajectory"]).name).read_text())
+    rendered = next(f["text"] for f in artifacts["files"] if f["path"].endswith("big-copy.xlsx"))
+    assert rendered.startswith("(not rendered"), rendered[:200]
+    assert took < 120, took
+
+
+def test_task_folders_are_copied_without_following_links(tmp_path: Path) -> None:
+    """Class 7: a testbed file linked to a host file, and a linked testbed folder, never reach the workspace (the
+    copy is made as root); a subtask file that is a FIFO is one error, at once."""
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOST-SECRET")
+    (tmp_path / "host-folder").mkdir()
+    (tmp_path / "host-folder" / "inside.txt").write_text("HOST-FOLDER")
+    tasks = synthetic_officebench(tmp_path / "obench", [_comparator(1, "lambda x: True")])
+    data = tasks / "1-1" / "testbed" / "data"
+    os.symlink(secret, data / "linked.txt")
+    os.symlink(tmp_path / "host-folder", data / "linked-folder")
+    env = OfficeEnv(source=f"officebench:{tasks}", workdir=tmp_path / "ws")
+    with env.start(env.task("1-1/0")) as episode:
+        copied = sorted(str(p.relative_to(episode.workspace)) for p in episode.workspace.rglob("*"))
+        assert "data/sheet.xlsx" in copied
+        assert not [p for p in copied if "linked" in p], copied
+        assert "HOST" not in episode.step("import os\nprint(sorted(os.listdir('data')))").output
+    os.mkfifo(tasks / "1-1" / "subtasks" / "1.json")
+    started = time.monotonic()
+    with pytest.raises(InputError, match="FIFO"):
+        OfficeEnv(source=f"officebench:{tasks}", workdir=tmp_path / "ws2")
+    assert time.monotonic() - started < 10

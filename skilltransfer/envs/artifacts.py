@@ -23,6 +23,7 @@ from typing import Any
 
 from skilltransfer.envs import workspace_files
 from skilltransfer.envs.workspace_files import UnsafeFileError
+from skilltransfer.sandbox.bounded import call_bounded
 
 FORMAT_VERSION = 1
 MAX_FILES = 2_000
@@ -68,8 +69,10 @@ def snapshot_workspace(root: str | Path) -> Snapshot:
     return out
 
 
-def render_file(root: str | Path, relative: str) -> str:
-    """A workspace file as text for a judge (see the module docstring)."""
+def render_file(root: str | Path, relative: str, *, timeout_s: float = 30.0, memory_mb: int = 1024) -> str:
+    """A workspace file as text for a judge (see the module docstring). Office files and PDFs are parsed in a
+    forked child under ``timeout_s`` and ``memory_mb`` (`skilltransfer.sandbox.bounded`): a file of millions of
+    cells is shown as not rendered, it does not stall the run."""
     from skilltransfer.envs.office.office_tools import files
 
     root = Path(root)
@@ -78,9 +81,12 @@ def render_file(root: str | Path, relative: str) -> str:
         suffix = PurePosixPath(relative).suffix.lower()
         if suffix in (".xlsx", ".docx"):
             stream = workspace_files.check_zip(data, relative).getvalue()
-            text = files.xlsx_text(stream) if suffix == ".xlsx" else files.docx_text(stream)
+            parse = files.xlsx_text if suffix == ".xlsx" else files.docx_text
+            text = call_bounded(lambda: _cut(parse(stream)), timeout_s=timeout_s, memory_mb=memory_mb,
+                                what="rendering the file")
         elif suffix == ".pdf":
-            text = files.pdf_text(data)
+            text = call_bounded(lambda: _cut(files.pdf_text(data)), timeout_s=timeout_s, memory_mb=memory_mb,
+                                what="rendering the file")
         else:
             try:
                 text = data.decode("utf-8")
@@ -90,6 +96,10 @@ def render_file(root: str | Path, relative: str) -> str:
         return f"(not read: {exc})"
     except Exception as exc:  # noqa: BLE001 - a corrupt document is shown as such, never raised
         return f"(not rendered: {type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
     if len(text) > MAX_FILE_CHARS:
         text = f"{text[:MAX_FILE_CHARS]}\n[... {len(text) - MAX_FILE_CHARS:,} more characters cut]"
     return text
@@ -115,6 +125,9 @@ def episode_artifacts(episode: Any, before: Snapshot) -> dict[str, Any]:
         ``status`` is "added", "changed" or "deleted" (a deleted file has no text), files sorted by path.
     """
     workspace = getattr(episode, "workspace", None)
+    limits = getattr(getattr(episode, "runner", None), "limits", None)  # the sandbox's evaluation limits, if any
+    timeout_s = float(getattr(limits, "evaluation_s", 30.0))
+    memory_mb = int(getattr(limits, "evaluation_memory_mb", 1024))
     after = snapshot_workspace(workspace) if workspace is not None else {}
     files = []
     for path in sorted(set(before) | set(after)):
@@ -122,7 +135,7 @@ def episode_artifacts(episode: Any, before: Snapshot) -> dict[str, Any]:
             files.append({"path": path, "status": "deleted", "text": ""})
         elif path not in before or before[path] != after[path]:
             files.append({"path": path, "status": "added" if path not in before else "changed",
-                          "text": render_file(workspace, path)})
+                          "text": render_file(workspace, path, timeout_s=timeout_s, memory_mb=memory_mb)})
     submission = getattr(episode, "submission", None)
     return {"format_version": FORMAT_VERSION, "task_id": episode.task.id,
             "submitted": bool(getattr(submission, "done", False)),

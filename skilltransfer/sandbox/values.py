@@ -36,6 +36,11 @@ class Limits:
     """When the harness is root: run as a private unprivileged uid in private network/mount/PID namespaces."""
     uid_base: int = 200_000
     """Private uids are drawn from ``[uid_base, uid_base + 100_000)``."""
+    evaluation_s: float = 30.0
+    """Wall-clock seconds one evaluation check of untrusted task data or files (and one artifact rendering) may take
+    in its forked child (`skilltransfer.sandbox.bounded`); past it the check fails, saying so."""
+    evaluation_memory_mb: int = 1024
+    """Memory (address space beyond the harness's own) one such check may allocate; past it the check fails."""
     echo_last_expression: bool = True
     """Show an action's last expression like a notebook cell (its repr, when not None; ``sandbox.runtime.cell``)."""
 

@@ -24,6 +24,8 @@ from skilltransfer.envs.office.office_tools import files
 from skilltransfer.envs.office.safe_lambda import UnsafeExpressionError, compile_lambda
 from skilltransfer.envs.workspace_files import UnsafeFileError
 from skilltransfer.protocols import Check, Score
+from skilltransfer.sandbox.bounded import BoundedCallError, call_bounded
+from skilltransfer.sandbox.values import Limits
 
 MAX_MAILBOX_BYTES = 64 << 20
 """The most .eml bytes read from one mailbox."""
@@ -330,12 +332,16 @@ def _short(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _label(name: Any, args: Any) -> str:
+    shown = ", ".join(f"{k}={v!r}" for k, v in sorted(args.items())) if isinstance(args, dict) else repr(args)
+    label = f"{name}({shown})"
+    return label if len(label) <= 300 else label[:297] + "..."
+
+
 def run_check(ctx: CheckContext, item: dict[str, Any]) -> Check:
     """Run one evaluation item; a check that cannot run (missing file, bad args) fails with the reason."""
     name, args = item.get("function"), item.get("args") or {}
-    label = f"{name}({', '.join(f'{k}={v!r}' for k, v in sorted(args.items()))})"
-    if len(label) > 300:
-        label = label[:297] + "..."
+    label = _label(name, args)
     function = CHECKS.get(str(name))
     if function is None:
         return Check(requirement=label, passed=False, detail=f"unknown check function {name!r}")
@@ -343,14 +349,34 @@ def run_check(ctx: CheckContext, item: dict[str, Any]) -> Check:
         passed, detail = function(ctx, args)
     except (CheckError, UnsafeFileError) as exc:
         return Check(requirement=label, passed=False, detail=_short(str(exc)))
+    except MemoryError:
+        return Check(requirement=label, passed=False, detail="MemoryError: the check ran out of its memory limit")
     except Exception as exc:  # noqa: BLE001 - a corrupt file the agent wrote must fail the check, not crash
         return Check(requirement=label, passed=False, detail=_short(f"{type(exc).__name__}: {exc}"))
     return Check(requirement=label, passed=bool(passed), detail=detail)
 
 
-def run_checks(ctx: CheckContext, evaluation: list[dict[str, Any]]) -> Score:
-    """Success (the benchmark's pass/fail) needs every check to pass; the reward is the fraction that passed."""
-    checks = tuple(run_check(ctx, item) for item in evaluation)
+def run_bounded_check(ctx: CheckContext, item: dict[str, Any], limits: Limits) -> Check:
+    """`run_check` in a forked child under ``limits.evaluation_s`` and ``evaluation_memory_mb``
+    (`skilltransfer.sandbox.bounded`): the task data and the files are untrusted, so a check that would hang or
+    exhaust memory fails with the reason instead."""
+    try:
+        return call_bounded(lambda: run_check(ctx, item), timeout_s=limits.evaluation_s,
+                            memory_mb=limits.evaluation_memory_mb, what="the check")
+    except Exception as exc:  # noqa: BLE001 - task data that breaks a check fails that check, never the run
+        detail = str(exc) if isinstance(exc, BoundedCallError) else \
+            f"MemoryError: the check needed more than {limits.evaluation_memory_mb} MiB (stopped)" \
+            if isinstance(exc, MemoryError) else f"{type(exc).__name__}: {exc}"
+        return Check(requirement=_label(item.get("function"), item.get("args") or {}), passed=False,
+                     detail=_short(detail))
+
+
+def run_checks(ctx: CheckContext, evaluation: list[dict[str, Any]], limits: Limits | None = None) -> Score:
+    """Success (the benchmark's pass/fail) needs every check to pass; the reward is the fraction that passed.
+
+    With ``limits``, each check runs in a forked child under its time and memory limits (`run_bounded_check`)."""
+    checks = tuple(run_check(ctx, item) if limits is None else run_bounded_check(ctx, item, limits)
+                   for item in evaluation)
     success = bool(checks) and all(check.passed for check in checks)
     reward = sum(check.passed for check in checks) / len(checks) if checks else 0.0
     return Score(reward=reward, success=success, checks=checks)

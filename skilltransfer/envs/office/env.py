@@ -19,6 +19,7 @@ from skilltransfer.envs.office.templates import TEMPLATES, Draft, Template
 from skilltransfer.envs.office.world import materialize
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import Score, TaskSpec
+from skilltransfer.sandbox import Limits
 from skilltransfer.sandbox.scratch import remove_tree
 from skilltransfer.util.trees import copy_tree
 
@@ -171,10 +172,11 @@ class OfficeEnv:
 
     def evaluate(self, task: TaskSpec, workspace: Path, answer: Any = None) -> Score:
         """Run the task's checks on a workspace (harness side; files are read defensively)."""
+        limits = self.limits or Limits()  # checks of task data over agent-written files: time- and memory-bound
         if task.id in self._real:
             real = self._real[task.id]
             ctx = CheckContext(Path(workspace), answer, task_dir=real.folder, pristine=lambda: real.testbed)
-            return run_checks(ctx, real.evaluation)
+            return run_checks(ctx, real.evaluation, limits)
         _, draft = self._generated[task.id]
         made: list[Path] = []
 
@@ -184,8 +186,10 @@ class OfficeEnv:
                 materialize(draft.plan, made[0], files.parse_event_time(draft.now))
             return made[0]
 
+        if any(item.get("function") == "evaluate_diff_contain_text" for item in draft.evaluation):
+            pristine()  # made here, not in a check's child, so that it is removed below
         try:
-            return run_checks(CheckContext(Path(workspace), answer, pristine=pristine), draft.evaluation)
+            return run_checks(CheckContext(Path(workspace), answer, pristine=pristine), draft.evaluation, limits)
         finally:
             for folder in made:
                 remove_tree(folder)

@@ -7,15 +7,16 @@ apps, template = the folder id), the folder (with ``testbed/`` and ``reference/`
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.util import untrusted
+from skilltransfer.util.trees import files
 
 ENV_ROOT = "OFFICEBENCH_ROOT"
 """Environment variable naming the default OfficeBench task folder."""
@@ -26,6 +27,8 @@ REPORTED_BROKEN = {"1-10/3", "1-14/2", "1-15/1", "1-15/2"}
 PASSES_UNTOUCHED = {"1-2/1", "1-11/3", "2-16/0", "2-25/0"}
 """Instances whose checks already pass on the untouched testbed (a do-nothing agent succeeds; measured here)."""
 
+MAX_TASK_JSON_BYTES = 1 << 20
+"""The largest ``subtasks/<k>.json`` read."""
 REQUIRED_FIELDS = ("username", "date", "time", "task", "evaluation")
 NEEDS_FILE = {"evaluate_excel_cell_value", "evaluate_excel_cell_comparator", "evaluate_file_exist",
               "evaluate_file_not_exist"}
@@ -105,10 +108,10 @@ def _subprocedures(evaluation: list[dict[str, Any]]) -> list[str]:
 
 def load_task(folder: Path, config_path: Path) -> RealTask:
     """Read one ``subtasks/<k>.json``; a malformed file raises InputError naming it."""
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read task JSON: {exc}", path=config_path) from exc
+    try:  # task folders are untrusted input: a regular file under the cap, no link below the folder followed
+        config = untrusted.read_json(config_path.relative_to(folder), root=folder, max_bytes=MAX_TASK_JSON_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(f"cannot read task JSON: {exc.reason}", path=config_path) from None
     if not isinstance(config, dict):
         raise InputError("task JSON must be an object", path=config_path)
     for key in REQUIRED_FIELDS:
@@ -130,7 +133,8 @@ def load_task(folder: Path, config_path: Path) -> RealTask:
     apps = sorted({DOC_APPS[a["doc_type"]] for a in (i.get("args") or {} for i in evaluation)
                    if a.get("doc_type") in DOC_APPS})
     testbed = folder / "testbed"
-    images = testbed.is_dir() and any(p.suffix.lower() in IMAGE_SUFFIXES for p in testbed.rglob("*"))
+    images = testbed.is_dir() and any(PurePosixPath(p).suffix.lower() in IMAGE_SUFFIXES
+                                      for p in files(testbed, max_entries=100_000)[0])
     broken = _broken_reason(task_id, folder, evaluation)
     metadata: dict[str, Any] = {
         "source": "officebench", "folder": folder.name, "instance": config_path.stem, "username": username,
