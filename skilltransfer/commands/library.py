@@ -143,17 +143,62 @@ def _write(skills: list[Skill], organization: Organization, out: Path) -> Path:
 
 @library_app.command("show")
 def show(
-    folder: Annotated[Path, typer.Argument(help="An organised library (written by library organize).")],
-    node: Annotated[str | None, typer.Option(help="Open this routing node (or skill) instead of the top.")] = None,
+    folder: Annotated[Path, typer.Argument(help="Any library: a folder of SKILL.md packages, a skills .jsonl, a run's "
+                                                "memory/ folder, or an organised library (library organize).")],
+    skill: Annotated[str | None, typer.Option(help="Print this skill whole (name, or number in the listing).")]
+    = None,
+    node: Annotated[str | None, typer.Option(help="Organised libraries: open this routing node (or skill) instead "
+                                                  "of the top.")] = None,
 ) -> str:
-    """Print an organised library's top level, or what opening one of its nodes shows."""
-    view = LibraryView.load(folder)
-    try:
-        text = view.top() if node is None else view.open(node)
-    except NodeNotFound as exc:
-        raise InputError(f"--node: {exc}", path=folder) from None
+    """List a library's skills (an organised library: its top level), or print one skill whole."""
+    from skilltransfer.memory.organization import ORGANIZATION_FILE
+
+    organised = folder.is_dir() and (folder / ORGANIZATION_FILE).exists()
+    if node is not None:
+        if not organised:
+            raise InputError(f"--node needs an organised library (with {ORGANIZATION_FILE}); list skills without it "
+                             "or print one with --skill NAME", path=folder)
+        try:
+            text = LibraryView.load(folder).open(node)
+        except NodeNotFound as exc:
+            raise InputError(f"--node: {exc}", path=folder) from None
+    elif skill is not None:
+        text = _skill_text(load_library(folder), skill, folder)
+    elif organised:
+        text = LibraryView.load(folder).top()
+    else:
+        text = _listing(load_library(folder), folder)
     typer.echo(text, nl=False)
     return text
+
+
+def _listing(skills: list[Skill], folder: Path) -> str:
+    """One line per skill: number, name, level/format, source task (1-based number in its stream), description."""
+    lines = [f"{len(skills)} skills in {folder} (print one: library show {folder} --skill NAME)"]
+    width = max(len(s.name) for s in skills)
+    for number, item in enumerate(skills, start=1):
+        source = item.provenance.source_task_id
+        origin = f" from {source}" if source else ""
+        description = " ".join(item.description.split())
+        lines.append(f"{number:>3}. {item.name:<{width}}  {item.level}/{item.format}{origin}  {description[:100]}")
+    return "\n".join(lines) + "\n"
+
+
+def _skill_text(skills: list[Skill], wanted: str, folder: Path) -> str:
+    """One skill whole: what the agent sees of it, with where it came from."""
+    found = next((s for s in skills if wanted in (s.name, s.id)), None)
+    if found is None and wanted.isdigit() and 1 <= int(wanted) <= len(skills):
+        found = skills[int(wanted) - 1]
+    if found is None:
+        near = ", ".join(s.name for s in skills[:8]) + (", ..." if len(skills) > 8 else "")
+        raise InputError(f"--skill {wanted!r}: no such skill (skills: {near})", path=folder)
+    origin = found.provenance
+    where = [f"level {found.level}, format {found.format}"]
+    if origin.source_task_id:
+        number = f" (task {origin.stream_position + 1} of its stream)" if origin.stream_position is not None else ""
+        where.append(f"induced from {origin.source_task_id}{number}" + (f" in run {origin.run_id}"
+                                                                          if origin.run_id else ""))
+    return f"{found.render()}\n-- {'; '.join(where)}\n"
 
 
 def _register_lens_commands() -> None:

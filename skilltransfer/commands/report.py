@@ -9,15 +9,16 @@ import typer
 from rich.console import Console
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
-from skilltransfer.errors import check_output_path
+from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.experiments.report import Report, make_report
+from skilltransfer.experiments.report.compare import Comparison
 
 _ADVANCED = "Advanced"
 
 
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding run folders (searched "
-                                               "recursively for config.json + results.jsonl).")],
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run folders, or folders holding run folders (searched "
+                                                      "recursively for config.json + results.jsonl).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: report.md, report.html, *.csv, "
                                       "figures/.")] = Path("report"),
     metric: Annotated[Literal["success", "reward"], typer.Option(
@@ -38,8 +39,18 @@ def report(
     cache_old: Annotated[bool, typer.Option("--cache", hidden=True, help="Deprecated: the embedding cache is on by "
                                             "default.")] = False,
     no_cache_old: NoCacheOld = False,
-) -> Report:
-    """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs."""
+    compare: Annotated[tuple[Path, Path] | None, typer.Option(
+        "--compare", metavar="A B", help="Compare two run folders task by task instead: the flip table (solved in A "
+        "only / B only / both / neither) with McNemar's exact test, in --out.")] = None,
+) -> Report | Comparison:
+    """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs; or, with --compare A B, which
+    tasks flipped between two runs."""
+    if compare is not None:
+        if runs:
+            raise InputError("--compare A B takes the two run folders; give no other runs")
+        return _compare(*compare, out)
+    if not runs:
+        raise InputError("give run folders (or --compare A B)")
     if cache_old:
         warn_deprecated("report --cache", "nothing: the embedding cache is on by default (--no-embed-cache: off)")
     if no_cache_old:
@@ -53,3 +64,17 @@ def report(
     console.print(f"{len(result.runs)} runs -> {written.markdown}, {written.html}, {len(written.csv)} CSV files, "
                   f"{len(written.figures)} figures in {out / 'figures'}")
     return result
+
+
+def _compare(path_a: Path, path_b: Path, out: Path) -> Comparison:
+    from skilltransfer.experiments.report.compare import compare, load_pair, write_comparison
+
+    check_output_path(out, flag="--out")
+    comparison = compare(*load_pair(path_a, path_b))
+    written = write_comparison(comparison, out)
+    row = comparison.summary.rows[0]
+    typer.echo(f"A: {row['a']}\nB: {row['b']}\n{row['tasks']} tasks in both: {row['both']} solved in both, "
+               f"{row['A only']} in A only, {row['B only']} in B only, {row['neither']} in neither; McNemar's exact "
+               f"p = {row['mcnemar_exact_p']:.4g}")
+    Console(stderr=True).print(f"-> {', '.join(str(p) for p in written)}", highlight=False, soft_wrap=True)
+    return comparison

@@ -50,10 +50,33 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
                   f"nearest task (k = {report.knn_k})")
 
 
+def _task_texts(tasks: str, field: str | None, split: str | None) -> list[str]:
+    """The instructions of ``--tasks``: an env's tasks when it names a registered env (and is no file here), else
+    the file or folder's."""
+    from skilltransfer.envs import registry
+
+    name = tasks.split(":", 1)[0]
+    if Path(tasks).exists() or not (name in registry.ENVS or name == registry.OFFICEBENCH):
+        if not Path(tasks).exists() and not Path(tasks).suffix and "/" not in tasks:  # not a file name either
+            raise InputError(f"--tasks {tasks!r}: no such file or folder, and not an env (envs: "
+                             f"{', '.join([*registry.ENVS, registry.OFFICEBENCH])})")
+        if split is not None:
+            raise InputError("--split selects an env's tasks: give --tasks an env name (apps, office, ...)")
+        return load_task_texts(tasks, field=field)
+    if field is not None:
+        raise InputError("--field reads a task file: with --tasks an env name, the tasks' instructions are used")
+    env = registry.get_env(tasks)
+    return [task.instruction for task in env.tasks(split)]
+
+
 def score(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
-    tasks: Annotated[Path, typer.Option("--tasks", help="Task instructions: .jsonl, .txt, .json, a folder of JSON "
-                                        "task files (OfficeBench) or a saved HF dataset.")],
+    tasks: Annotated[str, typer.Option("--tasks", help="Task instructions: an env's name (apps, office, datasci, "
+                                       "scienceworld, officebench[:<folder>]: its tasks' instructions), or a .jsonl, "
+                                       ".txt, .json file, a folder of JSON task files (OfficeBench) or a saved HF "
+                                       "dataset.")],
+    split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
+    = None,
     embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
                                                "folder.")] = DEFAULT_EMBEDDER,
     tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
@@ -86,7 +109,7 @@ def score(
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
     skills = load_library(library)
-    task_texts = load_task_texts(tasks, field=field)
+    task_texts = _task_texts(str(tasks), field, split)
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False

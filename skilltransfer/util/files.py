@@ -6,6 +6,7 @@ writers (pydantic among them) leave unescaped inside strings, which would break 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -17,12 +18,28 @@ from skilltransfer.errors import InputError, read_text
 from skilltransfer.util import untrusted
 
 
+@functools.cache
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file (0o666 less the umask; read from ``/proc/self/status``, never by setting
+    the process umask; 0o644 where that cannot be read). ``mkstemp`` makes owner-only files; written files get this
+    mode so a team can share a runs folder as it shares any other."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o644
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace`` (never half-written)."""
+    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace`` (never half-written); the
+    file gets the mode a plain ``open()`` would give it (`new_file_mode`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
         os.replace(tmp, path)

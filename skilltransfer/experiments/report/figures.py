@@ -38,6 +38,20 @@ def condition_style(condition: str) -> dict[str, Any]:
     return {"color": shade, "linestyle": FORMAT_STYLE.get(fmt, "-.")}
 
 
+MODEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""Curve markers that tell models apart when an env's panel holds several (colour and line: the condition)."""
+
+
+def _series(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (model, condition) series of a figure's rows, models in name order, conditions in the paper's order."""
+    return sorted({(r["model"], r["condition"]) for r in rows}, key=lambda mc: (mc[0], condition_order(mc[1])))
+
+
+def _series_label(model: str, condition: str, models: list[str]) -> str:
+    """A series' legend label: the condition, prefixed by the model when the panel holds several models."""
+    return f"{model} · {condition}" if len(models) > 1 else condition
+
+
 def _grid(n: int, ncols: int, width: float = 4.6, height: float = 3.6) -> tuple[Figure, list[Axes]]:
     ncols = max(1, min(ncols, n))
     nrows = math.ceil(n / ncols)
@@ -58,10 +72,13 @@ def budget_figure(report: Report) -> Drawn | None:
                                              ("dependency", "dependency budget per task (tokens²)"))):
             ax = axes[2 * row + col]
             rows = table.where(env=env, kind=kind)
-            for condition in sorted({r["condition"] for r in rows}, key=condition_order):
-                points = [r for r in rows if r["condition"] == condition]
+            models = sorted({r["model"] for r in rows})
+            for model, condition in _series(rows):
+                points = [r for r in rows if (r["model"], r["condition"]) == (model, condition)]
                 ax.step([p["budget"] for p in points], [p["success_within_pct"] for p in points], where="post",
-                        label=condition, linewidth=1.8, **condition_style(condition))
+                        label=_series_label(model, condition, models), linewidth=1.8,
+                        marker=MODEL_MARKERS[models.index(model) % len(MODEL_MARKERS)] if len(models) > 1 else None,
+                        markevery=0.1, **condition_style(condition))
             budgets = np.array([r["budget"] for r in rows])
             if budgets.size and budgets.min() > 0 and budgets.max() / budgets.min() >= 10:
                 ax.set_xscale("log")
@@ -114,13 +131,20 @@ def difficulty_figure(report: Report) -> Drawn | None:
     for ax, env in zip(axes, envs, strict=True):
         rows = table.where(env=env)
         levels = sorted({r["difficulty"] for r in rows})
-        conditions = sorted({r["condition"] for r in rows}, key=condition_order)
+        models = sorted({r["model"] for r in rows})
+        series = {_series_label(m, c, models): (m, c) for m, c in _series(rows)}
 
-        def get(level: object, condition: str, rows: list[dict] = rows) -> dict | None:
-            hit = [r for r in rows if r["difficulty"] == level and r["condition"] == condition]
+        def get(level: object, name: str, rows: list[dict] = rows,
+                series: dict[str, tuple[str, str]] = series) -> dict | None:
+            hit = [r for r in rows if r["difficulty"] == level and (r["model"], r["condition"]) == series[name]]
             return {"value": hit[0]["success_pct"], "low": hit[0]["ci_low"], "high": hit[0]["ci_high"]} if hit else None
 
-        _grouped_bars(ax, levels, conditions, get, _bar_style)
+        def style(name: str, series: dict[str, tuple[str, str]] = series, models: list[str] = models) -> dict[str, Any]:
+            model, condition = series[name]
+            return _bar_style(condition) | ({"alpha": 1.0 - 0.45 * models.index(model) / max(1, len(models) - 1)}
+                                            if len(models) > 1 else {})
+
+        _grouped_bars(ax, levels, list(series), get, style)
         ax.set_xlabel("difficulty")
         ax.set_ylabel(f"{report.metric} (%)")
         ax.set_title(env)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunConfigLog, RunFolder, TaskRecord
@@ -32,6 +34,10 @@ class RunLog:
     harness_differs: bool | None = None
     """Whether the runs of its table (same env and model) differ in their harness (`load_runs` sets it): the
     condition is then tagged with it; None: tagged when it is not the model's default."""
+    model_tags: str = ""
+    """Model settings that set this run apart from others of the same labels (`label_differences`)."""
+    condition_tags: str = ""
+    """Other settings that set this run apart from others of the same labels (`label_differences`)."""
 
     @property
     def name(self) -> str:
@@ -51,13 +57,21 @@ class RunLog:
     def model(self) -> str:
         """The model label (`ModelSpec.display_label`: a grid's key, else the model id, else the registry name)."""
         spec = self.log.config.model
-        return spec.display_label if spec.label or spec.model or spec.name else "unknown-model"
+        return (spec.display_label if spec.label or spec.model or spec.name else "unknown-model") + self.model_tags
 
     @property
     def condition(self) -> str:
         """The condition as the report groups it (`StreamConfig.condition_label`): ``task+text[no_demo]``,
-        ``task+library(top)``; a tagged condition is compared with its agent's baseline (``task``)."""
-        return self.log.config.condition_label(harness=self.harness_differs)
+        ``task+library(top)``; a tagged condition is compared with its agent's baseline (``task``), and tagged with
+        every other setting in which it differs from runs of the same labels (``[reuse=lens]``)."""
+        return self.log.config.condition_label(harness=self.harness_differs) + self.condition_tags
+
+    def settings(self) -> dict[str, Any]:
+        """Every recorded setting as ``key.path -> value`` (JSON values), the run's name, folder and order seed
+        included (`label_differences` leaves those out: they make repeats, not other settings)."""
+        data = {"config": self.log.config.model_dump(mode="json"),
+                **self.log.model_dump(mode="json", include={"agent", "induction", "prompt_ids", "embedder_id"})}
+        return _flatten(data, "")
 
     @property
     def level(self) -> str:
@@ -122,9 +136,58 @@ def load_run(run_dir: Path) -> RunLog:
     return RunLog(run_dir, log, records, skills, folder.instructions(records))
 
 
+REPEAT_SETTINGS = ("config.run", "config.runs_dir", "config.order_seed", "config.limits.task_limit",
+                   "config.env.task_limit", "config.model.label", "config.env.label")
+"""Settings in which runs may differ and still pool as repeats of one setting: the run's name and folder, the
+stream order seed (the seed repeats), how many tasks it was cut to, and the labels (already in the grouping)."""
+
+
+def _flatten(value: Any, key: str) -> dict[str, Any]:
+    """``key.path -> value`` of the leaves (an empty mapping has none: ``params: {}`` is no param set)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for name, item in value.items():
+            out.update(_flatten(item, f"{key}.{name}" if key else str(name)))
+        return out
+    return {key: value}
+
+
+def _tag_value(value: Any) -> str:
+    if value is None:
+        return "default"
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def label_differences(runs: list[RunLog]) -> list[RunLog]:
+    """Tag runs that share env, model and condition labels but differ in any other setting (sampling params,
+    preset, library, reuse, prompts, agent settings, ...) with those settings, so no table pools them; runs that
+    differ only in `REPEAT_SETTINGS` (order seeds) stay one group. Returns ``runs``, tagged in place."""
+    groups: dict[tuple[str, str, str], list[RunLog]] = {}
+    for run in runs:
+        run.model_tags = run.condition_tags = ""
+        groups.setdefault((run.env, run.model, run.condition), []).append(run)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        flats = [run.settings() for run in members]
+        keys = sorted({k for flat in flats for k in flat if k not in REPEAT_SETTINGS
+                       and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1})
+        for run, flat in zip(members, flats, strict=True):
+            model = [f"{k.removeprefix('config.model.').removeprefix('params.')}={_tag_value(flat.get(k))}"
+                     for k in keys if k.startswith("config.model.")]
+            other = [f"[{k.removeprefix('config.')}={_tag_value(flat.get(k))}]" for k in keys
+                     if not k.startswith("config.model.")]
+            run.model_tags = f" ({', '.join(model)})" if model else ""
+            run.condition_tags = "".join(other)
+    return runs
+
+
 def load_runs(paths: list[Path]) -> list[RunLog]:
     """Find and load every run under ``paths``; runs with no finished task are left out. Runs of one env and model
-    that differ in their harness have it in their condition label (``task+text[harness=paper]``).
+    that differ in their harness have it in their condition label (``task+text[harness=paper]``); runs of the same
+    labels that differ in another setting are tagged with it (`label_differences`): only repeats of one setting
+    pool.
 
     Raises:
         InputError: no runs, or none with a finished task.
@@ -139,4 +202,4 @@ def load_runs(paths: list[Path]) -> list[RunLog]:
         harnesses.setdefault((run.env, run.model), set()).add(run.log.config.harness_label())
     for run in kept:
         run.harness_differs = len(harnesses[(run.env, run.model)]) > 1
-    return kept
+    return label_differences(kept)

@@ -158,13 +158,15 @@ def budget_grid(costs: np.ndarray, points: int = BUDGET_POINTS) -> np.ndarray:
 def budget_curves(runs: list[RunLog], metric: str = "success") -> Table:
     """Share of tasks that succeeded within each per-task budget of latency and of dependency (Fig. 3 curves).
 
-    One curve per env x condition, pooling every (run, task) of the env's runs of that condition; the budgets are
-    the same for all conditions of an env (``budget_grid`` over all its tasks' costs).
+    One curve per env x model x condition (runs of other settings never pool: see `label_differences`), pooling
+    every (run, task) of its runs (repeats of one setting); the budgets are the same for all curves of an env
+    (``budget_grid`` over all its tasks' costs).
     """
     table = Table("fig3_budget_curves", "Success within a per-task budget (Fig. 3)",
-                  ["env", "kind", "condition", "budget", "n_tasks", "success_within_pct"],
-                  note=f"share (%) of an env's (run, task) pairs of a condition with {metric} = 1 and cost <= budget "
-                       "(latency_s or dependency from results.jsonl); reward counts as its value.")
+                  ["env", "kind", "model", "condition", "budget", "n_tasks", "success_within_pct"],
+                  note=f"share (%) of the (run, task) pairs of a model x condition with {metric} = 1 and cost <= "
+                       "budget (latency_s or dependency from results.jsonl); reward counts as its value; only "
+                       "repeats of identical settings (order seeds) pool.")
     by_env: dict[str, list[RunLog]] = {}
     for run in runs:
         by_env.setdefault(run.env, []).append(run)
@@ -172,32 +174,34 @@ def budget_curves(runs: list[RunLog], metric: str = "success") -> Table:
         for kind, field_name in COSTS.items():
             all_costs = np.array([float(getattr(r, field_name)) for run in env_runs for r in run.records])
             grid = budget_grid(all_costs)
-            for condition in sorted({run.condition for run in env_runs}, key=condition_order):
-                records = [r for run in env_runs if run.condition == condition for r in run.records]
+            series = sorted({(run.model, run.condition) for run in env_runs},
+                            key=lambda mc: (natural_key(mc[0]), condition_order(mc[1])))
+            for model, condition in series:
+                records = [r for run in env_runs if (run.model, run.condition) == (model, condition)
+                           for r in run.records]
                 cost = np.array([float(getattr(r, field_name)) for r in records])
                 value = np.array([value_of(r, metric) for r in records])
                 for budget in grid:
                     share = float(np.sum(value * (cost <= budget)) / len(records))
-                    table.rows.append({"env": env, "kind": kind, "condition": condition, "budget": float(budget),
-                                       "n_tasks": len(records), "success_within_pct": 100 * share})
+                    table.rows.append({"env": env, "kind": kind, "model": model, "condition": condition,
+                                       "budget": float(budget), "n_tasks": len(records),
+                                       "success_within_pct": 100 * share})
     return table
 
 
 def by_difficulty(runs: list[RunLog], metric: str = "success", seed: int = 0) -> Table:
-    """Success (%) per env x condition x difficulty stratum (the tasks' own labels) with task-bootstrap CIs."""
+    """Success (%) per env x model x condition x difficulty stratum (the tasks' own labels) with task-bootstrap
+    CIs; runs of other settings never pool (see `label_differences`)."""
     table = Table("fig4_difficulty", "Success by difficulty stratum (Fig. 4)",
-                  ["env", "condition", "difficulty", "n_tasks", "success_pct", "ci_low", "ci_high"],
-                  note=f"{metric} per task averaged over all the env's runs of a condition (all models), grouped "
-                       "by the task's difficulty label; CIs resample tasks.")
-    by_key: dict[tuple[str, str], list[RunLog]] = {}
-    for run in runs:
-        by_key.setdefault((run.env, run.condition), []).append(run)
-    for (env, condition), members in sorted(by_key.items(), key=lambda kv: (kv[0][0], condition_order(kv[0][1]))):
+                  ["env", "model", "condition", "difficulty", "n_tasks", "success_pct", "ci_low", "ci_high"],
+                  note=f"{metric} per task averaged over the runs of a model x condition (repeats of identical "
+                       "settings), grouped by the task's difficulty label; CIs resample tasks.")
+    for (env, model, condition), members in groups(runs).items():
         values = per_task(members, metric)
         difficulty = {r.task_id: r.difficulty for run in members for r in run.records}
         for level in sorted(set(difficulty.values())):
             stratum = {t: v for t, v in values.items() if difficulty[t] == level}
             mean, low, high = _ci_row(stratum, seed)
-            table.rows.append({"env": env, "condition": condition, "difficulty": level, "n_tasks": len(stratum),
-                               "success_pct": mean, "ci_low": low, "ci_high": high})
+            table.rows.append({"env": env, "model": model, "condition": condition, "difficulty": level,
+                               "n_tasks": len(stratum), "success_pct": mean, "ci_low": low, "ci_high": high})
     return table

@@ -15,7 +15,7 @@ from skilltransfer.experiments.report.figures import Drawn, draw_all
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, condition_order
 from skilltransfer.experiments.report.table import Table, fmt, natural_key
-from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.files import atomic_write_text, new_file_mode
 
 FIGURE_DIR = "figures"
 LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size"}
@@ -52,6 +52,7 @@ class Written:
 def _save_png(drawn: Drawn, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, new_file_mode())
     os.close(fd)
     try:
         drawn.figure.savefig(tmp, format="png", dpi=120)
@@ -117,7 +118,26 @@ def _header(report: Report) -> list[str]:
             f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
             + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV).",
             *([f"Runs over an empty library (their source induced no skill; they ran with none): {'; '.join(empty)}."]
-              if empty else [])]
+              if empty else []), *_grouping(report.runs)]
+
+
+def _grouping(runs: list[RunLog]) -> list[str]:
+    """What the report pooled and what it kept apart: runs are grouped by env, model and condition labels and every
+    other setting; only repeats of identical settings (order seeds) pool."""
+    groups: dict[tuple[str, str, str], list[RunLog]] = {}
+    for run in runs:
+        groups.setdefault((run.env, run.model, run.condition), []).append(run)
+    pooled = [f"{env} / {model} / {condition}: {len(members)} runs (order seeds "
+              f"{', '.join(str(r.log.config.order_seed) for r in members)})"
+              for (env, model, condition), members in groups.items() if len(members) > 1]
+    tagged = sorted({f"{run.model_tags.strip()} {run.condition_tags}".strip() for run in runs
+                     if run.model_tags or run.condition_tags})
+    lines = ["Grouping: runs are grouped by their full settings; only repeats of identical settings (order seeds) "
+             "are pooled" + (f": {'; '.join(pooled)}." if pooled else " (none here: every group is one run).")]
+    if tagged:
+        lines.append("Runs whose labels agree but whose settings differ are kept apart and labelled by every "
+                     f"setting that differs: {'; '.join(tagged)}.")
+    return lines
 
 
 def library_source(run: RunLog) -> str:
