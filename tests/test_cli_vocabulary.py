@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -137,13 +136,10 @@ def test_help_and_version_start_without_heavy_imports(argv: list[str]) -> None:
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'torch', 'pandas', 'matplotlib', "
             "'openai', 'faiss', 'scipy', 'sentence_transformers') or m.startswith("
             "'skilltransfer.commands.'))\nprint('HEAVY', heavy, file=sys.stderr)")
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - start
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stderr, done.stderr
     assert ("skilltransfer 0" in done.stdout) if argv == ["--version"] else ("report" in done.stdout)
-    assert elapsed < 10  # well under 1 s on an idle machine; the bound only catches a regression to eager imports
 
 
 def test_command_table_matches_the_commands() -> None:
