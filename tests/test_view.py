@@ -204,3 +204,17 @@ def test_the_page_never_parses_markup_from_data():
         html = page(mode)
         assert html.count("<script") == 1  # app.js, no inline script
         assert 'src="assets/app.js"' in html
+
+
+def test_skill_scores_from_a_score_report_in_the_run_folder(runs, tmp_path):
+    run = tmp_path / "scored"
+    shutil.copytree(runs["task+text"], run)
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("Set the counter to 3.\nSet the counter to 5.\nBake bread for the team.\n")
+    cli("score", str(run / "memory"), "--tasks", str(tasks), "--embedder", "hash:64", "--no-embed-cache",
+        "--out", str(run / "scores.json"))
+    report = json.loads((run / "scores.json").read_text())
+    catalog = Catalog([run])
+    skills = catalog.run(_key(catalog, run))["skills"]
+    assert [s["scores"]["utility"] for s in skills] == [row["utility"] for row in report["skills"]]
+    assert set(skills[0]["scores"]) == {"utility", "specificity", "abstractness", "best_match", "off_domain"}
