@@ -35,7 +35,13 @@ def _finish(target: int | None) -> str:
 
 
 class SkillActionScript(CounterScript):
-    """``CounterScript`` (planner, summarizer, induction) whose executor uses the offered skill actions."""
+    """``CounterScript`` (planner, summarizer, induction) whose executor uses the offered skill actions; asked to
+    organise a library it answers without groups (the organiser then falls back to the task tree)."""
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        if str(messages[0]["content"]).startswith("You organise a library of agent skills"):
+            return "These skills all look useful."
+        return super().__call__(messages)
 
     def execute(self, messages: list[dict[str, Any]]) -> str:  # type: ignore[override]
         seeded = [i for i, m in enumerate(messages) if m["role"] == "user" and "# Skill task" in str(m["content"])]

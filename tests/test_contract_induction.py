@@ -162,3 +162,53 @@ def test_grid_spec_runs_the_contract_variant(tmp_path) -> None:
     [skill] = load_library(tmp_path / "out" / outcome.run / "memory")
     assert skill.outputs == "- the counter holds the target; the new value is reported"
     assert skill.extra["induction_prompt"].startswith("induction-contract-text@")
+
+
+# --------------------------------------------------------------------------------------------- a set per task
+SET_REPLY = "\n\n".join(CONTRACT_SKILL.replace("set_counter_value", name).replace("Set the counter", what)
+                        for name, what in (("read_counter_value", "Read the counter"),
+                                           ("reset_the_counter", "Reset the counter"),
+                                           ("set_counter_value", "Set the counter")))
+
+
+@pytest.mark.parametrize(("reply", "stored", "note"), [
+    (SET_REPLY, 3, ""),
+    (CONTRACT_SKILL, 1, "the reply held 1 skill(s), 1 usable; asked for 3-5")])
+def test_subtask_level_contract_induction_writes_a_set_per_task(tmp_path, hash_embedder, reply, stored, note):
+    """skills_per_task: after the verdict, one call over the whole task (its subtasks listed) writes 3-5 skills."""
+    script = CounterScript(induction=reply)
+    model = ScriptedModel(script)
+    memory = SkillMemory(hash_embedder)
+    env = TinyEnv([2], workdir=tmp_path)
+    episode = env.start(env.tasks()[0])
+    inducer = Inducer(model, variant="contract", skills_per_task=(3, 5))
+    assert inducer.set_system is not None
+    assert "Write between 3 and 5 skills" in inducer.set_system.text
+    agent = Agent(model, memory=memory, inducer=inducer, level="subtask")
+    result = agent.run(episode)
+    assert len(result.deferred) >= 2  # one per subtask, kept for the verdict
+    agent.induce_deferred(episode, result, succeeded=True)
+    episode.close()
+    assert script.induction_calls == 1  # one call for the whole task
+    prompt = [m for m, c in zip(model.calls, result.calls.calls, strict=True) if c.role == "induction"][0]
+    assert "Subtasks it was carried out in:\n1. " in prompt[1]["content"]
+    assert len(memory) == stored
+    steps = result.inductions
+    assert len(steps) == stored
+    assert all(step.status == "added" for step in steps)
+    assert all(step.reason == note for step in steps)
+    assert all(s.outputs and s.extra["induction_prompt"].startswith("induction-contract_set-text@") for s in memory)
+    assert sum(step.prompt_tokens > 0 for step in steps) == 1  # the call's tokens are counted once
+
+
+def test_the_stream_asks_for_a_set_only_at_subtask_level_with_the_contract_variant() -> None:
+    from skilltransfer.experiments.config import StreamConfig
+
+    def per_task(**kwargs):
+        config = StreamConfig(env="apps", **kwargs).induction_config()
+        return config.skills_per_task if config is not None else None
+
+    assert per_task(condition="subtask+text", induction_variant="contract") == (3, 5)
+    assert per_task(condition="task+text", induction_variant="contract") is None
+    assert per_task(condition="subtask+text") is None
+    assert per_task(condition="subtask+text", induction_variant="contract", skills_per_task=None) is None

@@ -3,6 +3,9 @@ shared step budget, failures, loads once per load, navigation of each organisati
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 from helpers_skill_exec import SkillActionScript, block
 from helpers_tinyenv import TinyEnv, role_of, task_start
@@ -118,25 +121,63 @@ def test_subagent_isolation_output_and_accounting(env, hash_embedder):
     assert [s.index for s in result.actions] == [0, 1, 2, 3]
 
 
-def test_subagent_steps_come_out_of_the_shared_budget(env, hash_embedder):
+def _endless_subagent(sleep_s: float = 0.0):
+    """A script whose caller delegates to a subagent that never reports done, then finishes the task itself."""
+
     def script(messages):
         if role_of(messages) != "executor":
             return "DONE"
         seeded = any("# Skill task" in str(m["content"]) for m in messages)
         turns = sum(1 for m in messages[task_start(messages):] if m["role"] == "assistant")
         if seeded:
+            time.sleep(sleep_s)
             return block(f"print({len(messages)} * {turns})")  # never done: varied code, so no loop is detected
-        return block('run_skill("set_counter", {"target": 4})') if turns == 0 else block("print('caller')")
+        if turns == 0:
+            return block('run_skill("set_counter", {"target": 4})')
+        return block("apis.counter.reset()\napis.counter.add(4)\ncomplete_task()")
 
-    model = ScriptedModel(script)
-    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent", step_limit=5)
+    return script
+
+
+def test_subagent_steps_come_out_of_the_shared_budget_without_their_own(env, hash_embedder):
+    model = ScriptedModel(_endless_subagent())
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent", step_limit=5,
+                          subagent_step_limit=None)
     assert not score.success
     assert len(result.actions) == 5  # 1 caller step + 4 subagent steps; nothing is left for the caller
     assert result.exit_status == "limits_exceeded"
     failed = result.actions[0]
     assert failed.observation.startswith("run_skill('set_counter') FAILED: the subagent ended with status "
                                          "limits_exceeded after 4 steps")
+    assert failed.skill_action["own_budget"] is False
     assert sum(1 for c in result.calls.calls if c.role == "executor") == 5
+
+
+def test_a_subagent_that_spends_its_own_budget_ends_and_the_caller_goes_on(env, hash_embedder):
+    model = ScriptedModel(_endless_subagent())
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent", step_limit=3,
+                          subagent_step_limit=4)
+    assert score.success  # the caller's own budget of 3 was untouched by the subagent's 4 steps
+    assert result.exit_status == "submitted"
+    failed = result.actions[0]
+    assert failed.observation.startswith("run_skill('set_counter') FAILED: the subagent ended with status "
+                                         "limits_exceeded after 4 steps")
+    assert {k: failed.skill_action[k] for k in ("status", "steps", "step_limit", "own_budget", "time_limit_s")} == {
+        "status": "limits_exceeded", "steps": 4, "step_limit": 4, "own_budget": True, "time_limit_s": None}
+    assert [s.window for s in result.actions] == [0, 1, 1, 1, 1, 0]
+    assert [s.index for s in result.actions] == list(range(6))
+
+
+def test_a_subagent_past_its_wall_clock_limit_ends_and_the_caller_goes_on(env, hash_embedder):
+    model = ScriptedModel(_endless_subagent(sleep_s=0.3))
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent",
+                          subagent_step_limit=10, subagent_time_limit_s=0.2)
+    assert score.success
+    failed = result.actions[0]
+    assert failed.skill_action["status"] == "time_exceeded"
+    assert failed.skill_action["steps"] == 1  # the step in flight is not cut; the next one is not taken
+    assert failed.skill_action["seconds"] >= 0.2
+    assert "ended with status time_exceeded after 1 steps (time limit reached" in failed.observation
 
 
 def test_unknown_skill_and_group_misuse_are_clear_errors(env, hash_embedder):
@@ -249,7 +290,8 @@ def test_only_successful_induction_waits_for_the_verdict(env, hash_embedder, tar
     assert len(memory) == (1 if target == 4 else 0)
 
 
-def test_subtask_level_subagent_shares_the_task_budget(env, hash_embedder):
+@pytest.mark.parametrize(("own", "left"), [(15, 48), (None, 46)])
+def test_subtask_level_subagent_budget(env, hash_embedder, own, left):
     def script(messages):
         role = role_of(messages)
         if role == "planner":
@@ -267,13 +309,14 @@ def test_subtask_level_subagent_shares_the_task_budget(env, hash_embedder):
 
     model = ScriptedModel(script)
     result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent",
-                          level="subtask")
+                          level="subtask", subagent_step_limit=own)
     assert score.success
     assert [(s.index, s.subtask_index, s.window) for s in result.actions] == [
         (0, 0, 0), (1, 0, 1), (2, 0, 1), (3, 0, 0), (4, 1, 0)]
     assert context_account(result).subagent_calls == 1
     planner_prompts = [m for m, c in zip(model.calls, result.calls.calls, strict=True) if c.role == "planner"]
-    assert "Executor steps left: 46;" in text_of(planner_prompts[1:2])  # 50 - the caller's 2 - the subagent's 2
+    # 50 - the caller's 2, and the subagent's 2 when it draws from the task's budget
+    assert f"Executor steps left: {left};" in text_of(planner_prompts[1:2])
 
 
 @pytest.mark.parametrize("mode", ["inline", "subagent"])
@@ -289,3 +332,72 @@ def test_default_streams_record_the_prompt_ids_they_always_did(tmp_path, hash_em
     ids = RunFolder(tmp_path / "r").read_config().prompt_ids
     assert ("subagent_task" in ids) == (mode == "subagent")
     assert "executor_task" in ids
+
+
+# --------------------------------------------------------------------------------------------- whole-library exposure
+FIRST_VIEW = "Retrieved for this task (first view"
+
+
+@pytest.mark.parametrize("exposure", ["whole", "retrieved"])
+def test_whole_library_is_navigable_with_open_node_through_the_loop(env, hash_embedder, exposure):
+    """top_k 1: one skill is retrieved; with the whole library exposed the other one's group opens and loads."""
+    seen: dict[str, str] = {}
+
+    def script(messages):
+        first = str(messages[task_start(messages)]["content"])
+        turns = sum(1 for m in messages[task_start(messages):] if m["role"] == "assistant")
+        if turns == 0:
+            cards = re.findall(r"^### Skill: (.+)$", first, re.MULTILINE)  # the first view (whole exposure)
+            groups = re.findall(r"^- \[group\] task (t\d)", first, re.MULTILINE)
+            retrieved = cards[0] if cards else {"t1": "set_counter", "t2": "read_counter"}[groups[0]]
+            seen["retrieved"], seen["other"] = retrieved, ({"set_counter", "read_counter"} - {retrieved}).pop()
+            group = "task t2" if seen["other"] == "read_counter" else "task t1"
+            return block(f'open_node("{group}")')
+        if turns == 1:
+            return block(f'load_skill("{seen["other"]}")')
+        return block("apis.counter.reset()\napis.counter.add(4)\ncomplete_task()")
+
+    model = ScriptedModel(script)
+    result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA, BETA), skill_exec="agent-skill",
+                          library_organization="task-tree", library_exposure=exposure, top_k=1)
+    assert score.success
+    opened, loaded = result.actions[0], result.actions[1]
+    body = {"set_counter": BODY, "read_counter": BETA.body}[seen["other"]]
+    first_prompt = text_of(model.calls[:1])
+    if exposure == "whole":
+        assert FIRST_VIEW in first_prompt
+        assert "[group] task t1" in first_prompt
+        assert "[group] task t2" in first_prompt  # both groups: the whole library, not the top-1
+        assert opened.observation.startswith("## Group: task t")
+        assert f"### Skill: {seen['other']}" in opened.observation
+        assert body in loaded.observation
+        assert result.retrievals[0].organization["exposure"] == "whole"
+        assert result.retrievals[0].organization["skills"] == 2
+    else:
+        assert FIRST_VIEW not in first_prompt
+        assert opened.observation.startswith("open_node error: no routing node or skill is named")
+        assert loaded.observation.startswith("load_skill error: no routing node or skill is named")
+
+
+def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
+    from skilltransfer.errors import InputError
+    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.experiments.stream import run_stream
+    from skilltransfer.memory.distractors import distractor_skills, max_distractors
+    from skilltransfer.memory.library import export_jsonl
+
+    skills = distractor_skills(40)
+    assert len({s.name for s in skills}) == 40
+    assert [s.name for s in distractor_skills(5)] == [s.name for s in skills[:5]]  # deterministic prefix
+    assert all(s.inputs and s.outputs and s.provenance.source_task_id.startswith("distractor/") for s in skills)
+    with pytest.raises(InputError, match="at most"):
+        distractor_skills(max_distractors() + 1)
+    library = export_jsonl([ALPHA], tmp_path / "lib.jsonl")
+    config = StreamConfig(run="d", runs_dir=str(tmp_path), condition="task", library=str(library), distractors=12,
+                          skill_exec="agent-skill", library_exposure="whole", embedder="hash:128")
+    assert config.condition_label() == "task+library[agent-skill][whole][distractors=12]"
+    summary = run_stream(TinyEnv([4], workdir=tmp_path / "ws"), ScriptedModel(SkillActionScript()), config,
+                         embedder=hash_embedder)
+    assert summary.records[0].memory_size == 13
+    with pytest.raises(InputError, match="distractors are added to a frozen library"):
+        StreamConfig(condition="task+text", distractors=3).check_skill_exec()

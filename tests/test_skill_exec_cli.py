@@ -116,31 +116,46 @@ def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server
     for phase in spec["phases"]:
         if "envs" in phase:
             phase["envs"] = {"tiny": {**counter, "args": {"targets": [4, 6]}}}
-        if "skill_execs" in phase:
-            phase["skill_execs"] = ["inline", "subagent"]
-            phase["library_organizations"] = ["flat", "task-tree"]
+        if "library_organizations" in phase:
+            phase["skill_execs"] = ["agent-skill", "subagent"]
+            phase["library_organizations"] = ["flat", "graph"]
+        if "distractor_counts" in phase:
+            phase["distractor_counts"] = [0, 5]
+        if phase.get("induction_variant") == "contract":
+            phase["only_successful"] = False  # this script fails the subtask level: keep its skills
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     output = cli("grid", str(path), "--no-progress").output
-    assert "10 streams run, 0 already finished, 0 failed" in output
+    # own, contract, 2 organise, 2 x (2 modes x 2 organisations), 2 modes x 2 distractor counts
+    assert "16 streams run, 0 already finished, 0 failed" in output
+    organised = tmp_path / "out" / "organize-contract" / "tiny" / "mock" / "task+text" / "organizations"
+    assert {p.name for p in organised.iterdir()} == {"tree", "graph"}
+    graph_run = json.loads((tmp_path / "out" / "exec-contract/tiny/mock/task+text-agent-skill-graph-whole"
+                            / "config.json").read_text())["config"]
+    assert graph_run["organization"] == str(organised / "graph")
+    assert graph_run["library_exposure"] == "whole"
     cli("report", str(tmp_path / "out"), "--out", str(tmp_path / "report"), "--no-utility")
     execs = read_csv(tmp_path / "report" / "skill_exec.csv")
     orgs = read_csv(tmp_path / "report" / "library_organization.csv")
     assert {(r["condition"], r["library"], r["skill_exec"]) for r in execs} >= {
-        ("task+text+library", "own/tiny/mock/task+text", "inline"),
-        ("task+text+library", "contract/tiny/mock/task+text-contract", "inline"),
-        ("task+text+library[subagent]", "own/tiny/mock/task+text", "subagent")}
-    assert all(r["runs"] == "1" for r in execs)
-    assert all(r["condition"].count("task-tree") == 0 for r in execs)  # flat-library groups only
+        ("task+text+library[agent-skill][whole]", "own/tiny/mock/task+text", "agent-skill"),
+        ("task+text+library[subagent][whole]", "contract/tiny/mock/subtask+text-contract", "subagent")}
     subagent = next(r for r in execs if r["skill_exec"] == "subagent")
     assert float(subagent["subagent_calls"]) >= 1
     assert 0 < float(subagent["communication_share"]) < 1
-    inline = next(r for r in execs if r["skill_exec"] == "inline")
-    assert float(inline["communication_share"]) == 0
-    assert {r["library_organization"] for r in orgs} == {"flat", "task-tree"}
-    tree = [r for r in orgs if r["library_organization"] == "task-tree"]
-    assert all(float(r["nodes_opened"]) >= 1 for r in tree if r["skill_exec"] == "inline")
-    assert "Execution modes" in (tmp_path / "report" / "report.md").read_text()
+    built = {r["organization_built"] for r in orgs if r["library_organization"] == "graph"}
+    assert {b.split(" (")[0] for b in built} == {"fallback:task-tree"}  # the script gives no groups: shown
+    assert {r["organization_built"] for r in orgs if r["library_organization"] == "flat"} == {"flat"}
+    peaks = read_csv(tmp_path / "report" / "peak_context_paired.csv")
+    assert {(r["library"], r["mode"], r["against"]) for r in peaks} >= {
+        ("own/tiny/mock/task+text", "subagent", "agent-skill")}
+    assert all(0 <= float(r["lower_pct"]) <= 100 and int(r["tasks"]) == 2 for r in peaks)
+    distract = read_csv(tmp_path / "report" / "distractors.csv")
+    assert {(r["skill_exec"], r["distractors"]) for r in distract} >= {
+        ("agent-skill", "0"), ("agent-skill", "5"), ("subagent", "0"), ("subagent", "5")}
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert "Paired peak context" in page
+    assert "Distracting skills" in page
 
 
 @pytest.mark.parametrize(("extra", "message"), [

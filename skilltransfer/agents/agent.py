@@ -59,7 +59,7 @@ from skilltransfer.agents.steps import (
     TrajectoryText,
 )
 from skilltransfer.induction.abstraction import instance_values
-from skilltransfer.induction.inducer import Inducer
+from skilltransfer.induction.inducer import Induced, Inducer
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Retrieval, SkillRetriever, SkillStore
@@ -171,16 +171,16 @@ class Agent:
         planner = Planner(self.model, self.prompts, cfg, calls, harness)
         summarizer = Summarizer(self.model, self.prompts, cfg, calls, harness)
         executor = self._executor(result)
-        summary, used = NO_SUMMARY, 0
+        summary, used, spent = NO_SUMMARY, 0, 0  # steps taken (indices); steps of the task's budget
         history: list[str] = []
         result.exit_status = "subtask_limit"
         for index in range(cfg.subtask_limit):
-            if used >= cfg.step_limit:
+            if spent >= cfg.step_limit:
                 result.exit_status = "limits_exceeded"
                 break
             task = TaskView(instruction, episode.docs(), tuple(history), index)
             try:
-                plan = planner.next(task, summary, steps_left=cfg.step_limit - used,
+                plan = planner.next(task, summary, steps_left=cfg.step_limit - spent,
                                     subtasks_left=cfg.subtask_limit - index)
             except ContextExceeded:
                 result.exit_status = "context_exceeded"
@@ -207,10 +207,11 @@ class Agent:
             message = self.prompts.executor_subtask.render(instruction=instruction, summary=summary,
                                                            history="\n".join(history) or NO_HISTORY,
                                                            subtask=plan.subtask, skills=skills)
-            run = executor.run(RunContext(episode, message, budget=cfg.step_limit - used, first_index=used,
+            run = executor.run(RunContext(episode, message, budget=cfg.step_limit - spent, first_index=used,
                                           subtask_index=index, subtask_mode=True, subtask=plan.subtask,
                                           actions=actions, earlier=result.actions))
             used += run.used
+            spent += run.spent
             self._record(result, run)
             self.induce(episode, result, plan.subtask, run.steps, index, origin)
             history.append(history_line(index + 1, plan.subtask, run.exit_status, run.result.strip()[:300]))
@@ -221,7 +222,7 @@ class Agent:
             if plan.final:
                 result.exit_status = "planner_done"
                 break
-            if used < cfg.step_limit and index + 1 < cfg.subtask_limit:
+            if spent < cfg.step_limit and index + 1 < cfg.subtask_limit:
                 try:
                     step = summarizer.summarize(SummaryView(instruction, summary, result.actions), plan.subtask,
                                                 run.steps, index=index)
@@ -277,24 +278,28 @@ class Agent:
         if self.memory is None or self.config.top_k <= 0:
             return "", None
         cfg = self.config
-        if cfg.skill_exec == "inline" and cfg.library_organization == "flat":
+        whole = cfg.library_exposure == "whole"
+        if cfg.skill_exec == "inline" and cfg.library_organization == "flat" and not whole:
             blocks = got.blocks if got.blocks is not None else [skill.render() for skill, _ in got.hits]
             result.calls.skills = blocks  # context fitting may cut the worst-ranked
             if not blocks:
                 return "", None
             return self.prompts.skills_section.render(skills="\n".join(blocks)), None
         result.calls.skills = []
-        if not got.hits:
+        hits = [skill for skill, _ in got.hits]
+        skills = list(self.memory) if whole else hits  # whole: the organised library; the hits are the first view
+        if not skills:
             return "", None
-        skills = [skill for skill, _ in got.hits]
         organized = organize_retrieved(cfg.library_organization, skills, self.organization)
         view = LibraryView(organized, skills)
-        if organized.nodes:
+        if organized.nodes or whole:
             retrieval = result.retrievals[-1]
             retrieval.organization = {"kind": organized.kind, "built_by": organized.built_by,
-                                      "nodes": len(organized.nodes)}
+                                      "nodes": len(organized.nodes), "exposure": cfg.library_exposure,
+                                      "skills": len(skills)}
         workspace = getattr(episode, "workspace", None)
-        actions = SkillActions(cfg.skill_exec, view, self.prompts, Path(workspace) if workspace is not None else None)
+        actions = SkillActions(cfg.skill_exec, view, self.prompts, Path(workspace) if workspace is not None else None,
+                               first_view=hits if whole else [])
         return actions.section(), actions
 
     def induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep],
@@ -329,8 +334,36 @@ class Agent:
     def induce_deferred(self, episode: Episode, result: AgentResult, succeeded: bool) -> None:
         """Induce the (sub-)trajectories kept for the verdict (see the module docstring), each with ``succeeded``."""
         pending, result.deferred = result.deferred, []
+        if pending and self.inducer is not None and self.inducer.config.skills_per_task is not None \
+                and self.config.level == "subtask":
+            self._induce_set(episode, result, pending, succeeded)
+            return
         for item in pending:
             self._induce(episode, result, item.goal, item.actions, item.index, item.origin, succeeded)
+
+    def _induce_set(self, episode: Episode, result: AgentResult, pending: list[DeferredInduction],
+                    succeeded: bool) -> None:
+        """One call for the task's set of contract skills (`Inducer.induce_set`): the instruction and its subtasks
+        as the goal, every subtask's steps as the trajectory; one `InductionStep` per skill of the reply."""
+        assert self.inducer is not None
+        assert self.memory is not None
+        instruction = episode.task.instruction
+        goal = instruction + "\n\nSubtasks it was carried out in:\n" + "\n".join(
+            f"{n}. {item.goal}" for n, item in enumerate(pending, start=1))
+        actions = [step for item in pending for step in item.actions]
+        provenance = Provenance(source_task_id=episode.task.id, **pending[0].origin)
+        limits = self.inducer.config
+        trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
+        try:
+            values = instance_values(instruction, trajectory.render(), episode.docs())
+            induced = self.inducer.induce_set(goal, trajectory, level=self.config.level, calls=result.calls,
+                                              provenance=provenance, succeeded=succeeded, values=values)
+        except ContextExceeded as exc:
+            result.steps.append(InductionStep(subtask_index=None, prompt_id=self.inducer.prompt_id,
+                                              status="context_exceeded", reason=exc.message))
+            return
+        for one in induced:
+            self._store(episode, result, one, goal, actions, None)
 
     def _induce(self, episode: Episode, result: AgentResult, goal: str, actions: list[ActionStep], index: int | None,
                 origin: dict[str, Any], succeeded: bool | None) -> None:
@@ -347,6 +380,12 @@ class Agent:
             result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,
                                               status="context_exceeded", reason=exc.message))
             return
+        self._store(episode, result, induced, goal, actions, index)
+
+    def _store(self, episode: Episode, result: AgentResult, induced: Induced, goal: str, actions: list[ActionStep],
+               index: int | None) -> None:
+        """Log one induction attempt and add its skill to memory (unless a guard refuses it)."""
+        assert self.memory is not None
         step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status=induced.status,
                              reason=induced.error, reply=induced.reply, prompt_tokens=induced.prompt_tokens,
                              completion_tokens=induced.completion_tokens)

@@ -11,6 +11,7 @@ RetrievalQuery = Literal["instruction", "subtask"]
 SkillExec = Literal["inline", "agent-skill", "subagent", "hybrid"]
 """How retrieved skills are executed (``skilltransfer.agents.skill_actions``)."""
 LibraryOrganization = Literal["flat", "task-tree", "tree", "graph"]
+LibraryExposure = Literal["retrieved", "whole"]
 """How retrieved skills are organised for the agent (``skilltransfer.memory.organization``)."""
 ROLE_MAX_TOKENS: dict[str, int] = {"executor": 1024, "planner": 96, "summarizer": 256, "induction": 768}
 """Default completion budget per role (tokens)."""
@@ -40,6 +41,13 @@ class AgentSettings(BaseModel):
     """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
     describe) or with the task instruction. The task-level agent always queries once with the instruction; the closing
     subtask (``close_unfinished``) queries with the instruction (its text is the same for every task)."""
+    subagent_step_limit: int | None = Field(default=15, ge=1)
+    """A ``run_skill`` subagent's own step budget (the study gives a subagent its own budget): its steps do not come
+    out of the caller's; None: it draws from the caller's remaining budget. A subagent that spends it ends with
+    ``limits_exceeded`` and the caller goes on (its ``run_skill`` observation says so)."""
+    subagent_time_limit_s: float | None = Field(default=None, gt=0)
+    """A subagent's wall-clock limit in seconds, checked before each of its steps (a model call in flight is not cut):
+    past it the subagent ends with ``time_exceeded`` and the caller goes on; None: no limit."""
     max_observation_chars: int = Field(default=4000, ge=200)
     """Observations longer than this are cut (head and tail kept) before they enter the context."""
     planner_retries: int = Field(default=2, ge=0)
@@ -156,3 +164,6 @@ class AgentConfig(AgentSettings):
     (groups opened inline, leaf skills as subagents); see ``skilltransfer.agents.skill_actions``."""
     library_organization: LibraryOrganization = "flat"
     """flat (retrieved skills at the top), task-tree, tree or graph (the agent opens groups with ``open_node``)."""
+    library_exposure: LibraryExposure = "retrieved"
+    """retrieved (the organisation over the top-k retrieved skills) or whole (the organised library is navigable; the
+    top-k are only the first view); see ``skilltransfer.agents.skill_actions``."""

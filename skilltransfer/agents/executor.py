@@ -13,14 +13,17 @@ run ended). The loop names no guard; every non-accept decision is a `GuardRecord
 A code block that is a skill action (``skilltransfer.agents.skill_actions``) is handled here, not run in the episode:
 ``load_skill``/``open_node`` answer with text; ``run_skill`` runs a *subagent*: a fresh executor run in the same
 episode whose context is only the system prompt (rules, docs) and the skill's seed message (instructions + the
-caller's inputs). Its steps are drawn from the caller's remaining budget (``ExecutorRun.delegated``) and its model
-calls are recorded under a window of its own; the caller sees only its ``SUBTASK DONE`` output, or a one-line
-failure. A subagent that calls ``complete_task`` ends the task (the world is submitted): the caller's run ends too.
+caller's inputs). It runs on its own step budget (``subagent_step_limit``; None: drawn from the caller's remaining
+budget) and wall-clock limit (``subagent_time_limit_s``); its steps are kept in ``ExecutorRun.delegated`` and its
+model calls are recorded under a window of its own; the caller sees only its ``SUBTASK DONE`` output, or a one-line
+failure with the exit status it ended with (``limits_exceeded``, ``time_exceeded``, ...) and goes on. A subagent that
+calls ``complete_task`` ends the task (the world is submitted): the caller's run ends too.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -71,14 +74,21 @@ class ExecutorRun:
     head: int = 2
     """Leading messages (system prompt, demonstration, task message) that context fitting keeps verbatim."""
     delegated: list[ActionStep] = field(default_factory=list)
-    """Steps its subagents took (``run_skill``), drawn from this run's budget."""
+    """Steps its subagents took (``run_skill``)."""
+    own_budget_steps: int = 0
+    """Those of them taken on the subagents' own budgets (not this run's)."""
     guard_state: dict[str, Any] = field(default_factory=dict)
     """Each guard's state for this run, by guard name (`skilltransfer.agents.harness.base.Guard.run_state`)."""
 
     @property
     def used(self) -> int:
-        """Steps of this run's budget spent: its own and its subagents'."""
+        """Steps taken: its own and its subagents' (the next step's index is ``first_index + used``)."""
         return len(self.steps) + len(self.delegated)
+
+    @property
+    def spent(self) -> int:
+        """Steps of this run's budget spent: its own, and its subagents' that drew from it."""
+        return self.used - self.own_budget_steps
 
 
 class Executor:
@@ -149,8 +159,10 @@ class Executor:
 
     def _step(self, run: ExecutorRun) -> None:
         context = run.context
-        if run.used >= context.budget:
+        if run.spent >= context.budget:
             raise LimitsExceeded(f"step limit reached ({context.first_index + run.used} executor steps)")
+        if context.deadline is not None and time.monotonic() >= context.deadline:
+            raise Ended(f"time limit reached after {len(run.steps)} steps", exit_status="time_exceeded")
         if self.take_step is not None and not self.take_step():
             raise LimitsExceeded("the task's shared step budget is spent")
         self.calls.emit("step_start", index=context.first_index + run.used, subtask_index=context.subtask_index)
@@ -253,8 +265,11 @@ class Executor:
         """Run ``request`` as a subagent in a fresh context; its output, or a clear failure line."""
         assert step.skill_action is not None
         context = run.context
-        left = context.budget - run.used
+        own = self.config.subagent_step_limit
+        left = own if own is not None else context.budget - run.spent
+        limit_s = self.config.subagent_time_limit_s
         info = step.skill_action
+        info.update(step_limit=left, own_budget=own is not None, time_limit_s=limit_s)
         if left <= 0:
             info.update(status="no_budget", steps=0)
             return f"run_skill({request.target!r}) FAILED: no steps are left in the task's budget for a subagent"
@@ -266,14 +281,18 @@ class Executor:
             return count_prompt_tokens(self.model, [{"role": "user", "content": text}])[0]
 
         info.update(window=window, sent_tokens=tokens(request.inputs_text), seed_tokens=tokens(request.seed))
+        start = time.monotonic()
         try:
             sub = self.run(RunContext(context.episode, request.seed, budget=left, first_index=context.first_index
                                       + run.used, subtask_index=context.subtask_index, subtask_mode=True,
-                                      actions=request.actions, window=window))
+                                      actions=request.actions, window=window,
+                                      deadline=start + limit_s if limit_s is not None else None))
         finally:
             self.calls.window = caller_window
         run.delegated.extend([*sub.steps, *sub.delegated])
-        info.update(status=sub.exit_status, steps=sub.used)
+        if own is not None:
+            run.own_budget_steps += sub.used
+        info.update(status=sub.exit_status, steps=sub.used, seconds=round(time.monotonic() - start, 3))
         if sub.exit_status == "submitted":
             info["returned_tokens"] = 0
             step.observation = f"run_skill({request.target!r}): the subagent called complete_task; the task ended"

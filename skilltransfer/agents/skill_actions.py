@@ -13,6 +13,11 @@ A mode (``skill_exec``) and a library organisation decide what the skills sectio
   ``run_skill`` its children.
 - ``hybrid``: routing nodes are opened in the caller's context (``open_node``), leaf skills run as subagents.
 
+What the organisation holds is the ``library_exposure``: ``retrieved`` (default) organises only the top-k retrieved
+skills; ``whole`` organises the whole library (the study's set-up: a flat library lists every skill, a hierarchy shows
+its top level and every group can be opened), and the top-k retrieved skills are only the first view, listed above it
+(``first_view``).
+
 The actions are harness-side calls, like ``complete_task`` is for the world: the model writes one of them as the
 only statement of its code block (``load_skill("x")`` or ``print(load_skill("x"))``, literal arguments); the executor
 handles it without running code in the episode (`parse_skill_call`). Each handled call is an executor step (it counts
@@ -31,6 +36,7 @@ from skilltransfer.agents.config import SkillExec
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.memory.library import materialize_skill, package_dirname
 from skilltransfer.memory.organization import (
+    Entry,
     LibraryView,
     NodeNotFound,
     Organization,
@@ -156,6 +162,7 @@ class SkillActions:
         prompts: the agent prompts (listing and action templates).
         workspace: the episode folder, where a skill's resources are placed (``skills/<name>/``); None: not placed.
         start: the routing node this context starts from (a routing subagent); None: the top level.
+        first_view: skills listed before the library's top level (``whole`` exposure: the retrieved ones).
     """
 
     mode: SkillExec
@@ -163,6 +170,7 @@ class SkillActions:
     prompts: AgentPrompts
     workspace: Path | None = None
     start: str | None = None
+    first_view: list[Skill] = field(default_factory=list)
     loads: int = 0
     opened: list[str] = field(default_factory=list)
 
@@ -186,6 +194,10 @@ class SkillActions:
         """The skills section of the task message."""
         entries = self.view.children(self.start) if self.start else self.view.roots()
         listing = "".join(self._entry(e) for e in entries)
+        if self.first_view and not self.start:
+            first = "".join(self._entry(Entry(s.name, "skill", s.description, s)) for s in self.first_view)
+            listing = (f"Retrieved for this task (first view; every skill of the library below can be used):\n{first}"
+                       f"\nThe library{' (top level)' if self.hierarchical else ''}:\n{listing}")
         how = "".join(getattr(self.prompts, f"action_{name}").render() for name in ACTION_NAMES
                       if name in self.offered)
         size = len(self.view.skills)

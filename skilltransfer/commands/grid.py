@@ -157,8 +157,8 @@ def grid(
         plans, tasks = resolve_streams(grid_spec)
         width = max(len(plan.run) for plan in plans)
         for plan in plans:
-            library = plan.depends_on or plan.config.library
-            reads = f"  library: {library}" + (" (its final memory, after it)" if plan.depends_on else "") \
+            library = plan.source or plan.config.library
+            reads = f"  library: {library}" + (" (its final memory, after it)" if plan.source else "") \
                 if library else ""
             typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{reads}")
         typer.echo(f"{len(plans)} streams, {sum(len(t) for t in tasks.values())} tasks -> {grid_spec.out_dir}")

@@ -22,7 +22,14 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from skilltransfer.agents.config import AgentConfig, AgentLevel, AgentSettings, LibraryOrganization, SkillExec
+from skilltransfer.agents.config import (
+    AgentConfig,
+    AgentLevel,
+    AgentSettings,
+    LibraryExposure,
+    LibraryOrganization,
+    SkillExec,
+)
 from skilltransfer.agents.harness import BY_NAME, default_preset, harness_label, resolve_agent, stream_features
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
@@ -50,6 +57,8 @@ Reuse = Literal["flat", "lens", "rewrite-all", "no-walk"]
 (`skilltransfer.lens.retriever`): ``lens`` (the verifier's ACCEPT / DECOMPOSE / REWRITE / SKIP), ``rewrite-all``
 and ``no-walk`` (the study's ablations)."""
 OFFICEBENCH = "officebench"
+ORGANIZATIONS = "organizations"
+"""An organise stream's folder of organisations in its run folder, one sub-folder per kind."""
 
 
 def parse_condition(name: str) -> tuple[AgentLevel, SkillFormat | None]:
@@ -275,12 +284,27 @@ class StreamConfig(BaseModel):
                                                               tag_if=_has_memory)] = "flat"
     """How retrieved skills are shown: flat, task-tree (grouped by source task, no LLM), tree or graph (the frozen
     ``organization``; without one, and for skills it does not hold, grouped by source task)."""
+    library_exposure: Annotated[LibraryExposure, Axis("library_exposures", tag="[{value}]",
+                                                      tag_if=_has_memory)] = "retrieved"
+    """retrieved (the organisation over the top-k retrieved skills) or whole (the whole library, organised and
+    navigable with ``open_node``; the top-k retrieved skills are only the first view; the study's set-up)."""
+    distractors: Annotated[int, Axis("distractor_counts", run_tag="d{value}", tag="[distractors={value}]",
+                                     tag_if=_has_memory)] = Field(default=0, ge=0)
+    """Unrelated skills added to the frozen library (`skilltransfer.memory.distractors`; the study's Fig. 3): with
+    ``whole`` exposure they lengthen what the agent is shown; retrieval may also return them."""
+    organize: list[Literal["tree", "graph"]] = Field(default_factory=list)
+    """An organise stream: build these LLM organisations of the frozen library with the stream's model instead of
+    running tasks (`skilltransfer.experiments.organize`; a later phase's ``organization_from`` reads them)."""
     organization: str | None = None
     """A folder written by ``skilltransfer library organize`` (tree/graph) over the frozen ``library``: its routing
     nodes group the retrieved skills it holds (used by tree/graph streams; flat/task-tree streams ignore it)."""
     only_successful: bool = False
     """Induce only from tasks that succeeded (``InductionConfig.only_successful``; induction then waits for each
     task's verdict)."""
+    skills_per_task: tuple[int, int] | None = (3, 5)
+    """(least, most) contract skills the ``contract`` induction variant writes per task at subtask level, in one call
+    after the verdict from the whole task's trajectory (the study's 3-5 packages per task; `Inducer.induce_set`);
+    None: one contract skill per subtask. Ignored at task level and by the other variants."""
     mask_instance_names: bool | None = None
     """Harness ``instance_mask``: mask the goal's multi-word proper names as ``<name>``, its paths as ``<path>`` and
     the task's instance values as ``<value>`` in induced skills (``InductionConfig.mask_instance_names``;
@@ -372,7 +396,8 @@ class StreamConfig(BaseModel):
         if self.skill_graph is not None and (self.reuse == "flat" or self.library is None):
             raise ValueError("skill_graph is read by lens reuse of a frozen library only (set reuse: lens, "
                              "rewrite-all or no-walk, and library)")
-        if self.reuse != "flat" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
+        if self.reuse != "flat" and (self.skill_exec, self.library_organization, self.library_exposure) != (
+                "inline", "flat", "retrieved"):
             raise ValueError(f"reuse {self.reuse!r} routes skill units into the context inline; it does not combine "
                              "with skill_exec or library_organization (keep them inline and flat)")
         return self
@@ -413,6 +438,10 @@ class StreamConfig(BaseModel):
         """
         if self.organization is not None and self.library is None:
             raise InputError("organization needs a frozen library (library / --library)")
+        if self.distractors and self.library is None:
+            raise InputError("distractors are added to a frozen library (library / --library)")
+        if self.organize and self.library is None:
+            raise InputError("organize builds organisations of a frozen library (library / library_from)")
         if self.coordination != "none" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
             raise InputError("skill_exec and library_organization apply to the agent (coordination none), not to "
                              f"coordination {self.coordination!r}")
@@ -461,15 +490,17 @@ class StreamConfig(BaseModel):
                                     "subtask_limit": self.limits.subtask_limit}.items() if v is not None}
         return AgentConfig.model_validate({**self.agent.model_dump(), **limits, "level": self.level,
                                            "skill_exec": self.skill_exec,
-                                           "library_organization": self.library_organization})
+                                           "library_organization": self.library_organization,
+                                           "library_exposure": self.library_exposure})
 
     def induction_config(self) -> InductionConfig | None:
         """Induction settings, or None when the stream induces nothing (no memory, or a frozen library)."""
         fmt = self.skill_format
         if not fmt or self.library:
             return None
+        per_task = self.skills_per_task if self.induction_variant == "contract" and self.level == "subtask" else None
         return InductionConfig(format=fmt, variant=self.induction_variant, only_successful=self.only_successful,
-                               mask_instance_names=bool(self.mask_instance_names))
+                               mask_instance_names=bool(self.mask_instance_names), skills_per_task=per_task)
 
     def identity(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_env, saved_memory_size, stream_tasks
 from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
+from skilltransfer.experiments.organize import run_organize_stream
 from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.experiments.runlog import MEMORY, RunFolder, TaskRecord
 from skilltransfer.experiments.stream import run_stream
@@ -123,7 +124,7 @@ def library_note(plan: StreamPlan) -> str | None:
     if size is None:
         size = saved_memory_size(config.library)
     count = "?" if size is None else f"{size} skill{'' if size == 1 else 's'}"
-    return f"{count} from {plan.depends_on or config.library}"
+    return f"{count} from {plan.source or config.library}"
 
 
 def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskRecord] | None:
@@ -134,6 +135,8 @@ def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskReco
         records = folder.read_records()
         if plan.config.evolution is not None:  # its run folder holds the final pair's test run
             task_ids = split_tasks(plan.config, task_ids)[2]
+        if plan.config.organize:  # an organise stream runs no task
+            task_ids = []
     except InputError:
         return None
     if saved.task_ids != list(task_ids) or saved.config.differences(plan.config.identity()):
@@ -159,9 +162,12 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
     try:
         if config.library is not None and not Path(config.library).exists():
             raise InputError(f"library {config.library} does not exist"
-                             + (f" (source stream {plan.depends_on} has no memory)" if plan.depends_on else ""))
+                             + (f" (source stream {plan.source} has no memory)" if plan.source else ""))
         env = GuardedEnv(build_env(config.env, workdir))
-        if config.evolution is not None:
+        if config.organize:
+            config.check_skill_exec()
+            summary = run_organize_stream(model, config)
+        elif config.evolution is not None:
             summary = run_evolution_stream(env, model, config, embedder=embedder, tasks=tasks, on_task=record)
         else:
             summary = run_stream(env, model, config, embedder=embedder if config.has_memory else None, tasks=tasks,

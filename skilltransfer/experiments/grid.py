@@ -277,7 +277,7 @@ def resolve_streams(spec: GridSpec) -> tuple[list[StreamPlan], dict[str, list[Ta
             if config.library_filter is not None and len(tasks[plan.run]) < 2:
                 raise InputError(f"library_filter {config.library_filter!r} ranks the library against the stream's "
                                  f"tasks and needs at least 2, the stream has {len(tasks[plan.run])}")
-            if config.library is not None and plan.depends_on is None and config.library not in libraries:
+            if config.library is not None and plan.source is None and config.library not in libraries:
                 library_skills(config.library)
                 libraries.add(config.library)
         except InputError as exc:

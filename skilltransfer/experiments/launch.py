@@ -119,8 +119,9 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
             written).
     """
     folder = config.path
-    if config.evolution is not None:
-        raise InputError("evolution runs as a grid stream (or with skilltransfer evolve), not with run")
+    if config.evolution is not None or config.organize:
+        raise InputError("evolution and organize run as grid streams (or with skilltransfer evolve / library "
+                         "organize), not with run")
     check_output_path(folder, flag="--out")
     for name in (CONFIG, RESULTS):
         if (folder / name).exists() and not (folder / name).is_file():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig, axes
+from skilltransfer.experiments.config import ORGANIZATIONS, StreamConfig, axes
 from skilltransfer.experiments.spec import LOCATION, GridSpec, env_entry, model_entry
 
 
@@ -20,7 +20,10 @@ class StreamPlan:
     config: StreamConfig
     phase: str
     depends_on: str | None = None
-    """The source stream's run name (``library_from``)."""
+    """The run name of the stream it waits for: its library's source stream (``library_from``), or the organise
+    stream of its organisation (``organization_from``), which waited for that source."""
+    source: str | None = None
+    """The run name of the stream whose final memory is its library (``library_from``)."""
 
     @property
     def run(self) -> str:
@@ -60,10 +63,15 @@ def plan_streams(grid: GridSpec) -> list[StreamPlan]:
             source = _source(phase, by_phase, StreamConfig.model_validate({**data, "library_filter": None}))
             if source is not None:
                 data["library"] = str(out / source.run / "memory")
+            depends = source.run if source is not None else None
+            if phase.organization_from is not None and data.get("library_organization") in ("tree", "graph"):
+                organizer = _organizer(phase, by_phase, StreamConfig.model_validate({**data, "library_filter": None}))
+                data["organization"] = str(out / organizer.run / ORGANIZATIONS / data["library_organization"])
+                depends = organizer.run  # which waited for the library's source
             config = StreamConfig.model_validate(data)
             parts = [phase.name] if grid.phased else []
             run = "/".join([*parts, config.env.display_label, config.model.display_label, config.run_leaf(listed)])
-            mine.append(StreamPlan(config.model_copy(update={"run": run}), phase.name,
+            mine.append(StreamPlan(config.model_copy(update={"run": run}), phase.name, depends,
                                    source.run if source is not None else None))
         by_phase[phase.name] = mine
         plans.extend(mine)
@@ -109,4 +117,18 @@ def _source(phase: Any, by_phase: dict[str, list[StreamPlan]], config: StreamCon
     if not found[0].config.has_memory:
         raise InputError(f"{where}: the source stream {found[0].run!r} keeps no skill memory (condition {wanted!r}); "
                          "name a condition with skills (e.g. task+text)")
+    return found[0]
+
+
+def _organizer(phase: Any, by_phase: dict[str, list[StreamPlan]], config: StreamConfig) -> StreamPlan:
+    """The organise stream of ``phase.organization_from`` that organised ``config``'s library in its kind."""
+    env, model = config.env.display_label, config.model.display_label
+    found = [p for p in by_phase[phase.organization_from] if p.config.env.display_label == env
+             and p.config.model.display_label == model and p.config.order_seed == config.order_seed
+             and p.config.library == config.library and config.library_organization in p.config.organize]
+    if len(found) != 1:
+        raise InputError(f"phase {phase.name!r}, env {env!r}: organization_from: phase {phase.organization_from!r} "
+                         f"has {'no' if not found else 'several'} organise stream(s) of library {config.library} "
+                         f"with {config.library_organization!r} (give it organize: [tree, graph] and the same "
+                         "library_from)")
     return found[0]

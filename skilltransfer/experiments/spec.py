@@ -108,6 +108,10 @@ def _phase_model() -> type[BaseModel]:
         fields[axis.plural] = (kind, default)
     fields["library_from"] = (LibraryFrom | None, Field(default=None, description="A frozen library from an earlier "
                                                                                    "phase (see `LibraryFrom`)."))
+    fields["organization_from"] = (str | None, Field(default=None, description="An earlier phase of organise streams "
+                                                                             "(``organize``) whose organisation of the "
+                                                                             "same library each tree/graph stream "
+                                                                             "reads (``organization``)."))
     validators: dict[str, Any] = {"fold_singular_keys": model_validator(mode="before")(_fold_singular),
                                   "check_library_keys": model_validator(mode="after")(_check_library_keys)}
     return create_model("PhaseSpec", __config__=ConfigDict(extra="forbid"), __validators__=validators, **fields)
@@ -374,6 +378,9 @@ def _singular(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
 
 def _check_library_from(phase: Any, earlier: list[str], where: str) -> None:
     prefix = f"{where}." if where else ""
+    if phase.organization_from is not None and phase.organization_from not in earlier:
+        raise InputError(f"{prefix}organization_from: unknown phase {phase.organization_from!r}; choose an earlier "
+                         f"one: {', '.join(earlier) or 'none'}")
     source: LibraryFrom | None = phase.library_from
     if source is None:
         return

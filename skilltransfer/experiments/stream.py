@@ -54,6 +54,7 @@ from skilltransfer.experiments.runlog import (
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
+from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
@@ -97,7 +98,8 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     """
     config.check_skill_exec()
     library = library_skills(config.library) if config.library is not None else None
-    organization = LibraryView.load(config.organization) if config.organization is not None else None
+    organized = config.organization is not None and library != []  # a library without skills: nothing organised
+    organization = LibraryView.load(config.organization) if organized and config.organization else None
     return StreamInputs(library, organization)
 
 
@@ -125,6 +127,8 @@ def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str
         prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
+        if inducer.set_system is not None:
+            prompt_ids["induction_set"] = inducer.set_system.id
     if config.reuse != "flat":
         prompt_ids.update({f"lens.{k}": v for k, v in lens_prompt_ids(config.lens).items()})
     if config.coordination != "none":
@@ -183,6 +187,8 @@ def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
         cut = (len(ranked) + 1) // 2
         skills = ranked[:cut] if cfg.library_filter == "top" else ranked[cut:]  # may be empty: runs with none
     skills = [s.model_copy(update={"usage": UsageStats()}, deep=True) for s in skills]
+    if cfg.distractors:
+        skills += distractor_skills(cfg.distractors)
     memory = SkillMemory(embedder, config=cfg.memory.model_copy(update={"dedup_threshold": 1.01}))
     memory.add_many(skills)
     memory.read_only = True

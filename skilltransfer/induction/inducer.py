@@ -9,7 +9,9 @@ demonstration (``no_demo``) or the abstraction rules (``no_rules``). The model a
 The ``contract`` variant (study "Subagents vs Agent Skills" §3.2, §4) writes a skill package: procedural instructions
 plus explicit input/output contracts (``INPUTS:`` / ``OUTPUTS:`` fields, stored as ``Skill.inputs`` / ``outputs``),
 from a prompt that explains contracts, shows a contract demonstration and tells the model whether the trajectory
-succeeded. ``InductionConfig.only_successful`` induces only from (sub)trajectories the caller says succeeded.
+succeeded. With ``skills_per_task`` (least, most) it writes a set of that many such skills, one per sub-procedure,
+from a whole task's trajectory in one call (`Inducer.induce_set`; the study's 3-5 packages per task).
+``InductionConfig.only_successful`` induces only from (sub)trajectories the caller says succeeded.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ class InductionConfig(BaseModel):
     only_successful: bool = False
     """Induce only from (sub)trajectories the caller says succeeded (``induce(..., succeeded=True)``), as the study
     synthesises its packages from successful trajectories; others are skipped without a model call."""
+    skills_per_task: tuple[int, int] | None = None
+    """(least, most): the ``contract`` variant writes a set of this many skills from a whole task's trajectory in one
+    call (`Inducer.induce_set`; the study synthesises 3-5 packages per task; the subtask-level agent asks for it after
+    the verdict); None: one skill per call."""
 
 
 @dataclass
@@ -207,9 +213,18 @@ class Inducer:
         self.system = self._compose()
         user = "trajectory_contract" if self.config.variant == "contract" else "trajectory"
         self.user = load_prompt(user, self.config.prompt_dir, default_folder=INDUCTION_PROMPTS)
+        self.set_system = self._compose(as_set=True) if self.config.skills_per_task is not None else None
 
-    def _compose(self) -> Prompt:
+    def _compose(self, *, as_set: bool = False) -> Prompt:
         fmt, variant = self.config.format, self.config.variant
+        if as_set:
+            least, most = self.config.skills_per_task or (1, 1)
+            names = ["instruction", f"format_{fmt}", "contract", f"demonstration_contract_{fmt}", f"rules_{fmt}",
+                     f"output_contract_set_{fmt}"]
+            parts = [load_prompt(n, self.config.prompt_dir, default_folder=INDUCTION_PROMPTS).text.strip()
+                     for n in names]
+            text = "\n\n".join(parts).replace("{{min_skills}}", str(least)).replace("{{max_skills}}", str(most))
+            return Prompt(f"induction-contract_set-{fmt}", text + "\n")
         if variant == "contract":
             names = ["instruction", f"format_{fmt}", "contract", f"demonstration_contract_{fmt}", f"rules_{fmt}",
                      f"output_contract_{fmt}"]
@@ -275,6 +290,16 @@ class Inducer:
         except InductionError as exc:
             out.error = str(exc)
             return out
+        out.skill = self._skill(goal, name, description, body, level, provenance, values, contracts.get("inputs", ""),
+                                contracts.get("outputs", ""))
+        out.error = note
+        return out
+
+    def _skill(self, goal: str, name: str, description: str, body: str, level: SkillLevel,
+               provenance: Provenance | None, values: Sequence[str], inputs: str, outputs: str, *,
+               prompt_id: str | None = None) -> Skill:
+        """The parsed fields as a skill: a code skill named after its entry point, instance names and values
+        masked (``mask_instance_names``)."""
         if self.config.format == "code":
             try:  # name the skill after its entry point so the agent can call it by that name
                 name = parse_code_signature(body, preferred_name=name if name.isidentifier() else None).function_name
@@ -283,7 +308,7 @@ class Inducer:
                     name = parse_code_signature(body).function_name
                 except ValueError:
                     pass  # broken code: the memory prunes it and logs why
-        extra: dict[str, Any] = {"induction_prompt": self.prompt_id}
+        extra: dict[str, Any] = {"induction_prompt": prompt_id or self.prompt_id}
         mask = self.config.mask_instance_names
         names = instance_names(goal) + instance_paths(goal) if mask else []
         written = "\n".join((name, description, body))
@@ -297,8 +322,54 @@ class Inducer:
             if self.config.format == "text" or not name.isidentifier():
                 name = mask_values(mask_names(name, masked), masked_values, identifier=True)
             extra["masked_names"] = "; ".join(masked + masked_values)
-        out.skill = Skill(name=name, description=description, body=body, format=self.config.format, level=level,
-                          provenance=provenance or Provenance(), extra=extra,
-                          inputs=contracts.get("inputs", ""), outputs=contracts.get("outputs", ""))
-        out.error = note
+        return Skill(name=name, description=description, body=body, format=self.config.format, level=level,
+                     provenance=provenance or Provenance(), extra=extra, inputs=inputs, outputs=outputs)
+
+    def induce_set(self, goal: str, trajectory: Trajectory, *, level: SkillLevel, calls: ModelCalls,
+                   provenance: Provenance | None = None, succeeded: bool | None = None,
+                   values: Sequence[str] = ()) -> list[Induced]:
+        """Ask for a set of ``skills_per_task`` contract skills from a whole task's trajectory in one call (``goal``:
+        the instruction and the subtasks it was carried out in); each parsed skill is one `Induced` (masked as in
+        `induce`), the first carrying the call's tokens; an unparseable reply gives one `Induced` with the error, and
+        a set of the wrong size is kept with a note.
+
+        Raises:
+            ContextExceeded: the prompt cannot fit the model's window even with the trajectory elided.
+            ValueError: no ``skills_per_task``, or ``only_successful`` without a verdict.
+        """
+        if self.set_system is None or self.config.skills_per_task is None:
+            raise ValueError("induce_set needs InductionConfig.skills_per_task")
+        if self.config.only_successful and succeeded is None:
+            raise ValueError("InductionConfig.only_successful needs the caller's verdict: pass succeeded=True/False")
+        if self.config.only_successful and not succeeded:
+            return [Induced(None, self.set_system.id, "", "not induced: the task did not succeed (only_successful)",
+                            skipped=True)]
+        messages = [{"role": "system", "content": self.set_system.text},
+                    {"role": "user", "content": self.user.render(goal=goal.strip(), trajectory=trajectory.render(),
+                                                                 format=self.config.format,
+                                                                 outcome=OUTCOMES[succeeded])}]
+        completion = calls.complete(self.model, messages, "induction", trajectory=trajectory,
+                                    **self.config.model_params)
+        starts = [m.start() for m in _NAME.finditer(completion.text)] or [0]
+        chunks = [completion.text[a:b] for a, b in zip(starts, [*starts[1:], len(completion.text)], strict=True)]
+        least, most = self.config.skills_per_task
+        out: list[Induced] = []
+        for chunk in chunks[:most]:
+            one = Induced(None, self.set_system.id, chunk)
+            try:
+                parsed = parse_contract_reply(chunk, self.config.format)
+            except InductionError as exc:
+                one.error = str(exc)
+            else:
+                one.skill = self._skill(goal, parsed.name, parsed.description, parsed.body, level, provenance, values,
+                                        parsed.inputs, parsed.outputs, prompt_id=self.set_system.id)
+                one.error = parsed.note
+            out.append(one)
+        good = sum(one.skill is not None for one in out)
+        if not least <= good <= most or len(chunks) > most:
+            note = f"the reply held {len(chunks)} skill(s), {good} usable; asked for {least}-{most}"
+            for one in out:
+                one.error = "; ".join(filter(None, [one.error, note]))
+        out[0].prompt_tokens, out[0].completion_tokens = completion.prompt_tokens, completion.completion_tokens
+        out[0].reply = completion.text
         return out

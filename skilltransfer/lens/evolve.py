@@ -183,7 +183,7 @@ class HeldOutLog(BaseModel):
     initial: Evaluation
     final: Evaluation
     same_pair: bool
-    """No candidate was committed: one run stands for both (the gain is 0 by construction)."""
+    """No candidate was committed: one run stands for both (the gain is then the writer's cost alone)."""
     refinement_tokens: int
     """All writer tokens of the evolution (in the final pair's J)."""
     gain: float

@@ -4,8 +4,9 @@ subagent it spawned consumed, and what they exchanged.
 A task runs in one *main* window and, when skills run as subagents, one more window per subagent call. Each window
 counts its model calls, prompt and completion tokens and its peak context (the largest single prompt). A subagent
 window also counts its *communication*: the tokens the caller sent it (the inputs), the tokens it returned to the
-caller (its output) and the tokens of the prompt it was seeded with (the skill's instructions plus the inputs). The
-task's peak context is the largest over all windows; its communication share is communication tokens / all tokens.
+caller (its output) and the tokens of the prompt it was seeded with (the skill's instructions plus the inputs). Its
+communication is the seed prompt plus the output: the inputs are inside the seed, so they count once. The task's peak
+context is the largest over all windows; its communication share is communication tokens / all tokens.
 The agent layer fills a `ContextAccount` per task; reports read it back with `ContextAccount.from_dict`.
 """
 
@@ -50,8 +51,9 @@ class ContextWindow:
 
     @property
     def communication_tokens(self) -> int:
-        """Sent + returned + seeded prompt (0 for the main window)."""
-        return self.sent_tokens + self.returned_tokens + self.seed_tokens
+        """The seed prompt (which holds the inputs sent) + the output returned (0 for the main window); the inputs
+        count once (a seed shorter than them, as in hand-made accounts, counts the inputs instead)."""
+        return max(self.seed_tokens, self.sent_tokens) + self.returned_tokens
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "total_tokens": self.total_tokens,

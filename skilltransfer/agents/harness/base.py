@@ -59,6 +59,7 @@ class RunContext:
         actions: the skill actions offered in this context (None: none).
         window: the context window (0: the main agent; k: the task's k-th subagent).
         earlier: the task's action steps before this run (what earlier subtasks printed and ran).
+        deadline: a subagent's wall-clock end (``time.monotonic()``), checked before each step; None: none.
     """
 
     episode: Episode
@@ -71,6 +72,7 @@ class RunContext:
     actions: SkillActions | None = None
     window: int = 0
     earlier: Sequence[ActionStep] = ()
+    deadline: float | None = None
 
     @property
     def subagent(self) -> bool:

@@ -124,7 +124,7 @@ def evolution_tables(files: list[Path]) -> list[Table]:
                   "gain_lower", "p_value", "same_pair", "commits", "writer_tokens"],
                  note="Run once at the end on tasks disjoint from the development and validation splits; the final "
                       "pair's J carries every writer token of the evolution; same_pair: nothing was committed, one "
-                      "run stands for both (gain 0).")
+                      "run stands for both (the gain is then the writer's cost alone).")
     for file in files:
         commits = 0
         for row in _evolution_lines(file):

@@ -23,7 +23,8 @@ LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size"}
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
     ("Coordination interfaces", ["coordination"], None),
-    ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization"], None),
+    ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization",
+                                                                "peak_context_paired", "distractors"], None),
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
     ("Registry evolution", ["evolution_rounds", "evolution_test"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
