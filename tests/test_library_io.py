@@ -171,6 +171,14 @@ def test_duplicate_names(tmp_path: Path) -> None:
         load_library(tmp_path / "d.jsonl")
 
 
+def test_a_saved_memory_keeps_skills_that_share_a_name(tmp_path: Path) -> None:
+    memory = SkillMemory(HashEmbedder(32))
+    memory.add_many([Skill(name="look_first", description="Print the contacts before emailing.", body="1. a"),
+                     Skill(name="look_first", description="List the files of the folder to clean.", body="1. b")])
+    folder = memory.save(tmp_path / "mem")
+    assert [s.description[:5] for s in load_library(folder)] == ["Print", "List "]
+
+
 def test_memory_folder_errors(tmp_path: Path) -> None:
     memory = SkillMemory(HashEmbedder(32))
     memory.add_many(SKILLS)

@@ -186,22 +186,20 @@ def saved_memory_size(path: str | Path) -> int | None:
     folder = Path(path)
     if not (folder / MANIFEST).is_file() or not (folder / SKILLS_JSONL).is_file():
         return None
-    return len(read_jsonl(folder / SKILLS_JSONL))
+    return len(read_jsonl(SKILLS_JSONL, root=folder))
 
 
 def library_skills(library: str | Path) -> list[Skill]:
-    """The skills of a frozen library (`load_library`). A run's saved memory is read as the memory holds it (as
-    `SkillMemory.load` does): no skills when the stream it comes from induced nothing (a result: the reading stream
-    runs with none), and skills that share a name (a memory tells them apart by id: two tasks gave one name to two
-    different procedures). Any other library must be non-empty, with unique names.
+    """The skills of a frozen library (`load_library`). A run's saved memory that holds none gives none: the stream
+    it comes from induced nothing, a result the reading stream runs with (no skills); any other empty library is
+    refused.
 
     Raises:
         InputError: see `load_library`.
     """
-    folder = Path(library)
-    if saved_memory_size(folder) is not None:
-        return [skill for skill, _ in read_jsonl(folder / SKILLS_JSONL)]
-    return load_library(folder)
+    if saved_memory_size(library) == 0:
+        return []
+    return load_library(library)
 
 
 # --------------------------------------------------------------------------------------------- model, embedder

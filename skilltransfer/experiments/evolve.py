@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import build_base_model
+from skilltransfer.experiments.build import build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.stream import StreamSummary, run_stream
@@ -45,7 +45,6 @@ from skilltransfer.lens.evolve import (
     save_evolution,
 )
 from skilltransfer.lens.graph import SkillGraph
-from skilltransfer.memory.library import load_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 
 EVOLUTION_DIR = "evolution"
@@ -116,7 +115,7 @@ def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: S
     if config.skill_graph is not None:
         graph = SkillGraph.load(config.skill_graph, embedder)
     else:
-        graph, _ = decompose_library(load_library(config.library), model, embedder, config.lens.decompose,
+        graph, _ = decompose_library(library_skills(config.library), model, embedder, config.lens.decompose,
                                      info={"library": config.library})
     counter = {"n": 0}
     kinds = {tuple(t.id for t in split): name for split, name in ((dev_tasks, "dev"), (val_tasks, "val"),

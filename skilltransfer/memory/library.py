@@ -198,7 +198,7 @@ def _contract_text(value: Any, key: str, path: Path) -> str:
     raise InputError(f"front matter {key!r} must be text or a list of strings", path=path, line=2)
 
 
-def _check_unique(entries: list[tuple[Skill, str]], source: Path) -> list[Skill]:
+def _check_unique(entries: list[tuple[Skill, str]], source: Path, *, names_too: bool = True) -> list[Skill]:
     if not entries:
         raise InputError("library is empty (no skills found)", path=source)
     names: dict[str, str] = {}
@@ -206,7 +206,7 @@ def _check_unique(entries: list[tuple[Skill, str]], source: Path) -> list[Skill]
     for skill, where in entries:
         if skill.id in ids:
             raise InputError(f"duplicate skill id {skill.id!r} in {ids[skill.id]} and {where}")
-        if skill.name in names:
+        if names_too and skill.name in names:
             raise InputError(f"duplicate skill name {skill.name!r} in {names[skill.name]} and {where}")
         ids[skill.id] = names[skill.name] = where
     return [skill for skill, _ in entries]
@@ -215,10 +215,13 @@ def _check_unique(entries: list[tuple[Skill, str]], source: Path) -> list[Skill]
 def load_library(path: str | Path) -> list[Skill]:
     """Load skills from a folder of SKILL.md packages (recursive), a ``.jsonl`` file, or a saved memory folder.
 
-    A saved memory folder (one with ``manifest.json``) is read from its ``skills.jsonl`` without the embedder.
+    A saved memory folder (one with ``manifest.json``) is read from its ``skills.jsonl`` without the embedder, as the
+    memory holds it: skills that share a name are kept (a memory tells skills apart by id; two tasks may give one name
+    to two different procedures).
 
     Raises:
-        InputError: missing path, empty library, malformed file (naming file and line), duplicate ids or names.
+        InputError: missing path, empty library, malformed file (naming file and line), duplicate ids, or duplicate
+            names outside a saved memory.
     """
     path = Path(path)
     if not path.exists():
@@ -228,7 +231,7 @@ def load_library(path: str | Path) -> list[Skill]:
             skills_file = path / SKILLS_JSONL
             if not skills_file.is_file():
                 raise InputError(f"memory folder has {MANIFEST} but no {SKILLS_JSONL}", path=path)
-            return _check_unique(read_jsonl(SKILLS_JSONL, root=path), path)
+            return _check_unique(read_jsonl(SKILLS_JSONL, root=path), path, names_too=False)
         found, left = files(path, max_entries=MAX_LIBRARY_ENTRIES)  # no link followed, any depth
         refused = [item for item in left if item.split(" (", 1)[0].rsplit("/", 1)[-1] == SKILL_FILE]
         if refused:
