@@ -170,3 +170,17 @@ def test_judge_fails_when_no_judgment_parses(tmp_path: Path, monkeypatch: pytest
                                 monkeypatch, capsys)
     assert code == 1
     assert "error: no judgment could be parsed (2 replies without a verdict" in err
+
+
+def test_report_html_escapes_what_runs_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The report page is built by string formatting with every run-provided text escaped (the reason it does not
+    need a template engine): a model id with markup shows as text."""
+    with MockServer(CounterScript(TEXT_SKILL)) as server:
+        _run(tmp_path / "r", f"<img src=x onerror=alert(1)>@{server.url}")
+    code, _, err = main_cli(["report", str(tmp_path / "r"), "-o", str(tmp_path / "rep"), "--no-utility"], monkeypatch,
+                            capsys)
+    assert code == 0, err
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<img src=x" not in page

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
-from skilltransfer.experiments.report import Report, make_report
-from skilltransfer.experiments.report.compare import Comparison
+
+if TYPE_CHECKING:  # imported when the command runs: its --help loads no plotting or numeric stack
+    from skilltransfer.experiments.report.compare import Comparison
 
 _ADVANCED = "Advanced"
 
@@ -42,9 +43,13 @@ def report(
     compare: Annotated[tuple[Path, Path] | None, typer.Option(
         "--compare", metavar="A B", help="Compare two run folders task by task instead: the flip table (solved in A "
         "only / B only / both / neither) with McNemar's exact test, in --out.")] = None,
-) -> Report | Comparison:
+) -> Any:
     """Write tables with 95 % task-bootstrap CIs and the paper's figures from run logs; or, with --compare A B, which
-    tasks flipped between two runs."""
+    tasks flipped between two runs.
+
+    \f
+    Returns the `Report` (with --compare: the `Comparison`); typed Any so that --help imports neither.
+    """
     if compare is not None:
         if runs:
             raise InputError("--compare A B takes the two run folders; give no other runs")
@@ -56,6 +61,8 @@ def report(
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False
+    from skilltransfer.experiments.report import make_report
+
     check_output_path(out, flag="--out")
     result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
                                   density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=embed_cache,
