@@ -218,3 +218,16 @@ def test_skill_scores_from_a_score_report_in_the_run_folder(runs, tmp_path):
     skills = catalog.run(_key(catalog, run))["skills"]
     assert [s["scores"]["utility"] for s in skills] == [row["utility"] for row in report["skills"]]
     assert set(skills[0]["scores"]) == {"utility", "specificity", "abstractness", "best_match", "off_domain"}
+
+
+def test_a_memory_with_two_skills_of_one_name_shows_both(runs, tmp_path):
+    run = tmp_path / "twins"
+    shutil.copytree(runs["task+text"], run)
+    skills = run / "memory" / "skills.jsonl"
+    first = json.loads(skills.read_text().splitlines()[0])
+    twin = {**first, "id": "sk-twin", "body": "another body"}
+    skills.write_text(skills.read_text() + json.dumps(twin) + "\n")
+    catalog = Catalog([run])
+    shown = catalog.run(_key(catalog, run))
+    assert shown["skills_error"] is None
+    assert [s["id"] for s in shown["skills"]] == [first["id"], "sk-twin"]

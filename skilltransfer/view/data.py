@@ -239,7 +239,7 @@ class Catalog:
         n = max(int(s["finished"]), 1)
         return {"key": entry.key, "label": entry.label, "grid": entry.grid, "run": s["run"],
                 "condition": s["condition"], "model": s["model"], "env": s["env"],
-                "preset": s.get("harness") or _preset(config),
+                "preset": _label(s.get("harness")) or _preset(config), "harness": s.get("harness") or None,
                 "settings": s["settings"], "finished": s["finished"], "planned": s["planned"],
                 "success": s["success"], "ci": list(s["success_ci"]), "mean_reward": s["mean_reward"],
                 "tokens": s["prompt_tokens"] + s["completion_tokens"],
@@ -273,7 +273,7 @@ class Catalog:
         return {"key": entry.key, "label": entry.label, "grid": entry.grid, "path": str(entry.path),
                 "summary": summary["rows"], "run": summary["run"], "condition": summary["condition"],
                 "model": summary["model"], "env": summary["env"],
-                "preset": summary.get("harness") or _preset(config),
+                "preset": _label(summary.get("harness")) or _preset(config), "harness": summary.get("harness") or None,
                 "success": summary["success"], "ci": list(summary["success_ci"]), "finished": summary["finished"],
                 "planned": summary["planned"], "config": config, "tasks": tasks, "transfers": transfers,
                 "skills": skills, "skills_error": skills_error,
@@ -343,6 +343,11 @@ def _is_png(path: Path) -> bool:
             return path.is_file() and handle.read(8) == PNG_MAGIC
     except OSError:
         return False
+
+
+def _label(harness: Any) -> str | None:
+    """The preset part of a summary's harness line ("small-model: guard, ..." -> "small-model")."""
+    return harness.split(": ", 1)[0] if isinstance(harness, str) and harness else None
 
 
 def _preset(config: dict[str, Any]) -> str | None:
@@ -426,14 +431,12 @@ def transfer_edges(records: list[TaskRecord]) -> list[dict[str, Any]]:
 def _skills(root: Path, records: list[TaskRecord],
             transfers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
     """The run's final skill memory, each skill with its retrievals and scores; (skills, why none could be read)."""
-    from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, load_library
+    from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, read_jsonl
 
-    memory = root / "memory"
-    if not (memory / MANIFEST).is_file():
+    if not (root / "memory" / MANIFEST).is_file():
         return [], None
-    try:
-        check_file(root, f"memory/{SKILLS_JSONL}")
-        library = load_library(memory)
+    try:  # a memory may hold two skills of one name (a library import would refuse them)
+        library = [skill for skill, _ in read_jsonl(f"memory/{SKILLS_JSONL}", root=root)]
     except InputError as exc:
         return [], str(exc)
     scores: dict[str, dict[str, Any]] = {}

@@ -252,7 +252,7 @@
       { label: "grid", value: (r) => r.grid || "", cell: (r) => r.grid || "" },
       { label: "condition", value: (r) => r.condition, cell: (r) => r.condition },
       { label: "model", value: (r) => r.model, cell: (r) => r.model },
-      { label: "preset", value: (r) => r.preset || "", cell: (r) => r.preset || "-" },
+      { label: "preset", value: (r) => r.preset || "", cell: (r) => h("span", { title: r.harness || null }, r.preset || "-") },
       { label: "env", value: (r) => r.env, cell: (r) => r.env },
       { label: "tasks", num: true, value: (r) => r.finished, cell: (r) => `${r.finished}/${r.planned}` },
       { label: "success [95% CI]", num: true, value: (r) => r.success,
@@ -303,7 +303,7 @@
       ["graph", `transfer graph (${run.transfers.length})`], ["summary", "summary"], ["config", "config"]];
     return [
       h("h1", null, run.label),
-      h("p", { class: "lede" }, `${run.condition} · ${run.model} · ${run.env}` + (run.preset ? ` · preset ${run.preset}` : "") +
+      h("p", { class: "lede", title: run.harness || null }, `${run.condition} · ${run.model} · ${run.env}` + (run.preset ? ` · preset ${run.preset}` : "") +
         ` · success ${run.finished ? pct(run.success) + " [" + pct(run.ci[0]) + ", " + pct(run.ci[1]) + "]" : "-"}`),
       h("nav", { class: "tabs" }, tabs.map(([name, label]) =>
         h("a", { href: name === "tasks" ? route.run(run.key) : route.tab(run.key, name),
