@@ -116,3 +116,37 @@ def test_one_frozen_plan_is_reused_by_all_three_interfaces(env, tmp_path):
     assert fingerprints["metaskill"] == counter_plan().fingerprint
     assert successes == dict.fromkeys(INTERFACES, True)
     assert folder.task_ids() == [task.id]
+
+
+@pytest.mark.parametrize(("retries", "attempts"), [(1, 2), (0, 1)])
+def test_a_host_run_that_does_not_submit_is_retried_like_a_node(env, retries, attempts):
+    """One retry policy for every interface: a host context that ends without submitting (here: stuck, repeating one
+    action) is run again (fresh, told why), within what is left of the task's budget."""
+    from skilltransfer.coordination import CoordinationConfig
+
+    calls = {"n": 0}
+
+    def script(messages):
+        calls["n"] += 1
+        first = str(messages[1]["content"])
+        if "An earlier attempt at this task ended with" in first:
+            return "Finish.\n```python\napis.counter.reset()\napis.counter.add(5)\ncomplete_task()\n```"
+        return "Looking.\n```python\nprint(apis.counter.get())\n```"  # the same action again and again: stuck
+
+    model = ScriptedModel(script)
+    episode = env.start(env.tasks()[0])
+    try:
+        result = run_plan("nl-sop", episode, model, counter_plan(), [ADD_SKILL],
+                          config=CoordinationConfig(step_limit=12, retries=retries))
+        score = episode.evaluate()
+    finally:
+        episode.close()
+    host = result.audit.host_attempts
+    assert [a["exit_status"] for a in host] == ["stuck", "submitted"][:attempts]
+    assert len(result.contexts) == attempts
+    assert score.success == (attempts == 2)
+    assert result.audit.submitted_by == ("host" if attempts == 2 else None)
+    assert result.audit.not_run == ["v1", "v2", "v3", "v4"]  # the host never reported a step done
+    if attempts == 2:
+        assert host[1]["steps"] == 1
+        assert [s.index for s in result.actions] == list(range(host[0]["steps"] + 1))  # one budget, one numbering

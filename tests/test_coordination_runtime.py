@@ -234,3 +234,67 @@ def test_invalid_plans_and_unknown_skills_are_refused_before_anything_runs(env):
     finally:
         episode.close()
     assert model.calls == []
+
+
+# --------------------------------------------------------------------------------------------- a submission ends it
+class SubmittingScript(ComposeScript):
+    """``ComposeScript`` whose "Submit the task." node calls ``complete_task()`` at once (a node that submits)."""
+
+    def _node(self, node_id, instructions, user, messages, n_actions):
+        if instructions.startswith("Submit") and n_actions == 0:
+            with self._lock:
+                self.kinds.append(f"node:{node_id}")
+            return "Submit.\n```python\ncomplete_task()\n```"
+        return super()._node(node_id, instructions, user, messages, n_actions)
+
+
+def submitting_plan() -> Plan:
+    return Plan(task_id="tiny/0", nodes=[
+        PlanNode(id="a", instructions="Add 5 to the counter."),
+        PlanNode(id="s", instructions="Submit the task.", depends_on=["a"]),
+        PlanNode(id="c", instructions="Read the counter.", depends_on=["s"]),
+        PlanNode(id="e", instructions="Add 1 to the counter.", depends_on=["c"]),
+    ])
+
+
+def test_a_submission_ends_dispatch_and_the_audit_names_it(env):
+    script = SubmittingScript()
+    result, score = run(env, submitting_plan(), script, max_parallel=1)
+    assert score.success
+    assert result.exit_status == "submitted"
+    audit = result.audit
+    assert audit.submitted_by == "s"
+    assert audit.not_run == ["c", "e"]
+    nodes = {n.id: n for n in audit.nodes}
+    assert (nodes["c"].status, nodes["c"].attempts) == ("not_run", [])
+    assert nodes["c"].skipped_because == "the task was submitted by s"
+    assert "node:c" not in script.kinds
+    assert "finish" not in script.kinds
+    assert audit.finish is None
+    data = result.coordination_dict()["audit"]
+    assert (data["submitted_by"], data["not_run_nodes"], data["completed_nodes"]) == ("s", 2, 2)
+    held = {(c.before, c.after): c.held for c in audit.constraints}
+    assert held[("s", "c")] is None  # not exercised: c never started
+
+
+def test_a_submission_stops_a_running_node_without_a_retry(env):
+    plan = Plan(task_id="tiny/0", nodes=[
+        PlanNode(id="a", instructions="Add 5 to the counter."),
+        PlanNode(id="slow", instructions="Read the counter."),
+        PlanNode(id="s", instructions="Submit the task.", depends_on=["a"]),
+    ])
+    script = SubmittingScript(latency_s=0.02, fail={"slow": 5})
+    result, score = run(env, plan, script, max_parallel=2, node_step_limit=12)
+    assert score.success
+    assert result.exit_status == "submitted"
+    nodes = {n.id: n for n in result.audit.nodes}
+    assert result.audit.submitted_by == "s"
+    assert nodes["slow"].status == "stopped"
+    assert len(nodes["slow"].attempts) == 1  # cut by the submission, not retried
+    assert nodes["slow"].attempts[0].message == "the task's shared step budget is spent"
+    assert result.audit.not_run == []
+
+
+def test_the_finishing_context_is_named_when_it_submits(env):
+    result, _ = run(env, counter_plan(), ComposeScript(), max_parallel=2)
+    assert (result.audit.submitted_by, result.audit.not_run) == ("finish", [])

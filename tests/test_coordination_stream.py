@@ -122,6 +122,25 @@ def test_artifacts_are_written_for_every_task_and_judge_reads_them(runs: dict[st
     assert data["preference"]["preference"] == pytest.approx(0.5)
 
 
+def test_plan_writing_cost_is_its_own_line_and_out_of_every_interface(runs: dict[str, Path], tmp_path: Path) -> None:
+    from skilltransfer.experiments.report import make_report
+
+    written = records_of(runs["nl-sop"])
+    plan_tokens = [row["coordination"]["plan_tokens"] for row in written]
+    assert all(tokens > 0 for tokens in plan_tokens)  # nl-sop reached the tasks first and wrote both plans
+    assert all(row["coordination"]["plan_tokens"] == 0 for row in records_of(runs["metaskill"]))
+    assert all(row["coordination"]["submitted_by"] == "host" for row in written)
+    assert all(row["coordination"]["submitted_by"] == "finish" for row in records_of(runs["metaskill"]))
+    report, _ = make_report(list(runs.values()), tmp_path / "report", utility=False)
+    table = report.table("coordination")
+    nl_sop = next(row for row in table.rows if row["interface"] == "nl-sop")
+    totals = [row["prompt_tokens"] + row["completion_tokens"] for row in written]
+    assert nl_sop["tokens_per_task"] == pytest.approx(sum(t - p for t, p in zip(totals, plan_tokens, strict=True)) / 2)
+    [line] = [row for row in table.rows if row["condition"] == "plan writing"]
+    assert (line["interface"], line["plans_written"]) == ("plan writer", 2)
+    assert line["tokens_per_task"] == pytest.approx(sum(plan_tokens) / 2)
+
+
 def test_show_prints_the_coordination_setting_totals_and_audit(runs: dict[str, Path]) -> None:
     text = cli("show", str(runs["metaskill"])).output  # type: ignore[attr-defined]
     assert "coordination=metaskill" in text
@@ -130,7 +149,7 @@ def test_show_prints_the_coordination_setting_totals_and_audit(runs: dict[str, P
     assert data["settings"] == {"coordination": "metaskill", "plans": str(runs["metaskill"].parent / "plans")}
     assert data["coordination"] == {"tasks": 2, "plans_written": 0, "plans_replayed": 2, "plan_fallbacks": 0,
                                     "nodes": 8, "completed_nodes": 8, "violated_constraints": 0,
-                                    "unverified_constraints": 0}
+                                    "unverified_constraints": 0, "submitted_by_node": 0, "not_run_nodes": 0}
     text = cli("show", str(runs["prompt-graph"]), "--task", "tiny/0").output  # type: ignore[attr-defined]
     assert "coordination: prompt-graph, plan " in text
     assert "audit (reported): 4/4 nodes completed, 0 constraints violated" in text
@@ -199,10 +218,12 @@ def test_grid_of_the_three_interfaces_renders_the_comparison_table(tmp_path: Pat
     assert code == 0, output
     rows = (tmp_path / "report" / "coordination.csv").read_text().splitlines()
     assert rows[0].startswith("env,model,condition,interface,runs,tasks,success_pct")
-    by_condition = {line.split(",")[2]: line.split(",") for line in rows[1:]}
-    assert set(by_condition) == {f"task[{i}]" for i in INTERFACES}
-    assert all(row[6] == "100.0" for row in by_condition.values())
-    assert by_condition["task[metaskill]"][-2] == "0"  # violated constraints
+    header = rows[0].split(",")
+    by_condition = {line.split(",")[2]: dict(zip(header, line.split(","), strict=True)) for line in rows[1:]}
+    assert set(by_condition) == {f"task[{i}]" for i in INTERFACES} | {"plan writing"}
+    assert all(row["success_pct"] == "100.0" for c, row in by_condition.items() if c != "plan writing")
+    assert by_condition["task[metaskill]"]["violated_constraints"] == "0"
+    assert by_condition["plan writing"]["plans_written"] == "3"
     table2 = (tmp_path / "report" / "table2_success.csv").read_text()
     assert all(f"task[{i}]" in table2 for i in INTERFACES)
     assert "## Coordination interfaces" in (tmp_path / "report" / "report.md").read_text()

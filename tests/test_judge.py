@@ -272,3 +272,56 @@ def test_judge_command_errors_are_one_line(tmp_path):
     result = CliRunner().invoke(app, ["judge", str(tmp_path / "a"), str(tmp_path / "a"), "--orders", "three"])
     assert result.exit_code == 2
     assert "--orders" in result.output
+
+
+# --------------------------------------------------------------------------------------------- repeats, the table
+def test_repeats_judge_each_task_n_times_with_distinct_seeds(tmp_path):
+    a = load_run(fake_run(tmp_path / "a", {"t1": "GOOD", "t2": "bad"}))
+    b = load_run(fake_run(tmp_path / "b", {"t1": "bad", "t2": "bad"}))
+    model = ScriptedModel(prefers_good)
+    report = judge_runs(PairwiseJudge(model), a, b, repeats=3, orders="one")
+    assert [(j.task_id, j.repeat) for j in report.judgments] == [(t, r) for t in ("t1", "t2") for r in range(3)]
+    assert "seed" not in model.params[0]
+    assert [p["seed"] for p in model.params[1:3]] == [1, 2]  # a repeat draws afresh (and misses the cache)
+    pref = report.preference
+    assert (pref.wins, pref.ties, pref.losses, pref.n_judgments, pref.n_tasks) == (3, 3, 0, 6, 2)
+    assert pref.preference == pytest.approx(0.75)
+    assert report.to_dict()["repeats"] == 3
+    both = judge_runs(PairwiseJudge(ScriptedModel(prefers_good)), a, b, repeats=2)
+    assert len(both.judgments) == 8
+    assert both.bias.both_orders == 4  # each task's pair of orders, per repeat
+    with pytest.raises(InputError, match="--repeats must be at least 1"):
+        judge_runs(PairwiseJudge(model), a, b, repeats=0)
+
+
+def test_report_tables_judge_reports_over_repeats_and_envs(tmp_path):
+    from skilltransfer.experiments.report.judgments import find_judgments, judgment_table
+
+    grid = tmp_path / "grid"
+    for env, answers_a in (("office", {"t1": "GOOD", "t2": "GOOD"}), ("datasci", {"t3": "GOOD", "t4": "bad"})):
+        fake_run(grid / env / "metaskill", answers_a)
+        fake_run(grid / env / "nl-sop", dict.fromkeys(answers_a, "bad"))
+        cli("judge", str(grid / env / "metaskill"), str(grid / env / "nl-sop"), "--model", "scripted:" + str(
+            _script(tmp_path)), "--repeats", "3", "--orders", "one", "--out", str(grid / f"{env}.judge.json"))
+    files = find_judgments([grid])
+    assert [f.name for f in files] == ["datasci.judge.json", "office.judge.json"]
+    table = judgment_table(files)
+    rows = {row["env"]: row for row in table.rows}
+    assert set(rows) == {"office", "datasci", "(all envs)"}  # runs without config.json: labels from folder names
+    office, pooled = rows["office"], rows["(all envs)"]
+    assert (office["a"], office["b"], office["repeats"], office["wtl"]) == ("metaskill", "nl-sop", "3", "6/0/0")
+    assert (pooled["tasks"], pooled["judgments"], pooled["wtl"]) == (4, 12, "9/3/0")
+    assert pooled["preference"] == pytest.approx(7 / 8)
+    assert pooled["ci_low"] <= pooled["preference"] <= pooled["ci_high"]
+
+
+def _script(tmp_path: Path) -> Path:
+    script = tmp_path / "judge.jsonl"
+    if not script.exists():
+        script.write_text("\n".join(json.dumps(r) for r in [
+            {"match": r"# Result A\n<<<BEGIN RESULT A \w+>>>\nSubmitted answer: GOOD[^#]*"
+                      r"# Result B\n<<<BEGIN RESULT B \w+>>>\nSubmitted answer: GOOD", "reply": "VERDICT: TIE"},
+            {"match": r"# Result A\n<<<BEGIN RESULT A \w+>>>\nSubmitted answer: GOOD", "reply": "VERDICT: A"},
+            {"match": r"# Result B\n<<<BEGIN RESULT B \w+>>>\nSubmitted answer: GOOD", "reply": "VERDICT: B"},
+            {"reply": "VERDICT: TIE"}]) + "\n")
+    return script

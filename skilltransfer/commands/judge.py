@@ -33,16 +33,18 @@ def report_table(report: JudgeReport) -> Table:
     """The W/T/L table of a judge report (A's point of view)."""
     table = Table(title=f"{Path(report.run_a).name} (A) vs {Path(report.run_b).name} (B), judged by "
                         f"{report.judge_model or 'the model'}")
-    for column in ("tasks", "judgments", "W/T/L", "preference", "95 % task CI", "first shown chosen",
+    for column in ("tasks", "repeats", "judgments", "W/T/L", "preference", "95 % task CI", "first shown chosen",
                    "order-consistent", "unparsed"):
         table.add_column(column, justify="right")
     pref, bias = report.preference, report.bias
     share = f"{bias.first_share:.2f} of {bias.decisive}" if bias.first_share is not None else "-"
     consistent = f"{bias.consistency:.2f} of {bias.both_orders}" if bias.consistency is not None else "-"
     if pref is None:
-        table.add_row("0", str(len(report.judgments)), "-", "-", "-", share, consistent, str(report.unparsed))
+        table.add_row("0", str(report.repeats), str(len(report.judgments)), "-", "-", "-", share, consistent,
+                      str(report.unparsed))
     else:
-        table.add_row(str(pref.n_tasks), str(pref.n_judgments), f"{pref.wins}/{pref.ties}/{pref.losses}",
+        table.add_row(str(pref.n_tasks), str(report.repeats), str(pref.n_judgments),
+                      f"{pref.wins}/{pref.ties}/{pref.losses}",
                       f"{pref.preference:.3f}", f"[{pref.ci_low:.3f}, {pref.ci_high:.3f}]", share, consistent,
                       str(report.unparsed))
     return table
@@ -67,12 +69,15 @@ def judge(
                                            "and the bootstrap.")] = 0,
     orders: Annotated[Literal["both", "one"], typer.Option(help="both (judge each task in both orders: position "
                                                                 "bias) or one (one seeded order).")] = "both",
+    repeats: Annotated[int, typer.Option(min=1, help="Judge each task N times in each order (the study: 3); a "
+                                                     "repeat after the first is sent with seed=<repeat>.")] = 1,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N shared tasks.")] = None,
     max_chars: Annotated[int, typer.Option(min=200, help="Cut each artifact to this many characters.")] = 6000,
     prompt: Annotated[Path | None, typer.Option(help="Your own judge prompt file ({{instruction}}, {{first}}, "
                                                      "{{second}}).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output JSON file: the report with every "
-                                             "judgment, reply and the prompt id.")] = None,
+                                             "judgment, reply and the prompt id (name it *.judge.json under a grid's "
+                                             "folder: `report` then tables it).")] = None,
 ) -> JudgeReport:
     """Judge run A against run B task by task, blinded, and print W/T/L with the preference's 95 % task CI."""
     from skilltransfer.llm import make_model
@@ -90,7 +95,7 @@ def judge(
     console = Console(stderr=True)
     try:
         judge_ = PairwiseJudge(chat, prompt=judge_prompt, max_artifact_chars=max_chars, max_tokens=max_tokens)
-        report = judge_runs(judge_, *runs, seed=seed, orders=orders, limit=limit,
+        report = judge_runs(judge_, *runs, seed=seed, orders=orders, limit=limit, repeats=repeats,
                             judge_model=options.record(),
                             on_judgment=lambda j: console.print(f"{j.task_id} [{j.order}]: {j.verdict or j.error}",
                                                                 highlight=False))

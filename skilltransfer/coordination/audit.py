@@ -5,7 +5,9 @@ gets a sequence number from one counter, so "before" is exact even when clocks t
 those events alone, never from what the scheduler believed: for every declared constraint (each ``depends_on``
 edge, and each binding's source node) the dependent node's first start must come after the end of the attempt that
 completed its predecessor. A dependent that started while its predecessor had not completed is a **violation**; a
-constraint whose dependent never started (skipped, or the run ended) is *not exercised*.
+constraint whose dependent never started (skipped, or the run ended) is *not exercised*. The audit also names who
+called ``complete_task`` (``submitted_by``) and the planned nodes that never ran (``not_run``): a submission ends the
+plan, so the nodes after it are not dispatched.
 
 The host interfaces (nl-sop, prompt-graph) have no runtime: their audit is built from the ``STEP DONE <n>`` /
 ``NODE DONE <id>`` lines the host agent writes (`reported_audit`). It shows which nodes the agent reported finished
@@ -55,8 +57,9 @@ class NodeRecord:
     id: str
     skill: str | None
     status: str = "pending"
-    """runtime: "completed", "failed", "skipped" (a predecessor failed) or "pending" (never dispatched: the run
-    stopped); reported audits: "reported" or "not_reported"."""
+    """runtime: "completed", "failed", "skipped" (a predecessor failed), "stopped" (its attempt was cut when another
+    node submitted the task) or "not_run" (never dispatched: the task was submitted, or the run stopped); reported
+    audits: "reported" or "not_reported"."""
     attempts: list[NodeAttempt] = field(default_factory=list)
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Binding name -> {"ref", "node", "chars" (as bound), "truncated"}."""
@@ -101,6 +104,13 @@ class Audit:
     """Most node attempts running at once (runtime audits)."""
     finish: dict[str, Any] | None = None
     """The finishing context after the last node (metaskill): exit status, steps, start/end."""
+    submitted_by: str | None = None
+    """Who called ``complete_task``: a node id or "finish" (metaskill), "host" (nl-sop, prompt-graph); None: nobody."""
+    not_run: list[str] = field(default_factory=list)
+    """Planned nodes that never ran: metaskill: never dispatched (the task was submitted first, or the run stopped);
+    host interfaces: not reported done before the task ended."""
+    host_attempts: list[dict[str, Any]] = field(default_factory=list)
+    """Host interfaces: each run of the host context (exit status, steps); a retry follows one that did not submit."""
 
     @property
     def completed_nodes(self) -> int:
@@ -112,7 +122,7 @@ class Audit:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data.update(completed_nodes=self.completed_nodes, n_nodes=len(self.nodes),
+        data.update(completed_nodes=self.completed_nodes, n_nodes=len(self.nodes), not_run_nodes=len(self.not_run),
                     violated_constraints=len(self.violations),
                     unverified_constraints=sum(1 for c in self.constraints if c.held is None))
         return data
@@ -228,11 +238,12 @@ class AuditLog:
             assert self.finish is not None
             self.finish.update(end_seq=next(self._seq), end_s=self._now(), **data)
 
-    def audit(self) -> Audit:
+    def audit(self, *, submitted_by: str | None = None) -> Audit:
         with self._lock:
             nodes = [self.nodes[node_id] for node_id in self.plan.ids]
             return Audit(self.interface, self.plan.fingerprint, "runtime", nodes, check_precedence(self.plan, nodes),
-                         max_parallel=self.max_parallel, peak_parallel=peak_parallel(nodes), finish=self.finish)
+                         max_parallel=self.max_parallel, peak_parallel=peak_parallel(nodes), finish=self.finish,
+                         submitted_by=submitted_by, not_run=[n.id for n in nodes if not n.attempts])
 
 
 def reported_audit(plan: Plan, interface: str, replies: Sequence[str], *, by_number: bool) -> Audit:
@@ -272,4 +283,5 @@ def reported_audit(plan: Plan, interface: str, replies: Sequence[str], *, by_num
         else:
             constraints.append(Constraint(before, after, kind, True))
     records = [nodes[node_id] for node_id in plan.ids]
-    return Audit(interface, plan.fingerprint, "reported", records, constraints)
+    return Audit(interface, plan.fingerprint, "reported", records, constraints,
+                 not_run=[n.id for n in records if n.reported_at is None])

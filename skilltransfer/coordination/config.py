@@ -24,8 +24,10 @@ class CoordinationConfig(BaseModel):
     all node attempts and the finishing step share."""
     node_step_limit: int = Field(default=15, ge=1)
     """metaskill: most executor steps of one node attempt (taken from what is left of ``step_limit``)."""
-    node_retries: int = Field(default=1, ge=0)
-    """metaskill: how often a failed node is retried in a fresh context before its dependents are skipped."""
+    retries: int = Field(default=1, ge=0)
+    """The retry policy of every interface alike: how often a failed unit is retried in a fresh context told why the
+    last one ended, within the task's step budget: a metaskill node attempt (then its dependents are skipped), the
+    host's context under nl-sop and prompt-graph (a run that ended without submitting)."""
     finish_step_limit: int = Field(default=5, ge=1)
     """metaskill: most steps of the finishing context that calls ``complete_task`` after the last node."""
     max_binding_chars: int = Field(default=4000, ge=100)

@@ -5,14 +5,19 @@
 * ``prompt-graph``: the plan's nodes, dependencies and bindings as a JSON graph in the prompt.
 
 Both show the skill packages the plan names (code skills are also defined in the namespace) and give the host the
-whole task's step budget; the host calls ``complete_task`` itself. Their audit is built from the ``STEP DONE <n>`` /
-``NODE DONE <id>`` lines the host writes (`skilltransfer.coordination.audit.reported_audit`).
+whole task's step budget; the host calls ``complete_task`` itself. A host run that ends without submitting (step
+budget, stuck, context exceeded) is retried like a metaskill node (``retries``, the same setting) while steps are
+left in the task's budget (a run that spent it all leaves none): in a fresh context
+told why the last one ended, with what is left of the task's budget. Their audit is built from the ``STEP DONE <n>``
+/ ``NODE DONE <id>`` lines the host writes over all its runs (`skilltransfer.coordination.audit.reported_audit`), with
+each run's exit status (``host_attempts``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor
@@ -53,16 +58,34 @@ def run_host(interface: str, episode: Episode, model: ChatModel, plan: Plan, cat
     result = CoordinationResult(task_id=episode.task.id, calls=calls, interface=interface,
                                 plan_fingerprint=plan.fingerprint,
                                 prompt_ids={"host": getattr(prompts, interface.replace("-", "_")).id})
+    attempts: list[dict[str, Any]] = []
     try:
         load_code_skills(episode, skills)
         message = host_message(interface, prompts, plan, episode.task.instruction, skills)
-        run = Executor(model, agent_prompts, agent_config, calls).run(RunContext(episode, message,
-                                                                                 budget=config.step_limit))
-        result.steps.extend(run.steps)
-        result.contexts.append(run.messages)
-        result.exit_status = run.exit_status
-        result.audit = reported_audit(plan, interface, [step.reply for step in run.steps],
-                                      by_number=interface == "nl-sop")
+        used = 0
+        for attempt in range(1 + config.retries):
+            left = config.step_limit - used
+            if left <= 0:
+                break
+            note = "" if not attempts else (
+                f"\n\n(An earlier attempt at this task ended with {attempts[-1]['exit_status']} after "
+                f"{attempts[-1]['steps']} steps: {attempts[-1]['message']}. The environment keeps what it did. "
+                "Start afresh.)")
+            run = Executor(model, agent_prompts, agent_config, calls).run(
+                RunContext(episode, message + note, budget=left, first_index=used))
+            used += run.used
+            result.steps.extend(run.steps)
+            result.contexts.append(run.messages)
+            result.exit_status = run.exit_status
+            attempts.append({"attempt": attempt + 1, "exit_status": run.exit_status, "steps": run.used,
+                             "message": " ".join(run.result.split())[:200]})
+            if run.exit_status == "submitted":
+                break
+        audit = reported_audit(plan, interface, [step.reply for step in result.actions],
+                               by_number=interface == "nl-sop")
+        audit.submitted_by = "host" if result.exit_status == "submitted" else None
+        audit.host_attempts = attempts
+        result.audit = audit
     finally:
         result.latency_s = time.perf_counter() - start
     return result

@@ -12,11 +12,15 @@ Each scheduling round (after one structural validation of the plan):
    namespace); it ends with ``SUBTASK DONE: <result>``, and that result is **stored** as the node's output, which
    releases its dependents.
 
-**Failure policy**: an attempt that ends any other way (step budget, stuck, context exceeded) is retried once
-(``node_retries``) in a fresh context told why the first one ended; if that fails too, the node *fails*, every node
-depending on it (transitively) is *skipped*, nodes on other branches still run, and the task ends with exit status
-``node_failed`` (no finishing context, so ``complete_task`` is not called by the runtime). An exception (an endpoint
-that stays down) stops dispatching, lets running attempts end, and is raised.
+**Failure policy**: an attempt that ends any other way (step budget, stuck, context exceeded) is retried
+(``retries``, the one retry setting of every interface) in a fresh context told why the first one ended; if that
+fails too, the node *fails*, every node depending on it (transitively) is *skipped*, nodes on other branches still
+run, and the task ends with exit status ``node_failed`` (no finishing context, so ``complete_task`` is not called by
+the runtime). An exception (an endpoint that stays down) stops dispatching, lets running attempts end, and is raised.
+
+**A submission ends the plan**: when a node's attempt calls ``complete_task`` (the world is submitted), nothing more
+is dispatched, the attempts still running end at their next step (status "stopped"), the nodes never dispatched are
+"not_run", and the task's exit status is "submitted"; the audit names the node (``submitted_by``).
 
 **Budget**: each node attempt takes at most ``node_step_limit`` steps, one at a time, from a budget of ``step_limit -
 finish_step_limit`` shared by all attempts (an attempt that finds it empty mid-way ends ``limits_exceeded``; one
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -59,17 +63,32 @@ from skilltransfer.skill import Skill
 COMPLETED_EXITS = ("subtask_done", "submitted")
 
 
-class SerialEpisode:
-    """An episode whose actions run one at a time: ``step`` and ``load_code`` hold one lock (other members pass)."""
+SUBMITTED_ALREADY = "The task was already submitted (another step called complete_task): nothing was run."
 
-    def __init__(self, episode: Episode, lock: threading.Lock | None = None) -> None:
+
+class SerialEpisode:
+    """An episode whose actions run one at a time: ``step`` and ``load_code`` hold one lock (other members pass).
+    Once an action submits the task (``complete_task``), ``on_submit`` is called and later actions are not run (their
+    observation says so)."""
+
+    def __init__(self, episode: Episode, lock: threading.Lock | None = None,
+                 on_submit: Callable[[], None] | None = None) -> None:
         self.episode = episode
         self.task = episode.task
         self.lock = lock or threading.Lock()
+        self.on_submit = on_submit
+        self.submitted = False
 
     def step(self, action: str) -> Observation:
         with self.lock:
-            return self.episode.step(action)
+            if self.submitted:
+                return Observation(SUBMITTED_ALREADY, error=True)
+            observation = self.episode.step(action)
+            if observation.done:
+                self.submitted = True
+                if self.on_submit is not None:
+                    self.on_submit()
+            return observation
 
     def load_code(self, source: str) -> Observation:
         with self.lock:
@@ -90,15 +109,22 @@ class StepBudget:
 
     def __init__(self, total: int) -> None:
         self.left = total
+        self.stopped = False
+        """Set when the task was submitted: no step is given any more."""
         self._lock = threading.Lock()
 
     def take(self) -> bool:
-        """Take one step; False when none is left."""
+        """Take one step; False when none is left or the task was submitted."""
         with self._lock:
-            if self.left <= 0:
+            if self.left <= 0 or self.stopped:
                 return False
             self.left -= 1
             return True
+
+    def stop(self) -> None:
+        """The task was submitted: running attempts end at their next step."""
+        with self._lock:
+            self.stopped = True
 
 
 @dataclass
@@ -174,17 +200,18 @@ class MetaSkillRuntime:
         start = time.perf_counter()
         cfg = self.config
         audit = AuditLog(plan, "metaskill", cfg.max_parallel)
-        env = SerialEpisode(episode)
         budget = StepBudget(cfg.step_limit - cfg.finish_step_limit)
+        env = SerialEpisode(episode, on_submit=budget.stop)  # a submission ends the plan at once
         result = CoordinationResult(task_id=episode.task.id, interface="metaskill", plan_fingerprint=plan.fingerprint,
                                     prompt_ids={"node": self.prompts.node.id, "finish": self.prompts.finish.id})
         state = {node_id: "pending" for node_id in plan.ids}
-        submitted, error = False, None
+        submitted_by: str | None = None
+        error = None
         try:
             with ThreadPoolExecutor(max_workers=cfg.max_parallel, thread_name_prefix="metaskill") as pool:
                 running: dict[Future[list[_Attempt]], str] = {}
                 while True:
-                    if error is None:
+                    if error is None and submitted_by is None:
                         self._skip_blocked(plan, state, audit)
                         for node_id in self.ready(plan, state)[: cfg.max_parallel - len(running)]:
                             state[node_id] = "running"
@@ -202,19 +229,28 @@ class MetaSkillRuntime:
                             error = error or exc
                             state[node_id] = "failed"
                             continue
-                        submitted |= self._merge(result, plan, node_id, attempts, state, audit)
+                        if self._merge(result, plan, node_id, attempts, state, audit, budget.stopped) \
+                                and submitted_by is None:
+                            submitted_by = node_id
+            for node_id in plan.ids:
+                if state[node_id] == "pending":
+                    state[node_id] = "not_run"
+                    audit.settle(node_id, "not_run", skipped_because=f"the task was submitted by {submitted_by}"
+                                 if submitted_by is not None else "the run stopped")
             if error is not None:
                 raise error
-            if any(status == "failed" for status in state.values()):
-                result.exit_status = "node_failed"
-            elif submitted:
+            if submitted_by is not None:
                 result.exit_status = "submitted"
+            elif any(status == "failed" for status in state.values()):
+                result.exit_status = "node_failed"
             else:
                 self._finish(env, plan, result, audit)
+                if result.exit_status == "submitted":
+                    submitted_by = "finish"
         finally:
             for number, step in enumerate(s for s in result.steps if isinstance(s, ActionStep)):
                 step.index = number
-            result.audit = audit.audit()
+            result.audit = audit.audit(submitted_by=submitted_by)
             result.latency_s = time.perf_counter() - start
         return result
 
@@ -228,8 +264,9 @@ class MetaSkillRuntime:
                 audit.settle(node_id, "skipped", skipped_because=f"{blocker} {state[blocker]}")
 
     def _merge(self, result: CoordinationResult, plan: Plan, node_id: str, attempts: list[_Attempt],
-               state: dict[str, str], audit: AuditLog) -> bool:
-        """Fold a finished node's attempts into the result; returns whether one called ``complete_task``."""
+               state: dict[str, str], audit: AuditLog, stopped: bool = False) -> bool:
+        """Fold a finished node's attempts into the result; returns whether one called ``complete_task``. A node that
+        did not complete after the task was submitted (``stopped``) was cut by the submission: "stopped"."""
         for attempt in attempts:
             if attempt.run is not None:
                 result.steps.extend(attempt.run.steps)
@@ -241,8 +278,8 @@ class MetaSkillRuntime:
             result.outputs[node_id] = last.message
             audit.settle(node_id, "completed", output_chars=len(last.message))
         else:
-            state[node_id] = "failed"
-            audit.settle(node_id, "failed")
+            state[node_id] = "stopped" if stopped else "failed"
+            audit.settle(node_id, state[node_id])
         self._emit("node_end", node_id, status=state[node_id])
         return any(attempt.submitted for attempt in attempts)
 
@@ -254,7 +291,9 @@ class MetaSkillRuntime:
         skill = self.catalog[node.skill] if node.skill else None
         position = plan.ids.index(node.id)
         attempts: list[_Attempt] = []
-        for _ in range(1 + cfg.node_retries):
+        for _ in range(1 + cfg.retries):
+            if attempts and budget.stopped:
+                break  # the task was submitted by another node: no retry
             record = audit.start(node.id)
             calls = new_call_log(self.agent_config, self._sink(node.id))
             calls.skills = [skill.render()] if skill is not None else []

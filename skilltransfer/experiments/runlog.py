@@ -171,6 +171,13 @@ class CoordinationRecord(BaseModel):
     """Nodes completed (metaskill) or reported done by the host (nl-sop, prompt-graph)."""
     violated_constraints: int
     unverified_constraints: int
+    submitted_by: str | None = None
+    """Who called ``complete_task``: a node id or "finish" (metaskill), "host" (nl-sop, prompt-graph); None: nobody."""
+    not_run_nodes: int = 0
+    """Planned nodes that never ran (metaskill: not dispatched, e.g. after a node submitted; hosts: not reported)."""
+    plan_tokens: int = 0
+    """Prompt + completion tokens of the plan writer when this stream wrote the plan (also in the task's tokens and
+    ``tokens_by_role["plan_writer"]``; the report keeps it out of the interface's cost)."""
 
 
 class TaskRecord(BaseModel):

@@ -262,11 +262,15 @@ def _coordination_record(result: AgentResult, plan: dict[str, Any] | None) -> Co
     if not isinstance(result, CoordinationResult) or result.audit is None or plan is None:
         return None
     audit = result.audit.to_dict()
+    plan_tokens = sum(c.prompt_tokens + c.completion_tokens for c in result.calls.calls
+                      if c.role == "plan_writer" and c.error is None)
     return CoordinationRecord(interface=result.interface, plan_fingerprint=result.plan_fingerprint,
                               plan_written=bool(plan["written_now"]), plan_fallback=plan["fallback"],
                               nodes=audit["n_nodes"], completed_nodes=audit["completed_nodes"],
                               violated_constraints=audit["violated_constraints"],
-                              unverified_constraints=audit["unverified_constraints"])
+                              unverified_constraints=audit["unverified_constraints"],
+                              submitted_by=audit["submitted_by"], not_run_nodes=audit["not_run_nodes"],
+                              plan_tokens=plan_tokens)
 
 
 def context_account(result: AgentResult) -> ContextAccount:

@@ -123,7 +123,8 @@ class RunSummary:
 
 def coordination_totals(records: list[TaskRecord]) -> dict[str, int]:
     """Totals over a coordinated run's tasks: plans written/replayed/fallback, nodes and completed nodes, violated and
-    unverified constraints (empty when no task was coordinated)."""
+    unverified constraints, tasks a plan node submitted (metaskill) and nodes that never ran (empty when no task was
+    coordinated)."""
     rows = [r.coordination for r in records if r.coordination is not None]
     if not rows:
         return {}
@@ -132,7 +133,9 @@ def coordination_totals(records: list[TaskRecord]) -> dict[str, int]:
             "plan_fallbacks": sum(c.plan_fallback is not None for c in rows), "nodes": sum(c.nodes for c in rows),
             "completed_nodes": sum(c.completed_nodes for c in rows),
             "violated_constraints": sum(c.violated_constraints for c in rows),
-            "unverified_constraints": sum(c.unverified_constraints for c in rows)}
+            "unverified_constraints": sum(c.unverified_constraints for c in rows),
+            "submitted_by_node": sum(c.submitted_by not in (None, "finish", "host") for c in rows),
+            "not_run_nodes": sum(c.not_run_nodes for c in rows)}
 
 
 def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 0) -> RunSummary:

@@ -5,7 +5,9 @@ position only. The presentation order is drawn per task from ``seed`` (``random.
 with ``orders="both"`` (default) the task is judged again with the order swapped, which measures position bias and
 order consistency (`skilltransfer.metrics.position_bias`). The reply's last ``VERDICT: A|B|TIE`` line is the verdict
 (a reply that is only ``A``, ``B`` or ``TIE`` counts too); a reply without one is re-asked ``retries`` times, then the
-judgment is *unparsed* and left out of the counts (reported). A prompt the model's window cannot take is left out
+judgment is *unparsed* and left out of the counts (reported). With ``repeats`` N each task is judged N times in each
+order (the study judges each task three times): repeat r > 0 sends ``seed=r`` with its calls, so a sampling judge
+draws afresh and a response cache keeps the repeats apart. A prompt the model's window cannot take is left out
 the same way (``context_exceeded``). Verdicts are unblinded into A's outcome (win/tie/loss) and aggregated by
 `skilltransfer.metrics.pairwise_preference` (W/T/L, preference, 95 % task-bootstrap CI).
 
@@ -106,6 +108,8 @@ class Judgment:
     error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    repeat: int = 0
+    """Which repeat of the task's judgment (0-based)."""
 
 
 class PairwiseJudge:
@@ -132,16 +136,18 @@ class PairwiseJudge:
     def prompt_id(self) -> str:
         return self.prompt.id
 
-    def judge(self, task_id: str, instruction: str, first: str, second: str, order: str) -> Judgment:
-        """One judgment of ``first`` vs ``second`` (already rendered artifacts) shown in that order."""
-        judgment = Judgment(task_id, order, None, None)
+    def judge(self, task_id: str, instruction: str, first: str, second: str, order: str, repeat: int = 0) -> Judgment:
+        """One judgment of ``first`` vs ``second`` (already rendered artifacts) shown in that order (``repeat`` > 0:
+        sent with ``seed=repeat``)."""
+        judgment = Judgment(task_id, order, None, None, repeat=repeat)
+        params = {**self.params, "seed": repeat} if repeat else self.params
         token = fence_token(task_id, order, instruction, first, second)
         messages: list[Message] = [{"role": "user", "content": self.prompt.render(
             instruction=fence("TASK", instruction, token), first=fence("RESULT A", first, token),
             second=fence("RESULT B", second, token))}]
         for _ in range(self.retries + 1):
             try:
-                completion = self.model.complete(messages, **self.params)
+                completion = self.model.complete(messages, **params)
             except ContextLengthError as exc:
                 judgment.error = f"context_exceeded: {exc}"
                 return judgment
@@ -175,6 +181,8 @@ class JudgeReport:
     only_in_b: list[str]
     artifact_sources: dict[str, dict[str, int]]
     """Per run: how many judged tasks had an artifacts file vs the trajectory fallback."""
+    repeats: int = 1
+    """Judgments per task and order."""
 
     @property
     def unparsed(self) -> int:
@@ -183,6 +191,7 @@ class JudgeReport:
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "run_a": self.run_a, "run_b": self.run_b,
                 "judge_model": self.judge_model, "prompt_id": self.prompt_id, "seed": self.seed, "orders": self.orders,
+                "repeats": self.repeats,
                 "n_tasks": len({j.task_id for j in self.judgments}), "unparsed": self.unparsed,
                 "preference": self.preference.to_dict() if self.preference is not None else None,
                 "position_bias": self.bias.to_dict(), "only_in_a": self.only_in_a, "only_in_b": self.only_in_b,
@@ -202,15 +211,18 @@ def shared_tasks(run_a: RunArtifacts, run_b: RunArtifacts) -> list[str]:
 
 
 def judge_runs(judge: PairwiseJudge, run_a: RunArtifacts, run_b: RunArtifacts, *, seed: int = 0,
-               orders: Orders = "both", limit: int | None = None, judge_model: str = "",
+               orders: Orders = "both", limit: int | None = None, judge_model: str = "", repeats: int = 1,
                on_judgment: Callable[[Judgment], None] | None = None) -> JudgeReport:
-    """Judge every task both runs finished (run A's order; the first ``limit``) and aggregate.
+    """Judge every task both runs finished (run A's order; the first ``limit``), ``repeats`` times in each order,
+    and aggregate (a task's score is the mean over all its judgments).
 
     Raises:
-        InputError: the runs share no finished task, or ``orders`` is not "both"/"one".
+        InputError: the runs share no finished task, ``orders`` is not "both"/"one", ``repeats`` below 1.
     """
     if orders not in ("both", "one"):
         raise InputError(f"--orders must be both or one, got {orders!r}")
+    if repeats < 1:
+        raise InputError(f"--repeats must be at least 1, got {repeats}")
     common = shared_tasks(run_a, run_b)
     tasks = common[:limit] if limit is not None else common
     judgments = []
@@ -218,22 +230,23 @@ def judge_runs(judge: PairwiseJudge, run_a: RunArtifacts, run_b: RunArtifacts, *
         a, b = run_a.tasks[task_id], run_b.tasks[task_id]
         rendered = {"A": a.render(judge.max_artifact_chars), "B": b.render(judge.max_artifact_chars)}
         first = first_order(seed, task_id)
-        for order in ([first, "BA" if first == "AB" else "AB"] if orders == "both" else [first]):
-            shown = (rendered["A"], rendered["B"]) if order == "AB" else (rendered["B"], rendered["A"])
-            judgment = judge.judge(task_id, a.instruction or b.instruction, shown[0], shown[1], order)
-            judgments.append(judgment)
-            if on_judgment is not None:
-                on_judgment(judgment)
+        for repeat in range(repeats):
+            for order in ([first, "BA" if first == "AB" else "AB"] if orders == "both" else [first]):
+                shown = (rendered["A"], rendered["B"]) if order == "AB" else (rendered["B"], rendered["A"])
+                judgment = judge.judge(task_id, a.instruction or b.instruction, shown[0], shown[1], order, repeat)
+                judgments.append(judgment)
+                if on_judgment is not None:
+                    on_judgment(judgment)
     outcomes: dict[str, list[str]] = {}
     placed: dict[str, list[tuple[str, str]]] = {}
     for j in judgments:
         if j.outcome is not None:
             outcomes.setdefault(j.task_id, []).append(j.outcome)
-            placed.setdefault(j.task_id, []).append((j.order, j.outcome))
+            placed.setdefault(f"{j.task_id}\x00{j.repeat}", []).append((j.order, j.outcome))  # a repeat's pair
     preference = pairwise_preference(outcomes, seed=seed) if outcomes else None
     sources = {label: {"artifacts": sum(run.tasks[t].source == "artifacts" for t in tasks),
                        "trajectory": sum(run.tasks[t].source == "trajectory" for t in tasks)}
                for label, run in (("a", run_a), ("b", run_b))}
     return JudgeReport(str(run_a.path), str(run_b.path), judge_model, judge.prompt_id, seed, orders, judgments,
                        preference, position_bias(placed), [t for t in run_a.tasks if t not in run_b.tasks],
-                       [t for t in run_b.tasks if t not in run_a.tasks], sources)
+                       [t for t in run_b.tasks if t not in run_a.tasks], sources, repeats)

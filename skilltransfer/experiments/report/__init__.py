@@ -10,6 +10,7 @@ from pathlib import Path
 
 from skilltransfer.experiments.report.build import Report, build_report
 from skilltransfer.experiments.report.embedding import EmbedderResolver
+from skilltransfer.experiments.report.judgments import find_judgments
 from skilltransfer.experiments.report.reuse import find_evolutions
 from skilltransfer.experiments.report.runs import RunLog, find_runs, load_run, load_runs
 from skilltransfer.experiments.report.table import Table
@@ -41,7 +42,8 @@ def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: 
     resolver = EmbedderResolver(embedder, cache=cache) if utility else None
     report = build_report(runs, embedder_of=resolver, metric=metric, density_bins=density_bins,
                           utility_n_bins=utility_bins, seed=seed, utility_binning=utility_binning,
-                          evolutions=find_evolutions([Path(p) for p in paths]))
+                          evolutions=find_evolutions([Path(p) for p in paths]),
+                          judgments=find_judgments([Path(p) for p in paths]))
     return report, write_report(report, out)
 
 

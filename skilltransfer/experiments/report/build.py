@@ -9,6 +9,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
+from skilltransfer.experiments.report.judgments import judgment_table
 from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.skill_exec import skill_exec_tables
@@ -42,7 +43,8 @@ class Report:
 
 def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | None = None,
                  metric: str = "success", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
-                 seed: int = 0, utility_binning: str = "first", evolutions: list[Path] | None = None) -> Report:
+                 seed: int = 0, utility_binning: str = "first", evolutions: list[Path] | None = None,
+                 judgments: list[Path] | None = None) -> Report:
     """Compute the report's tables.
 
     Args:
@@ -55,6 +57,7 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         utility_binning: which of those bins take the extra tasks ("first" or "spread", see ``equal_size_bins``).
         evolutions: ``evolution.jsonl`` files (``skilltransfer evolve``, a grid's evolution streams): J per round
             and the test split.
+        judgments: ``*.judge.json`` reports of ``skilltransfer judge`` (table ``judgments``).
 
     Raises:
         InputError: unknown metric or binning, or bins below 2.
@@ -74,6 +77,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
     if evolutions:
         tables += evolution_tables(evolutions)
+    if judgments:
+        tables.append(judgment_table(judgments, seed))
     if embedder_of is not None:
         scores = score_runs(runs, embedder_of)
         tasks = task_utility(runs, scores, metric)
