@@ -1295,3 +1295,52 @@ def test_task_folders_are_copied_without_following_links(tmp_path: Path) -> None
     with pytest.raises(InputError, match="FIFO"):
         OfficeEnv(source=f"officebench:{tasks}", workdir=tmp_path / "ws2")
     assert time.monotonic() - started < 10
+
+
+WORLD_BOMB = """
+accounts = {{a["account_name"]: a for a in apis.supervisor.show_account_passwords()}}
+token = apis.file_system.login(username=accounts["file_system"]["username"],
+                               password=accounts["file_system"]["password"])["access_token"]
+made, refused = 0, ""
+for i in range({count}):
+    try:
+        apis.file_system.create_file(access_token=token, path=f"/home/bomb-{{i}}.txt", content="x" * (7 << 20))
+        made += 1
+    except Exception as exc:
+        refused = f"{{type(exc).__name__}}: {{exc}}"
+        break
+print("MADE", made, refused[:300])
+"""
+
+
+@pytest.mark.parametrize("name", ["apps"])
+def test_the_world_held_by_the_harness_is_capped_like_the_workspace(tmp_path: Path, name: str) -> None:
+    """Class 6: ``create_file`` of 7 MiB again and again grew the harness's copy of the apps world without bound;
+    it may now grow by ``world_quota_mb`` (here 32 MiB) and the agent is told when it is full."""
+    from skilltransfer.envs.apps.api import WorldDb
+
+    sizes: list[int] = []
+    original_close = WorldDb.close
+    env = make_env(name, tmp_path / "ws", limits=Limits(world_quota_mb=32))
+    base = len(env._world_bytes)
+
+    def close(self: WorldDb) -> None:  # measure each episode's world as it ends
+        sizes.append(self.size() - base)
+        original_close(self)
+
+    task = target_task(env, "state")
+    WorldDb.close = close  # type: ignore[method-assign]
+    try:
+        records, observations, _ = attack(tmp_path, env, {task.id: [WORLD_BOMB.format(count=12), "print('sync')"]},
+                                          name="world")
+    finally:
+        WorldDb.close = original_close  # type: ignore[method-assign]
+    seen = observations[task.id]
+    made = int(seen[0].split("MADE", 1)[1].split()[0])
+    assert made == 4, seen[0]  # 4 x 7 MiB fit in 32 MiB, the fifth does not
+    assert "storage is full" in seen[0]
+    assert seen[1].strip() == "sync"
+    assert sizes
+    assert max(sizes) <= (32 << 20) * 1.1, sizes  # the cap holds within 10 %
+    print(f"world grew by at most {max(sizes) / (1 << 20):.1f} MiB against a 32 MiB quota")
+    assert not records[0]["success"]

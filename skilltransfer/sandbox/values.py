@@ -26,6 +26,9 @@ class Limits:
     """Disk space the workspace and temp folder may hold together; growing past it kills the worker."""
     max_workspace_entries: int = 100_000
     """Files and folders the workspace and temp folder may hold together (counts against the quota)."""
+    world_quota_mb: int = 64
+    """How much a world held in the harness (the apps env's SQLite copy) may grow per episode; a write past it fails
+    (the agent is told), so agent writes cannot grow the harness's memory without bound."""
     quota_check_s: float = 0.25
     """How often the quota is measured while the worker lives (it holds to within one such interval)."""
     max_message_bytes: int = 8 << 20

@@ -154,20 +154,41 @@ class Db:
 class WorldDb:
     """One episode's world: an in-memory SQLite copy of the generated world, held by the harness.
 
+    The copy may grow by at most ``quota_mb`` MiB (SQLite's ``max_page_count``, enforced by SQLite itself): the
+    world lives in the harness's memory, so agent writes (``create_file`` of megabytes, many times) are capped like
+    the workspace is; a write past it is an ``ApiError`` and is rolled back.
+
     Args:
         data: the world database's bytes (``sqlite3.Connection.serialize`` of the generated world).
+        quota_mb: how much the world may grow.
     """
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, quota_mb: int = 64) -> None:
         self.conn = sqlite3.connect(":memory:", check_same_thread=False)
         self.conn.deserialize(data)
         self.conn.row_factory = sqlite3.Row
         self.lock = threading.Lock()
+        self.quota_mb = quota_mb
+        page = int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+        pages = int(self.conn.execute("PRAGMA page_count").fetchone()[0])
+        self.conn.execute(f"PRAGMA max_page_count = {pages + -(-(quota_mb << 20) // page)}")
+
+    def size(self) -> int:
+        """The world database's size in bytes now."""
+        with self.lock:
+            return int(self.conn.execute("PRAGMA page_count").fetchone()[0]) * \
+                int(self.conn.execute("PRAGMA page_size").fetchone()[0])
 
     def call(self, spec: ApiSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Check the arguments and the access token, then run the API in one transaction (rolled back on error)."""
-        with self.lock, self.conn:
-            return _call(spec, Db(self.conn), args, kwargs)
+        try:
+            with self.lock, self.conn:
+                return _call(spec, Db(self.conn), args, kwargs)
+        except sqlite3.OperationalError as exc:
+            if "full" not in str(exc):
+                raise
+            raise ApiError(f"{spec.app}.{spec.name}: the world's storage is full (it may grow by {self.quota_mb} "
+                           "MiB per episode); nothing was changed. Delete or shorten what is not needed.") from None
 
     def close(self) -> None:
         self.conn.close()

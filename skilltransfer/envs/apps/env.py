@@ -30,7 +30,7 @@ from skilltransfer.envs.apps.world import generate_world, world_bytes
 from skilltransfer.envs.base import Submission, WorkspaceEpisode, temporary_workdir
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import Check, Score, TaskSpec
-from skilltransfer.sandbox import InProcessRunner, NamespaceSpec, Services
+from skilltransfer.sandbox import InProcessRunner, Limits, NamespaceSpec, Services
 from skilltransfer.sandbox.scratch import remove_tree
 from skilltransfer.sandbox.services import function, tree
 
@@ -141,7 +141,7 @@ class AppsEnv:
         """A fresh copy of the world (harness side), an empty workspace for the agent, and an episode over them."""
         self._hidden_for(task)
         workspace = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self.workdir))
-        world = WorldDb(self._world_bytes)
+        world = WorldDb(self._world_bytes, quota_mb=(self.limits or Limits()).world_quota_mb)
         services = Services()
         register_services(services, world)
         return WorkspaceEpisode(task, workspace, services=services, bindings=self._bindings, docs=self.docs(task),
@@ -188,7 +188,7 @@ class AppsEnv:
         """The reference program's changes to the world, computed once per task on a scratch copy, in-process and
         scoped (no process-wide state changes: other streams act meanwhile)."""
         if task.id not in self._required:
-            world = WorldDb(self._world_bytes)
+            world = WorldDb(self._world_bytes, quota_mb=(self.limits or Limits()).world_quota_mb)
             services = Services()
             register_services(services, world)
             services.register("complete_task", lambda answer=None: "Task marked as complete.")
