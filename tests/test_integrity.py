@@ -143,7 +143,7 @@ def attack(tmp_path: Path, env: Any, plan: dict[str, list[str]], *, name: str, c
         return f"Trying something.\n```python\n{code}\n```"
 
     config = StreamConfig(run=name, runs_dir=str(tmp_path / "runs"), condition=condition,
-                          agent={"step_limit": limit, "refuse_ungrounded_answer": False},  # all reach the env
+                          agent={"step_limit": limit, "harness": "paper"},  # no guards: every action reaches the env
                           library=library, env=env_name(env))
     embedder = HashEmbedder(dim=64) if condition != "task" else None
     summary = run_stream(env, ScriptedModel(reply), config, tasks=tasks, embedder=embedder)
@@ -1343,4 +1343,117 @@ def test_the_world_held_by_the_harness_is_capped_like_the_workspace(tmp_path: Pa
     assert sizes
     assert max(sizes) <= (32 << 20) * 1.1, sizes  # the cap holds within 10 %
     print(f"world grew by at most {max(sizes) / (1 << 20):.1f} MiB against a 32 MiB quota")
+    assert not records[0]["success"]
+
+
+DISK_BURST = """
+import os
+made = []
+for i in range(12):
+    fd = os.open(f"burst{i}", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, 64 << 20)
+        made.append(i)
+    except OSError as exc:
+        print("refused at", i, exc.strerror)
+        break
+    finally:
+        os.close(fd)
+print("allocated", len(made))
+"""
+
+HELD = """
+import os
+total = 0
+for folder, dirs, files in os.walk("."):
+    for name in files:
+        total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+print("HELD", total)
+"""
+
+
+LAYERS = ["all", "without-root-layers"]
+"""The sandbox as the harness runs it here, and with only the layers a harness without root has (no namespaces, no
+private uid, no control group, no size-limited mount: ``Limits(drop_privileges=False)``)."""
+
+
+def layered(layers: str, **limits: Any) -> Limits:
+    return Limits(**limits, drop_privileges=layers == "all")
+
+
+@pytest.mark.parametrize("layers", LAYERS)
+@pytest.mark.parametrize("name", ENVS)
+def test_a_disk_burst_is_held_at_the_quota(tmp_path: Path, name: str, layers: str) -> None:
+    """Class 3: ``posix_fallocate`` of 12 x 64 MiB in milliseconds against a 256 MiB quota (scaled down from 12 x
+    256 MiB against 1 GiB): with root the kernel refuses the write at the quota (a tmpfs of its size); without, the
+    watcher stops the sandbox and cuts what was written past it. Either way the workspace then holds at most the
+    quota (within 10 %) and the run goes on."""
+    env = make_env(name, tmp_path / "ws", limits=layered(layers, workspace_quota_mb=256))
+    task = target_task(env)
+    records, observations, _ = attack(tmp_path, env, {task.id: [DISK_BURST, HELD, "print('sync')"]}, name="burst")
+    seen = observations[task.id]
+    assert "QuotaExceeded" in seen[0] or "No space left on device" in seen[0], seen[0]  # stopped, or refused
+    held = int(seen[1].split("HELD", 1)[1].split()[0])
+    print(f"{name}/{layers}: the workspace holds {held / (1 << 20):.1f} MiB against a 256 MiB quota after the burst")
+    assert held <= (256 << 20) * 1.1, held
+    assert seen[2].strip() == "sync"
+    assert not records[0]["success"]
+
+
+MEMORY_CHILDREN = """
+import subprocess, sys
+child = "import time\\nheld = b'x' * (200 << 20)\\nprint('holding', flush=True)\\ntime.sleep(4)"
+procs = [subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True) for _ in range(3)]
+print("EXITS", [p.wait() for p in procs])
+"""
+
+
+@pytest.mark.parametrize("layers", LAYERS)
+@pytest.mark.parametrize("name", ENVS)
+def test_memory_is_capped_for_all_the_sandboxs_processes_together(tmp_path: Path, name: str, layers: str) -> None:
+    """Class 4: three children holding 200 MiB each in a sandbox with ``memory_mb`` 256 (scaled down from 3 x 1.2 GiB
+    against 2048): the cap is the sandbox's, not each process's: a child is killed (the kernel's OOM killer in the
+    sandbox's control group; without one, the watcher stops the sandbox). The run goes on."""
+    env = make_env(name, tmp_path / "ws", limits=layered(layers, memory_mb=256, wall_s=30))
+    task = target_task(env)
+    peak: list[int] = []
+    with env.start(task) as episode:
+        observation = episode.step(MEMORY_CHILDREN)
+        group = getattr(episode.runner, "_group", None)
+        if group is not None:
+            peak.append(group.peak_memory_bytes())
+        after = episode.step("print('sync')")
+    output = observation.output
+    assert "-9" in output.split("EXITS", 1)[-1] or "MemoryError" in output, output
+    assert after.output.strip() == "sync"
+    if peak:
+        print(f"{name}/{layers}: the sandbox's processes peaked at {peak[0] / (1 << 20):.0f} MiB against 256 MiB")
+        assert peak[0] <= (256 << 20) * 1.1
+
+
+CPU_SPINNER = """
+import subprocess, sys
+spin = "import signal\\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\\nwhile True:\\n    pass"
+subprocess.Popen([sys.executable, "-c", spin])
+print("spinning")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layers", LAYERS)
+@pytest.mark.parametrize("name", ENVS)
+def test_a_child_ignoring_sigxcpu_is_stopped_at_the_cpu_limit(tmp_path: Path, name: str, layers: str) -> None:
+    """Class 5: a child that ignores SIGXCPU spins on while the agent waits; the sandbox's CPU time (all its
+    processes) since the action began is held at ``cpu_s`` (within 10 % and one check) and the run goes on."""
+    env = make_env(name, tmp_path / "ws", limits=layered(layers, cpu_s=1.5, wall_s=60))
+    task = target_task(env)
+    wait = "import time\nfor _ in range(400):\n    time.sleep(0.1)\nprint('waited')"
+    records, observations, _ = attack(tmp_path, env, {task.id: [CPU_SPINNER, wait, "print('sync')"]}, name="cpu")
+    seen = observations[task.id]
+    assert "spinning" in seen[0]
+    assert "CpuExceeded" in seen[1], seen[1]
+    used = float(seen[1].split("used ", 1)[1].split()[0])
+    print(f"{name}/{layers}: stopped after {used:.2f} CPU seconds against cpu_s 1.5")
+    assert used <= 1.5 * 1.1 + 0.1, used
+    assert seen[2].strip() == "sync"
     assert not records[0]["success"]

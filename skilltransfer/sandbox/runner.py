@@ -20,9 +20,13 @@ which are active):
 * a private unprivileged uid/gid per worker (``Limits.uid_base`` upwards) owning the workspace, so ``RLIMIT_NPROC``
   (ignored for root) stops fork bombs and files elsewhere are not writable. No capability is kept (when reads are
   not confined, CAP_DAC_READ_SEARCH is kept so the Python installation under ``/root`` stays readable);
-* resource limits: address space (``memory_mb``), CPU seconds per call, file size, processes, no core dumps; and a
-  workspace quota (``workspace_quota_mb``, entries) measured by a harness thread every ``quota_check_s`` while the
-  worker lives: growing past it kills the worker (the observation says so);
+* resource limits per process: address space (``memory_mb``), the worker's CPU seconds per call, file size,
+  processes, no core dumps; and per sandbox (root): a control group (``sandbox.cgroups``) holding all its processes'
+  memory (``memory_mb``) and count (``max_processes``), and a tmpfs of the quota's size holding the workspace and temp
+  folder (``sandbox.diskcap``); a harness thread (the watcher) stops a sandbox whose processes used more than
+  ``cpu_s`` CPU seconds since the action began (from the group's accounting, or the worker's process tree and session
+  read from /proc without one, which also gives memory), and one that reached its workspace quota (measured every
+  ``quota_check_s`` without the mount, the excess then cut, newest files first);
 * a minimal environment (PATH, LANG, HOME = workspace, TMPDIR, PYTHONPATH = the runtime folder): no API keys or
   other harness secrets;
 * a Python audit hook refusing writes outside the workspace/temp folder and internet sockets or DNS lookups (the
@@ -73,12 +77,15 @@ from pathlib import Path
 from typing import Any
 
 import skilltransfer
+from skilltransfer.sandbox.cgroups import ProcessTree, SandboxGroup
+from skilltransfer.sandbox.diskcap import WorkspaceMount
 from skilltransfer.sandbox.quota import Usage, measure
 from skilltransfer.sandbox.runtime.channel import HEADER, decode, encode
 from skilltransfer.sandbox.scratch import remove_tree, runtime_dir, scratch_dir
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, SandboxError
-from skilltransfer.util.trees import chown_tree
+from skilltransfer.util.trees import WalkLimits, chown_tree, walk
+from skilltransfer.util.untrusted import open_folder
 
 log = logging.getLogger("skilltransfer.sandbox")
 _uid_counter = itertools.count()
@@ -162,8 +169,14 @@ def _kill_uid(uid: int) -> None:
         time.sleep(0.005)
 
 
+LIMIT_CHECK_S = 0.1
+"""How often the watcher compares each sandbox's CPU time (and, without a control group, memory) with its limits."""
+
+
 class _QuotaWatch:
-    """One harness thread measuring every live sandbox's workspace; kills a worker that grows past its quota."""
+    """One harness thread watching every live sandbox: its workspace quota (every ``quota_check_s``), the CPU time
+    of all its processes since the running action began, and (without a control group) their memory; it stops a
+    sandbox that grows past one of them."""
 
     def __init__(self) -> None:
         self._runners: weakref.WeakSet[SandboxRunner] = weakref.WeakSet()
@@ -194,8 +207,8 @@ class _QuotaWatch:
             began = time.monotonic()
             for runner in runners:
                 with contextlib.suppress(Exception):
-                    runner.check_quota()
-            interval = min(r.limits.quota_check_s for r in runners)
+                    runner.check_limits()
+            interval = min(LIMIT_CHECK_S, *(r.limits.quota_check_s for r in runners))
             time.sleep(max(interval, 20 * (time.monotonic() - began)))
 
 
@@ -222,6 +235,24 @@ class SandboxRunner:
         self.private = os.geteuid() == 0 and self.limits.drop_privileges
         self.uid: int | None = None
         self.tmpdir = scratch_dir("sbx-")
+        self.worker_tmp = self.tmpdir
+        """The worker's temp folder (on the size-limited file system when there is one)."""
+        self._mount: WorkspaceMount | None = None
+        if self.private and self.limits.mount_workspace:
+            try:  # the kernel holds the quota: a tmpfs of its size for the workspace and temp folder together
+                self._mount = WorkspaceMount.create(self.workspace, self.tmpdir, self.limits.workspace_quota_mb << 20,
+                                                    self.limits.max_workspace_entries)
+                self.worker_tmp = self._mount.tmp
+            except OSError as exc:
+                log.warning("sandbox %s: no size-limited workspace (%s); the quota is measured instead",
+                            self.workspace.name, exc)
+        self._group: SandboxGroup | None = None
+        self._accounting: SandboxGroup | ProcessTree | None = None
+        self._cpu_mark = 0.0
+        self._oom_mark = 0
+        self._action_started = time.time()
+        self._limit_kill: str | None = None
+        self._last_disk_check = 0.0
         self.runtime = runtime_dir(self.spec.packages)
         self.isolation: dict[str, Any] = {}
         self.restarts = 0
@@ -241,7 +272,7 @@ class SandboxRunner:
     def _env(self, module_root: str | None) -> dict[str, str]:
         python_path = os.pathsep.join([str(self.runtime), *([module_root] if module_root else [])])
         return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                "HOME": str(self.workspace), "TMPDIR": str(self.tmpdir), "PYTHONPATH": python_path,
+                "HOME": str(self.workspace), "TMPDIR": str(self.worker_tmp), "PYTHONPATH": python_path,
                 "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
                 "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
 
@@ -249,7 +280,7 @@ class SandboxRunner:
         if self.private:  # a fresh uid per worker: nothing left by an earlier one counts against its process limit
             self.uid = _pick_uid(self.limits)
             chown_tree(self.workspace, self.uid, self.uid)
-            chown_tree(self.tmpdir, self.uid, self.uid)
+            chown_tree(self.worker_tmp, self.uid, self.uid)
         module_root, module = _module_location(self.spec.setup, self.spec.packages)
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
@@ -267,7 +298,8 @@ class SandboxRunner:
         fcntl.fcntl(down_w, fcntl.F_SETFL, fcntl.fcntl(down_w, fcntl.F_GETFL) | os.O_NONBLOCK)
         self._to_worker, self._from_worker = down_w, up_r
         self._nonce = secrets.token_hex(8)
-        config = {"n": self._nonce, "workspace": str(self.workspace), "tmpdir": str(self.tmpdir),
+        self._enter_group(self._proc.pid)
+        config = {"n": self._nonce, "workspace": str(self.workspace), "tmpdir": str(self.worker_tmp),
                   "setup": self.spec.setup, "setup_kwargs": self.spec.setup_kwargs, "bindings": self.spec.bindings,
                   "limits": asdict(self.limits), "uid": self.uid, "gid": self.uid,
                   "readable": _readable_paths(self.runtime, module), "hidden": hidden_paths(),
@@ -286,11 +318,31 @@ class SandboxRunner:
         if reply.get("n") != self._nonce:
             self._kill()
             raise SandboxError("sandbox worker failed to start: its first reply was not the start-up reply")
-        self.isolation = reply.get("isolation", {})
+        self.isolation = {**reply.get("isolation", {}),
+                          "cgroup": f"v{self._group.version}" if self._group is not None else None,
+                          "disk": "size-limited mount" if self._mount is not None else "measured"}
         _WATCH.add(self)
+
+    def _enter_group(self, pid: int) -> None:
+        """Put the new worker (blocked reading its configuration) into the sandbox's control group, made on first
+        use; without one, account for its process tree from /proc."""
+        if self.private and self._group is None:
+            self._group = SandboxGroup.create(self.limits.memory_mb << 20, self.limits.max_processes + 3)
+        if self._group is not None:
+            try:
+                self._group.add(pid)
+                self._accounting = self._group
+                return
+            except OSError as exc:
+                log.warning("sandbox %s: could not enter its control group (%s)", self.workspace.name, exc)
+                self._group.remove()
+                self._group = None
+        self._accounting = ProcessTree(pid)
 
     def _kill(self) -> None:
         proc = self._proc
+        if self._group is not None:
+            self._group.kill()
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -331,15 +383,21 @@ class SandboxRunner:
 
     def usage(self) -> Usage:
         """Disk usage of the workspace and temp folder now (entries counted up to 4x the entry limit)."""
+        if self._mount is not None:
+            return self._mount.usage()
         return measure([self.workspace, self.tmpdir], 4 * self.limits.max_workspace_entries)
+
+    def _grown_past(self, usage: Usage) -> bool:
+        if self._mount is not None:  # the kernel stops it at the quota: reaching it counts
+            return self._mount.full()
+        return usage.bytes > self.limits.workspace_quota_mb << 20 or usage.entries > self.limits.max_workspace_entries
 
     def _over_quota(self) -> Usage | None:
         """The usage when the folders grew past the quota, and past their level when the quota last stopped the
         worker (so that an agent over its quota can still run actions that delete files); None otherwise."""
         with self._quota_lock:
             usage = self.usage()
-            if usage.bytes <= self.limits.workspace_quota_mb << 20 and \
-                    usage.entries <= self.limits.max_workspace_entries:
+            if not self._grown_past(usage):
                 self._quota_floor = (0, 0)
                 return None
             if not usage.truncated and usage.bytes <= self._quota_floor[0] and usage.entries <= self._quota_floor[1]:
@@ -354,7 +412,7 @@ class SandboxRunner:
             self._quota_floor = (max(usage.bytes, self._quota_floor[0]), max(usage.entries, self._quota_floor[1]))
 
     def check_quota(self) -> None:
-        """Called by the quota watcher while the worker lives: kill it when the folders grew past the quota."""
+        """Kill the worker when the folders grew past the quota (the watcher calls `check_limits`)."""
         proc = self._proc
         if proc is None or self.closed or proc.poll() is not None:
             return
@@ -362,17 +420,94 @@ class SandboxRunner:
         if usage is None:
             return
         self._quota_kill = usage
+        self._stop_all(proc)
+
+    def check_limits(self) -> None:
+        """Called by the watcher while the worker lives: the quota (every ``quota_check_s``), then the CPU time of
+        all the sandbox's processes since the running action began (background processes between actions count
+        towards the next), and, without a control group, their memory; a sandbox past one is stopped."""
+        proc, accounting = self._proc, self._accounting
+        if proc is None or self.closed or proc.poll() is not None:
+            return
+        now = time.monotonic()
+        if now - self._last_disk_check >= self.limits.quota_check_s or self._mount is not None:
+            self._last_disk_check = now
+            self.check_quota()
+        if accounting is None or self._quota_kill is not None:
+            return
+        used = accounting.cpu_seconds() - self._cpu_mark
+        if used > self.limits.cpu_s:
+            self._limit_kill = (f"CpuExceeded: the sandbox's processes used {used:.1f} CPU seconds since this action "
+                                f"began (background processes count), over its limit of {self.limits.cpu_s:g}")
+            self._stop_all(proc)
+        elif isinstance(accounting, ProcessTree) and accounting.memory_bytes() > self.limits.memory_mb << 20:
+            self._limit_kill = (f"MemoryError: the sandbox's processes together held more than "
+                                f"{self.limits.memory_mb} MiB")
+            self._stop_all(proc)
+
+    def _stop_all(self, proc: subprocess.Popen[bytes]) -> None:
+        if self._group is not None:
+            self._group.kill()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         if self.uid is not None:
             _kill_uid(self.uid)
 
-    def _quota_message(self, usage: Usage) -> str:
+    def _trim(self) -> list[str]:
+        """After the quota stopped a sandbox whose folders are measured (no size-limited mount): cut what was
+        written past the quota, newest files first (removed, or the last one truncated), so the disk holds at most
+        the quota however fast it was written. Returns what was cut."""
+        if self._mount is not None:
+            return []
+        usage = self.usage()
+        excess = usage.bytes - (self.limits.workspace_quota_mb << 20)
+        extra = usage.entries - self.limits.max_workspace_entries
+        if excess <= 0 and extra <= 0:
+            return []
+        since = self._action_started - 2
+        found: list[tuple[float, int, Path, str, int]] = []
+        for root in (self.workspace, self.tmpdir):
+            with contextlib.suppress(OSError):
+                for entry in walk(root, WalkLimits(max_entries=4 * self.limits.max_workspace_entries)):
+                    with contextlib.suppress(OSError):
+                        info = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+                        if not entry.is_dir and info.st_mtime >= since:
+                            found.append((info.st_mtime, info.st_blocks * 512, root, entry.path, info.st_size))
+        found.sort(key=lambda item: (-item[0], -item[1]))
+        cut = []
+        for _, blocks, root, relative, size in found:
+            if excess <= 0 and extra <= 0:
+                break
+            parts = relative.split("/")
+            with contextlib.suppress(OSError):
+                parent = open_folder(root, "/".join(parts[:-1]))
+                try:
+                    if extra > 0 or blocks <= excess:
+                        os.unlink(parts[-1], dir_fd=parent)
+                        excess, extra = excess - blocks, extra - 1
+                        cut.append(f"{relative} (removed)")
+                    else:
+                        keep = max(0, size - excess)
+                        fd = os.open(parts[-1], os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
+                        try:
+                            os.ftruncate(fd, keep)
+                        finally:
+                            os.close(fd)
+                        excess = 0
+                        cut.append(f"{relative} (cut to {keep} bytes)")
+                finally:
+                    os.close(parent)
+        return cut
+
+    def _quota_message(self, usage: Usage, cut: list[str]) -> str:
         entries = f"more than {usage.entries - 1}" if usage.truncated else str(usage.entries)
-        return (f"QuotaExceeded: the workspace grew to {usage.mib:.0f} MiB in {entries} files and folders, over its "
+        grew = "reached" if self._mount is not None else "grew to"
+        shown = "; ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
+        trimmed = f" What was written past the quota was cut: {shown}." if cut else ""
+        return (f"QuotaExceeded: the workspace {grew} {usage.mib:.0f} MiB in {entries} files and folders, against its "
                 f"quota of {self.limits.workspace_quota_mb} MiB and {self.limits.max_workspace_entries} files; the "
                 "action was stopped and the sandbox restarted, so all variables and imports were lost (files in the "
-                "workspace are kept: delete what is not needed to go on).")
+                f"workspace are kept: delete what is not needed to go on).{trimmed}")
 
     # -- messaging ----------------------------------------------------------------------------------------------
 
@@ -465,6 +600,10 @@ class SandboxRunner:
             raise SandboxError("the sandbox runner is closed")
         if self._proc is None:
             self._start()
+        self._action_started = time.time()
+        if self._accounting is not None:
+            self._cpu_mark = self._accounting.cpu_seconds()
+        self._oom_mark = self._group.oom_kills() if self._group is not None else 0
         try:
             reply = self._exchange(message, expect, timeout)
         except TimeoutError:
@@ -480,23 +619,37 @@ class SandboxRunner:
             reply, problem = None, f"the harness could not handle the worker's messages ({type(exc).__name__})"
         else:
             problem = ""
+        limit, self._limit_kill = self._limit_kill, None
+        lost = "the sandbox was restarted, so all variables and imports were lost (files in the workspace are kept)."
         if reply is not None and isinstance(reply.get("output", ""), str):
             over = self._over_quota()
             killed, self._quota_kill = self._quota_kill, None  # the watcher may have stopped it just after the reply
             over = over or killed
-            if over is None:
+            if over is None and limit is None:
                 return reply, None
             self._restart()
+            if over is None:
+                assert limit is not None
+                return None, ExecResult(output=str(reply.get("output", "")), crashed=True, error=f"{limit}; {lost}")
+            cut = self._trim()
             self._settle_quota()
-            refusal = self._quota_message(over)
+            refusal = self._quota_message(over, cut)
             return None, ExecResult(output=str(reply.get("output", "")), error=refusal, quota_exceeded=True)
         quota, self._quota_kill = self._quota_kill, None
         reason = problem or f"the worker process died ({self._exit_reason()})"
+        oom = self._group is not None and self._group.oom_kills() > self._oom_mark
         self._restart()
-        lost = "the sandbox was restarted, so all variables and imports were lost (files in the workspace are kept)."
         if quota is not None:
+            cut = self._trim()
             self._settle_quota()
-            return None, ExecResult(output="", crashed=True, quota_exceeded=True, error=self._quota_message(quota))
+            return None, ExecResult(output="", crashed=True, quota_exceeded=True,
+                                    error=self._quota_message(quota, cut))
+        if limit is not None:
+            return None, ExecResult(output="", crashed=True, error=f"{limit}; {lost}")
+        if oom and problem != "timeout":
+            return None, ExecResult(output="", crashed=True, error=(
+                f"MemoryError: the sandbox's processes together needed more than {self.limits.memory_mb} MiB and the "
+                f"kernel stopped the worker; {lost}"))
         if problem == "timeout":
             return None, ExecResult(output="", timed_out=True, error=f"TimeoutError: the action did not finish "
                                                                      f"within {timeout:g} s and was killed; {lost}")
@@ -538,6 +691,10 @@ class SandboxRunner:
         self.closed = True
         _WATCH.discard(self)
         self._kill()
+        if self._group is not None:
+            self._group.remove()
+        if self._mount is not None:
+            self._mount.close()
         remove_tree(self.tmpdir)
 
     def __enter__(self) -> SandboxRunner:

@@ -29,6 +29,9 @@ class Limits:
     world_quota_mb: int = 64
     """How much a world held in the harness (the apps env's SQLite copy) may grow per episode; a write past it fails
     (the agent is told), so agent writes cannot grow the harness's memory without bound."""
+    mount_workspace: bool = True
+    """When the harness is root: the workspace and temp folder live on one tmpfs of the quota's size, so the kernel
+    holds the quota (else it is measured every ``quota_check_s`` and what was written past it is cut)."""
     quota_check_s: float = 0.25
     """How often the quota is measured while the worker lives (it holds to within one such interval)."""
     max_message_bytes: int = 8 << 20
