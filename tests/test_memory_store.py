@@ -345,3 +345,21 @@ def test_minilm_memory_dedups_rewordings_and_retrieves_paraphrases() -> None:
     assert result.target_id == EMAIL.id
     assert mem.retrieve("compute the total of a spreadsheet column", k=1)[0][0].id == SHEET.id
     assert mem.retrieve("schedule a meeting in my calendar", k=1)[0][0].id == CAL.id
+
+
+def test_a_name_already_in_memory_is_stored_under_the_next_free_one() -> None:
+    memory = SkillMemory(HashEmbedder(64), validate_code=False)
+    results = memory.add_many([
+        Skill(name="look", description="Print the contacts first.", body="1. a"),
+        Skill(name="look", description="List every file in the folder.", body="1. b"),
+        Skill(name="look", description="Find the calendar event to move.", body="1. c"),
+        Skill(name="fetch", format="code", description="Fetch the inbox.", body="def fetch():\n    return 1\n"),
+        Skill(name="fetch", format="code", description="Read the balance.", body="def fetch(x=1):\n    return x\n")])
+    assert [r.action for r in results] == ["added"] * 5
+    assert results[1].reason == "name 'look' is taken: stored as 'look_2'"
+    stored = {s.name: s for s in memory}
+    assert set(stored) == {"look", "look_2", "look_3", "fetch", "fetch_2"}
+    assert stored["fetch_2"].body.startswith("def fetch_2(x=1):")
+    assert stored["fetch_2"].code is not None
+    assert stored["fetch_2"].code.function_name == "fetch_2"
+    assert stored["look_2"].id == results[1].skill_id  # the id stays

@@ -111,8 +111,9 @@ class StreamOutcome:
     error: str | None = None
     traceback: str | None = None
     library: str | None = None
-    """A stream reading a frozen library: ``"<n> skills from <source stream or path>"`` (``n`` as the stream ran
-    with it, after any filter; 0 is a result: the source stream induced nothing)."""
+    """A stream reading a frozen library: ``"<n> skills from <source stream or path>"`` (0 is a result: the source
+    stream induced nothing), plus ``"; <m> skills as the stream ran with it"`` when a filter or distractors changed
+    that."""
 
 
 def library_note(plan: StreamPlan) -> str | None:
@@ -120,11 +121,14 @@ def library_note(plan: StreamPlan) -> str | None:
     config = plan.config
     if config.library is None:
         return None
-    size = saved_memory_size(config.path / MEMORY)  # the library as the stream froze it (after its filter)
-    if size is None:
-        size = saved_memory_size(config.library)
-    count = "?" if size is None else f"{size} skill{'' if size == 1 else 's'}"
-    return f"{count} from {plan.source or config.library}"
+    size = saved_memory_size(config.library)
+    ran = saved_memory_size(config.path / MEMORY)  # as the stream froze it (after a filter, with distractors)
+    note = f"{_skills(size)} from {plan.source or config.library}"
+    return note if ran is None or ran == size else f"{note}; {_skills(ran)} as the stream ran with it"
+
+
+def _skills(count: int | None) -> str:
+    return "? skills" if count is None else f"{count} skill{'' if count == 1 else 's'}"
 
 
 def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskRecord] | None:

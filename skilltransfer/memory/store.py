@@ -12,13 +12,16 @@ matched on the description only; ``index_body=True`` also embeds the body). Addi
    longer of the two bodies (for code skills with its entry-point signature; the package's contracts and resources
    go with the body, so instructions and contracts stay matched), gains extra keys it lacked, and records the new
    skill's id in ``extra["merged_from"]``.
-4. Otherwise it is ``added``.
+4. Otherwise it is ``added``; when another stored skill already has its name, it is stored under the first free
+   ``<name>_2``, ``<name>_3``, ... (a code skill's function renamed with it): agents address skills by name
+   (``load_skill``, ``run_skill``, a code skill's call), so names in a memory are unique.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -34,7 +37,7 @@ from skilltransfer.errors import InputError, read_text
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import Embedder
-from skilltransfer.skill import AddResult, Skill
+from skilltransfer.skill import AddResult, Skill, parse_code_signature
 from skilltransfer.util import untrusted
 from skilltransfer.util.files import atomic_write_text, jsonl_lines, parse_json_line
 
@@ -111,6 +114,22 @@ class ReadOnlyMemoryError(InputError):
 
 def _norm_body(body: str) -> str:
     return " ".join(body.split())
+
+
+def _unique_name(skill: Skill, taken: set[str]) -> Skill:
+    """A copy of ``skill`` under a name no other skill has (``<name>_2``, ...; a code skill's top-level function of
+    that name renamed too, so calling the skill by its name still works). The id stays."""
+    if skill.name not in taken:
+        return skill.model_copy(deep=True)
+    number = 2
+    while f"{skill.name}_{number}" in taken:
+        number += 1
+    name = f"{skill.name}_{number}"
+    if skill.format != "code" or skill.code is None or skill.code.function_name != skill.name:
+        return skill.model_copy(update={"name": name}, deep=True)
+    body = re.sub(rf"^(async\s+)?def\s+{re.escape(skill.name)}\b", lambda m: f"{m.group(1) or ''}def {name}",
+                  skill.body, count=1, flags=re.MULTILINE)
+    return skill.model_copy(update={"name": name, "body": body, "code": parse_code_signature(body, name)}, deep=True)
 
 
 class SkillMemory:
@@ -223,8 +242,10 @@ class SkillMemory:
         closest = self._closest_same_format(vector, skill.format)
         if closest is not None and closest[1] >= self.config.dedup_threshold - _EPS:
             return self._fold(skill, *closest)
-        self._insert(skill.model_copy(deep=True), vector)
-        return AddResult("added", skill.id)
+        stored = _unique_name(skill, {other.name for other in self._skills.values()})
+        self._insert(stored, vector)
+        renamed = f"name {skill.name!r} is taken: stored as {stored.name!r}" if stored.name != skill.name else ""
+        return AddResult("added", skill.id, reason=renamed)
 
     def _fold(self, new: Skill, target: Skill, score: float) -> AddResult:
         near = f"near-duplicate (cosine {score:.3f} >= {self.config.dedup_threshold:g}) of {target.id} ({target.name})"
