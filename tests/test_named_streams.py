@@ -87,6 +87,6 @@ def test_show_lists_transfer_events(tmp_path):
     assert [(e.source_position, e.target_position) for e in summary.transfers] == [(0, 1), (0, 2)]
     shown = CliRunner().invoke(app, ["show", str(out)]).output
     assert "2 events in 2 tasks (2 solved)" in shown
-    assert "<- 'set_counter_value' from task 0 tiny/0" in shown
+    assert "<- 'set_counter_value' from task 1 tiny/0" in shown  # task numbers are 1-based where people read
     data = json.loads(CliRunner().invoke(app, ["show", str(out), "--json"]).output)
     assert data["transfers"][0]["source_task_id"] == "tiny/0"
