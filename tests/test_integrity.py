@@ -797,6 +797,10 @@ def test_folders_of_killed_runs_are_removed_at_the_next_start(tmp_path: Path) ->
         assert foreign.exists()
     finally:
         foreign.rmdir()
+    dead = root.name.split("-")[1]  # its workspace mount and control group (root) are gone too
+    assert f"skilltransfer-ws-{dead} " not in Path("/proc/self/mountinfo").read_text()
+    groups = [p for p in Path("/sys/fs/cgroup").rglob(f"skilltransfer-{dead}-*")] if ROOT else []
+    assert not groups, groups
 
 
 def test_a_live_process_root_is_kept(tmp_path: Path) -> None:

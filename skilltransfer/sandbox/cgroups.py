@@ -255,3 +255,27 @@ class ProcessTree:
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     total += int(_read(Path(f"/proc/{pid}/statm")).split()[1]) * self.page
         return total
+
+
+def sweep_stale_groups() -> list[Path]:
+    """Remove the groups of toolkit processes that no longer run (killed before they could remove them), after
+    killing what their sandboxes left running; returns the removed folders."""
+    own = _own_paths()
+    stale: list[tuple[int, str, Path]] = []
+    for point, fstype, options in _mounts():
+        controllers = [""] if fstype == "cgroup2" else [c for c in V1_CONTROLLERS if c in options]
+        for controller in controllers:
+            if controller not in own:
+                continue
+            with contextlib.suppress(OSError):
+                for folder in (Path(point) / own[controller].lstrip("/")).iterdir():
+                    owner = folder.name.split("-")[1] if folder.name.startswith("skilltransfer-") else ""
+                    if owner.isdigit() and int(owner) != os.getpid() and not os.path.exists(f"/proc/{owner}"):
+                        stale.append((2 if fstype == "cgroup2" else 1, controller, folder))
+    groups = [SandboxGroup(version, {controller: folder}) for version, controller, folder in stale]
+    for group in groups:
+        if "pids" in group.folders or "" in group.folders:
+            group.kill()
+    for group in groups:
+        group.remove()
+    return [folder for _, _, folder in stale if not folder.exists()]

@@ -83,10 +83,12 @@ def sweep_leftovers(tmp: Path | None = None) -> list[Path]:
     """Remove the per-process roots of toolkit processes that died without cleaning up; returns what was removed."""
     base = Path(tmp or tempfile.gettempdir())
     removed = []
-    if os.geteuid() == 0:  # workspace mounts of runs killed before they could unmount them (sandbox.diskcap)
+    if os.geteuid() == 0:  # mounts and control groups of runs killed before they could remove them
+        from skilltransfer.sandbox.cgroups import sweep_stale_groups
         from skilltransfer.sandbox.diskcap import sweep_stale_mounts
 
         sweep_stale_mounts()
+        sweep_stale_groups()
     with contextlib.suppress(OSError):
         for entry in os.scandir(base):
             if not entry.name.startswith(PREFIX) or not entry.is_dir(follow_symlinks=False):
