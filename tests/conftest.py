@@ -62,3 +62,17 @@ def fast_retry_waits(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     monkeypatch.setattr(retry, "_sleep", clock.sleep)
     monkeypatch.setattr(retry, "_now", clock.now)
     return clock
+
+
+@pytest.fixture
+def deep_tmp_path():
+    """A temporary folder for trees deeper than PATH_MAX, outside pytest's base folder and removed by the deep-safe
+    walker: pytest's own clean-up of old base folders (``shutil.rmtree``) dies with RecursionError on such a tree, so
+    one left behind by an interrupted run would break every later run on the machine."""
+    import tempfile
+
+    from skilltransfer.util import trees
+
+    path = Path(tempfile.mkdtemp(prefix="skilltransfer-deep-"))
+    yield path
+    trees.remove_tree(path)

@@ -900,21 +900,21 @@ print(done.stdout.strip(), done.stderr[-300:])
 
 
 @pytest.mark.parametrize("name", ENVS)
-def test_a_tree_deeper_than_path_max_stops_nothing(tmp_path: Path, name: str) -> None:
+def test_a_tree_deeper_than_path_max_stops_nothing(deep_tmp_path: Path, name: str) -> None:
     """Class 2: a folder chain longer than PATH_MAX, then a worker restart (crash), quota measurement and cleanup:
     every harness operation on the workspace handles it, and what it hides counts against the quota."""
-    env = make_env(name, tmp_path / "ws", limits=Limits(workspace_quota_mb=24, max_workspace_entries=5000))
+    env = make_env(name, deep_tmp_path / "ws", limits=Limits(workspace_quota_mb=24, max_workspace_entries=5000))
     task = target_task(env)
     plan = [DEEP_TREE.format(depth=1100, mib=1), "import os\nos._exit(3)", "print('sync-1')",
             DEEP_TREE.format(depth=1100, mib=40), "print('sync-2')"]
-    records, observations, _ = attack(tmp_path, env, {task.id: plan}, name="deep-tree")
+    records, observations, _ = attack(deep_tmp_path, env, {task.id: plan}, name="deep-tree")
     seen = observations[task.id]
     assert "made 1100" in seen[0]
     assert "SandboxCrash" in seen[1]
     assert seen[2].strip() == "sync-1"  # the restart (chown of the workspace when root) went through the chain
     assert "QuotaExceeded" in seen[3] + seen[4], seen[3:]  # a file 1,100 folders deep counts
     assert not records[0]["success"]
-    workdir = tmp_path / "ws"
+    workdir = deep_tmp_path / "ws"
     leftovers = [p for p in workdir.iterdir() if (p / "dddd").exists()] if workdir.exists() else []
     assert not leftovers, "the episode's workspace is removed at close"
 

@@ -96,23 +96,23 @@ def _chain(root: Path, depth: int) -> None:
     os.close(fd)
 
 
-def test_tree_operations_handle_paths_longer_than_path_max(tmp_path: Path) -> None:
-    _chain(tmp_path / "ws", 300)  # ~9,300 characters of path
-    used = trees.usage([tmp_path / "ws"])
+def test_tree_operations_handle_paths_longer_than_path_max(deep_tmp_path: Path) -> None:
+    _chain(deep_tmp_path / "ws", 300)  # ~9,300 characters of path
+    used = trees.usage([deep_tmp_path / "ws"])
     assert used.entries == 303
     assert used.bytes >= 100_000
-    left = trees.copy_tree(tmp_path / "ws", tmp_path / "copy")
+    left = trees.copy_tree(deep_tmp_path / "ws", deep_tmp_path / "copy")
     assert [item.rsplit("/", 1)[-1] for item in sorted(left)] == ["fifo (a FIFO, not copied)",
                                                                   "link (a symbolic link, not copied)"]
-    found, skipped = trees.files(tmp_path / "copy")
+    found, skipped = trees.files(deep_tmp_path / "copy")
     assert [path.rsplit("/", 1)[-1] for path in found] == ["data"]
     assert not skipped
     if os.geteuid() == 0:
-        trees.chown_tree(tmp_path / "ws", 54321, 54321)
-        assert trees.usage([tmp_path / "ws"]).entries == 303
-    trees.remove_tree(tmp_path / "ws")
-    trees.remove_tree(tmp_path / "copy")
-    assert sorted(os.listdir(tmp_path)) == []
+        trees.chown_tree(deep_tmp_path / "ws", 54321, 54321)
+        assert trees.usage([deep_tmp_path / "ws"]).entries == 303
+    trees.remove_tree(deep_tmp_path / "ws")
+    trees.remove_tree(deep_tmp_path / "copy")
+    assert sorted(os.listdir(deep_tmp_path)) == []
 
 
 def test_tree_operations_restore_access_and_stop_at_the_entry_cap(tmp_path: Path) -> None:
