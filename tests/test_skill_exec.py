@@ -401,3 +401,25 @@ def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
     assert summary.records[0].memory_size == 13
     with pytest.raises(InputError, match="distractors are added to a frozen library"):
         StreamConfig(condition="task+text", distractors=3).check_skill_exec()
+
+
+def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder):
+    """A run's memory may hold two skills with one name (ids differ): the organise stream's folder keeps both."""
+    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.experiments.organize import organization_dir, run_organize_stream
+    from skilltransfer.experiments.runlog import RunFolder
+
+    twin = Skill(name="set_counter", description="Post a message to the team channel.", body="Call apis.chat.post.",
+                 provenance=Provenance(source_task_id="t9"))
+    memory = SkillMemory(hash_embedder)
+    memory.add_many([ALPHA, twin])
+    memory.save(tmp_path / "memory")
+    config = StreamConfig(run="org", runs_dir=str(tmp_path), condition="task+text", library=str(tmp_path / "memory"),
+                          organize=["tree", "graph"], embedder="hash:128")
+    run_organize_stream(ScriptedModel(lambda messages: "No groups here."), config)
+    for kind in ("tree", "graph"):
+        view = LibraryView.load(organization_dir(tmp_path / "org", kind))
+        assert sorted(s.id for s in view.skills) == sorted([ALPHA.id, twin.id])
+        assert view.organization.built_by["method"] == "fallback:task-tree"
+    assert RunFolder.is_run(tmp_path / "org")
+    assert RunFolder(tmp_path / "org").read_records() == []

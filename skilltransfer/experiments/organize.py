@@ -2,7 +2,8 @@
 builds an LLM organisation of its frozen library per kind (``tree``, ``graph``) with the stream's model
 (`skilltransfer.induction.organize.Organizer`) instead of running tasks.
 
-Each kind is written to ``<run>/organizations/<kind>/``: the library's skills (SKILL.md packages) and its
+Each kind is written to ``<run>/organizations/<kind>/``: the library's skills in a saved memory's layout
+(``skills.jsonl`` and a ``manifest.json``, so skills that share a name are kept, as the memory keeps them) and its
 ``organization.json``, whose ``built_by`` records how it was built (``llm``, or ``fallback:task-tree`` with the
 reason: no usable reply). A later phase's ``organization_from`` points each tree/graph stream of the same env, model
 and library at the folder of its kind (``organization``), so every execution mode navigates the same organisation.
@@ -12,6 +13,7 @@ built again.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from skilltransfer.experiments.config import ORGANIZATIONS, StreamConfig
 from skilltransfer.experiments.runlog import RESULTS, RunConfigLog, RunFolder
 from skilltransfer.experiments.stream import StreamSummary
 from skilltransfer.induction.organize import OrganizeConfig, Organizer
-from skilltransfer.memory.library import export_skill_md
+from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl
 from skilltransfer.memory.organization import LibraryView, Organization, save_organization
 from skilltransfer.protocols import ChatModel
 from skilltransfer.util.files import atomic_write_text
@@ -53,7 +55,10 @@ def run_organize_stream(model: ChatModel, config: StreamConfig) -> StreamSummary
             save_organization(Organization(kind=kind, built_by={"method": "empty library"}), target)
             continue
         organization = Organizer(model, config=OrganizeConfig(kind=kind)).organize(skills)
-        export_skill_md(skills, target)
+        target.mkdir(parents=True)
+        export_jsonl(skills, target / SKILLS_JSONL)  # the saved-memory layout: skills sharing a name are kept
+        atomic_write_text(target / MANIFEST, json.dumps({"kind": "organization", "organization": kind,
+                                                         "skills": len(skills), "library": config.library}) + "\n")
         save_organization(organization, target)
         LibraryView.load(target)  # what was written reloads and validates
     log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,

@@ -190,7 +190,10 @@ def distractor_table(runs: list[RunLog], metric: str = "success", seed: int = 0)
         if config.has_memory:
             key = (run.env, run.model, _strip(config, distractors=0), config.skill_exec, config.distractors)
             cells.setdefault(key, []).append(run)
+    varied = {key[:4] for key in cells if key[4]}  # only the cells some run added distractors to
     for (env, model, stripped, mode, count), members in sorted(cells.items()):
+        if (env, model, stripped, mode) not in varied:
+            continue
         label, library = stripped.split("\x00")
         values = per_task(members, metric)
         mean, low, high = bootstrap_ci(list(values.values()), seed=seed)
