@@ -213,6 +213,7 @@ def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs
     prompt = tab.page.locator('article[data-type="PlanStep"] details.prompt').first
     assert prompt.locator(".message").count() == 0  # collapsed, not built
     prompt.locator("summary").click()
+    prompt.locator(".message.reply").wait_for()  # built when opened (the toggle event comes after the click)
     assert prompt.locator(".message").count() == 3  # system, user, reply
     assert "You are the PLANNER" in prompt.inner_text()
     tab.go(f"#/run/{key_of(server, runs['lens'])}/task/1")
@@ -248,6 +249,7 @@ def test_markup_in_agent_output_and_skills_is_shown_as_text(tab, runs, server):
     tab.go(f"#/run/{key}/task/1")
     for prompt in tab.page.locator("details.prompt").all():
         prompt.locator("summary").click()
+        prompt.locator(".message.reply").wait_for()
     tab.go(f"#/run/{key}/skills")
     tab.go(f"#/run/{key}/skill/{RunFolder(runs['task+text']).read_records()[0].induced[0].skill_id}")
     assert XSS in tab.text()

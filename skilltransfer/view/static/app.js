@@ -248,7 +248,7 @@
         });
         return box;
       } },
-      { label: "run", value: (r) => r.label, cell: (r) => link(route.run(r.key), r.label) },
+      { label: "run", value: (r) => r.label, cell: (r) => h("a", { href: route.run(r.key), class: "nowrap" }, r.label) },
       { label: "grid", value: (r) => r.grid || "", cell: (r) => r.grid || "" },
       { label: "condition", value: (r) => r.condition, cell: (r) => r.condition },
       { label: "model", value: (r) => r.model, cell: (r) => r.model },
@@ -333,7 +333,7 @@
     const transfers = new Set(run.transfers.map((e) => `${e.target}:${e.skill_id}`));
     const columns = [
       { label: "#", num: true, value: (t) => t.position, cell: (t) => String(no(t.position)) },
-      { label: "task", value: (t) => t.task_id, cell: (t) => link(route.task(run.key, t.position), t.task_id) },
+      { label: "task", value: (t) => t.task_id, cell: (t) => h("a", { href: route.task(run.key, t.position), class: "nowrap" }, t.task_id) },
       { label: "outcome", value: (t) => (t.finished ? (t.success ? 1 : 0) : -1), cell: (t) => outcomeBadge(t) },
       { label: "reward", num: true, value: (t) => t.reward, cell: (t) => t.finished ? num(t.reward, 2) : "" },
       { label: "exit status", value: (t) => t.exit_status || t.status, cell: (t) => t.exit_status || "" },
@@ -437,7 +437,9 @@
     const tasks = run.tasks.slice().sort((a, b) => a.position - b.position);
     const n = Math.max(tasks.length, 1);
     const step = Math.max(8, Math.min(60, 900 / n));
-    const left = 30, base = 240, width = left * 2 + step * (n - 1);
+    const left = 30, width = left * 2 + step * (n - 1);
+    const reach = Math.max(0, ...run.transfers.map((e) => (step * (e.target - e.source)) / 2));
+    const base = Math.max(70, Math.min(240, reach + 30));  // tall enough for the widest arc
     const byPosition = new Map(tasks.map((t) => [t.position, t]));
     const x = (position) => left + step * position;
     const svg = s("svg", { class: "transfer", width, height: base + 50, viewBox: `0 0 ${width} ${base + 50}`,
