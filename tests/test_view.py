@@ -231,3 +231,14 @@ def test_a_memory_with_two_skills_of_one_name_shows_both(runs, tmp_path):
     shown = catalog.run(_key(catalog, run))
     assert shown["skills_error"] is None
     assert [s["id"] for s in shown["skills"]] == [first["id"], "sk-twin"]
+
+
+def test_a_run_written_before_a_setting_was_renamed_still_reads(runs, tmp_path):
+    run = tmp_path / "older"
+    shutil.copytree(runs["task"], run)
+    config = json.loads((run / "config.json").read_text())
+    composition = config["config"]["composition"]
+    composition["node_retries"] = composition.pop("retries")  # as written before the rename
+    (run / "config.json").write_text(json.dumps(config))
+    assert RunFolder(run).read_config().config.composition.retries == composition["node_retries"]
+    assert not Catalog([run]).index()["problems"]

@@ -354,6 +354,20 @@ class PromptStore:
         self._known = None
 
 
+RENAMED_KEYS: dict[tuple[str, ...], str] = {("config", "composition", "node_retries"): "retries"}
+"""Settings renamed within log format 2 (path in ``config.json`` -> new name): a run folder written before a rename
+reads with the new name (the value is unchanged)."""
+
+
+def _rename_keys(data: Any) -> None:
+    for path, new in RENAMED_KEYS.items():
+        holder = data
+        for key in path[:-1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and path[-1] in holder and new not in holder:
+            holder[new] = holder.pop(path[-1])
+
+
 # --------------------------------------------------------------------------------------------- the folder
 def _short(value: Any, limit: int = 80) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
@@ -430,6 +444,7 @@ class RunFolder:
         elif isinstance(version, int) and version > FORMAT_VERSION:
             raise InputError(f"run log format_version {version} is newer than this skilltransfer reads "
                              f"({FORMAT_VERSION}); upgrade skilltransfer", path=self.config_file)
+        _rename_keys(data)
         try:
             return RunConfigLog.model_validate(data)
         except ValidationError as exc:
