@@ -212,3 +212,30 @@ def test_the_stream_asks_for_a_set_only_at_subtask_level_with_the_contract_varia
     assert per_task(condition="task+text", induction_variant="contract") is None
     assert per_task(condition="subtask+text") is None
     assert per_task(condition="subtask+text", induction_variant="contract", skills_per_task=None) is None
+
+
+def test_a_body_that_goes_on_copying_the_prompt_is_cut() -> None:
+    """The embedded model went on after its body with the prompt's '## Abstraction rules' section (seen on
+    Qwen2.5-Coder-1.5B): the body ends before it and the note says so."""
+    parsed = parse_contract_reply(CONTRACT_SKILL + "\n\n## Abstraction rules\n- Drop instance-specific values.", "text")
+    assert parsed.body.endswith("Output: report apis.counter.get().")
+    assert "Abstraction" not in parsed.body
+    assert "'Abstraction rules' section: cut" in parsed.note
+
+
+def test_the_set_sees_every_subtask_even_one_whose_code_failed(tmp_path, hash_embedder) -> None:
+    """The per-subtask gate (no code ran without an error) does not drop a subtask from the task's set: the set is
+    induced from the whole task, and the gate applies to the whole task."""
+    script = CounterScript(induction=SET_REPLY)
+    model = ScriptedModel(script)
+    env = TinyEnv([2], workdir=tmp_path)
+    episode = env.start(env.tasks()[0])
+    agent = Agent(model, memory=SkillMemory(hash_embedder),
+                  inducer=Inducer(model, variant="contract", skills_per_task=(3, 5)), level="subtask",
+                  induce_without_working_code=False)
+    result = agent.run(episode)
+    planned = [step.subtask for step in result.steps if type(step).__name__ == "PlanStep" and step.subtask]
+    assert len(result.deferred) == len(planned)  # every subtask waits for the set, none gated on its own
+    agent.induce_deferred(episode, result, succeeded=True)
+    episode.close()
+    assert [s.status for s in result.inductions] == ["added"] * 3

@@ -314,6 +314,9 @@ class Agent:
             return
         if not any(step.action is not None for step in actions):
             return  # nothing was executed: there is no procedure to learn from
+        if self._writes_sets:  # the set is induced from the whole task: its gate applies to the whole task
+            result.deferred.append(DeferredInduction(goal, list(actions), index, dict(origin)))
+            return
         due = result.harness.induction_due(InductionView(goal, actions, episode.docs()))
         if isinstance(due.stop, Refuse):
             result.steps.append(InductionStep(subtask_index=index, prompt_id=self.inducer.prompt_id,
@@ -334,12 +337,18 @@ class Agent:
     def induce_deferred(self, episode: Episode, result: AgentResult, succeeded: bool) -> None:
         """Induce the (sub-)trajectories kept for the verdict (see the module docstring), each with ``succeeded``."""
         pending, result.deferred = result.deferred, []
-        if pending and self.inducer is not None and self.inducer.config.skills_per_task is not None \
-                and self.config.level == "subtask":
+        if pending and self._writes_sets:
             self._induce_set(episode, result, pending, succeeded)
             return
         for item in pending:
             self._induce(episode, result, item.goal, item.actions, item.index, item.origin, succeeded)
+
+    @property
+    def _writes_sets(self) -> bool:
+        """Whether induction writes one set of skills per task (`Inducer.induce_set`: ``skills_per_task`` at subtask
+        level): every subtask's steps wait for the task's end."""
+        return self.inducer is not None and self.inducer.config.skills_per_task is not None \
+            and self.config.level == "subtask"
 
     def _induce_set(self, episode: Episode, result: AgentResult, pending: list[DeferredInduction],
                     succeeded: bool) -> None:
@@ -351,6 +360,11 @@ class Agent:
         goal = instruction + "\n\nSubtasks it was carried out in:\n" + "\n".join(
             f"{n}. {item.goal}" for n, item in enumerate(pending, start=1))
         actions = [step for item in pending for step in item.actions]
+        due = result.harness.induction_due(InductionView(goal, actions, episode.docs()))
+        if isinstance(due.stop, Refuse):
+            result.steps.append(InductionStep(subtask_index=None, prompt_id=self.inducer.prompt_id,
+                                              status=due.stop.reason, reason=due.stop.message, guards=due.records))
+            return
         provenance = Provenance(source_task_id=episode.task.id, **pending[0].origin)
         limits = self.inducer.config
         trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)

@@ -48,6 +48,11 @@ _TRAILING_CONTRACT = re.compile(_FIELD.format(name=r"(INPUTS?|OUTPUTS?)"), re.MU
 """A contract written after the body: only an upper-case field line counts (a step may say "Output: ...")."""
 
 
+_PROMPT_ECHO = re.compile(r"^#{1,3}[ \t]*(Abstraction rules|Output|Input and output contracts|Demonstration)\b.*$",
+                          re.MULTILINE | re.IGNORECASE)
+"""A heading of the induction prompt's own sections: a body that reaches one has started copying the prompt."""
+
+
 class InductionError(ValueError):
     """The induction reply could not be parsed into a skill."""
 
@@ -187,6 +192,10 @@ def parse_contract_reply(reply: str, fmt: SkillFormat) -> ContractReply:
     if "DESCRIPTION" not in head:
         raise InductionError("reply lacks the field(s) DESCRIPTION")
     body, note = _split_off_next_skill(reply[body_match.end():])
+    echoed = _PROMPT_ECHO.search(body)
+    if echoed is not None:  # a small model copies the prompt's next section after its body
+        body = body[:echoed.start()]
+        note = "; ".join(filter(None, [note, f"the reply went on with the prompt's {echoed.group(1)!r} section: cut"]))
     tail, cut = _contract_sections(body, _TRAILING_CONTRACT)
     body = body[:cut]
     contracts = {key: head.get(key) or tail.get(key, "") for key in ("INPUT", "OUTPUT")}
