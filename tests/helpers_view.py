@@ -4,6 +4,7 @@ agent output that holds markup (an ``<img onerror>`` and a ``<script>``) in an o
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -81,4 +82,28 @@ def build_view_runs(root: Path) -> dict[str, Path]:
     with MockServer(ComposeScript([plan_json(PLAN)])) as server:
         run_tiny(server, out["metaskill"], "task", (5,), "--coordination", "metaskill", "-c", f"plans={root / 'plans'}")
     out["lens"] = build_lens_run(root)
+    return out
+
+
+def large_run(source: Path, out: Path, tasks: int) -> Path:
+    """A ``tasks``-task stream: the source run's config and records repeated with new ids and positions (the task list
+    reads only these)."""
+    out.mkdir(parents=True)
+    config = json.loads((source / "config.json").read_text())
+    records = [json.loads(line) for line in (source / "results.jsonl").read_text().splitlines()]
+    lines, ids = [], []
+    for position in range(tasks):
+        record = dict(records[position % len(records)])
+        record.update(position=position, task_id=f"big/{position}", success=position % 3 != 0,
+                      reward=float(position % 3 != 0))
+        record["induced"] = [dict(i, skill_id=f"sk-{position}", skill_name=f"skill_{position}", status="added")
+                             for i in record["induced"]][:1]
+        record["retrieved"] = [dict(r, skill_id=f"sk-{p}", name=f"skill_{p}", source_position=p,
+                                    source_task_id=f"big/{p}") for r in record["retrieved"]
+                               for p in range(max(0, position - 3), position)][:3]
+        lines.append(json.dumps(record))
+        ids.append(record["task_id"])
+    config["task_ids"] = ids
+    (out / "config.json").write_text(json.dumps(config))
+    (out / "results.jsonl").write_text("\n".join(lines) + "\n")
     return out

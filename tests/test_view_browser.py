@@ -2,7 +2,7 @@
 own browser download is not used), against runs made through the mock server (``helpers_view``): every page renders,
 trajectory <-> skill <-> source task links work, the transfer graph's edges are the run's transfer events, compare
 shows both runs, agent output holding markup stays text (no dialog, no element), the static export shows the same
-content from ``file://``, and a 300-task stream's task list renders in under a second.
+content from ``file://``, and a 300-task stream lists every task (its render time: benchmarks/view_render.py).
 
 Skips with a reason when chromium or the playwright package is missing (``.ci/run`` installs both)."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_view import XSS, build_view_runs
+from helpers_view import XSS, build_view_runs, large_run
 
 from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.summary import transfer_events
@@ -40,7 +40,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("view")
     out = build_view_runs(root)
-    out["large"] = _large_run(out["task+text"], root / "runs" / "large")
+    out["large"] = large_run(out["task+text"], root / "runs" / "large", TASKS_300)
     return out
 
 
@@ -111,29 +111,6 @@ def tab(browser: Any, server: ViewServer) -> Iterator[Page]:
 def key_of(server: ViewServer, path: Path) -> str:
     return next(r.key for r in server.catalog.scan()[0] if r.path == path.resolve())
 
-
-def _large_run(source: Path, out: Path) -> Path:
-    """A 300-task stream: the source run's config and records repeated with new ids and positions (the task list
-    reads only these)."""
-    out.mkdir(parents=True)
-    config = json.loads((source / "config.json").read_text())
-    records = [json.loads(line) for line in (source / "results.jsonl").read_text().splitlines()]
-    lines, ids = [], []
-    for position in range(TASKS_300):
-        record = dict(records[position % len(records)])
-        record.update(position=position, task_id=f"big/{position}", success=position % 3 != 0,
-                      reward=float(position % 3 != 0))
-        record["induced"] = [dict(i, skill_id=f"sk-{position}", skill_name=f"skill_{position}", status="added")
-                             for i in record["induced"]][:1]
-        record["retrieved"] = [dict(r, skill_id=f"sk-{p}", name=f"skill_{p}", source_position=p,
-                                    source_task_id=f"big/{p}") for r in record["retrieved"]
-                               for p in range(max(0, position - 3), position)][:3]
-        lines.append(json.dumps(record))
-        ids.append(record["task_id"])
-    config["task_ids"] = ids
-    (out / "config.json").write_text(json.dumps(config))
-    (out / "results.jsonl").write_text("\n".join(lines) + "\n")
-    return out
 
 
 # --------------------------------------------------------------------------------------------- pages
@@ -280,7 +257,8 @@ def test_a_running_streams_new_tasks_appear_on_reload(browser, runs, tmp_path):
         page.close()
 
 
-def test_a_300_task_stream_lists_its_tasks_in_under_a_second(tab, runs, server):
+def test_a_300_task_stream_lists_every_task_and_its_graph(tab, runs, server):
+    """Every row and graph node of a 300-task stream (how fast: ``benchmarks/view_render.py``)."""
     key = key_of(server, runs["large"])
     tab.go("#/")
     start = time.perf_counter()
@@ -290,7 +268,6 @@ def test_a_300_task_stream_lists_its_tasks_in_under_a_second(tab, runs, server):
     timings = tab.page.evaluate("window.__stv.timings")
     print(f"300-task list: {seconds * 1000:.0f} ms from click to rendered (fetch {timings['page']:.0f} ms incl. "
           f"table build {timings['tasks']:.0f} ms)")
-    assert seconds < 1.0
     tab.go(f"#/run/{key}/graph")
     assert tab.page.locator("svg.transfer circle").count() == TASKS_300
 
