@@ -10,7 +10,8 @@ benchmark gives them; ``small-model``: every feature; see ``skilltransfer.agents
 runs each listed feature left out of ``small-model`` alone (a leave-one-out row per feature).
 
     python benchmarks/small_model.py [--envs apps,office,datasci] [--conditions task,subtask+text] [--tasks 20]
-        [--harness small-model,paper] [--without stuck_detection,...] [--out runs/bench-small-model] [--threads N]
+        [--harness small-model,paper] [--without stuck_detection,...] [--step-limit N] [--out runs/bench-small-model]
+        [--threads N]
     python benchmarks/small_model.py --table-only --out runs/bench-small-model   # the table of what ran so far
 
 ``--envs ...,scienceworld`` (needs Java) adds ScienceWorld: its difficulty-1 tasks are the shortest gold-path tercile.
@@ -41,8 +42,10 @@ def difficulty_one(env: Any, n: int) -> list[Any]:
     return [t for t in stream_order(env.tasks(), 0) if t.difficulty == 1][:n]
 
 
-def stream_config(env_name: str, condition: str, harness: str, without: str | None, out: str) -> StreamConfig:
-    """The stream of one cell: ``harness`` (a preset), or ``small-model`` with the feature ``without`` off."""
+def stream_config(env_name: str, condition: str, harness: str, without: str | None, out: str,
+                  step_limit: int | None = None) -> StreamConfig:
+    """The stream of one cell: ``harness`` (a preset), or ``small-model`` with the feature ``without`` off; a
+    ``step_limit`` other than the agent's 50 is in the run name (``-steps20``)."""
     agent: dict[str, Any] = {"harness": harness}
     mask: bool | None = None
     env_args: dict[str, Any] = {}
@@ -56,8 +59,9 @@ def stream_config(env_name: str, condition: str, harness: str, without: str | No
             env_args[spec.switch] = spec.off
     config = StreamConfig(run="pending", runs_dir=out, condition=condition, agent=agent, mask_instance_names=mask,
                           env={"env": env_name, "args": env_args}, model=ModelSpec(name="local"),
-                          embedder="minilm" if "+" in condition else "")
-    return config.model_copy(update={"run": f"{env_name}-{condition}-{config.harness_label()}"})
+                          embedder="minilm" if "+" in condition else "", limits={"step_limit": step_limit})
+    steps = f"-steps{step_limit}" if step_limit is not None else ""
+    return config.model_copy(update={"run": f"{env_name}-{condition}-{config.harness_label()}{steps}"})
 
 
 def run_one(config: StreamConfig, n_tasks: int, model: Any, embedder: Any) -> Path:
@@ -125,6 +129,8 @@ def main() -> None:
     parser.add_argument("--envs", default="apps,office,datasci")
     parser.add_argument("--conditions", default="task,subtask+text")
     parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--step-limit", type=int, default=None,
+                        help="executor steps per task (default: the agent's 50)")
     parser.add_argument("--harness", default="small-model", help="presets, comma-separated (paper, small-model)")
     parser.add_argument("--without", default="", help="features to leave out of small-model, one run each")
     parser.add_argument("--out", default="runs/bench-small-model")
@@ -137,8 +143,9 @@ def main() -> None:
         return
     cells = [(h, None) for h in args.harness.split(",") if h] + [("small-model", w) for w in args.without.split(",")
                                                                    if w]
-    configs = [stream_config(env, condition, harness, without, args.out) for env in args.envs.split(",")
-               for condition in args.conditions.split(",") for harness, without in cells]
+    configs = [stream_config(env, condition, harness, without, args.out, args.step_limit)
+               for env in args.envs.split(",") for condition in args.conditions.split(",")
+               for harness, without in cells]
     model = make_model({"name": "local", "threads": args.threads,
                         "cache_path": args.cache or str(Path(args.out) / "cache.sqlite")})
     embedder = make_embedder("minilm", cache=True)
