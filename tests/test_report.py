@@ -106,24 +106,26 @@ def test_table2_matches_bootstrap_of_the_logs(runs_dir: Path, built) -> None:
 def test_budget_curves_and_difficulty(runs_dir: Path, built) -> None:
     report, _, _ = built
     curves = report.table("fig3_budget_curves")
-    logs = [r for m in MODELS["tiny-a"] for r in records(run_dir(runs_dir, "tiny-a", m, "subtask+text"))]
-    for kind, field in (("latency", "latency_s"), ("dependency", "dependency")):
-        rows = curves.where(env="tiny-a", kind=kind, condition="subtask+text")
-        assert len(rows) == 60
-        for row in rows[::7] + rows[-1:]:
-            within = sum(r["success"] and r[field] <= row["budget"] for r in logs) / len(logs)
-            assert row["success_within_pct"] == pytest.approx(100 * within)
-        assert rows[-1]["success_within_pct"] == pytest.approx(100 * np.mean([r["success"] for r in logs]))
+    for model in MODELS["tiny-a"]:  # one curve per model x condition: runs of different models are never pooled
+        logs = records(run_dir(runs_dir, "tiny-a", model, "subtask+text"))
+        for kind, field in (("latency", "latency_s"), ("dependency", "dependency")):
+            rows = curves.where(env="tiny-a", kind=kind, condition="subtask+text", model=model)
+            assert len(rows) == 60
+            for row in rows[::7] + rows[-1:]:
+                within = sum(r["success"] and r[field] <= row["budget"] for r in logs) / len(logs)
+                assert row["success_within_pct"] == pytest.approx(100 * within)
+            assert rows[-1]["success_within_pct"] == pytest.approx(100 * np.mean([r["success"] for r in logs]))
     strata = report.table("fig4_difficulty")
     both = [per_task(run_dir(runs_dir, "tiny-a", m, "task+code")) for m in MODELS["tiny-a"]]
     difficulty = {r["task_id"]: r["difficulty"] for r in records(run_dir(runs_dir, "tiny-a", "model-x", "task"))}
     assert sorted(set(difficulty.values())) == [1, 2, 3]
-    for level in (1, 2, 3):
-        values = [(both[0][t] + both[1][t]) / 2 for t in both[0] if difficulty[t] == level]
-        mean, low, high = bootstrap_ci(values)
-        row = strata.where(env="tiny-a", condition="task+code", difficulty=level)[0]
-        assert (row["n_tasks"], row["success_pct"], row["ci_low"], row["ci_high"]) == \
-            pytest.approx((len(values), 100 * mean, 100 * low, 100 * high))
+    for model, per_model in zip(MODELS["tiny-a"], both, strict=True):  # per model, as fig. 3
+        for level in (1, 2, 3):
+            values = [per_model[t] for t in per_model if difficulty[t] == level]
+            mean, low, high = bootstrap_ci(values)
+            row = strata.where(env="tiny-a", condition="task+code", difficulty=level, model=model)[0]
+            assert (row["n_tasks"], row["success_pct"], row["ci_low"], row["ci_high"]) == \
+                pytest.approx((len(values), 100 * mean, 100 * low, 100 * high))
 
 
 @pytest.mark.slow  # builds 18 runs and a full report once per module (~5-8 s)
@@ -216,7 +218,7 @@ def test_figures_are_pngs_with_the_right_panels(built) -> None:
     drawn = {d.name: d for d in draw_all(report)}
     assert {name: len(d.figure.axes) for name, d in drawn.items()} == expected
     lines = drawn["fig3_budget"].figure.axes[0].get_lines()
-    assert len(lines) == 6  # one curve per condition
+    assert len(lines) == 6 * len(MODELS["tiny-a"])  # one curve per model x condition (never pooled across models)
     assert '<img src="figures/fig6_transfer_density.png"' in (out / "report.html").read_text()
     assert set(written.csv) >= {"table2_success", "fig3_budget_curves", "fig4_difficulty", "fig5a_spearman",
                                 "fig6_transfer_density", "skills_per_run", "task_utility"}
