@@ -150,7 +150,7 @@ def test_parsing_from_16_threads_while_streams_run(tmp_path, racy_interpreter):
             thread.join()
     assert pyast.stdlib_parse_guarded()
     assert [repr(e) for e in errors] == []
-    assert [(o.run, o.error) for o in summary.failed] == []
+    assert [(o.run, o.error) for o in summary.failed] == [], "\n".join(o.traceback or "" for o in summary.failed)
     assert summary.counts["done"] == 6
 
 

@@ -9,9 +9,10 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import openai
+import pydantic
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
@@ -43,6 +44,44 @@ def endpoint_limiter(base_url: str, max_concurrency: int) -> threading.BoundedSe
         if key not in _LIMITERS:
             _LIMITERS[key] = threading.BoundedSemaphore(max(1, max_concurrency))
         return _LIMITERS[key]
+
+
+_SDK_READY = threading.Lock()
+_sdk_ready = False
+
+
+def prepare_sdk_types() -> None:
+    """Build the pydantic schemas of the SDK's chat-completion types now, once per process.
+
+    The openai SDK defers building its models' schemas to their first validation or dump (``defer_build``). In a
+    grid the first calls of many streams reach that point together, each from its own thread, and a stream once died
+    there with "BaseModel cannot be instantiated directly" (a stress test's grid, under a 1 us switch interval).
+    Called by the thread that builds a model, before any stream starts, it leaves the streams nothing to build.
+    """
+    global _sdk_ready
+    with _SDK_READY:
+        if _sdk_ready:
+            return
+        from openai.types.chat import ChatCompletion
+
+        pending: list[type[pydantic.BaseModel]] = [ChatCompletion]
+        seen: set[type] = set()
+        while pending:
+            model = pending.pop()
+            if model in seen:
+                continue
+            seen.add(model)
+            model.model_rebuild()
+            for info in model.model_fields.values():
+                pending.extend(_models_in(info.annotation))
+        _sdk_ready = True
+
+
+def _models_in(annotation: Any) -> list[type[pydantic.BaseModel]]:
+    """The pydantic model classes named anywhere in a type annotation (``Optional[List[X]]`` -> [X])."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
 
 
 class TokenCounter:
@@ -139,6 +178,8 @@ class OpenAIChatModel:
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)
         self._client = openai.OpenAI(base_url=base_url, api_key=config.resolved_api_key() or "sk-no-key",
                                      timeout=config.timeout_s, max_retries=0)
+        self._completions = self._client.chat.completions  # the SDK imports this on first use: here, not in a stream
+        prepare_sdk_types()
 
     def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
         """The full request (model, messages, params, extra_body): what is sent, logged and cache-keyed."""
@@ -220,7 +261,7 @@ class OpenAIChatModel:
     def _send(self, body: dict[str, Any]) -> Any:
         kwargs = dict(body)
         try:
-            response = self._client.chat.completions.create(**kwargs)
+            response = self._completions.create(**kwargs)
         except openai.APITimeoutError as exc:
             raise TransientModelError("timeout", f"no answer within {self.config.timeout_s} s") from exc
         except openai.APIConnectionError as exc:
