@@ -148,6 +148,23 @@ def test_infinite_loop_times_out_and_restarts(runner: SandboxRunner) -> None:
     assert runner.execute("print(callable(complete_task))").output == "True\n"  # namespace rebuilt by setup
 
 
+def test_a_watcher_tick_while_a_worker_restarts_stops_nothing(runner: SandboxRunner,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded machine lets the watcher tick between a fresh worker's start and its first action: the sandbox's
+    CPU time then still holds the killed action's, which must not stop the new worker nor be the next error."""
+    start = SandboxRunner._start
+
+    def start_then_tick(self: SandboxRunner) -> None:
+        start(self)
+        self.check_limits()
+
+    monkeypatch.setattr(SandboxRunner, "_start", start_then_tick)
+    spin = "import os\nos.fork()\nwhile True:\n    pass"  # two spinning processes: past cpu_s, stopped, restarted
+    assert runner.execute(spin).error is not None
+    _still_works(runner)
+    _still_works(runner)
+
+
 def test_setup_kwargs_and_rebuild_after_crash(workspace: Path) -> None:
     with SandboxRunner(workspace, toy("hi"), limits=LIMITS) as sandbox:
         assert sandbox.execute("print(greet('Ada'))").output == "hi, Ada\n"

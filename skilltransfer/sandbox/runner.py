@@ -252,6 +252,12 @@ class SandboxRunner:
         self._oom_mark = 0
         self._action_started = time.time()
         self._limit_kill: str | None = None
+        self._watch_lock = threading.Lock()
+        """Orders the watcher's stops with the actions and restarts: a stop decided for one worker or action never
+        reaches the next (a loaded machine delays the watcher past an action's end)."""
+        self._phase = 0
+        """Counts starts, restarts, and each action's start and end: the watcher's CPU time mark belongs to one."""
+        self._in_action = False
         self._last_disk_check = 0.0
         self.runtime = runtime_dir(self.spec.packages)
         self.isolation: dict[str, Any] = {}
@@ -299,6 +305,8 @@ class SandboxRunner:
         self._to_worker, self._from_worker = down_w, up_r
         self._nonce = secrets.token_hex(8)
         self._enter_group(self._proc.pid)
+        with self._watch_lock:  # a group keeps the CPU time of the workers before this one
+            self._new_phase(in_action=False)
         config = {"n": self._nonce, "workspace": str(self.workspace), "tmpdir": str(self.worker_tmp),
                   "setup": self.spec.setup, "setup_kwargs": self.spec.setup_kwargs, "bindings": self.spec.bindings,
                   "limits": asdict(self.limits), "uid": self.uid, "gid": self.uid,
@@ -375,8 +383,10 @@ class SandboxRunner:
     def _restart(self) -> None:
         """Kill the worker; a fresh one (namespace rebuilt by the setup function) starts on the next call."""
         _WATCH.discard(self)
-        self._kill()
-        self._proc = None
+        with self._watch_lock:
+            self._kill()
+            self._proc = None
+            self._phase += 1
         self.restarts += 1
 
     # -- workspace quota ----------------------------------------------------------------------------------------
@@ -419,14 +429,17 @@ class SandboxRunner:
         usage = self._over_quota()
         if usage is None:
             return
-        self._quota_kill = usage
-        self._stop_all(proc)
+        with self._watch_lock:
+            if self._proc is not proc:  # restarted meanwhile
+                return
+            self._quota_kill = usage
+            self._stop_all(proc)
 
     def check_limits(self) -> None:
         """Called by the watcher while the worker lives: the quota (every ``quota_check_s``), then the CPU time of
         all the sandbox's processes since the running action began (background processes between actions count
         towards the next), and, without a control group, their memory; a sandbox past one is stopped."""
-        proc, accounting = self._proc, self._accounting
+        proc, accounting, phase, in_action = self._proc, self._accounting, self._phase, self._in_action
         if proc is None or self.closed or proc.poll() is not None:
             return
         now = time.monotonic()
@@ -437,13 +450,28 @@ class SandboxRunner:
             return
         used = accounting.cpu_seconds() - self._cpu_mark
         if used > self.limits.cpu_s:
-            self._limit_kill = (f"CpuExceeded: the sandbox's processes used {used:.1f} CPU seconds since this action "
-                                f"began (background processes count), over its limit of {self.limits.cpu_s:g}")
-            self._stop_all(proc)
+            since = "since this action began" if in_action else "between actions, in background processes,"
+            self._stop_for(proc, phase, f"CpuExceeded: the sandbox's processes used {used:.1f} CPU seconds {since} "
+                                        f"(background processes count), over its limit of {self.limits.cpu_s:g}")
         elif isinstance(accounting, ProcessTree) and accounting.memory_bytes() > self.limits.memory_mb << 20:
-            self._limit_kill = (f"MemoryError: the sandbox's processes together held more than "
-                                f"{self.limits.memory_mb} MiB")
+            self._stop_for(proc, phase, f"MemoryError: the sandbox's processes together held more than "
+                                        f"{self.limits.memory_mb} MiB")
+
+    def _stop_for(self, proc: subprocess.Popen[bytes], phase: int, message: str) -> None:
+        """Stop ``proc`` with ``message`` as the next result's error, unless the phase it was decided in is over: the
+        worker restarted, or the action (or the pause between actions) whose CPU time was measured ended."""
+        with self._watch_lock:
+            if self._proc is not proc or self._phase != phase:
+                return
+            self._limit_kill = message
             self._stop_all(proc)
+
+    def _new_phase(self, *, in_action: bool) -> None:
+        """Start measuring CPU time afresh (the caller holds the watch lock)."""
+        if self._accounting is not None:
+            self._cpu_mark = self._accounting.cpu_seconds()
+        self._phase += 1
+        self._in_action = in_action
 
     def _stop_all(self, proc: subprocess.Popen[bytes]) -> None:
         if self._group is not None:
@@ -601,8 +629,8 @@ class SandboxRunner:
         if self._proc is None:
             self._start()
         self._action_started = time.time()
-        if self._accounting is not None:
-            self._cpu_mark = self._accounting.cpu_seconds()
+        with self._watch_lock:
+            self._new_phase(in_action=True)
         self._oom_mark = self._group.oom_kills() if self._group is not None else 0
         try:
             reply = self._exchange(message, expect, timeout)
@@ -619,7 +647,9 @@ class SandboxRunner:
             reply, problem = None, f"the harness could not handle the worker's messages ({type(exc).__name__})"
         else:
             problem = ""
-        limit, self._limit_kill = self._limit_kill, None
+        with self._watch_lock:
+            limit, self._limit_kill = self._limit_kill, None
+            self._new_phase(in_action=False)
         lost = "the sandbox was restarted, so all variables and imports were lost (files in the workspace are kept)."
         if reply is not None and isinstance(reply.get("output", ""), str):
             over = self._over_quota()
