@@ -256,7 +256,7 @@ class SandboxRunner:
         """Orders the watcher's stops with the actions and restarts: a stop decided for one worker or action never
         reaches the next (a loaded machine delays the watcher past an action's end)."""
         self._phase = 0
-        """Counts starts, restarts, and each action's start and end: the watcher's CPU time mark belongs to one."""
+        """Counts worker starts and each action's start and end: the watcher's CPU time mark belongs to one phase."""
         self._in_action = False
         self._last_disk_check = 0.0
         self.runtime = runtime_dir(self.spec.packages)
@@ -383,10 +383,9 @@ class SandboxRunner:
     def _restart(self) -> None:
         """Kill the worker; a fresh one (namespace rebuilt by the setup function) starts on the next call."""
         _WATCH.discard(self)
-        with self._watch_lock:
+        with self._watch_lock:  # a stop the watcher decided for this worker finds it gone (`_stop_for`)
             self._kill()
             self._proc = None
-            self._phase += 1
         self.restarts += 1
 
     # -- workspace quota ----------------------------------------------------------------------------------------
@@ -437,8 +436,8 @@ class SandboxRunner:
 
     def check_limits(self) -> None:
         """Called by the watcher while the worker lives: the quota (every ``quota_check_s``), then the CPU time of
-        all the sandbox's processes since the running action began (background processes between actions count
-        towards the next), and, without a control group, their memory; a sandbox past one is stopped."""
+        all the sandbox's processes in the current phase (since the running action began, or while no action runs,
+        since the last one ended), and, without a control group, their memory; a sandbox past one is stopped."""
         proc, accounting, phase, in_action = self._proc, self._accounting, self._phase, self._in_action
         if proc is None or self.closed or proc.poll() is not None:
             return
