@@ -403,11 +403,15 @@ class SandboxRunner:
 
     def _over_quota(self) -> Usage | None:
         """The usage when the folders grew past the quota, and past their level when the quota last stopped the
-        worker (so that an agent over its quota can still run actions that delete files); None otherwise."""
+        worker (so that an agent over its quota can still run actions that delete files); None otherwise. On a
+        size-limited mount, a folder still full since the quota stopped the worker is not stopped again: the
+        kernel refuses its writes (``ENOSPC``), whatever few pages a restart freed."""
         with self._quota_lock:
             usage = self.usage()
             if not self._grown_past(usage):
                 self._quota_floor = (0, 0)
+                return None
+            if self._mount is not None and self._quota_floor != (0, 0):
                 return None
             if not usage.truncated and usage.bytes <= self._quota_floor[0] and usage.entries <= self._quota_floor[1]:
                 return None
