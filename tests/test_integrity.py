@@ -1467,3 +1467,89 @@ def test_a_child_ignoring_sigxcpu_is_stopped_at_the_cpu_limit(tmp_path: Path, na
     assert used <= 1.5 + 1.0, used
     assert seen[2].strip() == "sync"
     assert not records[0]["success"]
+
+
+# --------------------------------------------------------------------------------------------- 13. third round
+# Issue 42: run folders, code skills, specs and endpoints as untrusted input; a class of attack per test.
+
+DONE_REPLY = json.dumps("```python\ncomplete_task(answer=1)\n```")
+
+
+def _scripted_run(tmp_path: Path, out: Path, limit: int) -> tuple[int, list[str]]:
+    script = tmp_path / "done.jsonl"
+    script.write_text((DONE_REPLY + "\n") * 8)
+    return _cli("run", "--env", "apps", "--condition", "task", "--model", f"scripted:{script}", "--limit",
+                str(limit), "--out", str(out), "--no-progress")
+
+
+@pytest.mark.parametrize("variant", ["prompts-link", "trajectories-link", "artifacts-link"])
+def test_resuming_a_run_folder_never_writes_through_its_links(tmp_path: Path, variant: str) -> None:
+    """Class 13.1: a shared run folder whose ``prompts.jsonl`` links to a file of the user's (its unfinished last
+    line would be cut and the run's prompts appended), or whose ``trajectories/`` or ``artifacts/`` links to a folder
+    of theirs: resuming it is one ``error:`` line and nothing outside the folder changes."""
+    run = tmp_path / "run"
+    code, lines = _scripted_run(tmp_path, run, 1)
+    assert code == 0, lines[-5:]
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    profile = victim / ".bashrc"
+    profile.write_text("export KEEP=1\npartial line without end")
+    if variant == "prompts-link":
+        (run / "prompts.jsonl").unlink()
+        os.symlink(profile, run / "prompts.jsonl")
+    else:
+        name = variant.split("-")[0]
+        remove_tree(run / name)
+        os.symlink(victim, run / name)
+    error = _one_error_line(*_scripted_run(tmp_path, run, 2))
+    assert "symbolic link" in error, error
+    assert "not resumed" in error, error
+    assert profile.read_text() == "export KEEP=1\npartial line without end"
+    assert sorted(p.name for p in victim.iterdir()) == [".bashrc"]
+
+
+def test_run_folder_writes_never_follow_a_link_swapped_in_after_the_check(tmp_path: Path) -> None:
+    """Class 13.1: every write of a run folder (prompt appends, the cut of a partial line, trajectories, results)
+    opens below the folder without following links, so a link made after resume's check is not written through."""
+    from skilltransfer.experiments.runlog import RunFolder, TrajectoryLog
+
+    folder = RunFolder(tmp_path / "run")
+    (tmp_path / "run").mkdir()
+    target = tmp_path / "target.txt"
+    target.write_text("keep\nhalf")
+    os.symlink(target, tmp_path / "run" / "prompts.jsonl")
+    with pytest.raises(InputError, match="symbolic link"):
+        folder.prompts.add([{"role": "system", "content": "$(touch /tmp/pwned)"}])
+    with pytest.raises(InputError, match="symbolic link"):
+        folder.prompts.repair()
+    with pytest.raises(InputError, match="symbolic link"):
+        folder.prompts.read()
+    os.symlink(tmp_path, tmp_path / "run" / "trajectories")
+    log = TrajectoryLog(task_id="t", position=0, instruction="x", steps=[], calls=[], contexts=[])
+    with pytest.raises(InputError, match="symbolic link"):
+        folder.write_trajectory("trajectories/t.json", log)
+    assert target.read_text() == "keep\nhalf"
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_show_and_view_never_read_a_linked_prompt_log(tmp_path: Path) -> None:
+    """Class 13.1: ``show --task --prompts`` and the viewer's task page refuse a ``prompts.jsonl`` that is a link
+    out of the folder (a private key there never reaches the screen)."""
+    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.view.data import Catalog
+
+    run = tmp_path / "run"
+    code, lines = _scripted_run(tmp_path, run, 1)
+    assert code == 0, lines[-5:]
+    secret = tmp_path / "id_rsa"
+    prompts = (run / "prompts.jsonl").read_text()
+    secret.write_text(prompts + '{"id":"0000000000000000","message":{"role":"user","content":"PRIVATE KEY"}}\n')
+    (run / "prompts.jsonl").unlink()
+    os.symlink(secret, run / "prompts.jsonl")
+    task_id = RunFolder(run).read_records()[0].task_id
+    error = _one_error_line(*_cli("show", str(run), "--task", task_id, "--prompts"))
+    assert "symbolic link" in error, error
+    assert "PRIVATE" not in error
+    catalog = Catalog([run])
+    with pytest.raises(InputError, match="symbolic link"):
+        catalog.task(catalog.scan()[0][0].key, 0)

@@ -197,17 +197,17 @@ def test_resume_after_crash_between_commit_and_memory_swap(tmp_path, hash_embedd
 
 
 def test_uncommitted_memory_snapshot_is_discarded(tmp_path, hash_embedder, monkeypatch):
-    real_write = runlog.atomic_write_text
+    real_write = runlog.RunFolder._write
 
-    def fail_results(path, text):
-        if str(path).endswith("results.jsonl"):
+    def fail_results(self, relative, text):
+        if relative.endswith("results.jsonl"):
             raise KeyboardInterrupt
-        real_write(path, text)
+        real_write(self, relative, text)
 
-    monkeypatch.setattr(runlog, "atomic_write_text", fail_results)
+    monkeypatch.setattr(runlog.RunFolder, "_write", fail_results)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "task+text", name="r", embedder=hash_embedder)
-    monkeypatch.setattr(runlog, "atomic_write_text", real_write)
+    monkeypatch.setattr(runlog.RunFolder, "_write", real_write)
     resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     assert resumed.ran == ["tiny/0", "tiny/1", "tiny/2"]
     assert records_of(resumed.path)[0]["retrieved"] == []  # the uncommitted task-1 skill was not kept

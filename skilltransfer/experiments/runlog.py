@@ -33,11 +33,13 @@ and ``str.splitlines`` would break such a line in two.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -52,8 +54,8 @@ from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
-from skilltransfer.util import untrusted
-from skilltransfer.util.files import atomic_write_text, iter_jsonl, jsonl_lines, read_json
+from skilltransfer.util import trees, untrusted
+from skilltransfer.util.files import iter_jsonl, jsonl_lines, new_file_mode, read_json
 
 FORMAT_VERSION = 2
 CONFIG = "config.json"
@@ -290,21 +292,49 @@ class PromptStore:
         self._known: set[str] | None = None
 
     def _lines(self) -> Iterable[str]:
-        """The file's complete lines (a partial last line, from an interrupted append, is left out)."""
-        if not self.path.is_file():
-            return []
-        try:  # a run folder given to show may be anyone's: a regular file under the cap only
-            data = untrusted.read_bytes(self.path, max_bytes=MAX_PROMPTS_BYTES)
-        except untrusted.UntrustedFileError:
-            return []
+        """The file's complete lines (a partial last line, from an interrupted append, is left out).
+
+        The file is opened inside its folder without following a link, and read through that descriptor (a run
+        folder given to show/view/resume may be anyone's).
+
+        Raises:
+            InputError: the file is a link, not a regular file or over `MAX_PROMPTS_BYTES`.
+        """
+        try:
+            data = untrusted.read_bytes(self.path.name, root=self.path.parent, max_bytes=MAX_PROMPTS_BYTES)
+        except untrusted.UntrustedFileError as exc:
+            if exc.errno == errno.ENOENT:
+                return []
+            raise InputError(exc.reason, path=self.path) from None
         return data[: data.rfind(b"\n") + 1].decode("utf-8", errors="replace").split("\n")
 
     def known(self) -> set[str]:
-        """The ids stored so far."""
+        """The ids stored so far, each checked against its message (`verify`).
+
+        Raises:
+            InputError: a line whose id is not its message's content id (naming the file and line).
+        """
         if self._known is None:
-            self._known = {line[len(_LINE_HEAD):len(_LINE_HEAD) + MESSAGE_ID_CHARS] for line in self._lines()
-                           if line.startswith(_LINE_HEAD)}
+            self._known = self.verify()
         return self._known
+
+    def verify(self) -> set[str]:
+        """The ids of the file's lines, each checked to be its message's content id (`message_id`): a folder that maps
+        a known id to other text would show a forged prompt and keep the real one from being logged.
+
+        Raises:
+            InputError: a line whose id is not its message's content id, or that is not a stored message.
+        """
+        found: set[str] = set()
+        for number, line in enumerate(self._lines(), start=1):
+            if not line.strip():
+                continue
+            key, message = _stored_line(line)
+            if key is None or message is None or message_id(message) != key:
+                raise InputError("a stored message's id is not the content id of its text (a forged or damaged "
+                                 "prompt log; not read)", path=self.path, line=number)
+            found.add(key)
+        return found
 
     def add(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         """Store the messages not stored yet (one flushed append) and return every message's id, in order."""
@@ -316,42 +346,58 @@ class PromptStore:
             if key not in known:
                 known.add(key)
                 new.append(json.dumps({"id": key, "message": message}, ensure_ascii=True, separators=(",", ":")))
-        if new:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="ascii", newline="\n") as handle:
-                handle.write("\n".join(new) + "\n")
+        if new:  # appended inside the run folder, never through a link
+            try:
+                untrusted.append(self.path.parent, self.path.name, ("\n".join(new) + "\n").encode("ascii"),
+                                 mode=new_file_mode())
+            except untrusted.UntrustedFileError as exc:
+                raise InputError(exc.reason, path=self.path) from None
         return ids
 
     def read(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         """Id -> message for ``ids`` (all when None); ids not stored are left out, as are unreadable lines."""
         wanted = set(ids) if ids is not None else None
         found: dict[str, dict[str, Any]] = {}
-        for line in self._lines():
+        for number, line in enumerate(self._lines(), start=1):
             key = line[len(_LINE_HEAD):len(_LINE_HEAD) + MESSAGE_ID_CHARS]
             if not line.startswith(_LINE_HEAD) or (wanted is not None and key not in wanted):
                 continue
-            try:
-                message = json.loads(line)["message"]
-            except (ValueError, KeyError, TypeError, RecursionError):
+            key_read, message = _stored_line(line)
+            if message is None:
                 continue
-            if isinstance(message, dict):
-                found[key] = message
+            if key_read != key or message_id(message) != key:
+                raise InputError(f"message {key} is not the text its id names (a forged or damaged prompt log; not "
+                                 "shown)", path=self.path, line=number)
+            found[key] = message
         return found
 
     def size(self) -> int:
-        """The file's size in bytes (0 when missing)."""
-        return self.path.stat().st_size if self.path.is_file() else 0
+        """The file's size in bytes (0 when missing, a link or not a regular file)."""
+        try:
+            info = self.path.lstat()
+        except OSError:
+            return 0
+        return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
     def repair(self) -> None:
-        """Cut off a partial last line left by an interrupted append."""
-        if not self.path.is_file():
-            return
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end != len(data):
-            with self.path.open("r+b") as handle:
-                handle.truncate(end)
+        """Cut off a partial last line left by an interrupted append (through one descriptor, no link followed)."""
+        try:
+            untrusted.cut_partial_line(self.path.parent, self.path.name, max_bytes=MAX_PROMPTS_BYTES)
+        except untrusted.UntrustedFileError as exc:
+            raise InputError(exc.reason, path=self.path) from None
         self._known = None
+
+
+def _stored_line(line: str) -> tuple[str | None, dict[str, Any] | None]:
+    """The id and message of one ``prompts.jsonl`` line ((None, None) when it is not one)."""
+    try:
+        value = untrusted.parse_json(line)
+    except untrusted.UntrustedFileError:
+        return None, None
+    if not isinstance(value, dict) or not isinstance(value.get("id"), str) or not isinstance(value.get("message"),
+                                                                                                dict):
+        return None, None
+    return value["id"], value["message"]
 
 
 RENAMED_KEYS: dict[tuple[str, ...], str] = {("config", "composition", "node_retries"): "retries"}
@@ -541,15 +587,46 @@ class RunFolder:
             InputError: the folder was started with other settings (naming which), or a broken config/results file.
         """
         if self.exists():
+            self.refuse_links()
             self._check_resume(log)
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.config_file, log.to_json())
+            self._write(CONFIG, log.to_json())
         records = self.read_records()
         self._lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; rewritten atomically
         self.prompts.repair()
         self.recover_memory({r.task_id for r in records})
         return records
+
+    def refuse_links(self) -> None:
+        """Refuse to resume a folder holding a symbolic link, FIFO, device or socket anywhere below it (a shared run
+        folder whose ``prompts.jsonl``, ``trajectories/`` or ``memory`` is a link would have the run write wherever
+        it points); every write then goes through `untrusted.write_atomic` / `untrusted.append`, below the folder.
+
+        Raises:
+            InputError: naming the first such entries.
+        """
+        _, left = trees.files(self.path, max_entries=1_000_000)
+        if left:
+            shown = "; ".join(left[:3]) + (f"; and {len(left) - 3} more" if len(left) > 3 else "")
+            raise InputError(f"holds what a run folder never does ({shown}): a run folder with links or special "
+                             "files is not resumed; copy its regular files to a new folder, or give another --out",
+                             path=self.path)
+
+    def _write(self, relative: str, text: str) -> None:
+        """Replace a file below the run folder atomically, never through a link (`untrusted.write_atomic`)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            untrusted.write_atomic(self.path, relative, text, mode=new_file_mode())
+        except untrusted.UntrustedFileError as exc:
+            raise InputError(exc.reason, path=self.path / relative) from None
+
+    def _marker(self) -> str | None:
+        """The task named by ``memory.next.task`` (None when missing or unreadable)."""
+        try:
+            return untrusted.read_text("memory.next.task", root=self.path, max_bytes=4096).strip()
+        except untrusted.UntrustedFileError:
+            return None
 
     def _resumable_config(self) -> RunConfigLog:
         before = self.read_config()
@@ -572,7 +649,7 @@ class RunFolder:
         self._refuse(changed)
         if len(log.task_ids) > len(before.task_ids):
             extended = before.model_copy(update={"task_ids": log.task_ids, "config": log.config})
-            atomic_write_text(self.config_file, extended.to_json())
+            self._write(CONFIG, extended.to_json())
 
     def check_settings(self, config: StreamConfig) -> None:
         """Refuse, before anything runs or is drawn, a stream whose settings differ from the ones this folder was
@@ -593,7 +670,7 @@ class RunFolder:
 
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""
-        atomic_write_text(self.path / relative, log.model_dump_json(indent=1) + "\n")
+        self._write(relative, log.model_dump_json(indent=1) + "\n")
 
     def log_calls(self, calls: Sequence[ModelCall]) -> list[dict[str, Any]]:
         """The calls as a trajectory logs them: their accounting, with their messages and reply stored in `prompts`
@@ -615,7 +692,7 @@ class RunFolder:
 
     def write_artifacts(self, trajectory: str, artifacts: dict[str, Any]) -> None:
         """Write a task's artifacts record (`artifacts_file`) atomically."""
-        atomic_write_text(self.path / self.artifacts_file(trajectory), json.dumps(artifacts, indent=1) + "\n")
+        self._write(self.artifacts_file(trajectory), json.dumps(artifacts, indent=1) + "\n")
 
     def commit(self, record: TaskRecord, memory: SkillStore | None, *,
                save_with_memory: Callable[[Path], None] | None = None) -> None:
@@ -629,22 +706,23 @@ class RunFolder:
             memory.save(self.path / "memory.next")
             if save_with_memory is not None:
                 save_with_memory(self.path / "memory.next")
-            atomic_write_text(self.path / "memory.next.task", record.task_id)
+            self._write("memory.next.task", record.task_id)
         self._lines.append(record.model_dump_json() + "\n")
-        atomic_write_text(self.results_file, "".join(self._lines))
+        self._write(RESULTS, "".join(self._lines))
         if memory is not None:
             self.swap_memory()
 
     def swap_memory(self) -> None:
         """Make the committed snapshot the run's memory."""
-        self.recover_memory({(self.path / "memory.next.task").read_text(encoding="utf-8").strip()})
+        marker = self._marker()
+        self.recover_memory({marker} if marker is not None else set())
 
     def recover_memory(self, finished: set[str]) -> None:
         """Finish an interrupted memory commit whose task is in ``finished``, or discard its snapshot."""
         current, nxt = self.memory_dir, self.path / "memory.next"
         old, marker = self.path / "memory.old", self.path / "memory.next.task"
         if nxt.exists():
-            committed = marker.is_file() and marker.read_text(encoding="utf-8").strip() in finished
+            committed = self._marker() in finished
             if committed:
                 if current.exists():
                     shutil.rmtree(old, ignore_errors=True)

@@ -18,6 +18,7 @@ Standard library and PyYAML only; it imports nothing of the package, so every pa
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -312,3 +313,152 @@ def parse_yaml(text: str, shown: object = "YAML", *, max_depth: int = MAX_DEPTH,
         raise UntrustedFileError(shown, f"invalid YAML: nests more than {max_depth} levels deep") from None
     finally:
         loader.dispose()
+
+
+# --------------------------------------------------------------------------------------------- writing below a root
+_WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def make_folder(root: str | Path, relative: str | PurePosixPath = "", shown: object = None) -> int:
+    """A descriptor of the folder ``root/relative``, made where missing, without following a link below ``root``.
+
+    Raises:
+        UntrustedFileError: a component below ``root`` is a link or not a folder.
+    """
+    parts = parts_inside(relative, shown, folder=True)
+    fd = open_folder(root, "", shown if shown is not None else root)
+    try:
+        for index, part in enumerate(parts):
+            with_part = shown if shown is not None else Path(root, *parts[: index + 1])
+            try:
+                os.mkdir(part, dir_fd=fd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise UntrustedFileError(with_part, f"cannot make the folder ({exc.strerror})") from None
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                mode = _stat_at(part, fd)
+                what = describe(mode) if mode else exc.strerror or type(exc).__name__
+                raise UntrustedFileError(with_part, f"is {what}, not a folder (not written through)") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _regular_for_writing(fd: int, shown: object) -> None:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UntrustedFileError(shown, f"is {describe(info.st_mode)}, not a regular file (not written)")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def write_atomic(root: str | Path, relative: str | PurePosixPath, data: bytes | str, *, mode: int = 0o644) -> None:
+    """Replace ``root/relative`` with ``data`` atomically (a temp file beside it, then a rename), never writing
+    through a link below ``root``: folders on the way are opened without following links (made where missing), the
+    temp file is made exclusively, and the rename replaces a link at the target itself, not what it points to.
+
+    Raises:
+        UntrustedFileError: a link or non-folder on the way (nothing is written).
+    """
+    shown = Path(root) / str(relative)
+    parts = parts_inside(relative, shown)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    parent = make_folder(root, "/".join(parts[:-1]), shown)
+    name = parts[-1]
+    tmp = f".{name}.{os.urandom(6).hex()}.tmp"
+    try:
+        fd = os.open(tmp, _WRITE_FLAGS | os.O_CREAT | os.O_EXCL, mode, dir_fd=parent)
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, payload)
+        finally:
+            os.close(fd)
+        try:
+            os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+    except UntrustedFileError:
+        raise
+    except OSError as exc:
+        raise UntrustedFileError(shown, f"cannot be written ({exc.strerror or type(exc).__name__})") from None
+    finally:
+        os.close(parent)
+
+
+def append(root: str | Path, relative: str | PurePosixPath, data: bytes, *, mode: int = 0o644) -> None:
+    """Append ``data`` to the regular file ``root/relative`` (made if missing), never through a link below ``root``.
+
+    Raises:
+        UntrustedFileError: the file or a folder on the way is a link, or the file is not a regular file.
+    """
+    shown = Path(root) / str(relative)
+    parts = parts_inside(relative, shown)
+    parent = make_folder(root, "/".join(parts[:-1]), shown)
+    try:
+        try:
+            fd = os.open(parts[-1], _WRITE_FLAGS | os.O_APPEND | os.O_CREAT, mode, dir_fd=parent)
+        except OSError as exc:
+            mode_now = _stat_at(parts[-1], parent)
+            what = f"is {describe(mode_now)}" if mode_now else f"cannot be written ({exc.strerror})"
+            raise UntrustedFileError(shown, f"{what} (not written)") from None
+    finally:
+        os.close(parent)
+    _regular_for_writing(fd, shown)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def cut_partial_line(root: str | Path, relative: str | PurePosixPath, *, max_bytes: int = MAX_BYTES) -> None:
+    """Cut a partial last line (bytes after the last ``\\n``) off the regular file ``root/relative``, if it exists;
+    the file is opened without following a link and read and cut through the same descriptor.
+
+    Raises:
+        UntrustedFileError: a link or not a regular file, or over ``max_bytes``.
+    """
+    shown = Path(root) / str(relative)
+    parts = parts_inside(relative, shown)
+    parent = open_folder(root, "/".join(parts[:-1]), shown)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                         dir_fd=parent)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            mode_now = _stat_at(parts[-1], parent)
+            what = f"is {describe(mode_now)}" if mode_now else f"cannot be opened ({exc.strerror})"
+            raise UntrustedFileError(shown, f"{what} (not written)") from None
+    finally:
+        os.close(parent)
+    _regular_for_writing(fd, shown)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise UntrustedFileError(shown, f"is {size} bytes, over the {max_bytes}-byte limit (not read)")
+        end = size  # read backwards from the end, a chunk at a time, to the last newline
+        while end > 0:
+            start = max(0, end - (1 << 20))
+            found = os.pread(fd, end - start, start).rfind(b"\n")
+            if found >= 0:
+                end = start + found + 1
+                break
+            end = start
+        if end != size:
+            os.ftruncate(fd, end)
+    finally:
+        os.close(fd)

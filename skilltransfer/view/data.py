@@ -277,7 +277,7 @@ class Catalog:
                 "success": summary["success"], "ci": list(summary["success_ci"]), "finished": summary["finished"],
                 "planned": summary["planned"], "config": config, "tasks": tasks, "transfers": transfers,
                 "skills": skills, "skills_error": skills_error,
-                "prompts_bytes": os.path.getsize(folder.prompts.path) if folder.prompts.path.is_file() else 0}
+                "prompts_bytes": folder.prompts.size()}
 
     # ----------------------------------------------------------------- one task
     def task(self, key: str, position: int) -> dict[str, Any]:
