@@ -38,6 +38,12 @@ class Completion:
     """How many requests this answer took (retries included)."""
     cached: bool = False
     """True when the answer was served from the response cache (latency_s is then the original call's)."""
+    reasoning: str = ""
+    """What a reasoning model thought before answering, split from ``text`` (`skilltransfer.llm.reasoning`): kept in
+    the run log beside the reply, never parsed, never sent back to a model."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent reasoning (included in ``completion_tokens``): the server's
+    ``completion_tokens_details.reasoning_tokens`` where given, else counted from ``reasoning``."""
 
 
 @runtime_checkable

@@ -49,8 +49,13 @@ class ModelCall:
     messages: list[Message] | None = field(default=None, repr=False)
     """The messages sent (after context fitting; for a prompt that could not fit, the messages before fitting)."""
     reply: str | None = field(default=None, repr=False)
-    """The model's raw reply (None when the call was not answered)."""
+    """The model's raw reply (None when the call was not answered), its reasoning split off."""
     finish_reason: str | None = None
+    """Why generation ended: "stop", or "length" for a reply cut by the completion cap."""
+    reasoning: str | None = field(default=None, repr=False)
+    """A reasoning model's reasoning before the reply (`skilltransfer.llm.reasoning`): logged, never sent back."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent reasoning (part of ``completion_tokens``)."""
 
     @property
     def dependency(self) -> int:
@@ -62,7 +67,7 @@ class ModelCall:
         """The accounting as logged, without ``messages`` and ``reply`` (the run log stores those once by content:
         `skilltransfer.experiments.runlog.PromptStore`)."""
         data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if f.name not in ("messages", "reply")}
+                if f.name not in ("messages", "reply", "reasoning")}
         return {**data, "dependency": self.dependency}
 
 
@@ -130,7 +135,9 @@ class CallLog:
         self.calls.append(ModelCall(role, int(completion.prompt_tokens), int(completion.completion_tokens),
                                     float(completion.latency_s), completion.usage_source, fit, window=self.window,
                                     messages=[dict(m) for m in messages], reply=completion.text,
-                                    finish_reason=completion.finish_reason))
+                                    finish_reason=completion.finish_reason,
+                                    reasoning=getattr(completion, "reasoning", "") or None,
+                                    reasoning_tokens=int(getattr(completion, "reasoning_tokens", 0) or 0)))
         self.emit("call_end", role=role, tokens=int(completion.prompt_tokens) + int(completion.completion_tokens))
         return completion
 
@@ -151,6 +158,15 @@ class CallLog:
     @property
     def dependency(self) -> int:
         return sum(c.dependency for c in self.calls)
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return sum(c.reasoning_tokens for c in self.calls)
+
+    @property
+    def length_cut_calls(self) -> int:
+        """Answered calls whose reply was cut by the completion cap (finish_reason "length")."""
+        return sum(1 for c in self.calls if c.error is None and c.finish_reason == "length")
 
     @property
     def peak_context(self) -> int:

@@ -85,6 +85,10 @@ class RunConfigLog(BaseModel):
     embedder_id: str | None
     task_ids: list[str]
     created: str
+    model_adaptations: dict[str, str] = Field(default_factory=dict)
+    """Request parameters the model's endpoint rejected (HTTP 400) and what the run sends instead
+    (``max_completion_tokens`` for ``max_tokens``, else ``dropped``): learnt during the run, sent from the first
+    request when it resumes (`skilltransfer.llm.strict`)."""
 
     def to_json(self) -> str:
         """The file's text: the model recorded by what shapes its answers only (`IDENTITY_MODEL_FIELDS`), nothing
@@ -209,6 +213,10 @@ class TaskRecord(BaseModel):
     """Largest single prompt of the task, in tokens."""
     context_fitted_calls: int = 0
     """Model calls whose prompt was shortened to fit the context window (elided steps or cut skills)."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent reasoning (part of ``completion_tokens``; 0 for a model that does not reason)."""
+    length_cut_calls: int = 0
+    """Answered model calls whose reply the completion cap cut (finish_reason "length")."""
     tokens_by_role: dict[str, dict[str, int]]
     """Per role (executor, planner, summarizer, induction): calls, prompt/completion tokens and dependency."""
     retrieved: list[RetrievedSkill]
@@ -276,6 +284,11 @@ def message_id(message: Mapping[str, Any]) -> str:
 def reply_message(reply: str) -> dict[str, str]:
     """A raw reply as the message it is stored as (so a reply sent back in the next prompt is the same line)."""
     return {"role": "assistant", "content": reply}
+
+
+def reasoning_message(reasoning: str) -> dict[str, str]:
+    """A reply's reasoning as stored beside it (role "reasoning": no prompt ever holds such a message)."""
+    return {"role": "reasoning", "content": reasoning}
 
 
 class PromptStore:
@@ -545,17 +558,21 @@ class RunFolder:
             raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
 
     def call_prompts(self, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Each logged call's prompt and reply from `prompts`: ``{"messages": [...] | None, "reply": str | None}``
-        (None where the call recorded none, as in runs logged before prompts were kept, or an id is not stored)."""
-        ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply")] if isinstance(i, str)}
+        """Each logged call's prompt, reply and reasoning from `prompts`: ``{"messages": [...] | None, "reply": str |
+        None, "reasoning": str | None}`` (None where the call recorded none, as in runs logged before prompts were
+        kept, or an id is not stored)."""
+        ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply"), c.get("reasoning")]
+               if isinstance(i, str)}
         stored = self.prompts.read(ids) if ids else {}
         out = []
         for call in calls:
             refs = call.get("messages")
             messages = [stored.get(i) for i in refs] if isinstance(refs, list) else None
             reply = stored.get(call["reply"]) if isinstance(call.get("reply"), str) else None
+            thought = stored.get(call["reasoning"]) if isinstance(call.get("reasoning"), str) else None
             out.append({"messages": None if messages is None or None in messages else messages,
-                        "reply": reply.get("content") if reply is not None else None})
+                        "reply": reply.get("content") if reply is not None else None,
+                        "reasoning": thought.get("content") if thought is not None else None})
         return out
 
     def instructions(self, records: list[TaskRecord]) -> dict[str, str]:
@@ -668,6 +685,13 @@ class RunFolder:
                              "folder",
                              path=self.config_file)
 
+    def record_adaptations(self, changes: Mapping[str, str]) -> None:
+        """Add the model's parameter changes learnt so far to ``config.json`` (rewritten only when they grew)."""
+        before = self.read_config()
+        merged = {**before.model_adaptations, **changes}
+        if merged != before.model_adaptations:
+            atomic_write_text(self.config_file, before.model_copy(update={"model_adaptations": merged}).to_json())
+
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""
         self._write(relative, log.model_dump_json(indent=1) + "\n")
@@ -679,6 +703,7 @@ class RunFolder:
         for call in calls:
             messages += call.messages or []
             messages += [reply_message(call.reply)] if call.reply is not None else []
+            messages += [reasoning_message(call.reasoning)] if call.reasoning else []
         ids = iter(self.prompts.add(messages))  # one append for all calls
         out = []
         for call in calls:
@@ -687,6 +712,8 @@ class RunFolder:
                 data["messages"] = [next(ids) for _ in call.messages]
             if call.reply is not None:
                 data["reply"] = next(ids)
+            if call.reasoning:
+                data["reasoning"] = next(ids)
             out.append(data)
         return out
 

@@ -54,6 +54,7 @@ from skilltransfer.experiments.runlog import (
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
+from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
@@ -162,6 +163,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"))
     folder = RunFolder(config.path)
     records = folder.start(log)
+    adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder.memory_dir)
     retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
     own_verifier = None
@@ -308,6 +310,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
         row["prompt_tokens"] += call.prompt_tokens
         row["completion_tokens"] += call.completion_tokens
         row["dependency"] += call.dependency
+        if call.reasoning_tokens:
+            row["reasoning_tokens"] = row.get("reasoning_tokens", 0) + call.reasoning_tokens
     retrieved = [RetrievedSkill(skill_id=s["id"], name=s["name"], format=s["format"], score=s["score"],
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
@@ -325,7 +329,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       latency_s=round(result.latency_s, 4), model_calls=len(answered),
                       prompt_tokens=calls.prompt_tokens, completion_tokens=calls.completion_tokens,
                       dependency=calls.dependency, peak_context=calls.peak_context,
-                      context_fitted_calls=calls.fitted_calls, tokens_by_role=by_role,
+                      context_fitted_calls=calls.fitted_calls, reasoning_tokens=calls.reasoning_tokens,
+                      length_cut_calls=calls.length_cut_calls, tokens_by_role=by_role,
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
                       context_account=context_account(result).to_dict(), routes=routes)
@@ -419,4 +424,5 @@ def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int,
                                   "checks": [asdict(c) for c in score.checks]})
     record = _record(config, position, task, result, score, memory, trajectory, live.plan)
     folder.commit(record, memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None)
+    folder.record_adaptations(param_changes(agent.model))
     return record

@@ -116,6 +116,10 @@ class RunSummary:
     """Retrievals of skills induced earlier in the same run (see `transfer_events`)."""
     coordination: dict[str, int] = field(default_factory=dict)
     """A coordinated run's totals (`coordination_totals`); empty otherwise."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent reasoning (part of ``completion_tokens``)."""
+    length_cut_calls: int = 0
+    """Model calls whose reply the completion cap cut (finish_reason "length")."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,6 +183,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         peak_context=max((r.peak_context for r in records), default=0),
         exit_status=dict(Counter(r.exit_status for r in records).most_common()),
         context_fitted_calls=sum(r.context_fitted_calls for r in records),
+        reasoning_tokens=sum(r.reasoning_tokens for r in records),
+        length_cut_calls=sum(r.length_cut_calls for r in records),
         skills_written=induced["added"], skills_merged=induced["merged"], skills_pruned=induced["pruned"],
         skills_dropped=induced["dropped"], skills_unparseable=induced["unparseable"],
         skills_not_stored=induced["skipped"] + induced["ungrounded"],
@@ -221,13 +227,15 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("latency", f"{s.latency_total_s:.1f} s total, {s.latency_mean_s:.2f} s mean, "
                     f"{s.latency_median_s:.2f} s median per task"),
         ("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion "
-                   f"({(s.prompt_tokens + s.completion_tokens) / n:,.0f} per task)"),
+                   + (f"(of which {s.reasoning_tokens:,} reasoning) " if s.reasoning_tokens else "")
+                   + f"({(s.prompt_tokens + s.completion_tokens) / n:,.0f} per task)"),
         ("model calls", f"{s.model_calls:,} ({s.model_calls / n:.1f} per task): {roles}"),
         ("steps", f"{s.mean_steps:.1f} actions, {s.mean_subtasks:.1f} subtasks per task"),
         ("dependency", f"{s.dependency:,} (peak context {s.peak_context:,} tokens)"),
         ("exit status", status),
         ("context", f"{s.context_fitted_calls:,} calls shortened to fit the window; "
-                    f"{s.exit_status.get('context_exceeded', 0)} tasks ended context_exceeded"),
+                    f"{s.exit_status.get('context_exceeded', 0)} tasks ended context_exceeded; "
+                    f"{s.length_cut_calls:,} replies cut by the completion cap"),
         ("skills", f"{s.skills_written} written, {s.skills_merged} merged, {s.skills_pruned} pruned, "
                    f"{s.skills_dropped} dropped, {s.skills_unparseable} unparseable, {s.skills_not_stored} not stored "
                    f"(no working code or ungrounded); memory holds {s.memory_size}"),
@@ -424,6 +432,10 @@ def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], sho
     """One model call's prompt and reply as text; a message already printed (``shown``: id -> call number) is one
     line naming that call."""
     tokens = f"{call.get('prompt_tokens', 0):,}+{call.get('completion_tokens', 0):,} tokens"
+    if isinstance(call.get("reasoning_tokens"), int) and call["reasoning_tokens"]:
+        tokens += f" ({call['reasoning_tokens']:,} reasoning)"
+    if call.get("finish_reason") == "length":
+        tokens += ", cut by the completion cap (finish_reason length)"
     lines = [f"  [call {number}] {call.get('role')}, {tokens}" + (f", {call['error']}" if call.get("error") else "")]
     messages = prompt.get("messages")
     if messages is None:
@@ -437,6 +449,9 @@ def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], sho
         shown[key] = number
         lines.append(f"    --- {role} {key}")
         lines.append(_indent(truncate(str(message.get("content", "")), max_chars), "      "))
+    if prompt.get("reasoning"):
+        lines.append("    --- reasoning (kept apart: never sent back to the model)")
+        lines.append(_indent(truncate(str(prompt["reasoning"]), max_chars), "      "))
     if prompt.get("reply") is not None:
         lines.append("    --- reply")
         lines.append(_indent(truncate(prompt["reply"], max_chars), "      "))

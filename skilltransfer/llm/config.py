@@ -42,6 +42,13 @@ class ModelConfig(BaseModel):
     """Sampling params sent with every call (temperature, top_p, max_tokens, seed, stop, ...)."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Extra JSON merged into the request body (e.g. reasoning_effort, chat_template_kwargs)."""
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    """Most completion tokens (reasoning included) of every call of this model: sent as ``params.max_tokens``
+    (renamed ``max_completion_tokens`` for an endpoint that wants that name), unless ``params`` sets one. None: no
+    cap from the model (a role may still set one; see docs/models.md)."""
+    reasoning_effort: str | None = None
+    """A reasoning model's effort (``minimal``, ``low``, ``medium``, ``high``): sent as ``extra_body.reasoning_effort``
+    unless ``extra_body`` sets it."""
     timeout_s: float = Field(default=120.0, gt=0)
     """Per-request timeout in seconds; a timeout is retried like a 5xx."""
     retry_budget_s: float = Field(default=300.0, ge=0)
@@ -101,6 +108,24 @@ class ModelConfig(BaseModel):
         if max_tokens is not None and not (isinstance(max_tokens, int) and max_tokens >= 1):
             raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens}")
         return params
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_shortcuts(cls, data: Any) -> Any:
+        """``max_completion_tokens`` into ``params.max_tokens``, ``reasoning_effort`` into ``extra_body``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        cap, effort = data.get("max_completion_tokens"), data.get("reasoning_effort")
+        params, extra = data.get("params"), data.get("extra_body")
+        if cap is not None and (params is None or isinstance(params, dict)):
+            params = dict(params or {})
+            if "max_tokens" not in params and "max_completion_tokens" not in params:
+                params["max_tokens"] = cap
+            data["params"] = params
+        if effort is not None and (extra is None or isinstance(extra, dict)):
+            data["extra_body"] = {"reasoning_effort": effort, **(extra or {})}
+        return data
 
     @model_validator(mode="after")
     def _script_is_scripted(self) -> ModelConfig:

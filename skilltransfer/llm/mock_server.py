@@ -17,6 +17,22 @@ With ``context_window`` it enforces a context limit like a real server: prompt t
 Run standalone: ``python -m skilltransfer.llm.mock_server --port 8011 --latency-ms 200 --replies replies.jsonl``;
 ``--roles`` instead answers every agent role in its reply format (`skilltransfer.llm.roleplay`), e.g. ``--roles
 fail_rate=0.2`` or ``--roles induce=0`` (nothing can be induced from its replies).
+
+With ``reasoning`` it answers as a reasoning model does, the same answers after ``reasoning_tokens`` tokens of
+reasoning that count against the request's ``max_tokens`` / ``max_completion_tokens`` as on a real server (a budget
+spent inside the reasoning ends the reply with finish_reason "length" and no answer). `REASONING_STYLES`:
+
+- ``think``: vLLM without a reasoning parser: ``<think>reasoning</think>answer`` in ``content`` (an unclosed
+  ``<think>`` when cut by the length limit);
+- ``reasoning`` / ``reasoning_content``: vLLM with ``--reasoning-parser`` (recent / older versions): the reasoning in
+  that message field, the answer alone in ``content``;
+- ``openai``: OpenAI's reasoning models: HTTP 400 naming the parameter for ``max_tokens`` (wants
+  ``max_completion_tokens``), ``stop`` and a ``temperature`` other than 1 (OpenAI's error body), no reasoning text,
+  its size in ``usage.completion_tokens_details.reasoning_tokens``.
+
+The reasoning text carries `REASONING_MARKER` and lines every parser of the toolkit would take for an answer
+(``SUBTASK:``, ``DECISION:``, ``VERDICT:``, a code block, a skill ``NAME:``), so a reasoning leak changes what the
+agent does and shows in its prompts.
 """
 
 from __future__ import annotations
@@ -48,6 +64,20 @@ CONTENT_FAULTS = ("garbage_text", "truncated")
 """Faults delivered as a normal answer: junk content, or content cut short with finish_reason "length"."""
 FAULT_KINDS = TRANSPORT_FAULTS + CONTENT_FAULTS
 CONTEXT_ERROR_STYLES = ("vllm", "openai", "llamacpp")
+REASONING_STYLES = ("think", "reasoning", "reasoning_content", "openai")
+REASONING_MARKER = "REASONING-ONLY-7f3a"
+"""Appears in every reasoning text the mock server sends, and nowhere else."""
+_REASONING_LINES = (f"{REASONING_MARKER}: let me think about what is asked before answering.",
+                    "SUBTASK: a subtask only the reasoning proposed", "DECISION: REJECT", "VERDICT: A",
+                    "NAME: leaked_reasoning_skill", "```python\nprint('leaked from the reasoning')\n```")
+
+
+def reasoning_text(tokens: int) -> str:
+    """A reasoning text of about ``tokens`` tokens (`approx_tokens`) made of `_REASONING_LINES`."""
+    lines: list[str] = []
+    while approx_tokens("\n".join(lines)) < tokens:
+        lines.append(_REASONING_LINES[len(lines) % len(_REASONING_LINES)])
+    return "\n".join(lines)[: max(4, tokens * 4)]
 
 ReplyFn = Callable[[list[Message]], "str | dict[str, Any]"]
 
@@ -78,6 +108,8 @@ class MockServer:
         context_window: enforce this context limit (None: unlimited).
         context_error: the wording of a context-limit refusal: "vllm", "openai" or "llamacpp".
         advertise_window: report ``context_window`` in ``/v1/models``.
+        reasoning: answer as a reasoning model of this style (`REASONING_STYLES`; None: a plain model).
+        reasoning_tokens: the reasoning's length in tokens.
         port: 0 picks a free port.
     """
 
@@ -87,13 +119,16 @@ class MockServer:
                  fault_fn: Callable[[], str | None] | None = None, seed: int = 0, report_usage: bool = True,
                  api_key: str | None = None, models: Sequence[str] | None = None, retry_after_s: float | str = 0.0,
                  hang_s: float = 30.0, context_window: int | None = None, context_error: str = "vllm",
-                 advertise_window: bool = True, host: str = "127.0.0.1", port: int = 0) -> None:
+                 advertise_window: bool = True, reasoning: str | None = None, reasoning_tokens: int = 120,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
         for kind in [*fault_kinds, *(k for k in fault_plan if k is not None)]:
             if kind not in FAULT_KINDS:
                 raise InputError(f"Unknown fault kind {kind!r}. Available: {', '.join(FAULT_KINDS)}")
         if context_error not in CONTEXT_ERROR_STYLES:
             raise InputError(f"Unknown context error style {context_error!r}. Available: "
                              f"{', '.join(CONTEXT_ERROR_STYLES)}")
+        if reasoning is not None and reasoning not in REASONING_STYLES:
+            raise InputError(f"Unknown reasoning style {reasoning!r}. Available: {', '.join(REASONING_STYLES)}")
         if isinstance(replies, str | Path):
             replies = load_replies(replies)
         self._fn: ReplyFn | None = None
@@ -115,6 +150,9 @@ class MockServer:
         self.context_window, self.context_error, self.advertise_window = context_window, context_error, \
             advertise_window
         self.context_refusals = 0
+        self.reasoning, self.reasoning_tokens = reasoning, max(1, reasoning_tokens)
+        self.rejected: list[str] = []
+        """The parameters of every request refused as unsupported (``reasoning="openai"``), in order."""
         """Requests refused because they did not fit ``context_window``."""
         self.host, self.port = host, port
         self._rng = random.Random(seed)
@@ -273,7 +311,8 @@ class MockServer:
             return _error(400, "invalid_request_error", "'messages' must be a non-empty list")
         if self.models is not None and model not in self.models:
             return _error(404, "model_not_found", f"The model '{model}' does not exist")
-        refusal = self._context_refusal(messages, body.get("max_tokens") or body.get("max_completion_tokens"))
+        refusal = self._strict_refusal(body) or \
+            self._context_refusal(messages, body.get("max_tokens") or body.get("max_completion_tokens"))
         if refusal is not None:
             return refusal
         fault = self._next_fault()
@@ -304,9 +343,13 @@ class MockServer:
         elif fault == "truncated":
             text, finish = text[: max(0, len(text) // 2)], "length"
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
-        if isinstance(max_tokens, int) and approx_tokens(text) > max_tokens:
-            text, finish = text[: max_tokens * 4], "length"
-        completion_tokens = approx_tokens(text)
+        thought = reasoning_text(self.reasoning_tokens) if self.reasoning else ""
+        thought_tokens = approx_tokens(thought)
+        if isinstance(max_tokens, int) and thought_tokens >= max_tokens:  # the budget is spent inside the reasoning
+            thought, thought_tokens, text, finish = thought[: max_tokens * 4], max_tokens, "", "length"
+        elif isinstance(max_tokens, int) and thought_tokens + approx_tokens(text) > max_tokens:
+            text, finish = text[: (max_tokens - thought_tokens) * 4], "length"
+        completion_tokens = approx_tokens(text) + thought_tokens
         delay = self.latency_s + (completion_tokens / self.tokens_per_s if self.tokens_per_s else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -314,13 +357,48 @@ class MockServer:
         payload: dict[str, Any] = {
             "id": f"chatcmpl-mock-{self._served}", "object": "chat.completion", "created": int(time.time()),
             "model": model or "mock",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "choices": [{"index": 0, "message": self._message(text, thought, finish), "finish_reason": finish}],
         }
         if self.report_usage:
             prompt_tokens = messages_tokens(messages)
             payload["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                                 "total_tokens": prompt_tokens + completion_tokens}
+            if self.reasoning == "openai":
+                payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": thought_tokens}
         return web.json_response(payload)
+
+    def _message(self, text: str, thought: str, finish: str) -> dict[str, Any]:
+        """The answer's message in this server's reasoning style."""
+        if self.reasoning == "think":
+            closed = not (finish == "length" and not text)
+            return {"role": "assistant", "content": f"<think>\n{thought}\n</think>\n\n{text}" if closed
+                    else f"<think>\n{thought}"}
+        if self.reasoning in ("reasoning", "reasoning_content"):
+            return {"role": "assistant", "content": text or None, self.reasoning: thought}
+        return {"role": "assistant", "content": text}
+
+    def _strict_refusal(self, body: dict[str, Any]) -> web.Response | None:
+        """OpenAI's 400 for a parameter its reasoning models reject (``reasoning="openai"``), else None."""
+        if self.reasoning != "openai":
+            return None
+        extra = body.get("extra_body")
+        sent = {**body, **(extra if isinstance(extra, dict) else {})}
+        if "max_tokens" in sent:
+            param, code = "max_tokens", "unsupported_parameter"
+            message = ("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                       "'max_completion_tokens' instead.")
+        elif "stop" in sent:
+            param, code = "stop", "unsupported_parameter"
+            message = "Unsupported parameter: 'stop' is not supported with this model."
+        elif "temperature" in sent and sent["temperature"] != 1:
+            param, code = "temperature", "unsupported_value"
+            message = (f"Unsupported value: 'temperature' does not support {float(sent['temperature'])} with this "
+                       "model. Only the default (1) value is supported.")
+        else:
+            return None
+        self.rejected.append(param)
+        return web.json_response({"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                             "code": code}}, status=400)
 
     async def _reply(self, messages: list[Message]) -> str | dict[str, Any]:
         if self._fn is not None:
@@ -354,6 +432,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--context-window", type=int, default=None, help="refuse prompts over this many tokens")
     parser.add_argument("--context-error", default="vllm", help="refusal wording: vllm, openai or llamacpp")
+    parser.add_argument("--reasoning", default=None, choices=REASONING_STYLES,
+                        help="answer as a reasoning model: think (<think> in content), reasoning / reasoning_content "
+                             "(vLLM's reasoning parser), openai (strict API: 400s, reasoning tokens counted)")
+    parser.add_argument("--reasoning-tokens", type=int, default=120, help="reasoning length in tokens")
     args = parser.parse_args(argv)
     if args.roles is not None and args.replies is not None:
         parser.exit(2, "error: give --replies or --roles, not both\n")
@@ -366,7 +448,8 @@ def main(argv: list[str] | None = None) -> None:
         server = MockServer(replies, latency_s=args.latency_ms / 1000, tokens_per_s=args.tokens_per_s,
                             fault_rate=args.fault_rate, fault_kinds=[k for k in args.faults.split(",") if k],
                             seed=args.seed, report_usage=not args.no_usage, api_key=args.api_key, port=args.port,
-                            context_window=args.context_window, context_error=args.context_error)
+                            context_window=args.context_window, context_error=args.context_error,
+                            reasoning=args.reasoning, reasoning_tokens=args.reasoning_tokens)
     except (InputError, ValueError) as exc:
         parser.exit(2, f"error: {exc}\n")
     with server:

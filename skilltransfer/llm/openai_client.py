@@ -8,6 +8,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, get_args
 
@@ -24,6 +25,7 @@ from skilltransfer.llm.context import (
     window_from_models,
 )
 from skilltransfer.llm.modelstring import OPENAI_URL, only_served_model
+from skilltransfer.llm.reasoning import split_reply
 from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,
@@ -31,6 +33,7 @@ from skilltransfer.llm.retry import (
     call_with_retries,
     parse_retry_after,
 )
+from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejected_parameter
 from skilltransfer.protocols import Completion, Message
 
 _LIMITERS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
@@ -125,6 +128,14 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
     return milliseconds / 1000 if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
 
 
+class ParamRejected(Exception):
+    """An endpoint refused a request for a parameter `ParamAdapter` can adapt (internal to the client)."""
+
+    def __init__(self, param: str) -> None:
+        super().__init__(param)
+        self.param = param
+
+
 def build_request_body(config: ModelConfig, model: str, messages: list[Message],
                        params: dict[str, Any]) -> dict[str, Any]:
     """The request for ``messages``: the config's params and extra body, overridden by the call's ``params``."""
@@ -179,6 +190,8 @@ class OpenAIChatModel:
         self._client = openai.OpenAI(base_url=base_url, api_key=config.resolved_api_key() or "sk-no-key",
                                      timeout=config.timeout_s, max_retries=0)
         self._completions = self._client.chat.completions  # the SDK imports this on first use: here, not in a stream
+        self.adapter = ParamAdapter(model, {"max_tokens": "max_completion_tokens"} if base_url == OPENAI_URL else None)
+        """The parameters this endpoint rejected and what is sent instead (`skilltransfer.llm.strict`)."""
         prepare_sdk_types()
 
     def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
@@ -232,31 +245,54 @@ class OpenAIChatModel:
             self._window = window if self._window is None else min(self._window, window)
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
+        """One chat completion: the reasoning split from the answer, rejected parameters adapted (see the module
+        docs of `skilltransfer.llm.reasoning` and `skilltransfer.llm.strict`)."""
         body = self.request_body(messages, **params)
         start = time.perf_counter()
         attempts = 0
+        sent = body
 
         def attempt() -> Any:
-            nonlocal attempts
+            nonlocal attempts, sent
             attempts += 1
             with self._limiter:
-                return self._send(body)
+                sent = self.adapter.apply(body)
+                return self._send(sent)
 
-        response = call_with_retries(attempt, self.policy, what=f"model endpoint {self.base_url}", sleep=self._sleep)
+        for _ in range(len(body) + len(body.get("extra_body") or {}) + 1):  # each round adapts one more parameter
+            serial = self.adapter.unconfirmed(self.adapter.apply(body))
+            with self.adapter.learning if serial else nullcontext():
+                try:
+                    response = call_with_retries(attempt, self.policy, what=f"model endpoint {self.base_url}",
+                                                 sleep=self._sleep)
+                except ParamRejected as exc:
+                    self.adapter.learn(exc.param)
+                    continue
+                self.adapter.confirm(sent)
+                break
+        else:  # pragma: no cover (every round removes a parameter from the request)
+            raise ModelCallError(f"model endpoint {self.base_url} kept refusing the request's parameters")
         latency = time.perf_counter() - start
         choice = response.choices[0]
-        text = choice.message.content or ""
+        text, reasoning = split_reply(choice.message)
+        finish = choice.finish_reason
+        if "stop" in body and "stop" not in sent and self.adapter.changes.get("stop") == DROPPED:
+            text, cut = cut_at_stop(text, body["stop"])  # the server no longer stops there: cut as it would
+            finish = "stop" if cut else finish
         usage = response.usage
         if usage is not None and usage.prompt_tokens is not None:
             prompt_tokens, completion_tokens, source = usage.prompt_tokens, usage.completion_tokens or 0, "server"
             self.prompt_counter.observe(messages, prompt_tokens)
         else:
             prompt_tokens = self.counter.count_messages(messages)
-            completion_tokens, source = self.counter.count(text), self.counter.source
-        return Completion(text=text, finish_reason=choice.finish_reason, prompt_tokens=prompt_tokens,
+            completion_tokens, source = self.counter.count(text) + self.counter.count(reasoning), self.counter.source
+        details = getattr(usage, "completion_tokens_details", None) if usage is not None else None
+        served = getattr(details, "reasoning_tokens", None)
+        reasoning_tokens = served if isinstance(served, int) else (self.counter.count(reasoning) if reasoning else 0)
+        return Completion(text=text, finish_reason=finish, prompt_tokens=prompt_tokens,
                           completion_tokens=completion_tokens, latency_s=latency, model=response.model or self.model,
-                          usage_source=source, raw_request=body, raw_response=response.model_dump(mode="json"),
-                          attempts=attempts)
+                          usage_source=source, raw_request=sent, raw_response=response.model_dump(mode="json"),
+                          attempts=attempts, reasoning=reasoning, reasoning_tokens=reasoning_tokens)
 
     def _send(self, body: dict[str, Any]) -> Any:
         kwargs = dict(body)
@@ -278,6 +314,9 @@ class OpenAIChatModel:
             raise ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
                                  "choose another: --model <id>@<url>, or check the URL ends in /v1") from exc
         except openai.APIStatusError as exc:
+            param = rejected_parameter(exc.status_code, exc.body, exc.message, body)
+            if param is not None:
+                raise ParamRejected(param) from exc
             too_long = classify_context_error(exc.status_code, exc.message, exc.body)
             if too_long is not None:
                 self._learn_window(too_long.window)

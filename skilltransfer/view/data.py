@@ -304,7 +304,8 @@ class Catalog:
         except ValueError as exc:
             raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=entry.path / relative) from None
         calls = trajectory.calls
-        ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply")] if isinstance(i, str)}
+        ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply"), c.get("reasoning")]
+               if isinstance(i, str)}
         messages: dict[str, Any] = {}
         if ids and folder.prompts.path.exists():
             check_file(entry.path, PROMPTS)

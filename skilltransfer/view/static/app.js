@@ -496,7 +496,8 @@
     const fitted = fit && (fit.elided_steps || fit.dropped_steps || fit.cut_skills || fit.elided_replies)
       ? ` · fitted to ${num(fit.window)} tokens (${fit.elided_steps || 0} steps elided, ${fit.dropped_steps || 0} dropped, ${fit.cut_skills || 0} skills cut)` : "";
     return `call ${index} · ${call.role}` + (call.window ? ` (window ${call.window})` : "") +
-      ` · ${num(call.prompt_tokens)}+${num(call.completion_tokens)} tokens · ${secs(call.latency_s)}` +
+      ` · ${num(call.prompt_tokens)}+${num(call.completion_tokens)} tokens` +
+      (call.reasoning_tokens ? ` (${num(call.reasoning_tokens)} reasoning)` : "") + ` · ${secs(call.latency_s)}` +
       (call.finish_reason ? ` · finish ${call.finish_reason}` : "") + fitted + (call.error ? ` · ${call.error}` : "");
   }
 
@@ -517,6 +518,9 @@
         details.append(h("div", { class: "message" }, h("div", { class: "role" }, `${i}. ${message ? message.role : "?"}`,
           h("span", { class: "muted" }, " " + id)), message ? foldText(message.content, 4000) : h("p", { class: "error" }, "missing from prompts.jsonl")));
       });
+      const thought = typeof call.reasoning === "string" ? payload.messages[call.reasoning] : null;
+      if (thought) details.append(h("details", { class: "message reasoning" },
+        h("summary", { class: "role" }, "reasoning (kept apart: never sent back to the model)"), foldText(thought.content, 4000)));
       const reply = typeof call.reply === "string" ? payload.messages[call.reply] : null;
       details.append(h("div", { class: "message reply" }, h("div", { class: "role" }, "reply"),
         reply ? foldText(reply.content, 4000) : h("p", { class: "muted" }, "no reply")));
