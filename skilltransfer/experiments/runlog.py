@@ -690,7 +690,7 @@ class RunFolder:
         before = self.read_config()
         merged = {**before.model_adaptations, **changes}
         if merged != before.model_adaptations:
-            atomic_write_text(self.config_file, before.model_copy(update={"model_adaptations": merged}).to_json())
+            self._write(CONFIG, before.model_copy(update={"model_adaptations": merged}).to_json())
 
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""
