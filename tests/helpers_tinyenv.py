@@ -166,12 +166,17 @@ def task_start(messages: list[dict[str, Any]]) -> int:
     return index
 
 
+class SimulatedCrash(BaseException):
+    """A crash of the process (like Ctrl-C or a kill): not the task's failure, so it stops the stream (an
+    ``Exception`` inside a task is recorded as that task's error instead)."""
+
+
 class CounterScript:
     """A callable script for ``ScriptedModel`` that plays every role in the counter world.
 
     Args:
         induction: the induction reply, or a function ``(call_number, messages) -> reply``.
-        fail_at: raise ``RuntimeError`` on this (0-based) model call (simulates an interrupted run).
+        fail_at: raise `SimulatedCrash` on this (0-based) model call (simulates an interrupted run).
     """
 
     def __init__(self, induction: Any = TEXT_SKILL, *, fail_at: int | None = None) -> None:
@@ -183,7 +188,7 @@ class CounterScript:
     def __call__(self, messages: list[dict[str, Any]]) -> str:
         role = role_of(messages)
         if self.fail_at is not None and len(self.roles) == self.fail_at:
-            raise RuntimeError("simulated crash")
+            raise SimulatedCrash("simulated crash")
         self.roles.append(role)
         if role == "planner":
             return self.plan(messages)

@@ -13,7 +13,7 @@ import json
 
 import pytest
 from helpers_cli import cli, records_of, run_tiny, trajectory_of
-from helpers_tinyenv import TEXT_SKILL, CounterScript, HistoryScript, TinyEnv
+from helpers_tinyenv import TEXT_SKILL, CounterScript, HistoryScript, SimulatedCrash, TinyEnv
 from rich.console import Console
 
 from skilltransfer.agents import AgentEvent, AgentResult
@@ -99,20 +99,20 @@ def test_an_error_mid_task_leaves_the_partial_trajectory_and_resume_finishes_it(
     config = StreamConfig(run="r", runs_dir=str(tmp_path / "runs"), condition="subtask+text")
     env = TinyEnv([3, 5], workdir=tmp_path / "ws")
     crash = CounterScript(TEXT_SKILL, fail_at=11)  # a few calls into the second task
-    with pytest.raises(RuntimeError, match="simulated crash"):
+    with pytest.raises(SimulatedCrash, match="simulated crash"):
         run_stream(env, ScriptedModel(crash), config, embedder=hash_embedder)
     path = config.path
     assert [r["task_id"] for r in records_of(path)] == ["tiny/0"]
     partial = trajectory_file(path, "tiny/1")
     assert partial.status == "aborted"
-    assert partial.error == "RuntimeError: simulated crash"
+    assert partial.error == "SimulatedCrash: simulated crash"
     assert partial.score == {}
     kinds = [s["type"] for s in partial.steps]
     assert "PlanStep" in kinds
     assert "ActionStep" in kinds
     assert len(partial.calls) == 11 - len(trajectory_calls(path, "tiny/0"))
     shown = cli("show", str(path), "--task", "tiny/1").output
-    assert "not finished, trajectory aborted (RuntimeError: simulated crash)" in shown
+    assert "not finished, trajectory aborted (SimulatedCrash: simulated crash)" in shown
     assert "[plan 0]" in shown
     resumed = run_stream(env, ScriptedModel(CounterScript(TEXT_SKILL)), config, embedder=hash_embedder)
     assert resumed.ran == ["tiny/1"]

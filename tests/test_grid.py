@@ -34,11 +34,33 @@ ALL = list(CONDITIONS)
 
 
 class ExplodingEnv(TinyEnv):
-    """A counter env whose episode for target 99 cannot start (a crashing stream)."""
+    """A counter env whose episode for target 99 cannot start (a failed task)."""
 
     def start(self, task):  # noqa: ANN001, ANN201 - test double
         if task.metadata["target"] == 99:
             raise RuntimeError("boom: this env broke")
+        return super().start(task)
+
+
+class FatalEnv(TinyEnv):
+    """A counter env whose episode for target 99 fails with an input error (a failed stream, every attempt)."""
+
+    def start(self, task):  # noqa: ANN001, ANN201 - test double
+        if task.metadata["target"] == 99:
+            raise InputError("the env's data is gone")
+        return super().start(task)
+
+
+class FlakyEnv(TinyEnv):
+    """A counter env whose first episode of each instance fails with an input error: a stream that fails once and
+    then, started again, resumes and finishes."""
+
+    starts = 0
+
+    def start(self, task):  # noqa: ANN001, ANN201 - test double
+        FlakyEnv.starts += 1
+        if FlakyEnv.starts == 2:
+            raise InputError("the endpoint went away")
         return super().start(task)
 
 
@@ -154,20 +176,25 @@ def test_rerun_on_another_port_still_skips(tmp_path, server):
 
 
 def test_a_crashing_stream_is_recorded_and_does_not_stop_the_others(tmp_path, server):
+    """An env that cannot start a task fails that task (its record), not the stream; an endpoint that is down fails
+    its streams, which the others outlive."""
     envs = {"good": {"env": TINY, "args": {"targets": [3, 5]}},
             "bad": {"env": "test_grid:ExplodingEnv", "args": {"targets": [99, 2]}}}
     data = spec_data(tmp_path, server.url, envs=envs, conditions=["task", "task+text"])
     data["models"]["down"] = {"name": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "x", "max_retries": 0,
                               "timeout_s": 2}
-    summary = run_grid(build_spec(data))
+    summary = run_grid(build_spec(data), stream_retries=0, check_endpoints=False)
     state = {o.run: o for o in summary.outcomes}
-    assert {r for r, o in state.items() if o.state == "done"} == {"good/mock/task", "good/mock/task+text"}
-    assert state["bad/mock/task"].error == "RuntimeError: boom: this env broke"
-    assert "Traceback" in state["bad/mock/task"].traceback
+    assert {r for r, o in state.items() if o.state == "done"} == {"good/mock/task", "good/mock/task+text",
+                                                                  "bad/mock/task", "bad/mock/task+text"}
+    bad = results(tmp_path / "out", "bad/mock/task")
+    assert [r["exit_status"] for r in bad] == ["error", "submitted"]
+    assert state["bad/mock/task"].task_errors == 1
     assert "cannot connect" in state["good/down/task"].error
-    status = json.loads((tmp_path / "out" / "status.json").read_text())["streams"]
-    assert status["bad/mock/task+text"]["state"] == "failed"
-    assert status["bad/mock/task+text"]["error"].startswith("RuntimeError: boom")
+    assert "Traceback" in state["good/down/task"].traceback
+    status = json.loads((tmp_path / "out" / "status.json").read_text())
+    assert status["streams"]["good/down/task+text"]["state"] == "failed"
+    assert status["streams"]["bad/mock/task+text"]["task_errors"] == 1
     assert len(results(tmp_path / "out", "good/mock/task+text")) == 2
 
 
@@ -196,8 +223,28 @@ def test_cross_level_phase_reads_the_source_memory(tmp_path, server):
     assert config["config"]["library"].endswith("source/a/mock/subtask+text/memory")
 
 
+def test_a_failed_stream_is_retried_and_resumes(tmp_path, server):
+    FlakyEnv.starts = 0
+    data = spec_data(tmp_path, server.url, envs={"f": {"env": "test_grid:FlakyEnv", "args": {"targets": [3, 5, 2]}}},
+                     conditions=["task"])
+    summary = run_grid(build_spec(data), resume_command="skilltransfer grid t")
+    (outcome,) = summary.outcomes
+    assert (outcome.state, outcome.attempts, outcome.tasks_done) == ("done", 2, 3)
+    assert len(results(tmp_path / "out", "f/mock/task")) == 3
+    status = json.loads((tmp_path / "out" / "status.json").read_text())
+    assert status["failed_streams"] == []
+    assert status["resume"] is None
+    FlakyEnv.starts = 0
+    again = run_grid(build_spec({**data, "out": str(tmp_path / "out2")}), stream_retries=0,
+                     resume_command="skilltransfer grid t -o out2")
+    assert again.outcomes[0].state == "failed"
+    status = json.loads((tmp_path / "out2" / "status.json").read_text())
+    assert status["failed_streams"] == ["f/mock/task"]
+    assert status["resume"] == "skilltransfer grid t -o out2"
+
+
 def test_dependent_of_a_failed_stream_fails_without_running(tmp_path, server):
-    bad = {"env": "test_grid:ExplodingEnv", "args": {"targets": [99, 3]}}  # 2 tasks: the split ranks against them
+    bad = {"env": "test_grid:FatalEnv", "args": {"targets": [99, 3]}}  # 2 tasks: the split ranks against them
     data = spec_data(tmp_path, server.url, envs={"bad": bad},
                      conditions=["subtask+text"],
                      phases=[{"name": "source"}, {"name": "split", "library_from": {"phase": "source",
@@ -370,10 +417,18 @@ def test_cli_runs_resumes_and_rejects_bad_input(tmp_path, server, monkeypatch, c
 
 def test_cli_exit_code_1_when_a_stream_fails(tmp_path, server, monkeypatch, capsys):
     data = spec_data(tmp_path, server.url, conditions=["task"],
-                     envs={"bad": {"env": "test_grid:ExplodingEnv", "args": {"targets": [99]}}})
-    code, out, _ = _cli([str(write_spec(tmp_path, data)), "--no-progress"], monkeypatch, capsys)
+                     envs={"bad": {"env": "test_grid:FatalEnv", "args": {"targets": [99]}},
+                           "odd": {"env": "test_grid:ExplodingEnv", "args": {"targets": [99, 3]}}})
+    spec = str(write_spec(tmp_path, data))
+    code, out, _ = _cli([spec, "--no-progress", "--stream-retries", "0", "-c", "max_concurrency=3"], monkeypatch,
+                        capsys)
     assert code == 1
-    assert "RuntimeError: boom" in out
+    assert "InputError: the env's data is gone" in out
+    assert "1 task ended in an error or timeout (odd/mock/task: 1)" in out
+    resume = f"resume: skilltransfer grid {spec} --stream-retries 0 -c max_concurrency=3"
+    assert resume in out
+    status = json.loads((tmp_path / "out" / "status.json").read_text())
+    assert status["resume"] == resume.removeprefix("resume: ")
 
 
 # --------------------------------------------------------------------------------------------- Ray

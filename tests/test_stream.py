@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of, task_start
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, SimulatedCrash, TinyEnv, role_of, task_start
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments import runlog
@@ -160,7 +160,7 @@ def _strip(records):
 def test_resume_redoes_only_unfinished_tasks(tmp_path, hash_embedder, condition, fail_at):
     fmt_skill = CODE_SKILL if condition.endswith("code") else TEXT_SKILL
     full, _, _ = run(tmp_path / "a", condition, name="r", embedder=hash_embedder)
-    with pytest.raises(RuntimeError, match="simulated crash"):
+    with pytest.raises(SimulatedCrash, match="simulated crash"):
         run(tmp_path / "b", condition, name="r", embedder=hash_embedder,
             script=CounterScript(fmt_skill, fail_at=fail_at))
     partial = records_of(tmp_path / "b" / "runs" / "r")

@@ -48,6 +48,9 @@ class AgentSettings(BaseModel):
     subagent_time_limit_s: float | None = Field(default=None, gt=0)
     """A subagent's wall-clock limit in seconds, checked before each of its steps (a model call in flight is not cut):
     past it the subagent ends with ``time_exceeded`` and the caller goes on; None: no limit."""
+    task_timeout_s: float | None = Field(default=None, gt=0)
+    """A task's wall-clock limit in seconds, enforced by the stream runner before each model call (a call in flight
+    is not cut): past it the task ends and is recorded with exit status ``task_timeout``; None: no limit."""
     max_observation_chars: int = Field(default=4000, ge=200)
     """Observations longer than this are cut (head and tail kept) before they enter the context."""
     planner_retries: int = Field(default=2, ge=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from datetime import timedelta
@@ -94,6 +95,13 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
         for outcome in empty:
             console.print(f"  {outcome.run}  library: {outcome.library}", soft_wrap=True, highlight=False,
                           markup=False)
+    errors = {o.run: o.task_errors for o in summary.outcomes if o.task_errors}
+    if errors:
+        n = sum(errors.values())
+        listed = ", ".join(f"{run}: {count}" for run, count in list(errors.items())[:5])
+        console.print(f"{n} task{'' if n == 1 else 's'} ended in an error or timeout ({listed}"
+                      f"{', ...' if len(errors) > 5 else ''}); exit_status and the trajectory's error say why",
+                      soft_wrap=True, highlight=False, markup=False)
     if summary.failed:
         table = Table(title="Failed streams (rerun the same command to retry them)")
         table.add_column("stream", overflow="fold")
@@ -103,6 +111,27 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
             table.add_row(outcome.run, f"{outcome.tasks_done}/{outcome.tasks_total}", outcome.error or "")
         console.print(table)
         console.print(f"tracebacks: {summary.out / 'status.json'}", soft_wrap=True)
+        if summary.resume_command:
+            console.print(f"resume: {summary.resume_command}", soft_wrap=True, highlight=False, markup=False)
+
+
+def resume_command(spec: str, out: str | None, config: list[str] | None, overrides: list[str] | None,
+                   limit: int | None, embedder: str | None, stream_retries: int) -> str:
+    """The command that resumes this grid: the spec and every option that shapes it, as given."""
+    parts = ["skilltransfer", "grid", spec]
+    if out is not None:
+        parts += ["--out", out]
+    for item in config or []:
+        parts += ["--config", item]
+    if limit is not None:
+        parts += ["--limit", str(limit)]
+    if embedder is not None:
+        parts += ["--embedder", embedder]
+    if stream_retries != 1:
+        parts += ["--stream-retries", str(stream_retries)]
+    for item in overrides or []:
+        parts += ["-c", item]
+    return shlex.join(parts)
 
 
 def grid(
@@ -129,6 +158,9 @@ def grid(
                                                 rich_help_panel=_ADVANCED)] = None,
     ray_cpus: Annotated[float, typer.Option(min=0.01, help="CPUs Ray reserves per stream.",
                                             rich_help_panel=_ADVANCED)] = 1.0,
+    stream_retries: Annotated[int, typer.Option(min=0, help="Times a failed stream (an error outside its tasks, e.g. "
+                                                "an endpoint down past its retry budget) is started again, resuming, "
+                                                "before the streams that read its library are marked failed.")] = 1,
 ) -> Any:
     """Run every stream of a grid spec; rerunning resumes (finished streams are skipped, failed ones retried).
 
@@ -167,9 +199,11 @@ def grid(
     def view(state: GridState) -> GridView:
         return GridView(state, f"grid {grid_spec.name}", console)
 
+    resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries)
     try:
         summary = run_grid(grid_spec, backend=backend, address=address,
-                           progress=view if progress else None, ray_cpus_per_stream=ray_cpus)
+                           progress=view if progress else None, ray_cpus_per_stream=ray_cpus,
+                           stream_retries=stream_retries, resume_command=resume)
     except KeyboardInterrupt:
         console.print(f"interrupted: committed tasks are kept in {grid_spec.out_dir}; rerun the same command to "
                       "resume", soft_wrap=True)

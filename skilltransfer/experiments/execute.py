@@ -25,7 +25,7 @@ from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
 from skilltransfer.experiments.organize import run_organize_stream
 from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.experiments.runlog import MEMORY, RunFolder, TaskRecord
-from skilltransfer.experiments.stream import run_stream
+from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT, run_stream
 from skilltransfer.protocols import ChatModel, Embedder, Env, Episode, TaskSpec
 from skilltransfer.sandbox import InProcessRunner
 
@@ -110,6 +110,11 @@ class StreamOutcome:
     seconds: float = 0.0
     error: str | None = None
     traceback: str | None = None
+    task_errors: int = 0
+    """The stream's tasks recorded with exit status ``error`` or ``task_timeout`` (an exception or timeout inside the
+    task, which ended it and not the stream)."""
+    attempts: int = 0
+    """How often this invocation started the stream (a failed stream is retried, ``--stream-retries``)."""
     library: str | None = None
     """A stream reading a frozen library: ``"<n> skills from <source stream or path>"`` (0 is a result: the source
     stream induced nothing), plus ``"; <m> skills as the stream ran with it"`` when a filter or distractors changed
@@ -180,6 +185,7 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
         outcome.ran = len(summary.ran)
         outcome.tasks_done = len(summary.records)
         outcome.successes = sum(r.success for r in summary.records)
+        outcome.task_errors = sum(r.exit_status in (TASK_ERROR, TASK_TIMEOUT) for r in summary.records)
     except Exception as exc:  # noqa: BLE001 - a crashing stream is recorded and must not stop the grid
         outcome.state = "failed"
         outcome.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"

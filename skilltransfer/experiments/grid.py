@@ -5,13 +5,17 @@ tasks, see ``skilltransfer.experiments.ray_backend``). Streams on one endpoint s
 built once per spec entry and shared by the streams (the OpenAI client also keys its limiter by endpoint URL).
 
 The output folder holds ``grid.json`` (the resolved spec and the streams), ``status.json`` (each stream's state,
-task counts and error) and one `run_stream` run folder per stream. Rerunning resumes: finished streams are skipped
-without building anything, unfinished ones resume from their last committed task, failed ones are retried.
+task counts and error, the tasks that ended in an error, and the command that resumes) and one `run_stream` run
+folder per stream. A stream that fails (an exception outside its tasks: an endpoint down past its retry budget) is
+started again up to ``stream_retries`` times, resuming from its last committed task, before the streams that depend
+on it are marked failed. Rerunning resumes: finished streams are skipped without building anything, unfinished ones
+resume from their last committed task, failed ones are retried.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import queue
 import sys
@@ -43,6 +47,7 @@ from skilltransfer.experiments.execute import (
     listing_key,
 )
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
+from skilltransfer.experiments.preflight import check_endpoints as preflight
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
 from skilltransfer.llm.cache import CachedModel
@@ -64,6 +69,8 @@ class GridSummary:
     seconds: float
     backend: str
     counts: dict[str, int] = field(default_factory=dict)
+    resume_command: str | None = None
+    """The command that resumes the grid (None when it finished)."""
 
     @property
     def failed(self) -> list[StreamOutcome]:
@@ -85,8 +92,10 @@ class GridSummary:
 class GridState:
     """Thread-safe live state of a grid: outcomes, counters for the progress view, and ``status.json``."""
 
-    def __init__(self, out: Path, plans: Sequence[StreamPlan], totals: dict[str, int]) -> None:
+    def __init__(self, out: Path, plans: Sequence[StreamPlan], totals: dict[str, int], *,
+                 resume_command: str | None = None) -> None:
         self.out = out
+        self.resume_command = resume_command
         self.plans = list(plans)
         self.totals = totals
         self.outcomes: dict[str, StreamOutcome] = {p.run: StreamOutcome(p.run, "pending", totals[p.run])
@@ -134,7 +143,11 @@ class GridState:
         """Write ``status.json`` atomically."""
         with self._lock:
             rows = {run: asdict(o) for run, o in self.outcomes.items()}
-        payload = {"format_version": GRID_FORMAT_VERSION, "updated": _now(), "streams": rows}
+        failed = [run for run, row in rows.items() if row["state"] == "failed"]
+        errors = {run: row["task_errors"] for run, row in rows.items() if row["task_errors"]}
+        unfinished = failed or any(row["state"] in ("pending", "running") for row in rows.values())
+        payload = {"format_version": GRID_FORMAT_VERSION, "updated": _now(), "failed_streams": failed,
+                   "task_errors": errors, "resume": self.resume_command if unfinished else None, "streams": rows}
         atomic_write_text(self.out / "status.json", json.dumps(payload, indent=1) + "\n")
 
 
@@ -211,9 +224,13 @@ class ThreadBackend:
 
 
 def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], state: GridState, backend: Any,
-             max_concurrency: int, on_tick: Callable[[], None] | None = None, tick_s: float = 0.25) -> None:
-    """Run the pending streams, at most ``max_concurrency`` at once, each after the stream it depends on."""
+             max_concurrency: int, on_tick: Callable[[], None] | None = None, tick_s: float = 0.25,
+             stream_retries: int = 0) -> None:
+    """Run the pending streams, at most ``max_concurrency`` at once, each after the stream it depends on; a failed
+    stream is started again (resuming) up to ``stream_retries`` times before it counts as failed."""
     pending = [p for p in plans if state.outcomes[p.run].state == "pending"]
+    by_run = {p.run: p for p in plans}
+    attempts: dict[str, int] = {}
     running = 0
     while pending or running:
         launched = False
@@ -229,8 +246,10 @@ def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], stat
                 state.set(StreamOutcome(plan.run, "failed", len(tasks[plan.run]),
                                         error=f"source stream {plan.depends_on} failed"), save=False)
                 continue
+            attempts[plan.run] = attempts.get(plan.run, 0) + 1
             state.set(StreamOutcome(plan.run, "running", len(tasks[plan.run]),
-                                    tasks_done=state.outcomes[plan.run].tasks_done), save=False)
+                                    tasks_done=state.outcomes[plan.run].tasks_done, attempts=attempts[plan.run]),
+                      save=False)
             backend.submit(plan, tasks[plan.run], state.on_task)
             running += 1
         if launched:  # one status.json write per round of launches
@@ -245,7 +264,12 @@ def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], stat
             on_tick()
         if outcome is not None:
             running -= 1
-            state.set(outcome)
+            outcome.attempts = attempts.get(outcome.run, 1)
+            if outcome.state == "failed" and outcome.attempts <= stream_retries:
+                state.set(dataclasses.replace(outcome, state="pending"))
+                pending.insert(0, by_run[outcome.run])
+            else:
+                state.set(outcome)
 
 
 # --------------------------------------------------------------------------------------------- checking a spec
@@ -295,7 +319,9 @@ def _where(spec: GridSpec, plan: StreamPlan) -> str:
 
 
 def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None = None,
-             progress: Callable[[GridState], Any] | None = None, ray_cpus_per_stream: float = 1.0) -> GridSummary:
+             progress: Callable[[GridState], Any] | None = None, ray_cpus_per_stream: float = 1.0,
+             stream_retries: int = 1, resume_command: str | None = None,
+             check_endpoints: bool = True) -> GridSummary:
     """Run every unfinished stream of ``spec`` (see the module docstring).
 
     Args:
@@ -303,15 +329,19 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         backend: "thread" (this process) or "ray" (Ray tasks; ``address`` of a running cluster, default local).
         progress: a context-manager factory given the live state (the CLI passes a rich view); None: silent.
         ray_cpus_per_stream: CPUs Ray reserves per stream.
+        stream_retries: how often a failed stream is started again (resuming) before it counts as failed.
+        resume_command: the command that resumes the grid, written to ``status.json`` while it is unfinished.
+        check_endpoints: check each endpoint of the streams to run (`skilltransfer.experiments.preflight`) first.
 
     Raises:
-        InputError: a bad spec, env, model or embedder setting (before any stream runs).
+        InputError: a bad spec, env, model or embedder setting, an endpoint that does not answer or lacks a key
+            (before any stream runs or anything is written).
     """
     start = time.perf_counter()
     out = spec.out_dir
     plans, tasks = resolve_streams(spec)
     totals = {run: len(ts) for run, ts in tasks.items()}
-    state = GridState(out, plans, totals)
+    state = GridState(out, plans, totals, resume_command=resume_command)
     for plan in plans:
         records = finished_records(plan, [t.id for t in tasks[plan.run]])
         if records is not None:
@@ -321,6 +351,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         else:
             state.outcomes[plan.run].tasks_done = RunFolder(out / plan.run).committed()
     todo = [p for p in plans if state.outcomes[p.run].state == "pending"]
+    if check_endpoints:
+        preflight([p.config.model for p in todo])
     runner: Any
     if backend == "ray":
         from skilltransfer.experiments.ray_backend import RayBackend
@@ -339,7 +371,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         if view is not None:
             view.__enter__()
         schedule(plans, tasks, state, runner, spec.max_concurrency,
-                 on_tick=getattr(view, "refresh", None) if view is not None else None)
+                 on_tick=getattr(view, "refresh", None) if view is not None else None, stream_retries=stream_retries)
     finally:
         if view is not None:
             view.__exit__(*sys.exc_info())
@@ -349,4 +381,5 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
             (out / ".work").rmdir()
     outcomes = [state.outcomes[p.run] for p in plans]
     counts = {s: sum(o.state == s for o in outcomes) for s in ("done", "skipped", "failed")}
-    return GridSummary(out, outcomes, round(time.perf_counter() - start, 3), runner.name, counts)
+    resume = resume_command if counts["failed"] else None
+    return GridSummary(out, outcomes, round(time.perf_counter() - start, 3), runner.name, counts, resume)

@@ -5,6 +5,7 @@ and run by the grid's code (`build`, `stream.run_stream`), with a progress displ
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +25,9 @@ from skilltransfer.experiments.build import (
 )
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.plan import one_stream
+from skilltransfer.experiments.preflight import check_endpoint
 from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunFolder
+from skilltransfer.experiments.runlog import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.experiments.spec import load_run_spec
 from skilltransfer.experiments.stream import StreamInputs, StreamSummary, prepare_stream, run_stream
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
@@ -130,6 +132,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
         check_output_path(workdir, flag="--workdir")
     RunFolder(folder).check_settings(config)  # a rerun with other settings is refused before anything is built
     inputs = prepare_stream(config)  # a bad library fails here, before the run folder is written; loaded once
+    check_endpoint(config.model)  # a dead endpoint or a missing key: one line in seconds, before anything is built
     env = build_env(config.env, workdir)
     tasks = stream_tasks(env, config)
     model = stream_model(build_base_model(config.model), config.model)
@@ -138,5 +141,11 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}"
                   f" | harness {config.harness_label()} ({len(config.agent.guards or ())} features on)",
                   highlight=False, markup=False)  # a label's [tag] is not rich markup
-    return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
-                  heartbeat_s=heartbeat_s, inputs=inputs)
+    existed = folder.exists()
+    try:
+        return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
+                      heartbeat_s=heartbeat_s, inputs=inputs)
+    except BaseException:
+        if not existed and not any((folder / TRAJECTORIES).glob("*")):  # a start that began no task leaves nothing
+            shutil.rmtree(folder, ignore_errors=True)
+        raise

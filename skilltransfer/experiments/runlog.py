@@ -250,7 +250,8 @@ class TrajectoryLog(BaseModel):
     exit_status: str = ""
     """The agent's exit status (empty while running)."""
     error: str | None = None
-    """The error that aborted the task."""
+    """The error that aborted the task (one line), or the traceback of an exception or timeout that ended a finished
+    task (exit status ``error`` / ``task_timeout``)."""
     score: dict[str, Any] = Field(default_factory=dict)
     """reward, success and checks (empty until the task is scored)."""
     steps: list[dict[str, Any]]

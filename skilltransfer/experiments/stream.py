@@ -7,6 +7,12 @@ ends the task mid-way writes it once more (status "aborted", with the error) bef
 or an endpoint that stays down leaves the partial trajectory on disk. A task whose prompt cannot fit the model's
 window is not an error: it ends with exit status ``context_exceeded`` and is recorded like any failed task.
 
+An exception inside a task (the agent, the env, the evaluation) is that task's record, not the stream's end: exit
+status ``error``, reward 0, the traceback in its trajectory's ``error``. A task past ``agent.task_timeout_s`` (checked
+by `TaskClock` before each model call) is recorded the same way with exit status ``task_timeout``. What is not the
+task's fault still stops the stream, leaving the task to be redone on resume: a user-input or model-call error
+(`InputError`: an endpoint down past its retry budget, a bad key, a cache miss in replay) and Ctrl-C.
+
 With ``coordination`` set (nl-sop, prompt-graph, metaskill) each task is carried out from its frozen plan by
 `skilltransfer.experiments.coordinated.CoordinatedTask` instead of ``agent.run``. Every stream snapshots the
 episode's workspace right after ``env.start`` and, after ``evaluate()``, writes the task's artifacts
@@ -23,9 +29,10 @@ evaluate, induce, commit.
 from __future__ import annotations
 
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,11 +66,55 @@ from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
-from skilltransfer.protocols import ChatModel, Embedder, Env, Score, SkillStore, TaskSpec
+from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
 from skilltransfer.skill import Skill, UsageStats
 
 PARTIAL_WRITE_S = 2.0
 """Least seconds between two writes of a running task's trajectory file."""
+TASK_ERROR = "error"
+"""The exit status of a task that an exception ended."""
+TASK_TIMEOUT = "task_timeout"
+"""The exit status of a task that ran past ``agent.task_timeout_s``."""
+MAX_TRACEBACK_CHARS = 20_000
+"""The longest traceback kept in a task's trajectory (its tail)."""
+
+
+class TaskTimeout(Exception):
+    """A task ran past ``agent.task_timeout_s`` (raised by `TaskClock` before a model call)."""
+
+
+@dataclass
+class TaskClock:
+    """The running task's deadline, shared by the stream's timed models (`TimedModel`)."""
+
+    limit_s: float | None
+    deadline: float | None = None
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.limit_s if self.limit_s is not None else None
+
+    def stop(self) -> None:
+        self.deadline = None
+
+    def check(self) -> None:
+        """Raises `TaskTimeout` past the deadline."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise TaskTimeout(f"the task ran past agent.task_timeout_s={self.limit_s:g}")
+
+
+class TimedModel:
+    """A chat model whose calls first check the task's `TaskClock` (other members are the inner model's)."""
+
+    def __init__(self, inner: ChatModel, clock: TaskClock) -> None:
+        self.inner = inner
+        self.clock = clock
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        self.clock.check()
+        return self.inner.complete(messages, **params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 @dataclass
@@ -119,6 +170,8 @@ class StreamParts:
     prompt_ids: dict[str, str]
     own_verifier: ChatModel | None = None
     """The lens verifier's model when the stream built it (``config.verifier_model``): closed when the stream ends."""
+    clock: TaskClock = field(default_factory=lambda: TaskClock(None))
+    """The running task's deadline (``agent.task_timeout_s``)."""
 
 
 def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
@@ -155,6 +208,10 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
     agent_cfg = config.agent_config()
     induction = config.induction_config()
+    clock = TaskClock(config.agent.task_timeout_s)
+    if clock.limit_s is not None:
+        model = TimedModel(model, clock)
+        induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = stream_prompt_ids(config, inducer)
     log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,
@@ -172,7 +229,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
                   retriever=retriever, role_models={"verifier": verifier} if verifier is not None else None)
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
-    return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier)
+    return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
+                       clock)
 
 
 # --------------------------------------------------------------------------------------------- memory set-up
@@ -397,8 +455,12 @@ def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int,
     trajectory = folder.trajectory_file(task.id)
     live = _LiveTrajectory(folder, trajectory, task, position)
     agent.on_event = _fan_out(live.on_event, on_event)
-    episode = env.start(task)
+    started = time.perf_counter()
+    episode = None
+    failure: tuple[BaseException, str] | None = None
+    parts.clock.start()
     try:
+        episode = env.start(task)
         workspace = getattr(episode, "workspace", None)
         before = snapshot_workspace(workspace) if workspace is not None else {}
         result: AgentResult
@@ -408,21 +470,39 @@ def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int,
             live.plan = coordinated.plan
         else:
             result = agent.run(episode, stream_position=position, run_id=config.run)
+        parts.clock.stop()  # evaluation and deferred induction finish what the agent did
         score = episode.evaluate()
         agent.induce_deferred(episode, result, score.success)
         folder.write_artifacts(trajectory, episode_artifacts(episode, before))
+    except Exception as exc:  # noqa: BLE001 - the task's failure is its record (see the module docstring)
+        if isinstance(exc, InputError):
+            live.write("aborted", error=_one_line(exc))
+            raise
+        failure = (exc, traceback.format_exc()[-MAX_TRACEBACK_CHARS:])
     except BaseException as exc:
-        live.write("aborted", error=" ".join(f"{type(exc).__name__}: {exc}".split())[:1000])
+        live.write("aborted", error=_one_line(exc))
         raise
     finally:
-        episode.close()
+        parts.clock.stop()
+        if episode is not None:
+            episode.close()
+    if failure is not None:
+        result = live.result if live.result is not None else AgentResult(task.id)
+        result.exit_status = TASK_TIMEOUT if isinstance(failure[0], TaskTimeout) else TASK_ERROR
+        result.latency_s = time.perf_counter() - started
+        score = Score(reward=0.0, success=False)
     if memory is not None:
         retrieved_ids = [s["id"] for step in result.retrievals for s in step.skills if s["id"] in memory]
         memory.record_retrieval(retrieved_ids, score.success)
     live.result = result
     live.write("finished", score={"reward": score.reward, "success": score.success,
-                                  "checks": [asdict(c) for c in score.checks]})
+                                  "checks": [asdict(c) for c in score.checks]},
+               error=failure[1] if failure is not None else None)
     record = _record(config, position, task, result, score, memory, trajectory, live.plan)
     folder.commit(record, memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None)
     folder.record_adaptations(param_changes(agent.model))
     return record
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:1000]

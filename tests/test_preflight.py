@@ -1,0 +1,92 @@
+"""Fail fast: ``run`` and ``grid`` check the endpoint (and the key where one is needed) before the first task, with one
+``error:`` line naming the model string and what was tried, and leave no run folder behind."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import yaml
+from helpers_cli import TINY, main_cli
+from helpers_tinyenv import CounterScript
+
+from skilltransfer.errors import InputError
+from skilltransfer.experiments.config import ModelSpec
+from skilltransfer.experiments.preflight import check_endpoint, model_string
+from skilltransfer.llm.mock_server import MockServer
+
+
+def dead_url() -> str:
+    """An http URL on a port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_model_strings():
+    assert model_string(ModelSpec(name="openai", model="gpt-4o")) == "openai/gpt-4o"
+    assert model_string(ModelSpec(name="openai", model="qwen3", base_url="http://h:8000/v1")) == "qwen3@http://h:8000/v1"
+    assert model_string(ModelSpec(name="scripted", script="x.jsonl")) == "scripted"
+
+
+def test_a_dead_endpoint_is_one_line(monkeypatch):
+    url = dead_url()
+    with pytest.raises(InputError) as caught:
+        check_endpoint(ModelSpec(name="openai", model="qwen3", base_url=url))
+    message = str(caught.value)
+    assert f"model 'qwen3@{url}'" in message
+    assert f"GET {url}/models" in message
+    assert "does not answer" in message
+
+
+def test_the_openai_api_needs_a_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(InputError, match="model 'openai/gpt-4o' needs an API key: set OPENAI_API_KEY"):
+        check_endpoint(ModelSpec(name="openai", model="gpt-4o"))
+
+
+def test_a_live_endpoint_passes_and_lists_its_models():
+    with MockServer(CounterScript()) as server:
+        info = check_endpoint(ModelSpec(name="openai", model="mock", base_url=server.url))
+    assert info.served == ["mock"]
+
+
+def test_run_against_a_dead_endpoint_fails_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    url = dead_url()
+    out = tmp_path / "runs" / "r"
+    code, _, err = main_cli(["run", "--env", TINY, "--condition", "task", "--model", f"qwen3@{url}",
+                             "--out", str(out), "--no-sandbox", "--no-progress"], monkeypatch, capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ")
+    assert f"qwen3@{url}" in lines[0]
+    assert "/models" in lines[0]
+    assert not out.exists()
+
+
+def test_run_with_openai_and_no_key_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    out = tmp_path / "runs" / "r"
+    code, _, err = main_cli(["run", "--env", TINY, "--condition", "task", "--model", "openai/gpt-4o",
+                             "--out", str(out), "--no-sandbox", "--no-progress"], monkeypatch, capsys)
+    assert code == 2
+    assert "error: model 'openai/gpt-4o' needs an API key" in err
+    assert not out.exists()
+
+
+def test_grid_against_a_dead_endpoint_writes_nothing(tmp_path, monkeypatch, capsys):
+    url = dead_url()
+    spec = {"name": "t", "out": str(tmp_path / "out"), "envs": {"a": {"env": TINY, "args": {"targets": [3]}}},
+            "models": {"m": {"name": "openai", "base_url": url, "model": "qwen3"}}, "conditions": ["task"],
+            "embedder": "hash:64"}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = main_cli(["grid", str(path), "--no-progress"], monkeypatch, capsys)
+    assert code == 2
+    assert err.strip().count("\n") == 0
+    assert f"qwen3@{url}" in err
+    assert not (tmp_path / "out").exists()
