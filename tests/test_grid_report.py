@@ -26,7 +26,13 @@ from skilltransfer.cli import main
 from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density
+from skilltransfer.metrics import (
+    binned_spearman,
+    bootstrap_ci,
+    score_library,
+    stratified_bootstrap_ci,
+    transfer_density,
+)
 from skilltransfer.skill import Skill
 
 ENVS = {"graded": {"env": "helpers_runs:GradedTinyEnv", "args": {"targets": [3, 5, 2, 7, 4, 9, 6]}},
@@ -164,7 +170,7 @@ def test_grid_wrote_every_stream_and_success_varies_by_condition(made: tuple[Pat
 def test_table2_matches_bootstrap_of_the_logs(made: tuple[Path, Path]) -> None:
     out, report = made
     rows = read_csv(report / "table2_success.csv")
-    assert len(rows) == 3 * len(ALL)  # two envs, one model, plus the all-envs rows
+    assert len(rows) == 4 * len(ALL)  # two envs, one model, plus the macro Average and the pooled rows
     for env in TARGETS:
         for condition in ALL:
             values = per_task(out, env, condition)
@@ -181,11 +187,16 @@ def test_table2_matches_bootstrap_of_the_logs(made: tuple[Path, Path]) -> None:
             assert row["baseline"] == base_name
             assert floats(row, "delta_pts", "delta_ci_low", "delta_ci_high") == pytest.approx(
                 (100 * (mean - np.mean(list(base.values()))), 100 * d_low, 100 * d_high))
-    for condition in ALL:  # all envs: the tasks of both envs pooled
-        pooled = [v for env in sorted(TARGETS) for v in per_task(out, env, condition).values()]
-        mean, low, high = bootstrap_ci(pooled)
+    for condition in ALL:  # all envs: the mean of the env means (stratified CI), and the tasks of both pooled
+        strata = [list(per_task(out, env, condition).values()) for env in sorted(TARGETS)]
+        pooled = [v for stratum in strata for v in stratum]
+        mean, low, high = stratified_bootstrap_ci(strata)
+        assert mean == pytest.approx(float(np.mean([np.mean(s) for s in strata])))
         row = pick(rows, env="(all envs)", model="Average", condition=condition)
         assert (int(row["n_runs"]), int(row["n_tasks"])) == (2, len(pooled))
+        assert floats(row, "success_pct", "ci_low", "ci_high") == pytest.approx((100 * mean, 100 * low, 100 * high))
+        mean, low, high = bootstrap_ci(pooled)
+        row = pick(rows, env="(all envs, pooled)", model="Average", condition=condition)
         assert floats(row, "success_pct", "ci_low", "ci_high") == pytest.approx((100 * mean, 100 * low, 100 * high))
 
 

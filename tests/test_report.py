@@ -21,7 +21,13 @@ from skilltransfer.experiments.report.utility import utility_bins
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
-from skilltransfer.metrics import binned_spearman, bootstrap_ci, score_library, transfer_density
+from skilltransfer.metrics import (
+    binned_spearman,
+    bootstrap_ci,
+    score_library,
+    stratified_bootstrap_ci,
+    transfer_density,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -61,7 +67,7 @@ def per_task(run: Path) -> dict[str, float]:
 def test_table2_matches_bootstrap_of_the_logs(runs_dir: Path, built) -> None:
     report, _, out = built
     table = report.table("table2_success")
-    assert len(table.where(model="Average")) == 12  # tiny-a has two models (6 rows), plus 6 over all envs
+    assert len(table.where(model="Average")) == 18  # tiny-a has two models (6 rows), plus 6 + 6 over all envs
     checked = 0
     for env, models in MODELS.items():
         for model in models:
@@ -88,14 +94,18 @@ def test_table2_matches_bootstrap_of_the_logs(runs_dir: Path, built) -> None:
     mean, low, high = bootstrap_ci([(x[t] + y[t]) / 2 for t in x])
     row = table.where(env="tiny-a", model="Average", condition="subtask+text")[0]
     assert (row["success_pct"], row["ci_low"], row["ci_high"]) == pytest.approx((100 * mean, 100 * low, 100 * high))
-    # the all-envs rows pool tiny-a's per-task model averages with tiny-b's tasks
+    # the all-envs rows average tiny-a's mean (of per-task model averages) and tiny-b's mean: each env weighs the same
     b = per_task(run_dir(runs_dir, "tiny-b", "model-x", "subtask+text"))
-    mean, low, high = bootstrap_ci([(x[t] + y[t]) / 2 for t in x] + list(b.values()))
+    a = [(x[t] + y[t]) / 2 for t in x]
+    mean, low, high = stratified_bootstrap_ci([a, list(b.values())])
+    assert mean == pytest.approx((np.mean(a) + np.mean(list(b.values()))) / 2)
     row = table.where(env="(all envs)", model="Average", condition="subtask+text")[0]
-    assert (row["n_tasks"], row["n_runs"]) == (len(x) + len(b), 3)
+    assert (row["n_tasks"], row["n_runs"], row["metric"]) == (len(x) + len(b), 3, "success")
     assert (row["success_pct"], row["ci_low"], row["ci_high"]) == pytest.approx((100 * mean, 100 * low, 100 * high))
+    pooled = table.where(env="(all envs, pooled)", model="Average", condition="subtask+text")[0]
+    assert pooled["success_pct"] == pytest.approx(100 * np.mean(a + list(b.values())))
     csv_lines = (out / "table2_success.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("env,model,condition,n_runs,n_tasks,success_pct")
+    assert csv_lines[0].startswith("env,model,condition,metric,n_runs,n_tasks,success_pct")
     assert len(csv_lines) == 1 + len(table.rows)
     markdown = (out / "report.md").read_text()
     assert f"{row['success_pct']:.1f} [{row['ci_low']:.1f}, {row['ci_high']:.1f}] ({row['delta_pts']:+.1f})" \
@@ -241,7 +251,7 @@ def test_cli_single_run_and_errors(small_runs: Path, tmp_path: Path, monkeypatch
     assert code == 0, err
     rows = (tmp_path / "one" / "table2_success.csv").read_text().splitlines()
     assert len(rows) == 2
-    assert rows[1].startswith(f"tiny-b,model-x,task+text,1,{len(ENV_TARGETS['tiny-b'])},")
+    assert rows[1].startswith(f"tiny-b,model-x,task+text,reward,1,{len(ENV_TARGETS['tiny-b'])},")
     assert (tmp_path / "one" / "figures" / "fig3_budget.png").read_bytes().startswith(PNG)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -251,8 +261,8 @@ def test_cli_single_run_and_errors(small_runs: Path, tmp_path: Path, monkeypatch
     assert not (tmp_path / "x").exists()
     code, err = run_cli([str(single), "--out", str(tmp_path / "x"), "--metric", "speed"], monkeypatch, capsys)
     assert code == 2
-    assert err.startswith("error: Invalid value for '--metric': Value error, 'speed' is not one of 'success', "
-                          "'reward'")  # a choice: refused when the command line is read
+    assert err.startswith("error: Invalid value for '--metric': Value error, 'speed' is not one of 'official', "
+                          "'success', 'reward'")  # a choice: refused when the command line is read
     code, err = run_cli([str(single), "--out", str(tmp_path / "x"), "--utility-binning", "last"], monkeypatch, capsys)
     assert code == 2
     assert err.startswith("error: Invalid value for '--utility-binning': Value error, 'last' is not one of 'first'")

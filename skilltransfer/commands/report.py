@@ -22,8 +22,9 @@ def report(
                                                       "recursively for config.json + results.jsonl).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: report.md, report.html, *.csv, "
                                       "figures/.")] = Path("report"),
-    metric: Annotated[Literal["success", "reward"], typer.Option(
-        help="success (0/1 per task) or reward (evaluator score in [0, 1]).")] = "success",
+    metric: Annotated[Literal["official", "success", "reward"], typer.Option(
+        help="official: each env's benchmark score (success; datasci: KramaBench's mean partial score); success "
+             "(0/1 per task) or reward (evaluator score in [0, 1]) for every env.")] = "official",
     embedder: Annotated[str | None, typer.Option(help="Embedder to score skills with (minilm, hash:DIM, a folder) "
                                                  "instead of each run's own.", rich_help_panel=_ADVANCED)] = None,
     utility: Annotated[bool, typer.Option(help="Run the skill-utility analyses (Fig. 5).")] = True,

@@ -94,6 +94,23 @@ def get_env(name: str, **kwargs: Any) -> Any:
     return env_class(name)(**kwargs)
 
 
+def official_metric(name: str) -> str:
+    """The official score of env ``name`` (a registry name or ``officebench[:<path>]``): its class's
+    ``official_metric`` (``success`` or ``reward``); ``success`` for a plug-in ``module:Class`` (a report never
+    imports a module a run log names), a class that declares none or one that cannot be imported."""
+    if name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
+        target = OFFICEBENCH_CLASS
+    elif name in ENVS:
+        target = ENVS[name]
+    else:
+        return "success"
+    try:
+        declared = getattr(resolve(target), "official_metric", "success")
+    except (ImportError, AttributeError, ValueError):
+        return "success"
+    return declared if declared in ("success", "reward") else "success"
+
+
 def stream_order(tasks: Iterable[TaskSpec], order_seed: int = CANONICAL_ORDER_SEED) -> list[TaskSpec]:
     """The order in which a skill-transfer run sees ``tasks``.
 

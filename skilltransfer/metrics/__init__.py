@@ -13,6 +13,7 @@ from skilltransfer.metrics.stats import (
     bootstrap_ci,
     equal_size_bins,
     paired_gain,
+    stratified_bootstrap_ci,
     transfer_density,
 )
 from skilltransfer.metrics.task_texts import load_task_texts
@@ -57,6 +58,7 @@ __all__ = [
     "best_match_and_abstractness",
     "knn_k",
     "paired_gain",
+    "stratified_bootstrap_ci",
     "binned_spearman",
     "bootstrap_ci",
     "equal_size_bins",

@@ -46,6 +46,32 @@ PAIRED_TESTS = ("sign-flip", "bootstrap")
 """One-sided tests of a paired mean gain (`paired_gain`)."""
 
 
+def stratified_bootstrap_ci(strata: Sequence[Sequence[float]], level: float = 0.95, n_resamples: int = 10000,
+                            seed: int = 0) -> tuple[float, float, float]:
+    """Percentile CI of the mean of stratum means (Table 2's Average over envs): each resample draws every stratum's
+    tasks with replacement within that stratum, so each stratum keeps its size and weighs the same.
+
+    Returns:
+        (mean of the stratum means, low, high).
+
+    Raises:
+        ValueError: no strata, an empty stratum, a level outside (0, 1).
+    """
+    if not strata or any(len(s) == 0 for s in strata):
+        raise ValueError("stratified_bootstrap_ci needs at least one stratum and no empty one")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    rng = np.random.default_rng(seed)
+    means = np.zeros(n_resamples)
+    for values in strata:
+        data = np.asarray(values, dtype=np.float64).ravel()
+        idx = rng.integers(0, data.size, size=(n_resamples, data.size))
+        means += data[idx].mean(axis=1)
+    means /= len(strata)
+    low, high = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(np.mean([np.mean(s) for s in strata])), float(low), float(high)
+
+
 @dataclass(frozen=True)
 class PairedGain:
     """A one-sided test that the mean of paired differences is above 0 (`paired_gain`).

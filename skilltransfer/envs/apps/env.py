@@ -86,6 +86,9 @@ class AppsEnv:
     """
 
     name = "apps"
+    official_metric = "success"
+    """The benchmark's official score (`report`'s default metric for this env):
+    AppWorld's task goal completion: every check passes."""
     streams: dict[str, tuple[str, ...]] = {
         "starter": ("apps-contact_phone-08", "apps-contact_phone-04", "apps-contact_email-05",
                     "apps-contact_email-00", "apps-update_contact_phone-00", "apps-text_contact-00"),

@@ -46,6 +46,9 @@ class DataSciEnv:
     """
 
     name = "datasci"
+    official_metric = "reward"
+    """The benchmark's official score (`report`'s default metric for this env):
+    KramaBench's mean partial score: the per-answer-type score in [0, 1]."""
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  instances_per_template: int = 2, dev_every: int = 5, keep: bool = False,

@@ -55,6 +55,9 @@ class OfficeEnv:
     """
 
     name = "office"
+    official_metric = "success"
+    """The benchmark's official score (`report`'s default metric for this env):
+    OfficeBench's pass/fail: every check passes."""
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  source: str = "generated", per_template: int = 14, keep: bool = False,

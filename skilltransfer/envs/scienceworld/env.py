@@ -136,6 +136,9 @@ class ScienceWorldEnv:
     """
 
     name = "scienceworld"
+    official_metric = "success"
+    """The benchmark's official score (`report`'s default metric for this env):
+    ScienceWorld's task completion (score 100)."""
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  keep_workspaces: bool = False, per_split: int | None = None, max_moves: int | None = None,

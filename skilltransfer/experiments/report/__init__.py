@@ -17,7 +17,7 @@ from skilltransfer.experiments.report.table import Table
 from skilltransfer.experiments.report.writer import Written, write_report
 
 
-def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: str = "success",
+def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: str = "official",
                 embedder: str | None = None, utility: bool = True, density_bins: int = 50,
                 utility_bins: int = 10, seed: int = 0, cache: bool = False,
                 utility_binning: str = "first") -> tuple[Report, Written]:
@@ -26,7 +26,7 @@ def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: 
     Args:
         paths: run folders, or folders holding run folders (searched recursively).
         out: the report folder.
-        metric: "success" or "reward".
+        metric: "official" (each env's benchmark score), "success" or "reward" (for every env).
         embedder: score skills with this embedder spec instead of each run's own.
         utility: run the skill-utility analyses (they embed every run's skills and tasks).
         density_bins: transfer-density bins (capped at the stream length).

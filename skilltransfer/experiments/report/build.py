@@ -42,7 +42,7 @@ class Report:
 
 
 def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | None = None,
-                 metric: str = "success", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
+                 metric: str = "official", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
                  seed: int = 0, utility_binning: str = "first", evolutions: list[Path] | None = None,
                  judgments: list[Path] | None = None) -> Report:
     """Compute the report's tables.
@@ -50,7 +50,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     Args:
         runs: loaded runs (``load_runs``).
         embedder_of: run -> embedder for the utility analyses (``EmbedderResolver``); None skips them.
-        metric: "success" (0/1 per task) or "reward" (the evaluator's score in [0, 1]).
+        metric: "official" (each env's benchmark score, `official_metric`), or for every env "success" (0/1
+            per task) or "reward" (the evaluator's score in [0, 1]).
         density_bins: stream bins of the transfer-density analysis (capped at the stream length).
         utility_n_bins: equal-size bins of the utility analyses.
         seed: bootstrap seed.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import condition_order, value_of
+from skilltransfer.experiments.report.success import OFFICIAL, condition_order, metric_of, value_of
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics import transfer_density
 
@@ -33,7 +33,7 @@ def bins_for(n_items: int, bins: int = DEFAULT_BINS) -> int:
     return min(bins, n_items)
 
 
-def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = "success") -> Table:
+def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = OFFICIAL) -> Table:
     """Per run: tasks, success, skills written/merged/dropped/pruned/unparseable, inductions skipped (no working code)
     and skills not stored as ungrounded, retrievals, memory size, D."""
     table = Table("skills_per_run", "Skills written / merged / pruned / retrieved per run",
@@ -49,9 +49,10 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = "su
         events = transfer_events(run)
         n_bins = bins_for(run.n_stream, bins)
         density = transfer_density(events, run.n_stream, n_bins).density if run.n_stream >= 2 else None
+        score = 100 * float(np.mean([value_of(r, metric_of(run, metric)) for r in run.records]))
         table.rows.append({
             "run": run.name, "path": str(run.path), "env": run.env, "model": run.model, "condition": run.condition,
-            "tasks": len(run.records), "success_pct": 100 * float(np.mean([value_of(r, metric) for r in run.records])),
+            "tasks": len(run.records), "success_pct": score,
             "written": statuses["added"], "merged": statuses["merged"], "dropped": statuses["dropped"],
             "pruned": statuses["pruned"], "unparseable": statuses["unparseable"], "skipped": statuses["skipped"],
             "ungrounded": statuses["ungrounded"], "retrievals": len(retrieved),

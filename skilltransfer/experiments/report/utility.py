@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import condition_order, value_of
+from skilltransfer.experiments.report.success import OFFICIAL, condition_order, metric_of, value_of
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics import SkillScore, binned_spearman, bootstrap_ci, score_library
 
@@ -29,7 +29,7 @@ def score_runs(runs: list[RunLog], embedder_of: Callable[[RunLog], Any]) -> dict
     return scores
 
 
-def task_utility(runs: list[RunLog], scores: dict[str, dict[str, SkillScore]], metric: str = "success") -> Table:
+def task_utility(runs: list[RunLog], scores: dict[str, dict[str, SkillScore]], metric: str = OFFICIAL) -> Table:
     """One row per task that retrieved at least one scored skill: the mean components of its distinct skills."""
     table = Table("task_utility", "Mean utility of each task's retrieved skills",
                   ["run", "env", "model", "condition", "level", "position", "task_id", "success", "n_skills",
@@ -40,6 +40,7 @@ def task_utility(runs: list[RunLog], scores: dict[str, dict[str, SkillScore]], m
         rows = scores.get(str(run.path))
         if not rows:
             continue
+        resolved = metric_of(run, metric)
         for record in run.records:
             ids = sorted({item.skill_id for item in record.retrieved if item.skill_id in rows})
             if not ids:
@@ -47,7 +48,7 @@ def task_utility(runs: list[RunLog], scores: dict[str, dict[str, SkillScore]], m
             picked = [rows[i] for i in ids]
             table.rows.append({
                 "run": run.name, "env": run.env, "model": run.model, "condition": run.condition, "level": run.level,
-                "position": record.position, "task_id": record.task_id, "success": value_of(record, metric),
+                "position": record.position, "task_id": record.task_id, "success": value_of(record, resolved),
                 "n_skills": len(ids), "mean_utility": float(np.mean([s.utility for s in picked])),
                 "mean_specificity": float(np.mean([s.specificity for s in picked])),
                 "mean_abstractness": float(np.mean([s.abstractness for s in picked]))})

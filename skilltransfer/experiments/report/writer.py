@@ -13,7 +13,7 @@ from typing import Any
 from skilltransfer.experiments.report.build import Report
 from skilltransfer.experiments.report.figures import Drawn, draw_all
 from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, condition_order
+from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, POOLED, condition_order
 from skilltransfer.experiments.report.table import Table, fmt, natural_key
 from skilltransfer.util.files import atomic_write_text, new_file_mode
 
@@ -66,10 +66,11 @@ def _save_png(drawn: Drawn, path: Path) -> None:
 def _table2_pivot(table: Table) -> tuple[list[str], list[list[str]]]:
     conditions = sorted({r["condition"] for r in table.rows}, key=condition_order)
     keys = sorted({(r["env"], r["model"]) for r in table.rows},
-                  key=lambda k: (k[0] == ALL_ENVS, natural_key(k[0]), k[1] == AVERAGE, natural_key(k[1])))
+                  key=lambda k: (k[0] in (ALL_ENVS, POOLED), k[0] == POOLED, natural_key(k[0]), k[1] == AVERAGE,
+                                 natural_key(k[1])))
     body = []
     for env, model in keys:
-        cells = [env, model]
+        cells = [env, model, str(table.where(env=env, model=model)[0].get("metric") or "")]
         for condition in conditions:
             hit = table.where(env=env, model=model, condition=condition)
             if not hit:
@@ -81,7 +82,7 @@ def _table2_pivot(table: Table) -> tuple[list[str], list[list[str]]]:
                 cell += f" ({row['delta_pts']:+.1f})"
             cells.append(cell)
         body.append(cells)
-    return ["env", "model", *conditions], body
+    return ["env", "model", "metric", *conditions], body
 
 
 def _cells(table: Table) -> tuple[list[str], list[list[str]]]:
