@@ -25,6 +25,7 @@ from skilltransfer.sandbox import (
     NamespaceSpec,
     Runner,
     Services,
+    loading_action,
     make_runner,
     skill_body_problem,
 )
@@ -99,6 +100,7 @@ class WorkspaceEpisode:
                                  "complete_task", "complete_task", COMPLETE_TASK_DOC, lenient=True)},
                              hidden_packages=tuple(hidden_packages))
         self.closed = False
+        self._reserved = tuple(spec.bindings)
         self.runner = make_runner(self.workspace, spec, self.services, sandboxed=sandboxed, limits=limits)
 
     def _complete_task(self, answer: Any = None) -> None:
@@ -125,11 +127,21 @@ class WorkspaceEpisode:
                            done=self.done)
 
     def load_code(self, source: str) -> Observation:
-        """Load a code skill's definitions into the action namespace (bodies that would run code are refused)."""
-        problem = skill_body_problem(source)
+        """Load a code skill's definitions into the action namespace (bodies that would run code, or bind a name of
+        the namespace or a builtin, are refused). It loads in a namespace of its own (`loading_action`) while every
+        harness service refuses calls, so loading can neither submit nor change the world; were it to submit anyway,
+        the submission is undone and the skill refused."""
+        problem = skill_body_problem(source, self._reserved)
         if problem is not None:
             return Observation(output=f"SkillRefused: {problem}", error=True, done=self.done)
-        return self.step(source)
+        before = self.submission
+        with self.services.refusing("a code skill is being loaded; loading runs nothing"):
+            observation = self.step(loading_action(source))
+        if self.submission is not before:
+            self.submission = before
+            return Observation(output="SkillRefused: loading the skill submitted the task (undone)", error=True,
+                               done=self.done)
+        return observation
 
     def docs(self) -> str:
         return self._docs

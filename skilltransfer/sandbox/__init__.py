@@ -8,11 +8,11 @@
 * ``runtime/``: the worker's own code (standard library only), the only toolkit code the worker can import.
 """
 
-from skilltransfer.sandbox.codecheck import skill_body_problem
+from skilltransfer.sandbox.codecheck import loading_action, skill_body_problem
 from skilltransfer.sandbox.inprocess import InProcessRunner, make_runner
 from skilltransfer.sandbox.runner import SandboxRunner, check_code_loads
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, Runner, SandboxError
 
 __all__ = ["ExecResult", "InProcessRunner", "Limits", "NamespaceSpec", "Runner", "SandboxError", "SandboxRunner",
-           "Services", "check_code_loads", "make_runner", "skill_body_problem"]
+           "Services", "check_code_loads", "loading_action", "make_runner", "skill_body_problem"]

@@ -10,9 +10,10 @@ name and module with the same arguments (builtins are the real classes).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from skilltransfer.sandbox.runtime.channel import depth_problem
@@ -46,6 +47,16 @@ class Services:
         self._lock = threading.Lock()
         self.max_reply_bytes = max_reply_bytes
         self.calls = 0
+        self._refusal: str | None = None
+
+    @contextlib.contextmanager
+    def refusing(self, reason: str) -> Iterator[None]:
+        """While inside, every call is refused with ``reason`` (e.g. while a code skill loads)."""
+        self._refusal = reason
+        try:
+            yield
+        finally:
+            self._refusal = None
 
     def register(self, name: str, function: Callable[..., Any]) -> None:
         """Make ``function(*args, **kwargs)`` callable by agent code as service ``name``."""
@@ -63,6 +74,8 @@ class Services:
         Calls are serialised per episode (a service never runs twice at once for one agent).
         """
         function = self._functions.get(name) if isinstance(name, str) else None
+        if self._refusal is not None:
+            return json.dumps({"error": error_info(PermissionError(f"{name}: {self._refusal}"))})
         if function is None:
             return json.dumps({"error": error_info(NameError(f"no harness service named {name!r}"))})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
