@@ -89,6 +89,10 @@ class RunConfigLog(BaseModel):
     """Request parameters the model's endpoint rejected (HTTP 400) and what the run sends instead
     (``max_completion_tokens`` for ``max_tokens``, else ``dropped``): learnt during the run, sent from the first
     request when it resumes (`skilltransfer.llm.strict`)."""
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    """What the run ran on (`skilltransfer.experiments.provenance`): toolkit version, git commit and dirty flag,
+    Python and package versions, the seed sent, the model ids and ``system_fingerprint`` values the endpoint answered
+    with; ``resumed_with`` lists what differed when the run was resumed. Not a setting: never compared on resume."""
 
     def to_json(self) -> str:
         """The file's text: the model recorded by what shapes its answers only (`IDENTITY_MODEL_FIELDS`), nothing
@@ -692,6 +696,12 @@ class RunFolder:
         merged = {**before.model_adaptations, **changes}
         if merged != before.model_adaptations:
             self._write(CONFIG, before.model_copy(update={"model_adaptations": merged}).to_json())
+
+    def record_provenance(self, provenance: Mapping[str, Any]) -> None:
+        """Replace ``config.json``'s provenance (rewritten only when it changed)."""
+        before = self.read_config()
+        if dict(provenance) != before.provenance:
+            self._write(CONFIG, before.model_copy(update={"provenance": dict(provenance)}).to_json())
 
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""

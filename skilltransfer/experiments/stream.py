@@ -47,6 +47,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
+from skilltransfer.experiments.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.experiments.runlog import (
     CoordinationRecord,
     InducedSkill,
@@ -172,6 +173,8 @@ class StreamParts:
     """The lens verifier's model when the stream built it (``config.verifier_model``): closed when the stream ends."""
     clock: TaskClock = field(default_factory=lambda: TaskClock(None))
     """The running task's deadline (``agent.task_timeout_s``)."""
+    watch: ServedWatch | None = None
+    """What the endpoint says it serves (recorded in ``config.json``'s provenance after each task)."""
 
 
 def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
@@ -209,6 +212,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     agent_cfg = config.agent_config()
     induction = config.induction_config()
     clock = TaskClock(config.agent.task_timeout_s)
+    watch = ServedWatch(model)
+    model = watch
     if clock.limit_s is not None:
         model = TimedModel(model, clock)
         induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
@@ -217,9 +222,11 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,
                        agent=agent_cfg, induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id) if embedder is not None else None,
-                       task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"))
+                       task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"),
+                       provenance=run_provenance(config.model.effective_params()))
     folder = RunFolder(config.path)
     records = folder.start(log)
+    folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder.memory_dir)
     retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
@@ -230,7 +237,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
                   retriever=retriever, role_models={"verifier": verifier} if verifier is not None else None)
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock)
+                       clock, watch)
 
 
 # --------------------------------------------------------------------------------------------- memory set-up
@@ -501,6 +508,10 @@ def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int,
     record = _record(config, position, task, result, score, memory, trajectory, live.plan)
     folder.commit(record, memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None)
     folder.record_adaptations(param_changes(agent.model))
+    if parts.watch is not None:
+        seen = parts.watch.seen()
+        before = folder.read_config().provenance
+        folder.record_provenance(merged(before, seen) if before else before)
     return record
 
 

@@ -356,7 +356,7 @@ class MockServer:
         self._served += 1
         payload: dict[str, Any] = {
             "id": f"chatcmpl-mock-{self._served}", "object": "chat.completion", "created": int(time.time()),
-            "model": model or "mock",
+            "model": model or "mock", "system_fingerprint": "fp_mock",
             "choices": [{"index": 0, "message": self._message(text, thought, finish), "finish_reason": finish}],
         }
         if self.report_usage:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skilltransfer.experiments.provenance import provenance_differences
 from skilltransfer.experiments.report.build import Report
 from skilltransfer.experiments.report.figures import Drawn, draw_all
 from skilltransfer.experiments.report.runs import RunLog
@@ -120,7 +121,8 @@ def _header(report: Report) -> list[str]:
             f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
             + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV).",
             *([f"Runs over an empty library (their source induced no skill; they ran with none): {'; '.join(empty)}."]
-              if empty else []), *_grouping(report.runs)]
+              if empty else []), *_grouping(report.runs),
+            *provenance_differences({run.name: run.log.provenance for run in report.runs})]
 
 
 def _grouping(runs: list[RunLog]) -> list[str]:
@@ -190,9 +192,22 @@ def render(report: Report, figures: dict[str, str], as_html: bool) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def clear_report(out: Path) -> None:
+    """Remove what an earlier report wrote in ``out`` (a folder holding ``report.json``): its pages, CSV files and
+    figures, so that no stale table or figure outlives the report that made it. Other files are left alone."""
+    if not (out / "report.json").is_file():
+        return
+    own = [*out.glob("*.csv"), *(out / FIGURE_DIR).glob("*.png"), out / FIGURE_DIR / "figures.json",
+           out / "report.md", out / "report.html", out / "report.json"]
+    for path in own:
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+
+
 def write_report(report: Report, out: str | Path) -> Written:
     """Write every table as CSV, every figure as PNG (+ ``figures.json`` with panel counts), and the pages."""
     out = Path(out)
+    clear_report(out)
     out.mkdir(parents=True, exist_ok=True)
     written = Written(out, out / "report.md", out / "report.html")
     for name, table in report.tables.items():
@@ -208,7 +223,7 @@ def write_report(report: Report, out: str | Path) -> Written:
         meta[drawn.name] = {"file": f"{FIGURE_DIR}/{path.name}", "title": drawn.title, "panels": drawn.panels}
     atomic_write_text(out / FIGURE_DIR / "figures.json", json.dumps(meta, indent=2) + "\n")
     runs = [{"run": run.name, "path": str(run.path), "env": run.env, "model": run.model, "condition": run.condition,
-             "tasks": len(run.records)} for run in report.runs]
+             "tasks": len(run.records), "provenance": run.log.provenance} for run in report.runs]
     atomic_write_text(out / "report.json", json.dumps({"settings": report.settings, "runs": runs}, indent=2) + "\n")
     relative = {name: f"{FIGURE_DIR}/{path.name}" for name, path in written.figures.items()}
     atomic_write_text(written.markdown, render(report, relative, as_html=False))
