@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.agents.config import ROLE_MAX_TOKENS, AgentConfig
+from skilltransfer.agents.config import AgentConfig, role_budgets
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun
@@ -118,9 +118,8 @@ class Agent:
     def run(self, episode: Episode, *, stream_position: int | None = None, run_id: str | None = None) -> AgentResult:
         """Solve one task; the episode is left open (the caller evaluates and closes it)."""
         start = time.perf_counter()
-        budgets = self.config.role_max_tokens
-        fitter = ContextFitter(dict(ROLE_MAX_TOKENS if budgets is None else budgets), self.config.context_keep_steps,
-                               cap_to_window=budgets is None)
+        budgets, capped = role_budgets(self.config)
+        fitter = ContextFitter(budgets, self.config.context_keep_steps, cap_to_window=capped)
         result = AgentResult(task_id=episode.task.id, calls=CallLog(fitter=fitter),
                              harness=make_harness(self.config, self.prompts))
         state: dict[str, Any] = {"subtask": None}

@@ -14,7 +14,18 @@ LibraryOrganization = Literal["flat", "task-tree", "tree", "graph"]
 LibraryExposure = Literal["retrieved", "whole"]
 """How retrieved skills are organised for the agent (``skilltransfer.memory.organization``)."""
 ROLE_MAX_TOKENS: dict[str, int] = {"executor": 1024, "planner": 96, "summarizer": 256, "induction": 768}
-"""Default completion budget per role (tokens)."""
+"""Completion budget per role (tokens) of the ``small-model`` and ``custom`` presets (``paper`` sends none)."""
+
+
+def role_budgets(config: AgentConfig) -> tuple[dict[str, int], bool]:
+    """(completion budget per role, whether each is capped at a quarter of the window): ``role_max_tokens`` when set
+    (not capped); else none under ``paper`` (the paper keeps each provider's default: a reasoning model spends its
+    cap thinking), `ROLE_MAX_TOKENS` (capped) under the other presets."""
+    if config.role_max_tokens is not None:
+        return dict(config.role_max_tokens), False
+    if config.harness == "paper":
+        return {}, False
+    return dict(ROLE_MAX_TOKENS), True
 
 
 class AgentSettings(BaseModel):
@@ -62,7 +73,8 @@ class AgentSettings(BaseModel):
     role_max_tokens: dict[str, int] | None = None
     """Completion budget per role (executor, planner, summarizer, induction), sent as ``max_tokens`` unless the call's
     or the model's params set ``max_tokens``; context fitting reserves it. A role left out gets no ``max_tokens``.
-    None: ``ROLE_MAX_TOKENS``, each capped at a quarter of the model's context window."""
+    None: the preset's (`role_budgets`): none under ``paper`` (a model's own ``max_completion_tokens`` still
+    applies), ``ROLE_MAX_TOKENS`` under ``small-model`` and ``custom``, each capped at a quarter of the window."""
     context_keep_steps: int = Field(default=4, ge=1)
     """Context fitting keeps the last this-many executor steps verbatim while eliding older ones (see
     ``skilltransfer.agents.context``)."""

@@ -3,8 +3,9 @@
 The policy (deterministic: the same messages, window and counts give the same prompt):
 
 1. The completion budget is the call's ``max_tokens`` (the call's params, else the model's own params, else the
-   role's ``AgentConfig.role_max_tokens`` entry, which is then sent as ``max_tokens``; the default entries are capped
-   at a quarter of the window). The prompt may use
+   role's entry of `skilltransfer.agents.config.role_budgets`, which is then sent as ``max_tokens``; the
+   ``small-model`` entries are capped at a quarter of the window, ``paper`` has none). A call with no budget sends
+   no cap and reserves a quarter of the window, at most 1,024 tokens. The prompt may use
    ``window - budget - margin`` tokens, margin = 16 + window // 64 (144 at 8,192; 48 at 2,048).
 2. If the prompt fits, it is sent unchanged. Otherwise the first of these variants that fits is sent:
    a. the system prompt and the task message (everything up to the first user message, or the first ``head``

@@ -370,6 +370,8 @@ class StreamConfig(BaseModel):
                                                     *features]})
         self.__dict__.update(agent=agent, mask_instance_names=mask,
                              env=self.env.model_copy(update={"args": {**self.env.args, **args}}) if args else self.env)
+        if agent.harness == "paper":  # no hidden completion caps (see docs/models.md)
+            self.__dict__["lens"] = self.lens.uncapped()
         return self
 
     def harness_label(self) -> str:

@@ -57,8 +57,9 @@ class DecomposeConfig(BaseModel):
     """Cosine at or above which two same-layer units are merged (> 1 disables merging)."""
     max_body_chars: int = Field(default=6000, ge=200)
     """A longer skill body is cut (head kept) in the prompt."""
-    max_tokens: int = Field(default=512, ge=16)
-    """Completion budget of one decomposer call."""
+    max_tokens: int | None = Field(default=512, ge=16)
+    """Completion budget of one decomposer call; None: no cap (a stream under the ``paper`` harness that does not
+    set it)."""
     prompt_dir: str | None = None
     """A folder of replacement lens prompt files."""
     model_params: dict[str, Any] = Field(default_factory=dict)
@@ -199,7 +200,8 @@ class Decomposer:
         reason = ""
         for _ in range(cfg.retries + 1):
             try:
-                done = self.model.complete(messages, **{"max_tokens": cfg.max_tokens, **cfg.model_params})
+                cap = {"max_tokens": cfg.max_tokens} if cfg.max_tokens is not None else {}
+                done = self.model.complete(messages, **{**cap, **cfg.model_params})
             except ContextLengthError as exc:
                 reason = f"prompt does not fit the model's window ({exc})"
                 break

@@ -48,6 +48,14 @@ class LensConfig(BaseModel):
     decompose: DecomposeConfig = Field(default_factory=DecomposeConfig)
     """How skills added to the memory are decomposed into the graph (retries, merge threshold, ...)."""
 
+    def uncapped(self) -> LensConfig:
+        """This config without the completion caps nobody set (verifier, rewriter, decomposer): what a stream under
+        the ``paper`` harness sends (the paper keeps each provider's default; a reasoning model thinks first)."""
+        route = {k: None for k in ("verifier_max_tokens", "rewrite_max_tokens") if k not in self.route.model_fields_set}
+        decompose = {"max_tokens": None} if "max_tokens" not in self.decompose.model_fields_set else {}
+        return self.model_copy(update={"route": self.route.model_copy(update=route),
+                                       "decompose": self.decompose.model_copy(update=decompose)})
+
 
 def skill_version(skill: Skill) -> str:
     """A short hash of what decomposition reads of a skill (name, description, format, body)."""

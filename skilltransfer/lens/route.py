@@ -66,10 +66,11 @@ class RouteConfig(BaseModel):
     """Re-asks after a verifier reply that names no decision."""
     fallback_decision: Decision = "ACCEPT"
     """The decision when the verifier gives none (or its prompt does not fit)."""
-    verifier_max_tokens: int = Field(default=16, ge=1)
-    """Completion budget of a verifier call."""
-    rewrite_max_tokens: int = Field(default=256, ge=16)
-    """Completion budget of a rewrite call."""
+    verifier_max_tokens: int | None = Field(default=16, ge=1)
+    """Completion budget of a verifier call; None: no cap (a stream under the ``paper`` harness that does not set
+    it)."""
+    rewrite_max_tokens: int | None = Field(default=256, ge=16)
+    """Completion budget of a rewrite call; None: no cap (as ``verifier_max_tokens``)."""
     prompt_dir: str | None = None
     """A folder of replacement lens prompt files."""
     model_params: dict[str, Any] = Field(default_factory=dict)
@@ -178,8 +179,9 @@ class _Router:
         """Unit -> (decision, rank of the candidate it came from, that candidate's score)."""
 
     # ----------------------------------------------------------------- model calls
-    def _call(self, messages: list[Message], max_tokens: int, model: ChatModel | None = None) -> str:
-        done = (model or self.model).complete(messages, **{"max_tokens": max_tokens, **self.cfg.model_params})
+    def _call(self, messages: list[Message], max_tokens: int | None, model: ChatModel | None = None) -> str:
+        cap = {"max_tokens": max_tokens} if max_tokens is not None else {}
+        done = (model or self.model).complete(messages, **{**cap, **self.cfg.model_params})
         self.log.verifier_calls += 1
         self.log.verifier_prompt_tokens += done.prompt_tokens
         self.log.verifier_completion_tokens += done.completion_tokens
