@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import random
 import threading
@@ -151,6 +152,8 @@ class MockServer:
             advertise_window
         self.context_refusals = 0
         self.reasoning, self.reasoning_tokens = reasoning, max(1, reasoning_tokens)
+        self.embedding_requests: list[dict[str, Any]] = []
+        """Every ``/v1/embeddings`` request body, in order."""
         self.rejected: list[str] = []
         """The parameters of every request refused as unsupported (``reasoning="openai"``), in order."""
         """Requests refused because they did not fit ``context_window``."""
@@ -221,6 +224,7 @@ class MockServer:
             app = web.Application()
             app.router.add_post("/v1/chat/completions", self._chat)
             app.router.add_get("/v1/models", self._models)
+            app.router.add_post("/v1/embeddings", self._embeddings)
             app.router.add_get("/health", self._health)
             app.router.add_get("/stats", self._stats)
             self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
@@ -247,6 +251,19 @@ class MockServer:
         if request.query.get("reset"):
             self.max_in_flight = self.in_flight
         return web.json_response(stats)
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """``POST /v1/embeddings``: a deterministic 32-dimensional hashed bag of words per input text."""
+        body = await request.json()
+        self.embedding_requests.append(body)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t for t in texts):
+            return _error(400, "invalid_request_error", "'input' must be a non-empty string or list of them")
+        data = [{"object": "embedding", "index": i, "embedding": _bag_of_words(t)} for i, t in enumerate(texts)]
+        tokens = sum(approx_tokens(t) for t in texts)
+        return web.json_response({"object": "list", "data": data, "model": body.get("model", "mock"),
+                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _models(self, _request: web.Request) -> web.Response:
         ids = self.models or ["mock"]
@@ -408,6 +425,14 @@ class MockServer:
             raise LookupError(f"script exhausted after {len(self._queue)} replies")
         self._next_reply += 1
         return self._queue[index]
+
+
+def _bag_of_words(text: str, dim: int = 32) -> list[float]:
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dim] += 1.0
+    vector[0] += 0.01  # never the zero vector
+    return vector
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.Response:

