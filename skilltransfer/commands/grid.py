@@ -15,7 +15,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.commands.options import Overrides, QuietOld, warn_deprecated
+from skilltransfer.commands.options import CostLimit, Overrides, QuietOld, TokenLimit, warn_deprecated
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.experiments.grid import GridState, GridSummary
@@ -52,7 +52,8 @@ class GridView:
             (f"{self.title}  ", "bold"),
             f"streams {s['finished']}/{s['streams']} done, {s['running']} running, ",
             (f"{s['failed']} failed", "red" if s["failed"] else ""),
-            f"  tasks {s['tasks_done']}/{s['tasks']}  tokens {_tokens(s['tokens'])}  calls {s['model_calls']}"
+            f"  tasks {s['tasks_done']}/{s['tasks']}  tokens {_tokens(s['tokens'])}"
+            + (f"  cost ${s['cost_usd']:,.2f}" if s["cost_usd"] else "") + f"  calls {s['model_calls']}"
             f"  elapsed {_duration(s['elapsed_s'])}  ETA {_duration(s['eta_s'])}")
 
     def render(self) -> Group:
@@ -82,8 +83,13 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
     counts = summary.counts
     console.print(f"grid {summary.out}: {counts['done']} streams run, {counts['skipped']} already finished, "
                   f"{counts['failed']} failed; {summary.tasks_ran} tasks run now, {summary.model_calls} model calls, "
-                  f"{_tokens(summary.tokens)} tokens in {_duration(summary.seconds)} ({summary.backend})",
-                  soft_wrap=True)
+                  f"{_tokens(summary.tokens)} tokens"
+                  + (f", ${summary.cost_usd:,.4f}" if summary.cost_usd is not None else "")
+                  + f" in {_duration(summary.seconds)} ({summary.backend})", soft_wrap=True)
+    if summary.stopped:
+        console.print(f"stopped: {summary.stopped}; {summary.counts.get('stopped', 0)} streams not finished, their "
+                      f"committed tasks kept; resume: {summary.resume_command or 'rerun the same command'}",
+                      soft_wrap=True, highlight=False, markup=False)
     reading = [o for o in summary.outcomes if o.library is not None]
     empty = [o for o in reading if o.library is not None and o.library.startswith("0 skills")]
     if reading:
@@ -116,7 +122,8 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
 
 
 def resume_command(spec: str, out: str | None, config: list[str] | None, overrides: list[str] | None,
-                   limit: int | None, embedder: str | None, stream_retries: int) -> str:
+                   limit: int | None, embedder: str | None, stream_retries: int,
+                   limits: dict[str, float | None] | None = None) -> str:
     """The command that resumes this grid: the spec and every option that shapes it, as given."""
     parts = ["skilltransfer", "grid", spec]
     if out is not None:
@@ -129,6 +136,9 @@ def resume_command(spec: str, out: str | None, config: list[str] | None, overrid
         parts += ["--embedder", embedder]
     if stream_retries != 1:
         parts += ["--stream-retries", str(stream_retries)]
+    for flag, value in (limits or {}).items():
+        if value is not None:
+            parts += [flag, f"{value:g}"]
     for item in overrides or []:
         parts += ["-c", item]
     return shlex.join(parts)
@@ -158,6 +168,8 @@ def grid(
                                                 rich_help_panel=_ADVANCED)] = None,
     ray_cpus: Annotated[float, typer.Option(min=0.01, help="CPUs Ray reserves per stream.",
                                             rich_help_panel=_ADVANCED)] = 1.0,
+    token_limit: TokenLimit = None,
+    cost_limit: CostLimit = None,
     stream_retries: Annotated[int, typer.Option(min=0, help="Times a failed stream (an error outside its tasks, e.g. "
                                                 "an endpoint down past its retry budget) is started again, resuming, "
                                                 "before the streams that read its library are marked failed.")] = 1,
@@ -167,6 +179,8 @@ def grid(
     \f
     Returns the `GridSummary` (None for --dry-run).
     """
+    from skilltransfer.experiments.budget import Budget
+    from skilltransfer.experiments.estimate import estimate
     from skilltransfer.experiments.grid import resolve_streams, run_grid
     from skilltransfer.experiments.spec import load_spec
 
@@ -188,22 +202,40 @@ def grid(
     if dry_run:  # the same checks as a run: a spec that cannot run fails here
         plans, tasks = resolve_streams(grid_spec)
         width = max(len(plan.run) for plan in plans)
+        estimates, basis = estimate(plans, {r: len(t) for r, t in tasks.items()})
+        by_run = {e.run: e for e in estimates}
         for plan in plans:
             library = plan.source or plan.config.library
             reads = f"  library: {library}" + (" (its final memory, after it)" if plan.source else "") \
                 if library else ""
-            typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{reads}")
+            guess = by_run[plan.run]
+            spend = ""
+            if basis and guess.tokens is not None:
+                spend = f"  {guess.tasks_left} left, ~{_tokens(round(guess.tokens))} tokens" + (
+                    f", ~${guess.cost_usd:,.2f}" if guess.cost_usd is not None else "")
+            typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{spend}{reads}")
         typer.echo(f"{len(plans)} streams, {sum(len(t) for t in tasks.values())} tasks -> {grid_spec.out_dir}")
+        if basis:
+            tokens = sum(e.tokens or 0 for e in estimates)
+            costs = [e.cost_usd for e in estimates if e.cost_usd is not None]
+            typer.echo(f"estimate from {basis} earlier tasks of this spec: {sum(e.tasks_left for e in estimates)} "
+                       f"tasks left, ~{_tokens(round(tokens))} tokens"
+                       + (f", ~${sum(costs):,.2f}" if costs else " (no price: set models.<label>.price for a cost)"))
+        else:
+            typer.echo("no earlier tasks of this spec to estimate tokens and cost from (run some, e.g. with "
+                       "--limit 2 or --token-limit, then --dry-run again)")
         return None
 
     def view(state: GridState) -> GridView:
         return GridView(state, f"grid {grid_spec.name}", console)
 
-    resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries)
+    resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
+                            {"--token-limit": token_limit, "--cost-limit": cost_limit})
+    budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
     try:
         summary = run_grid(grid_spec, backend=backend, address=address,
                            progress=view if progress else None, ray_cpus_per_stream=ray_cpus,
-                           stream_retries=stream_retries, resume_command=resume)
+                           stream_retries=stream_retries, resume_command=resume, budget=budget)
     except KeyboardInterrupt:
         console.print(f"interrupted: committed tasks are kept in {grid_spec.out_dir}; rerun the same command to "
                       "resume", soft_wrap=True)

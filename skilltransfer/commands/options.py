@@ -57,6 +57,8 @@ VOCABULARY: dict[str, Term] = {
     "--retries": Term("Re-asks after an unusable reply"),
     "--task": Term("A task: its number in the stream (1-based) or its id"),
     "--port": Term("Port"),
+    "--token-limit": Term("Stop starting tasks once this invocation's tasks used"),
+    "--cost-limit": Term("Stop starting tasks once this invocation's tasks cost"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""
 
@@ -129,6 +131,12 @@ ModelNameOld = Annotated[str | None, typer.Option("--model-name", hidden=True, h
 ScriptOld = Annotated[Path | None, typer.Option("--script", hidden=True, help="Deprecated: the scripted double's "
                                                 "replies (use --model scripted:<file>).")]
 
+TokenLimit = Annotated[int | None, typer.Option(
+    "--token-limit", min=1, help="Stop starting tasks once this invocation's tasks used this many tokens (prompt + "
+    "completion); running tasks finish and are kept, rerunning resumes.")]
+CostLimit = Annotated[float | None, typer.Option(
+    "--cost-limit", min=0, help="Stop starting tasks once this invocation's tasks cost this many dollars at the "
+    "model's price (models.<label>.price, needed); running tasks finish and are kept, rerunning resumes.")]
 Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress (one line per task "
                                         "without a terminal).")]
 QuietOld = Annotated[bool, typer.Option("--quiet", "-q", hidden=True, help="Deprecated: --no-progress.")]

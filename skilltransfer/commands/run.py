@@ -23,6 +23,7 @@ from skilltransfer.commands.options import (
     CacheMode,
     ConfigFile,
     ContextWindow,
+    CostLimit,
     ModelNameOld,
     ModelString,
     Overrides,
@@ -31,10 +32,12 @@ from skilltransfer.commands.options import (
     RetryBudget,
     ScriptOld,
     Temperature,
+    TokenLimit,
     warn_deprecated,
 )
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
@@ -162,6 +165,8 @@ def run(
     progress: Progress = True,
     heartbeat: Annotated[float, typer.Option(help="Without a terminal: a progress line at most every this many "
                                                   "seconds while a task runs (0: none).", min=0)] = 30.0,
+    token_limit: TokenLimit = None,
+    cost_limit: CostLimit = None,
 ) -> LaunchResult:
     """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
     if seed_old is not None:
@@ -181,8 +186,13 @@ def run(
              | env_args(env_arg or []))
     stream_config = with_endpoint_model(run_spec(config, overrides or [], flags, out))
     console = Console(stderr=True)
-    result = run_config(stream_config, workdir=workdir, progress=progress, console=console, heartbeat_s=heartbeat)
+    budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
+    result = run_config(stream_config, workdir=workdir, progress=progress, console=console, heartbeat_s=heartbeat,
+                        budget=budget)
     records = result.summary.records
+    if result.summary.stopped:
+        console.print(f"stopped: {result.summary.stopped}; {len(records)}/{len(result.tasks)} tasks finished and kept; "
+                      "rerun the same command to resume", highlight=False, soft_wrap=True)
     console.print(f"done: {len(result.summary.ran)} tasks run now, {len(records)}/{len(result.tasks)} finished, "
                   f"success {sum(r.success for r in records)}/{len(records)} in {result.wall_s:.1f} s", highlight=False)
     folder = result.summary.path

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import build_env, saved_memory_size, stream_tasks
 from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
 from skilltransfer.experiments.organize import run_organize_stream
@@ -29,7 +30,8 @@ from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT, run_strea
 from skilltransfer.protocols import ChatModel, Embedder, Env, Episode, TaskSpec
 from skilltransfer.sandbox import InProcessRunner
 
-State = Literal["pending", "running", "done", "skipped", "failed"]
+State = Literal["pending", "running", "done", "skipped", "failed", "stopped"]
+"""A stream's state; "stopped": a spending limit (`Budget`) was reached before its last task (rerun to resume)."""
 TaskSink = Callable[[str, TaskRecord], None]
 """Receives (run name, record) for each task a stream commits."""
 
@@ -107,6 +109,8 @@ class StreamOutcome:
     """Model calls of the tasks run now."""
     tokens: int = 0
     """Prompt + completion tokens of the tasks run now."""
+    cost_usd: float | None = None
+    """What the tasks run now cost at the model's price (None without a price)."""
     seconds: float = 0.0
     error: str | None = None
     traceback: str | None = None
@@ -154,9 +158,10 @@ def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskReco
 
 
 def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel, embedder: Embedder | None,
-                   on_task: TaskSink | None = None) -> StreamOutcome:
+                   on_task: TaskSink | None = None, budget: Budget | None = None) -> StreamOutcome:
     """Run (or resume) one grid stream in a work folder under ``<out>/.work``; any exception becomes a failed
-    outcome carrying its message and traceback."""
+    outcome carrying its message and traceback; a reached ``budget`` (shared by the grid's streams) stops it before
+    its next task."""
     start = time.perf_counter()
     config = plan.config
     outcome = StreamOutcome(plan.run, "running", tasks_total=len(tasks))
@@ -165,6 +170,8 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
     def record(rec: TaskRecord) -> None:
         outcome.model_calls += rec.model_calls
         outcome.tokens += rec.prompt_tokens + rec.completion_tokens
+        if rec.cost_usd is not None:
+            outcome.cost_usd = round((outcome.cost_usd or 0.0) + rec.cost_usd, 6)
         if on_task is not None:
             on_task(plan.run, rec)
 
@@ -180,8 +187,9 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
             summary = run_evolution_stream(env, model, config, embedder=embedder, tasks=tasks, on_task=record)
         else:
             summary = run_stream(env, model, config, embedder=embedder if config.has_memory else None, tasks=tasks,
-                                 on_task=record)
-        outcome.state = "done"
+                                 on_task=record, budget=budget)
+        outcome.state = "stopped" if summary.stopped else "done"
+        outcome.error = summary.stopped
         outcome.ran = len(summary.ran)
         outcome.tasks_done = len(summary.records)
         outcome.successes = sum(r.success for r in summary.records)

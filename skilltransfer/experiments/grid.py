@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import (
     LockedEmbedder,
     build_base_model,
@@ -88,6 +89,15 @@ class GridSummary:
     def tokens(self) -> int:
         return sum(o.tokens for o in self.outcomes)
 
+    @property
+    def cost_usd(self) -> float | None:
+        """What the tasks run now cost (None when no model has a price)."""
+        costs = [o.cost_usd for o in self.outcomes if o.cost_usd is not None]
+        return round(sum(costs), 6) if costs else None
+
+    stopped: str | None = None
+    """Why the grid stopped before its last task (a spending limit), else None."""
+
 
 class GridState:
     """Thread-safe live state of a grid: outcomes, counters for the progress view, and ``status.json``."""
@@ -104,6 +114,7 @@ class GridState:
         self.new_tasks = 0
         self.tokens = 0
         self.model_calls = 0
+        self.cost_usd = 0.0
         self._lock = threading.Lock()
 
     def on_task(self, run: str, record: TaskRecord) -> None:
@@ -116,6 +127,7 @@ class GridState:
             self.new_tasks += 1
             self.tokens += record.prompt_tokens + record.completion_tokens
             self.model_calls += record.model_calls
+            self.cost_usd += record.cost_usd or 0.0
 
     def set(self, outcome: StreamOutcome, *, save: bool = True) -> None:
         """Record a stream's new state (and write ``status.json`` unless ``save`` is False)."""
@@ -137,6 +149,7 @@ class GridState:
                     "failed": sum(o.state == "failed" for o in outcomes),
                     "tasks": sum(o.tasks_total for o in outcomes), "tasks_done": tasks_done,
                     "new_tasks": self.new_tasks, "tokens": self.tokens, "model_calls": self.model_calls,
+                    "cost_usd": self.cost_usd,
                     "elapsed_s": elapsed, "eta_s": remaining / rate if rate else None}
 
     def save(self) -> None:
@@ -145,7 +158,7 @@ class GridState:
             rows = {run: asdict(o) for run, o in self.outcomes.items()}
         failed = [run for run, row in rows.items() if row["state"] == "failed"]
         errors = {run: row["task_errors"] for run, row in rows.items() if row["task_errors"]}
-        unfinished = failed or any(row["state"] in ("pending", "running") for row in rows.values())
+        unfinished = failed or any(row["state"] in ("pending", "running", "stopped") for row in rows.values())
         payload = {"format_version": GRID_FORMAT_VERSION, "updated": _now(), "failed_streams": failed,
                    "task_errors": errors, "resume": self.resume_command if unfinished else None, "streams": rows}
         atomic_write_text(self.out / "status.json", json.dumps(payload, indent=1) + "\n")
@@ -174,7 +187,8 @@ class ThreadBackend:
 
     name = "thread"
 
-    def __init__(self, plans: Sequence[StreamPlan]) -> None:
+    def __init__(self, plans: Sequence[StreamPlan], budget: Budget | None = None) -> None:
+        self.budget = budget
         self._models: dict[str, Any] = {}
         self._embedders: dict[tuple[str, bool], Any] = {}
         self._done: queue.Queue[StreamOutcome] = queue.Queue()
@@ -203,7 +217,7 @@ class ThreadBackend:
 
         def work() -> None:
             try:
-                outcome = execute_stream(plan, tasks, model, embedder, on_task=on_task)
+                outcome = execute_stream(plan, tasks, model, embedder, on_task=on_task, budget=self.budget)
             finally:
                 if model is not base and isinstance(model, CachedModel):  # this stream's own cache wrapper
                     model.cache.close()
@@ -225,9 +239,10 @@ class ThreadBackend:
 
 def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], state: GridState, backend: Any,
              max_concurrency: int, on_tick: Callable[[], None] | None = None, tick_s: float = 0.25,
-             stream_retries: int = 0) -> None:
+             stream_retries: int = 0, budget: Budget | None = None) -> None:
     """Run the pending streams, at most ``max_concurrency`` at once, each after the stream it depends on; a failed
-    stream is started again (resuming) up to ``stream_retries`` times before it counts as failed."""
+    stream is started again (resuming) up to ``stream_retries`` times before it counts as failed. Once ``budget``
+    is reached, no stream starts (pending ones are marked "stopped")."""
     pending = [p for p in plans if state.outcomes[p.run].state == "pending"]
     by_run = {p.run: p for p in plans}
     attempts: dict[str, int] = {}
@@ -242,6 +257,11 @@ def schedule(plans: Sequence[StreamPlan], tasks: dict[str, list[TaskSpec]], stat
                 continue
             pending.remove(plan)
             launched = True
+            reached = budget.reached() if budget is not None else None
+            if reached is not None:
+                state.set(StreamOutcome(plan.run, "stopped", len(tasks[plan.run]),
+                                        tasks_done=state.outcomes[plan.run].tasks_done, error=reached), save=False)
+                continue
             if dep == "failed":
                 state.set(StreamOutcome(plan.run, "failed", len(tasks[plan.run]),
                                         error=f"source stream {plan.depends_on} failed"), save=False)
@@ -321,7 +341,7 @@ def _where(spec: GridSpec, plan: StreamPlan) -> str:
 def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None = None,
              progress: Callable[[GridState], Any] | None = None, ray_cpus_per_stream: float = 1.0,
              stream_retries: int = 1, resume_command: str | None = None,
-             check_endpoints: bool = True) -> GridSummary:
+             check_endpoints: bool = True, budget: Budget | None = None) -> GridSummary:
     """Run every unfinished stream of ``spec`` (see the module docstring).
 
     Args:
@@ -332,6 +352,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         stream_retries: how often a failed stream is started again (resuming) before it counts as failed.
         resume_command: the command that resumes the grid, written to ``status.json`` while it is unfinished.
         check_endpoints: check each endpoint of the streams to run (`skilltransfer.experiments.preflight`) first.
+        budget: a spending limit over all streams (thread backend): once reached no task starts; running tasks
+            finish; the summary's ``stopped`` says why and rerunning resumes.
 
     Raises:
         InputError: a bad spec, env, model or embedder setting, an endpoint that does not answer or lacks a key
@@ -353,13 +375,21 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
     todo = [p for p in plans if state.outcomes[p.run].state == "pending"]
     if check_endpoints:
         preflight([p.config.model for p in todo])
+    if budget is not None and budget.limited:
+        if backend != "thread":
+            raise InputError("--token-limit and --cost-limit apply to the thread backend only")
+        unpriced = sorted({p.config.model.display_label for p in todo if p.config.model.price is None})
+        if budget.cost_limit is not None and unpriced:
+            raise InputError(f"--cost-limit needs a price for every model: set models.<label>.price (e.g. -c "
+                             f"'models.{unpriced[0]}.price={{input: 2.5, output: 10}}'); no price: "
+                             f"{', '.join(unpriced)}")
     runner: Any
     if backend == "ray":
         from skilltransfer.experiments.ray_backend import RayBackend
 
         runner = RayBackend(todo, address=address, cpus_per_stream=ray_cpus_per_stream)
     elif backend == "thread":
-        runner = ThreadBackend(todo)  # builds models and embedders: bad settings fail here, before any output
+        runner = ThreadBackend(todo, budget)  # builds models and embedders: bad settings fail here, before any output
     else:
         raise InputError(f"unknown backend {backend!r}; choose one of: thread, ray")
     guard_stdlib_parse()  # streams run side by side from here (see skilltransfer.util.pyast)
@@ -371,7 +401,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         if view is not None:
             view.__enter__()
         schedule(plans, tasks, state, runner, spec.max_concurrency,
-                 on_tick=getattr(view, "refresh", None) if view is not None else None, stream_retries=stream_retries)
+                 on_tick=getattr(view, "refresh", None) if view is not None else None, stream_retries=stream_retries,
+                 budget=budget)
     finally:
         if view is not None:
             view.__exit__(*sys.exc_info())
@@ -381,5 +412,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
             (out / ".work").rmdir()
     outcomes = [state.outcomes[p.run] for p in plans]
     counts = {s: sum(o.state == s for o in outcomes) for s in ("done", "skipped", "failed")}
-    resume = resume_command if counts["failed"] else None
-    return GridSummary(out, outcomes, round(time.perf_counter() - start, 3), runner.name, counts, resume)
+    if any(o.state == "stopped" for o in outcomes):
+        counts["stopped"] = sum(o.state == "stopped" for o in outcomes)
+    resume = resume_command if counts["failed"] or counts.get("stopped") else None
+    stopped = next((o.error for o in outcomes if o.state == "stopped"), None)
+    return GridSummary(out, outcomes, round(time.perf_counter() - start, 3), runner.name, counts, resume, stopped)

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import (
     build_base_model,
     build_embedder,
@@ -79,7 +80,8 @@ class LaunchResult:
 
 def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[TaskSpec], *,
            embedder: Embedder | None = None, progress: bool = True, console: Console | None = None,
-           heartbeat_s: float = 30.0, inputs: StreamInputs | None = None) -> LaunchResult:
+           heartbeat_s: float = 30.0, inputs: StreamInputs | None = None,
+           budget: Budget | None = None) -> LaunchResult:
     """Run (or resume) a stream with a progress bar, closing the model and embedder afterwards.
 
     Args:
@@ -92,6 +94,7 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
         console: where to draw (default stderr).
         heartbeat_s: without a terminal, least seconds between heartbeat lines while a task runs.
         inputs: the stream's library and organisation, loaded by `prepare_stream` (None: loaded by the stream).
+        budget: a spending limit: once reached no new task starts (``summary.stopped`` says why).
     """
     single_thread_faiss()
     start = time.perf_counter()
@@ -101,9 +104,9 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
         if progress:
             with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) as bar:
                 summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar,
-                                     on_event=bar.on_event, inputs=inputs)
+                                     on_event=bar.on_event, inputs=inputs, budget=budget)
         else:
-            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks, inputs=inputs)
+            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks, inputs=inputs, budget=budget)
     finally:
         for part in (model, embedder):
             close = getattr(part, "close", None)
@@ -113,7 +116,8 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
 
 
 def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: bool = True,
-               console: Console | None = None, heartbeat_s: float = 30.0) -> LaunchResult:
+               console: Console | None = None, heartbeat_s: float = 30.0,
+               budget: Budget | None = None) -> LaunchResult:
     """Build the env, stream, model and embedder of ``config`` and run (or resume) it (see `launch`).
 
     Raises:
@@ -132,6 +136,9 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
         check_output_path(workdir, flag="--workdir")
     RunFolder(folder).check_settings(config)  # a rerun with other settings is refused before anything is built
     inputs = prepare_stream(config)  # a bad library fails here, before the run folder is written; loaded once
+    if budget is not None and budget.cost_limit is not None and config.model.price is None:
+        raise InputError("--cost-limit needs the model's price: -c 'model.price={input: 2.5, output: 10}' (dollars "
+                         "per million input/output tokens)")
     check_endpoint(config.model)  # a dead endpoint or a missing key: one line in seconds, before anything is built
     env = build_env(config.env, workdir)
     tasks = stream_tasks(env, config)
@@ -144,7 +151,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     existed = folder.exists()
     try:
         return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,
-                      heartbeat_s=heartbeat_s, inputs=inputs)
+                      heartbeat_s=heartbeat_s, inputs=inputs, budget=budget)
     except BaseException:
         if not existed and not any((folder / TRAJECTORIES).glob("*")):  # a start that began no task leaves nothing
             shutil.rmtree(folder, ignore_errors=True)

@@ -219,6 +219,9 @@ class TaskRecord(BaseModel):
     """Model calls whose prompt was shortened to fit the context window (elided steps or cut skills)."""
     reasoning_tokens: int = 0
     """Completion tokens spent reasoning (part of ``completion_tokens``; 0 for a model that does not reason)."""
+    cost_usd: float | None = None
+    """What the task's calls cost at the model's ``price`` (prompt tokens as input, completion tokens, reasoning
+    included, as output); None when the model has no price."""
     length_cut_calls: int = 0
     """Answered model calls whose reply the completion cap cut (finish_reason "length")."""
     tokens_by_role: dict[str, dict[str, int]]

@@ -44,6 +44,7 @@ from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
@@ -125,6 +126,8 @@ class StreamSummary:
     path: Path
     records: list[TaskRecord]
     ran: list[str]
+    stopped: str | None = None
+    """Why the stream stopped before its last task (a reached `Budget` limit), else None."""
 
     @property
     def success_rate(self) -> float:
@@ -388,7 +391,9 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     routes = [RouteRecord.from_log(step.route, step.subtask_index) for step in result.retrievals
               if step.route is not None]
     calls = result.calls
-    return TaskRecord(run=cfg.run, condition=cfg.condition, position=position, task_id=task.id,
+    price = cfg.model.price
+    cost = round(price.cost(calls.prompt_tokens, calls.completion_tokens), 6) if price is not None else None
+    return TaskRecord(cost_usd=cost, run=cfg.run, condition=cfg.condition, position=position, task_id=task.id,
                       difficulty=task.difficulty, template=task.template, reward=score.reward, success=score.success,
                       exit_status=result.exit_status, steps=len(result.actions), subtasks=result.n_subtasks,
                       latency_s=round(result.latency_s, 4), model_calls=len(answered),
@@ -416,7 +421,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
                tasks: Sequence[TaskSpec] | None = None, induction_model: ChatModel | None = None,
                on_task: Callable[[TaskRecord], None] | None = None,
                on_event: Callable[[AgentEvent], None] | None = None,
-               verifier: ChatModel | None = None, inputs: StreamInputs | None = None) -> StreamSummary:
+               verifier: ChatModel | None = None, inputs: StreamInputs | None = None,
+               budget: Budget | None = None) -> StreamSummary:
     """Run ``tasks`` (default ``env.tasks()``) in order under ``config.condition``, resuming a partial run: build
     the parts once (`build_stream`), then for each task not yet committed: start, run, evaluate, induce, commit.
 
@@ -432,6 +438,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         verifier: the lens verifier's model (default: built from ``config.verifier_model`` when set, and closed when
             the stream ends; else ``model``).
         inputs: the stream's checked library and organisation (`prepare_stream`), when the caller loaded them.
+        budget: a spending limit (shared with other streams): once reached no new task starts and the summary says
+            why (``stopped``); rerunning resumes.
 
     Raises:
         InputError: a run folder started with other settings, a bad library.
@@ -440,18 +448,24 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
                          inputs=inputs, verifier=verifier)
     finished = {r.task_id for r in parts.records}
     ran: list[str] = []
+    stopped = None
     for position, task in enumerate(parts.tasks):
         if task.id in finished:
             continue
+        stopped = budget.reached() if budget is not None else None
+        if stopped is not None:
+            break
         record = _run_task(env, config, parts, position, task, on_event)
         parts.records.append(record)
         ran.append(task.id)
+        if budget is not None:
+            budget.add(record)
         if on_task is not None:
             on_task(record)
     close = getattr(parts.own_verifier, "close", None)
     if close is not None:
         close()
-    return StreamSummary(parts.folder.path, parts.records, ran)
+    return StreamSummary(parts.folder.path, parts.records, ran, stopped)
 
 
 def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int, task: TaskSpec,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,8 @@ class RunSummary:
     """Completion tokens spent reasoning (part of ``completion_tokens``)."""
     length_cut_calls: int = 0
     """Model calls whose reply the completion cap cut (finish_reason "length")."""
+    cost_usd: float | None = None
+    """The finished tasks' cost at the model's price (None when no task recorded one)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,6 +188,7 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         context_fitted_calls=sum(r.context_fitted_calls for r in records),
         reasoning_tokens=sum(r.reasoning_tokens for r in records),
         length_cut_calls=sum(r.length_cut_calls for r in records),
+        cost_usd=run_cost(records),
         skills_written=induced["added"], skills_merged=induced["merged"], skills_pruned=induced["pruned"],
         skills_dropped=induced["dropped"], skills_unparseable=induced["unparseable"],
         skills_not_stored=induced["skipped"] + induced["ungrounded"],
@@ -195,6 +199,12 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
                   **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
         format_version=log.format_version, harness=_harness(log.config),
         transfers=transfer_events(records), coordination=coordination_totals(records))
+
+
+def run_cost(records: Sequence[TaskRecord]) -> float | None:
+    """The records' summed ``cost_usd`` (None when none has one: the model had no price)."""
+    costs = [r.cost_usd for r in records if r.cost_usd is not None]
+    return round(sum(costs), 6) if costs else None
 
 
 def _harness(config: StreamConfig) -> str:
@@ -229,6 +239,8 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion "
                    + (f"(of which {s.reasoning_tokens:,} reasoning) " if s.reasoning_tokens else "")
                    + f"({(s.prompt_tokens + s.completion_tokens) / n:,.0f} per task)"),
+        *([("cost", f"${s.cost_usd:,.4f} (${s.cost_usd / n:,.4f} per task) at the model's price")]
+          if s.cost_usd is not None else []),
         ("model calls", f"{s.model_calls:,} ({s.model_calls / n:.1f} per task): {roles}"),
         ("steps", f"{s.mean_steps:.1f} actions, {s.mean_subtasks:.1f} subtasks per task"),
         ("dependency", f"{s.dependency:,} (peak context {s.peak_context:,} tokens)"),

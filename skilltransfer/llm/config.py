@@ -25,6 +25,21 @@ CACHE_MODE_ALIASES: dict[str, CacheMode] = {
 }
 
 
+class Price(BaseModel):
+    """A model's price in US dollars per million tokens; reasoning tokens are completion tokens, billed as output."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    input: float = Field(ge=0)
+    """Dollars per million prompt tokens."""
+    output: float = Field(ge=0)
+    """Dollars per million completion tokens (reasoning included)."""
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The dollars these tokens cost."""
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
 class ModelConfig(BaseModel):
     """How to reach (or start) a chat model and how to call it. Unset fields fall back to env vars / defaults."""
 
@@ -83,6 +98,9 @@ class ModelConfig(BaseModel):
     after another role's call (see `LocalServer`)."""
     script: str | None = None
     """For the "scripted" test double: a JSONL file of replies (strings in order, or match/reply rules)."""
+    price: Price | None = None
+    """Dollars per million input/output tokens (``price: {input: 2.5, output: 10}``): runs then record each task's
+    cost and ``--cost-limit`` applies. Not sent anywhere; None: costs are not computed."""
 
     @field_validator("cache_mode", mode="before")
     @classmethod
