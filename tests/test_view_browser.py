@@ -301,3 +301,41 @@ def test_export_opens_from_disk_with_the_same_content(browser, runs, root, tmp_p
         served.close()
         exported.close()
         server.stop()
+
+
+def test_a_masked_runs_skill_pages_show_each_skills_effect_and_its_draws(browser, tmp_path):
+    import importlib.util
+    import sys
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "skill_effects.py"
+    spec = importlib.util.spec_from_file_location("skill_effects_bench_view", bench)
+    assert spec is not None
+    assert spec.loader is not None
+    world = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = world
+    spec.loader.exec_module(world)
+    root = tmp_path / "runs"
+    records = world.run_replicate(root, 0, groups=1, per_topic=40, mask_rate=0.5)
+    with ViewServer(Catalog([root])) as running:
+        page = Page(browser, running.url)
+        try:
+            key = key_of(running, root / "rep0")
+            page.go(f"#/run/{key}/skills")
+            assert "effect on success" in page.text()
+            names = {r.skill_id: r.name for rec in records for r in rec.retrieved}
+            harmful = next(i for i, n in names.items() if n == "alpha_two")  # planted -0.3
+            page.go(f"#/run/{key}/skill/{harmful}")
+            text = page.text()
+            assert "Causal effect (randomised masking)" in text
+            assert "95% CI" in text
+            withheld = sum(not e.shown for rec in records for e in rec.exposures if e.skill_id == harmful)
+            assert f"withheld in {withheld} of the 40 tasks" in text
+            page.go(f"#/run/{key}/task/1")
+            mask = page.page.locator("div.masking")
+            assert mask.count() == 1
+            assert "candidates withheld" in mask.inner_text()
+            assert page.page.locator("table.mask tbody tr").count() == 4
+            assert not page.errors
+            assert not page.dialogs
+        finally:
+            page.close()

@@ -1,5 +1,5 @@
-"""``skilltransfer library organize|show``: build a library organisation (flat, task tree, LLM tree or graph), save it
-with the library, and look at it."""
+"""``skilltransfer library organize|show|prune``: build a library organisation (flat, task tree, LLM tree or graph),
+save it with the library, and look at it; leave out the skills randomised masking flagged harmful."""
 
 from __future__ import annotations
 
@@ -170,6 +170,48 @@ def show(
         text = _listing(load_library(folder), folder)
     typer.echo(text, nl=False)
     return text
+
+
+@library_app.command("prune")
+def prune(
+    library: Annotated[Path, typer.Argument(help="The library to prune: a folder of SKILL.md packages, a skills "
+                                                 ".jsonl or a run's memory/ folder.")],
+    harmful: Annotated[list[Path], typer.Option("--harmful", help="Run folders (or grid folders) with masking draws "
+                                                                  "(mask_rate > 0): the skills their skill_effects "
+                                                                  "table flags harmful are left out. Repeatable.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output (new): a folder of SKILL.md packages, or a "
+                                                          "file ending in .jsonl.")],
+    seed: Annotated[int, typer.Option(help="Bootstrap and randomisation-test seed.")] = 0,
+) -> list[str]:
+    """Write the library without the skills randomised masking flagged harmful (``report``'s ``skill_effects``:
+    Benjamini-Hochberg at FDR 0.05 over one-sided randomisation tests); print each skill left out with its effect."""
+    from skilltransfer.experiments.report import load_runs
+    from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
+    from skilltransfer.memory.library import export_jsonl
+
+    as_jsonl = out.suffix == ".jsonl"
+    check_output_path(out, flag="--out", folder=not as_jsonl)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError("--out: exists; give a new folder or file", path=out)
+    skills = load_library(library)
+    runs = load_runs(harmful)
+    if not has_draws(runs):
+        raise InputError("--harmful: no masking draws in these runs; run the library with mask_rate > 0 (e.g. "
+                         "-c mask_rate=0.3) first", path=harmful[0])
+    flagged = [row for row in skill_effects_table(runs, seed).rows if row["harmful"]]
+    dropped = {row["skill_id"] for row in flagged}
+    kept = [skill for skill in skills if skill.id not in dropped]
+    for row in flagged:
+        where = "" if any(row["skill_id"] == s.id for s in skills) else " (not in this library)"
+        typer.echo(f"harmful: {row['skill']} ({row['skill_id']}) success effect {row['success_effect']:+.3f} "
+                   f"[{row['success_low']:+.3f}, {row['success_high']:+.3f}], p = {row['p_harm']:.4f}, "
+                   f"{row['env']}/{row['model']}/{row['condition']}{where}")
+    if as_jsonl:
+        export_jsonl(kept, out)
+    else:
+        export_skill_md(kept, out)
+    typer.echo(f"wrote {out} ({len(kept)} of {len(skills)} skills; {len(skills) - len(kept)} left out as harmful)")
+    return sorted(dropped)
 
 
 def _listing(skills: list[Skill], folder: Path) -> str:

@@ -319,6 +319,13 @@ class StreamConfig(BaseModel):
     reuse: Annotated[Reuse, Axis("reuses", tag="[{value}]")] = "flat"
     """flat (the top-k skills whole, as before), or lens, rewrite-all, no-walk: the skills section is routed over a
     skill graph kept in step with the memory (``lens`` settings; ``skill_graph``)."""
+    mask_rate: Annotated[float, Axis("mask_rates", run_tag="mask{value}", tag="[mask={value}]", tag_if=_has_memory)] = (
+        Field(default=0.0, ge=0.0, lt=1.0))
+    """Randomised masking (`skilltransfer.memory.masking`): each retrieved candidate is withheld from the prompt with
+    this probability (one seeded draw per task and skill, logged with its propensity in the retrieval step), so
+    ``report``'s ``skill_effects`` can estimate each skill's causal effect. 0: every retrieved skill is shown."""
+    mask_seed: int = 0
+    """The masking draws' seed (with the task and skill ids)."""
     lens: LensConfig = Field(default_factory=LensConfig)
     """Lens reuse settings: routing (token budget, walk, ...) and decomposition of skills into the graph."""
     skill_graph: str | None = None
@@ -402,6 +409,13 @@ class StreamConfig(BaseModel):
                 "inline", "flat", "retrieved"):
             raise ValueError(f"reuse {self.reuse!r} routes skill units into the context inline; it does not combine "
                              "with skill_exec or library_organization (keep them inline and flat)")
+        return self
+
+    @model_validator(mode="after")
+    def _masking_needs_flat_retrieval(self) -> StreamConfig:
+        if self.mask_rate > 0 and (not self.has_memory or self.reuse != "flat" or self.library_exposure == "whole"):
+            raise ValueError("mask_rate withholds retrieved skills: it needs a skill memory (a memory condition or a "
+                             "library), flat reuse and library_exposure: retrieved")
         return self
 
     @model_validator(mode="after")

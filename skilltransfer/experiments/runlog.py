@@ -190,6 +190,19 @@ class CoordinationRecord(BaseModel):
     ``tokens_by_role["plan_writer"]``; the report keeps it out of the interface's cost)."""
 
 
+class Exposure(BaseModel):
+    """One masking draw of a task (``mask_rate`` > 0): a retrieved candidate skill, shown or withheld."""
+
+    skill_id: str
+    propensity: float
+    """Probability it was shown (1 - mask_rate)."""
+    shown: bool
+    rank: int
+    """Its rank among the candidates of the first retrieval that had it."""
+    score: float
+    subtask_index: int | None = None
+
+
 class TaskRecord(BaseModel):
     """One line of ``results.jsonl``."""
 
@@ -239,6 +252,9 @@ class TaskRecord(BaseModel):
     ``to_dict``). None in runs logged before it existed."""
     routes: list[RouteRecord] = Field(default_factory=list)
     """Lens reuse: one brief per (sub)task retrieval (empty under flat reuse)."""
+    exposures: list[Exposure] = Field(default_factory=list)
+    """Masked retrieval (``mask_rate`` > 0): one draw per candidate skill of the task (`skilltransfer.memory.masking`);
+    empty otherwise."""
 
 
 TrajectoryStatus = Literal["running", "aborted", "finished"]

@@ -51,6 +51,7 @@ from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.experiments.runlog import (
     CoordinationRecord,
+    Exposure,
     InducedSkill,
     RetrievedSkill,
     RouteRecord,
@@ -65,6 +66,7 @@ from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
 from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.memory.distractors import distractor_skills
+from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
@@ -178,6 +180,8 @@ class StreamParts:
     """The running task's deadline (``agent.task_timeout_s``)."""
     watch: ServedWatch | None = None
     """What the endpoint says it serves (recorded in ``config.json``'s provenance after each task)."""
+    masking: MaskedRetriever | None = None
+    """The retriever of a stream with ``mask_rate`` > 0 (told each task's id before it runs)."""
 
 
 def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
@@ -236,11 +240,21 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     own_verifier = None
     if verifier is None and config.verifier_model is not None and retriever is not None:
         verifier = own_verifier = build_base_model(config.verifier_model)
+    masking = _masking(config, memory)
     agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
-                  retriever=retriever, role_models={"verifier": verifier} if verifier is not None else None)
+                  retriever=masking or retriever, role_models={"verifier": verifier} if verifier is not None else None)
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock, watch)
+                       clock, watch, masking=masking)
+
+
+def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever | None:
+    """The masking retriever of a stream with ``mask_rate`` > 0; it applies the agent's retrieval floor itself."""
+    if memory is None or cfg.mask_rate <= 0:
+        return None
+    agent = cfg.agent_config()
+    floor = agent.retrieval_min_score if "retrieval_floor" in (agent.guards or ()) else None
+    return MaskedRetriever(memory, cfg.mask_rate, seed=cfg.mask_seed, min_score=floor)
 
 
 # --------------------------------------------------------------------------------------------- memory set-up
@@ -389,7 +403,7 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
                for s in result.inductions]
     routes = [RouteRecord.from_log(step.route, step.subtask_index) for step in result.retrievals
-              if step.route is not None]
+              if step.route is not None and step.route.get("kind") != MASK_LOG_KIND]
     calls = result.calls
     price = cfg.model.price
     cost = round(price.cost(calls.prompt_tokens, calls.completion_tokens), 6) if price is not None else None
@@ -403,7 +417,22 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       length_cut_calls=calls.length_cut_calls, tokens_by_role=by_role,
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
-                      context_account=context_account(result).to_dict(), routes=routes)
+                      context_account=context_account(result).to_dict(), routes=routes,
+                      exposures=exposures(result))
+
+
+def exposures(result: AgentResult) -> list[Exposure]:
+    """A masked stream's draws, one per (task, skill) candidate: the first retrieval that had the skill as a
+    candidate (a later one reuses the draw, `skilltransfer.memory.masking`)."""
+    out: dict[str, Exposure] = {}
+    for step in result.retrievals:
+        if step.route is None or step.route.get("kind") != MASK_LOG_KIND:
+            continue
+        for row in step.route["candidates"]:
+            if row["id"] not in out:
+                out[row["id"]] = Exposure(skill_id=row["id"], propensity=row["propensity"], shown=row["shown"],
+                                          rank=row["rank"], score=row["score"], subtask_index=step.subtask_index)
+    return list(out.values())
 
 
 # --------------------------------------------------------------------------------------------- the runner
@@ -475,6 +504,8 @@ def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int,
     folder, memory, agent, coordinated = parts.folder, parts.memory, parts.agent, parts.coordinated
     trajectory = folder.trajectory_file(task.id)
     live = _LiveTrajectory(folder, trajectory, task, position)
+    if parts.masking is not None:
+        parts.masking.task_key = task.id
     agent.on_event = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
     episode = None

@@ -465,6 +465,7 @@ def _skills(root: Path, records: list[TaskRecord],
                     induced_at.setdefault(induced_id, {"position": record.position, "task_id": record.task_id,
                                                      "status": induction.status})
     transferred = {(e["skill_id"], e["target"]) for e in transfers}
+    effects = _effects(records)
     out = []
     for skill in library:
         uses = retrieved_by.get(skill.id, [])
@@ -477,7 +478,20 @@ def _skills(root: Path, records: list[TaskRecord],
                     "signature": skill.code.signature if skill.code is not None else None,
                     "extra": skill.extra, "resources": sorted(skill.resources),
                     "code": python_tokens(skill.body) if skill.format == "code" else None,
-                    "induced_at": induced_at.get(skill.id), "retrieved_by": uses,
+                    "induced_at": induced_at.get(skill.id), "retrieved_by": uses, "effect": effects.get(skill.id),
                     "scores": {k: score.get(k) for k in ("utility", "specificity", "abstractness", "best_match",
                                                          "off_domain")} if score is not None else None})
     return out, None
+
+
+def _effects(records: list[TaskRecord]) -> dict[str, dict[str, Any]]:
+    """Each skill's causal effects from the run's masking draws (`skilltransfer.metrics.effects`; the report's
+    ``skill_effects`` table over this run alone): per outcome [estimate, CI low, CI high]; none without draws."""
+    from skilltransfer.experiments.report.effects import task_draws
+    from skilltransfer.metrics.effects import skill_effects
+
+    rows = skill_effects([task_draws(r) for r in records if r.exposures])
+    return {row.skill_id: {"candidates": row.candidates, "shown": row.shown, "withheld": row.withheld,
+                           "p_harm": row.p_harm, "harmful": row.harmful,
+                           **{name: [e.estimate, e.low, e.high] for name, e in row.effects.items()}}
+            for row in rows}

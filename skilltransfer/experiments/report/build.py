@@ -9,6 +9,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
+from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
 from skilltransfer.experiments.report.judgments import judgment_table
 from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.experiments.report.runs import RunLog
@@ -74,6 +75,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     if coordination.rows:
         tables.append(coordination)
     tables += skill_exec_tables(runs, metric, seed)
+    if has_draws(runs):
+        tables.append(skill_effects_table(runs, seed))
     if has_lens(runs):
         tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
     if evolutions:

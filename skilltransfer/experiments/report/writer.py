@@ -27,6 +27,7 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization",
                                                                 "peak_context_paired", "distractors"], None),
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
+    ("Per-skill causal effects (randomised masking)", ["skill_effects"], None),
     ("Registry evolution", ["evolution_rounds", "evolution_test"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
@@ -94,6 +95,8 @@ def _cells(table: Table) -> tuple[list[str], list[list[str]]]:
               "mean_specificity": 3, "mean_abstractness": 3}
     if "mean_utility" in table.columns:
         digits.update(ci_low=3, ci_high=3)
+    if table.name == "skill_effects":
+        digits.update({f"{o}_{p}": 3 for o in ("success", "reward") for p in ("effect", "low", "high")}, p_harm=4)
     columns = [c for c in table.columns if c != "path"]
     rows = [[fmt(r.get(c), digits.get(c, 1)) for c in columns] for r in table.rows]
     return columns, rows

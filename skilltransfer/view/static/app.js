@@ -394,11 +394,32 @@
         cell: (s) => `${s.retrieved_by.filter((u) => u.success).length}/${s.retrieved_by.length}` },
       { label: "utility", num: true, value: (s) => (s.scores ? s.scores.utility : null),
         cell: (s) => (s.scores && s.scores.utility !== null ? Number(s.scores.utility).toFixed(3) : "-") },
+      { label: "effect on success", num: true, value: (s) => (s.effect && s.effect.success ? s.effect.success[0] : null),
+        cell: (s) => effectCell(s.effect) },
       { label: "description", value: (s) => s.description, cell: (s) => s.description },
     ];
     const table = dataTable(columns, run.skills, { cls: "skills" });
     return h("section", null, h("div", { class: "toolbar" }, filterBox("filter skills", (text) =>
       table.refilter((s) => !text || rowText(columns, s).includes(text)))), table);
+  }
+
+  // A skill's causal effect from randomised masking (report table skill_effects): success estimate, CI, flag.
+  function effectCell(effect) {
+    if (!effect || !effect.success) return "-";
+    const [est, low, high] = effect.success;
+    const ci = low === null ? "" : ` [${low.toFixed(2)}, ${high.toFixed(2)}]`;
+    return h("span", { class: effect.harmful ? "harmful" : null }, `${est >= 0 ? "+" : ""}${est.toFixed(2)}${ci}${effect.harmful ? " harmful" : ""}`);
+  }
+
+  function effectView(effect) {
+    if (!effect) return h("p", { class: "muted" }, "No masking draws (a run with mask_rate > 0 estimates the skill's causal effect).");
+    const rows = ["success", "reward", "steps", "tokens"].filter((k) => effect[k]).map((k) => {
+      const [est, low, high] = effect[k];
+      return [h("dt", null, k), h("dd", null, `${est.toFixed(3)}` + (low === null ? "" : ` (95% CI ${low.toFixed(3)} to ${high.toFixed(3)})`))];
+    });
+    return [h("p", { class: effect.harmful ? "harmful" : null }, `Shown in ${effect.shown} and withheld in ${effect.withheld} of the ${effect.candidates} tasks that retrieved it` +
+      (effect.p_harm === null ? "." : `; p(harm) = ${effect.p_harm.toFixed(4)}${effect.harmful ? ", flagged harmful (Benjamini-Hochberg, FDR 0.05)." : "."}`)),
+      rows.length ? h("dl", { class: "fields effect" }, rows) : h("p", { class: "muted" }, "Both arms are needed for an estimate.")];
   }
 
   function skillView(run, id) {
@@ -427,6 +448,7 @@
       skill.outputs ? h("p", null, h("strong", null, "Outputs: "), skill.outputs) : null,
       skill.format === "code" ? codeBlock(skill.code, skill.body) : pre(skill.body, "text body"),
       h("h3", null, `Retrieved by ${skill.retrieved_by.length} tasks`), uses,
+      h("h3", null, "Causal effect (randomised masking)"), effectView(skill.effect),
       h("h3", null, "Scores"), scores,
       h("h3", null, "Usage and provenance"), fields({ ...skill.usage, ...skill.provenance }),
       Object.keys(skill.extra || {}).length ? [h("h3", null, "Other fields"), fields(skill.extra)] : null);
@@ -528,6 +550,20 @@
     return details;
   }
 
+  // A masked retrieval (mask_rate > 0): every candidate with its draw; the withheld ones were not in the prompt.
+  function maskView(run, log) {
+    const candidates = Array.isArray(log.candidates) ? log.candidates : [];
+    const withheld = candidates.filter((c) => !c.shown).length;
+    return h("div", { class: "masking" }, h("h4", null, `masking (p = ${log.mask_rate}): ${withheld} of ${candidates.length} candidates withheld`),
+      candidates.length ? dataTable([
+        { label: "rank", num: true, cell: (c) => String(c.rank) },
+        { label: "skill", cell: (c) => skillLink(run, String(c.id), (run.skills.find((k) => k.id === c.id) || { name: String(c.id) }).name) },
+        { label: "score", num: true, cell: (c) => Number(c.score).toFixed(3) },
+        { label: "P(shown)", num: true, cell: (c) => Number(c.propensity).toFixed(2) },
+        { label: "draw", cell: (c) => (c.shown ? "shown" : h("span", { class: "withheld" }, "withheld")) },
+      ], candidates, { cls: "mask" }) : null);
+  }
+
   function routeView(route_) {
     const visits = route_.visits || [];
     const keys = [...new Set(visits.flatMap((v) => Object.keys(v)))];
@@ -559,7 +595,8 @@
         { label: "load error", cell: (k) => k.load_error || "" },
       ], skills, { cls: "retrieved" }) : h("p", { class: "muted" }, "no skills"));
       if (step.below_min_score) body.push(h("p", { class: "muted" }, `${step.below_min_score} more below the minimum score`));
-      if (step.route) body.push(routeView(step.route));
+      if (step.route && step.route.kind === "mask") body.push(maskView(run, step.route));
+      else if (step.route) body.push(routeView(step.route));
     } else if (type === "PlanStep") {
       title = `plan ${step.subtask_index}: ${step.decision}`;
       cls += " plan";
