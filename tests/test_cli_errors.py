@@ -93,7 +93,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("env-arg-unknown", [*RUN, "--env", "office", "--env-arg", "colour=3"], "unexpected keyword argument 'colour'"),
     ("show-max-chars", ["show", "{tmp}/run", "--task", "1", "--max-chars", "-5"], "'--max-chars': Input should be"),
     # found by fuzzing
-    ("env-module", [*RUN, "--env", "os:path"], "env 'os:path' is not a class"),
+    ("env-module", [*RUN, "--env", "os:path"], "env 'os:path' is not a class with tasks()"),
     ("env-empty-module", [*RUN, "--env", ":"], "env class ':' cannot be imported"),
     ("base-url", [*RUN[:9], "--base-url", "localhost:8000", "--model", "openai/m"],
      "endpoint 'localhost:8000' is not an http(s) URL"),

@@ -1635,3 +1635,85 @@ def test_loading_a_code_skill_can_call_no_service_and_keeps_its_own_namespace(en
         shown = episode.step("_SCALE = 1000\nprint(scaled(2), '_SCALE' in dir())")
         assert shown.output.strip() == "6 True", shown.output
         assert not episode.done
+
+
+@pytest.mark.parametrize("variant", ["--env", "-c", "spec"])
+def test_a_spec_naming_a_function_as_env_never_calls_it(tmp_path: Path, variant: str) -> None:
+    """Class 13.3: ``env: os:system`` with ``args.command`` (as ``--env``, ``-c`` or in a spec file) ran a shell
+    command in the harness before the env's shape was checked; now the target must be a class with ``tasks`` and
+    ``start`` before anything is called: one ``error:`` line, the command never runs."""
+    marker = tmp_path / "pwned"
+    script = tmp_path / "done.jsonl"
+    script.write_text(DONE_REPLY + "\n")
+    common = ["--condition", "task", "--model", f"scripted:{script}", "--limit", "1", "--out",
+              str(tmp_path / "run"), "--no-progress"]
+    command = f"touch {marker}"
+    if variant == "--env":
+        args = ["run", "--env", "os:system", "--env-arg", f"command={command}", *common]
+    elif variant == "-c":
+        args = ["run", "-c", "env.env=os:system", "-c", f"env.args.command={command}", *common]
+    else:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(f"env: {{env: 'os:system', args: {{command: '{command}'}}}}\n")
+        args = ["run", "--config", str(spec), *common]
+    error = _one_error_line(*_cli(*args))
+    assert "os:system" in error, error
+    assert not marker.exists()
+
+
+def test_prompt_dir_files_are_read_without_following_links(tmp_path: Path) -> None:
+    """Class 13.3: a spec's ``prompt_dir`` whose prompt file links to a private key: refused, never read."""
+    from skilltransfer.induction.inducer import INDUCTION_PROMPTS
+    from skilltransfer.util.prompts import load_prompt
+
+    key = tmp_path / "id_rsa"
+    key.write_text("-----BEGIN PRIVATE KEY-----\n")
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    name = sorted(INDUCTION_PROMPTS.glob("*.md"))[0].stem
+    os.symlink(key, prompts / f"{name}.md")
+    with pytest.raises(InputError, match="symbolic link") as caught:
+        load_prompt(name, prompts, default_folder=INDUCTION_PROMPTS)
+    assert "PRIVATE" not in str(caught.value)
+    os.mkfifo(prompts / "fifo.md")
+    with pytest.raises(InputError, match="FIFO"):
+        load_prompt("fifo", prompts, default_folder=INDUCTION_PROMPTS)
+
+
+@pytest.mark.parametrize("label", ["../../escaped", "/tmp/absolute-run", "a/../../b", "..", "x\x1b[2J"])
+@pytest.mark.parametrize("axis", ["envs", "models", "phase"])
+def test_spec_labels_are_names_and_every_run_folder_lies_below_out(tmp_path: Path, label: str, axis: str) -> None:
+    """Class 13.3: an env, model or phase label with ``../`` or an absolute path put run folders outside ``--out``;
+    now a label is a name (one ``error:`` line) and every run folder is asserted below the grid's folder."""
+    from skilltransfer.experiments.plan import plan_streams
+    from skilltransfer.experiments.spec import build_spec
+
+    data: dict[str, Any] = {"name": "g", "out": str(tmp_path / "out"), "condition": "task",
+                            "envs": {"apps": {}}, "models": {"m": {"model": "scripted"}}}
+    if axis == "envs":
+        data["envs"] = {label: {"env": "apps"}}
+    elif axis == "models":
+        data["models"] = {label: {"model": "scripted"}}
+    else:
+        data["phases"] = [{"name": label}]
+    with pytest.raises(InputError, match="not a name|outside"):
+        plan_streams(build_spec(data))
+
+
+@pytest.mark.parametrize("variant", ["alias-bomb", "deep", "alias-in-c"])
+def test_hostile_spec_yaml_is_one_error_line_at_once(tmp_path: Path, variant: str) -> None:
+    """Class 13.3: a YAML alias bomb hung ``grid``; a spec nested 100,000 deep ended in a traceback; a ``-c`` value
+    is YAML too. Each is one ``error:`` line, at once."""
+    spec = tmp_path / "spec.yaml"
+    extra: list[str] = []
+    if variant == "alias-bomb":
+        spec.write_text("env: apps\ncondition: task\n" + LAUGHS.replace("lol:", "description_x:"))
+    elif variant == "deep":
+        spec.write_text("env: apps\ncondition: task\nlimits: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    else:
+        spec.write_text("env: apps\ncondition: task\n")
+        extra = ["-c", "limits=" + LAUGHS.replace("\n", ", ").replace("lol: &a", "{lol: &a").rstrip(", ") + "}"]
+    started = time.monotonic()
+    error = _one_error_line(*_cli("grid", str(spec), "--out", str(tmp_path / "out"), *extra, timeout=60))
+    assert any(word in error for word in ("anchors", "aliases", "levels deep")), error
+    assert time.monotonic() - started < 60

@@ -46,6 +46,11 @@ def env_class_of(spec: str) -> Any:
     if ":" not in spec and not _is_officebench(spec):
         raise InputError(f"unknown env {spec!r}; choose one of: {ENV_CHOICES}")
     cls = load_target(OFFICEBENCH_CLASS if _is_officebench(spec) else spec, what="env class")
+    # shape first, call later: a spec naming a function (``os:system``) must never be called with its args
+    if not inspect.isclass(cls) or not all(callable(inspect.getattr_static(cls, name, None))
+                                           for name in ("tasks", "start")):
+        raise InputError(f"env {spec!r} is not a class with tasks() and start(task) methods (an env class); "
+                         "give a registered env name or module:Class of an env class")
     try:
         inspect.signature(cls)
     except (TypeError, ValueError):

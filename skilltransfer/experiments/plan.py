@@ -4,6 +4,7 @@ marked with `Axis`), with its run name and the stream it depends on."""
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,11 @@ def plan_streams(grid: GridSpec) -> list[StreamPlan]:
                 depends = organizer.run  # which waited for the library's source
             config = StreamConfig.model_validate(data)
             parts = [phase.name] if grid.phased else []
+            _check_label(phase.name if grid.phased else "main", "phase name", explicit=True)
+            _check_label(config.env.display_label, "env label", explicit=config.env.label is not None)
+            _check_label(config.model.display_label, "model label", explicit=config.model.label is not None)
             run = "/".join([*parts, config.env.display_label, config.model.display_label, config.run_leaf(listed)])
+            _check_below(out, run)
             mine.append(StreamPlan(config.model_copy(update={"run": run}), phase.name, depends,
                                    source.run if source is not None else None))
         by_phase[phase.name] = mine
@@ -80,6 +85,27 @@ def plan_streams(grid: GridSpec) -> list[StreamPlan]:
         dup = next(r for r in runs if runs.count(r) > 1)
         raise InputError(f"two streams would share the run folder {dup!r}; give the envs/models distinct labels")
     return plans
+
+
+def _check_label(label: str, what: str, *, explicit: bool) -> None:
+    """A label is a name, never a path: no ``/`` in one given as a label (a model id such as ``org/model`` may
+    make a folder level), and never an empty, ``.`` or ``..`` level, an absolute path, a backslash or a NUL.
+
+    Raises:
+        InputError: naming the label and what to give instead.
+    """
+    parts = label.split("/")
+    if (explicit and len(parts) > 1) or any(part in ("", ".", "..") for part in parts) or "\\" in label \
+            or "\x00" in label or any(ord(c) < 32 for c in label):
+        raise InputError(f"{what} {label!r} is not a name (a run folder is named by it; no '/', '..', absolute "
+                         "paths or control characters): give a plain label, e.g. label: my-env")
+
+
+def _check_below(out: Path, run: str) -> None:
+    """Assert the run folder ``out/run`` lies below ``out`` (lexically: no level climbs out)."""
+    folder = os.path.normpath(out / run)
+    if os.path.commonpath([folder, os.path.normpath(out)]) != os.path.normpath(out) or folder == os.path.normpath(out):
+        raise InputError(f"the run folder {run!r} would lie outside the grid's folder {out}; give plain labels")
 
 
 def one_stream(grid: GridSpec, folder: Path) -> StreamConfig:

@@ -20,13 +20,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from skilltransfer.errors import InputError, check_output_path, read_text, validation_message
 from skilltransfer.experiments.build import check_env_name
 from skilltransfer.experiments.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
+from skilltransfer.util import untrusted
 
+MAX_SPEC_BYTES = 4 << 20
+"""The largest spec file read."""
 SPEC_DIR = Path(__file__).resolve().parents[2] / "experiments"
 """The ready-made specs of a source checkout (``experiments/`` at the repo root)."""
 GRID_KEYS = ("name", "description", "out", "max_concurrency", "phases")
@@ -174,18 +176,34 @@ def recursive_merge(base: dict[str, Any], override: dict[str, Any], *, top: bool
     return out
 
 
+MAX_SPEC_DEPTH = 32
+"""How deeply a spec's YAML may nest (a spec is a few levels; a deeper one is refused in one line, no traceback)."""
+
+
 def _read_yaml(path: Path, *, what: str = "spec") -> dict[str, Any]:
+    """A spec file's YAML: no anchors or aliases (no "billion laughs"), at most `MAX_SPEC_DEPTH` levels deep."""
     try:
-        data = yaml.safe_load(read_text(path, what=what))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML ({getattr(exc, 'problem', exc)})", path=path,
-                         line=mark.line + 1 if mark is not None else None) from None
+        data = untrusted.parse_yaml(read_text(path, what=what, max_bytes=MAX_SPEC_BYTES), path,
+                                    max_depth=MAX_SPEC_DEPTH)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(f"{what}: {exc.reason}", path=exc.shown) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise InputError(f"a {what} must be a YAML mapping", path=path)
     return _short_forms(data)
+
+
+def _yaml_value(raw: str, item: str) -> Any:
+    """A ``-c`` value parsed as YAML under the spec file's rules (text that is not YAML stays text)."""
+    if not raw.strip():
+        return None
+    try:
+        return untrusted.parse_yaml(raw, f"-c {item[:60]!r}", max_depth=MAX_SPEC_DEPTH)
+    except untrusted.UntrustedFileError as exc:
+        if any(word in exc.reason for word in ("anchors", "aliases", "levels deep")):
+            raise InputError(exc.reason.replace("invalid YAML: ", f"-c {item[:60]!r}: ")) from None
+        return raw
 
 
 def _short_forms(data: dict[str, Any]) -> dict[str, Any]:
@@ -232,10 +250,7 @@ def apply_override(data: dict[str, Any], item: str) -> dict[str, Any]:
     parts = [p for p in key.strip().split(".") if p]
     if not parts:
         raise InputError(f"-c {item!r}: empty key path")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
-        value = raw
+    value = _yaml_value(raw, item)
     out = json.loads(json.dumps(data, default=str))  # deep copy of plain data
     if parts == ["envs"] and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return _short_forms(_narrow_envs(out, value))

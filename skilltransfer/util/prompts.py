@@ -6,6 +6,7 @@ Templates use ``{{name}}`` placeholders (so code braces in prompts need no escap
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import re
 from dataclasses import dataclass
@@ -13,6 +14,10 @@ from pathlib import Path
 from typing import ClassVar, Self
 
 from skilltransfer.errors import InputError
+from skilltransfer.util import untrusted
+
+MAX_PROMPT_BYTES = 1 << 20
+"""The largest prompt file read from a user's prompt folder."""
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
@@ -46,10 +51,17 @@ def load_prompt(name: str, folder: str | Path | None, *, default_folder: Path) -
     Raises:
         InputError: neither folder has the prompt.
     """
-    for base in ([Path(folder)] if folder else []) + [default_folder]:
-        path = base / f"{name}.md"
-        if path.is_file():
-            return Prompt(name, path.read_text(encoding="utf-8").strip() + "\n")
+    if folder:  # the user's folder (a spec's prompt_dir): inside it, no link followed, a regular file, size-capped
+        try:
+            text = untrusted.read_text(f"{name}.md", root=folder, max_bytes=MAX_PROMPT_BYTES)
+        except untrusted.UntrustedFileError as exc:
+            if exc.errno != errno.ENOENT:
+                raise InputError(f"prompt file {exc.reason}", path=Path(folder) / f"{name}.md") from None
+        else:
+            return Prompt(name, text.strip() + "\n")
+    path = default_folder / f"{name}.md"
+    if path.is_file():
+        return Prompt(name, path.read_text(encoding="utf-8").strip() + "\n")
     raise InputError(f"prompt file {name}.md not found", path=folder or default_folder)
 
 
