@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from skilltransfer import __version__
 from skilltransfer.errors import InputError
+from skilltransfer.util.text import terminal_safe
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("skilltransfer.commands.run:run", "Run one condition over an env's task stream, with a skill memory "
@@ -127,7 +128,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # returns typer.Exit's code instead of raising it in this mode
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)  # may quote untrusted text
         raise SystemExit(exc.exit_code) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None

