@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "library": ("skilltransfer.commands.library:library_app", "Inspect, organise and decompose skill libraries."),
     "serve": ("skilltransfer.commands.serve:serve", "Start the embedded local model server (OpenAI-compatible) in "
               "the foreground."),
+    "export": ("skilltransfer.commands.export:export", "Write every finished task of runs as one table (csv, "
+               "parquet, jsonl): settings that differ, outcome, tokens, cost, skills."),
     "view": ("skilltransfer.commands.view:view", "Browse runs, tasks, trajectories, skills, transfer and comparisons "
              "in a local web viewer (or export a static site)."),
 }
