@@ -5,7 +5,9 @@ defined below) is scored against each bundled env's task instructions (``apps``,
 present, the 300 real OfficeBench instructions, under every specificity mode. Per task set and mode it prints the
 ranks of the planted skills (1 = highest utility), their largest utility, how many skills are flagged off-domain
 (planted / other), and the tie share: the fraction of skills *not* flagged off-domain whose utility equals another
-such skill's (exactly, and at the 3 decimals ``score`` prints). ``--library PATH`` scores another library the same
+such skill's (exactly, and at the 3 decimals ``score`` prints). The ``shown`` line is the ranking ``score`` prints
+first (skills inside the embedder's null last, then the knn utility, `ScoreReport.by_relevance`): the planted ranks
+under it and how many skills the absolute (null) flag catches. ``--library PATH`` scores another library the same
 way (without planting), e.g. a checkout of a public SKILL.md collection.
 
     python benchmarks/utility_planted.py [--embedder minilm] [--officebench ../shared/officebench/tasks]
@@ -22,8 +24,9 @@ import numpy as np
 
 from skilltransfer.envs.registry import get_env
 from skilltransfer.memory import Skill, load_library, make_embedder
+from skilltransfer.metrics.null_texts import NULL_TEXTS
 from skilltransfer.metrics.task_texts import load_task_texts
-from skilltransfer.metrics.utility import SPECIFICITY_MODES, task_reference, utility_scores
+from skilltransfer.metrics.utility import SPECIFICITY_MODES, null_threshold, task_reference, utility_scores
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OFFICEBENCH = REPO.parent / "shared" / "officebench" / "tasks"
@@ -59,6 +62,21 @@ def task_sets(officebench: Path | None) -> dict[str, list[str]]:
     if officebench is not None and officebench.is_dir():
         sets["officebench"] = load_task_texts(officebench)
     return sets
+
+
+def relevance_line(names: list[str], planted: set[str], skill_vecs: np.ndarray, task_vecs: np.ndarray,
+                   null_vecs: np.ndarray) -> str:
+    """The ranking ``score`` shows first (inside the null last, then knn utility): planted ranks and the null flag."""
+    scores = utility_scores(skill_vecs, task_vecs, specificity_mode="pairs")
+    threshold = null_threshold(null_vecs, task_vecs)
+    inside = scores.best_match <= threshold
+    order = sorted(range(len(names)), key=lambda i: (bool(inside[i]), -scores.relevance[i], names[i]))
+    rank = {names[i]: r for r, i in enumerate(order, start=1)}
+    ranks = sorted(rank[n] for n in names if n in planted)
+    flagged_planted = sum(bool(inside[i]) for i, n in enumerate(names) if n in planted)
+    text = f"planted ranks {ranks[0]}-{ranks[-1]} of {len(names)}, " if ranks else ""
+    return (f"  {'shown':8s} {text}inside the null (threshold {threshold:.3f}) {flagged_planted}/{len(ranks)} planted "
+            f"+ {int(inside.sum()) - flagged_planted}/{len(names) - len(ranks)} others; first: {names[order[0]]}")
 
 
 def evaluate(names: list[str], planted: set[str], skill_vecs: np.ndarray, task_vecs: np.ndarray) -> list[str]:
@@ -98,6 +116,7 @@ def main() -> None:
     demo = [*load_library(REPO / "data" / "demo_library"), *planted_skills()]
     libraries = {"demo+planted": demo, **{str(path): load_library(path) for path in args.library}}
     sets = task_sets(args.officebench)
+    null_vecs = embedder.embed(list(NULL_TEXTS))
     for set_name, texts in sets.items():
         task_vecs = embedder.embed(texts)
         domain = task_reference(task_vecs, mode="knn")
@@ -110,6 +129,8 @@ def main() -> None:
             for line in evaluate(names, set(PLANTED) if lib_name == "demo+planted" else set(), skill_vecs,
                                  task_vecs):
                 print(line)
+            print(relevance_line(names, set(PLANTED) if lib_name == "demo+planted" else set(), skill_vecs,
+                                 task_vecs, null_vecs))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers_cli import main_cli
 
@@ -300,3 +301,50 @@ def test_jsonl_tasks_with_unicode_line_separators_stay_one_record_each(tmp_path:
     records = [{"instruction": "first\u2028still the first task"}, {"instruction": "second\x85task"}]
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
     assert load_task_texts(path) == [r["instruction"] for r in records]
+
+
+def test_null_flag_and_relevance_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The absolute flag: a skill whose best match lies inside the embedder's null (off-topic texts against the same
+    tasks) is NULL, listed last by relevance, and the JSON records the rule; a skill copying a task is not."""
+    tasks = tmp_path / "tasks.txt"
+    tasks.write_text("".join(f"Email the quarterly report to {name}.\n" for name in ("Alice", "Bob", "Carol", "Dan")))
+    lib = tmp_path / "lib"
+    write_skill(lib, "zz-unrelated", "Zqx vbnm wrtp.")  # no word or trigram in common with any task
+    write_skill(lib, "email-report", "Email the quarterly report to Alice.")
+    out_json = tmp_path / "r.json"
+    code, out, err = run_cli([str(lib), "--tasks", str(tasks), "--embedder", "hash:64", "--out", str(out_json)],
+                             monkeypatch, capsys)
+    assert code == 0, err
+    data = json.loads(out_json.read_text())
+    rule = data["null_rule"]
+    assert rule["quantile"] == 0.95
+    assert rule["null"] == "null-v1"
+    rows = {row["name"]: row for row in data["skills"]}
+    assert rows["zz-unrelated"]["null_off_domain"] is True
+    assert rows["email-report"]["null_off_domain"] is False
+    for row in rows.values():
+        assert row["null_off_domain"] == (row["best_match"] <= rule["threshold"])
+    assert out.index("email-report") < out.index("zz-unrelated")
+    assert "NULL" in out
+    assert "inside the null (NULL): 1 of 2" in out
+    code, _, err = run_cli([str(lib), "--tasks", str(tasks), "--embedder", "hash:64", "--rank", "best"],
+                           monkeypatch, capsys)
+    assert code == 2
+
+
+def test_relevance_is_the_knn_utility_under_every_mode(hash_embedder: object) -> None:
+    from skilltransfer.metrics.null_texts import NULL_TEXTS
+    from skilltransfer.metrics.utility import best_match, null_threshold
+
+    skills = [Skill(name="a", description="send an email", body="x"), Skill(name="b", description="sum a column",
+                                                                              body="y")]
+    knn = {r.name: r for r in score_library(skills, TASKS, hash_embedder, specificity_mode="knn").skills}
+    pairs = {r.name: r for r in score_library(skills, TASKS, hash_embedder, specificity_mode="pairs").skills}
+    for name in ("a", "b"):
+        assert pairs[name].relevance == pytest.approx(knn[name].utility)
+    null = hash_embedder.embed(list(NULL_TEXTS))  # type: ignore[attr-defined]
+    tasks = hash_embedder.embed(TASKS)  # type: ignore[attr-defined]
+    best = best_match(null, tasks)
+    assert null_threshold(null, tasks) == pytest.approx(float(np.quantile(best, 0.95)))
+    assert (best <= null_threshold(null, tasks)).mean() >= 0.93  # 45 of 48 (interpolated quantile)

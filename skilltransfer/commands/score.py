@@ -1,4 +1,5 @@
-"""``skilltransfer score``: rank a skill library by utility (specificity x abstractness) against a task set."""
+"""``skilltransfer score``: rank a skill library by relevance (the knn utility, skills inside the embedder's null
+last) or by utility (specificity x abstractness under ``--specificity``) against a task set."""
 
 from __future__ import annotations
 
@@ -14,25 +15,30 @@ from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecat
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import load_library
-from skilltransfer.metrics.scoring import SKILL_TEXTS, ScoreReport, score_library, write_report
+from skilltransfer.metrics.scoring import SKILL_TEXTS, ScoreReport, SkillScore, score_library, write_report
 from skilltransfer.metrics.task_texts import load_task_texts
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
 
 _ADVANCED = "Advanced"
 
 
-def _print_report(report: ScoreReport, top: int | None, console: Console) -> None:
-    ranked = report.ranked()
+def _domain(row: SkillScore) -> str:
+    return " ".join(flag for flag, on in (("NULL", row.null_off_domain), ("OFF", row.off_domain)) if on)
+
+
+def _print_report(report: ScoreReport, top: int | None, console: Console, rank: str = "relevance") -> None:
+    ranked = report.by_relevance() if rank == "relevance" else report.ranked()
     shown = ranked[:top] if top else ranked
-    table = Table(title=f"Skill utility ({len(shown)} of {len(ranked)} skills)")
+    title = "by relevance: inside the null last, then knn utility" if rank == "relevance" else "by utility"
+    table = Table(title=f"Skill utility ({len(shown)} of {len(ranked)} skills, {title})")
     table.add_column("rank", justify="right")
     table.add_column("name", overflow="fold")
-    for column in ("specificity", "abstractness", "utility", "best-match cos"):
+    for column in ("relevance", "specificity", "abstractness", "utility", "best-match cos"):
         table.add_column(column, justify="right")
     table.add_column("domain")
-    for rank, row in enumerate(shown, start=1):
-        table.add_row(str(rank), row.name, f"{row.specificity:.3f}", f"{row.abstractness:.3f}",
-                      f"{row.utility:.3f}", f"{row.best_match:.3f}", "OFF" if row.off_domain else "")
+    for number, row in enumerate(shown, start=1):
+        table.add_row(str(number), row.name, f"{row.relevance:.3f}", f"{row.specificity:.3f}",
+                      f"{row.abstractness:.3f}", f"{row.utility:.3f}", f"{row.best_match:.3f}", _domain(row))
     console.print(table)
     summary = report.summary
     sample = f", {report.n_reference:,} sampled pairs" if report.sampled else ""
@@ -48,6 +54,9 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
     console.print(f"off-domain (OFF): {summary['n_off_domain']} of {summary['n_skills']} skills have a best match "
                   f"below {report.off_domain_threshold:.3f}, the 5th percentile of each task's cosine to its k-th "
                   f"nearest task (k = {report.knn_k})")
+    console.print(f"inside the null (NULL): {summary['n_null_off_domain']} of {summary['n_skills']} skills have a "
+                  f"best match at or below {report.null_threshold:.3f}, the 0.95 quantile of off-topic texts' best "
+                  "matches over these tasks with this embedder")
 
 
 def _task_texts(tasks: str, field: str | None, split: str | None) -> list[str]:
@@ -86,8 +95,12 @@ def score(
         "--skill-text", help="Embed the description or description+body.")] = "description",
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
                                               rich_help_panel=_ADVANCED)] = None,
-    top: Annotated[int | None, typer.Option(help="Show only the N highest-utility skills (outputs keep all).")]
+    top: Annotated[int | None, typer.Option(help="Show only the first N skills of the ranking (outputs keep all).")]
     = None,
+    rank: Annotated[Literal["relevance", "utility"], typer.Option(
+        "--rank", help="The table's order: relevance (default: skills inside the embedder's null last, then the knn "
+        "utility, which ranks planted off-domain skills last) or utility (under --specificity; the paper's).")]
+    = "relevance",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (.json or .csv): the full report.")]
     = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the sampled task pairs (above 10^7 "
@@ -102,6 +115,8 @@ def score(
         raise InputError(f"--skill-text must be one of {', '.join(SKILL_TEXTS)}, got {skill_text!r}")
     if not (math.isfinite(tau) and tau > 0):
         raise InputError(f"--tau must be a number > 0, got {tau}")
+    if rank not in ("relevance", "utility"):
+        raise InputError(f"--rank must be relevance or utility, got {rank!r}")
     if top is not None and top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
     if out is not None and out.suffix not in (".json", ".csv"):
@@ -121,7 +136,7 @@ def score(
         close = getattr(model, "close", None)
         if close is not None:
             close()
-    _print_report(report, top, Console())
+    _print_report(report, top, Console(), rank)
     if out is not None:
         write_report(report, out)
         Console(stderr=True).print(f"wrote {out}")

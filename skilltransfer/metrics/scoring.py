@@ -13,7 +13,15 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
-from skilltransfer.metrics.utility import DEFAULT_TAU, OFF_DOMAIN_QUANTILE, SPECIFICITY_MODES, utility_scores
+from skilltransfer.metrics.null_texts import NULL_ID, NULL_TEXTS
+from skilltransfer.metrics.utility import (
+    DEFAULT_TAU,
+    NULL_QUANTILE,
+    OFF_DOMAIN_QUANTILE,
+    SPECIFICITY_MODES,
+    null_threshold,
+    utility_scores,
+)
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import Skill
 from skilltransfer.util.files import atomic_write_text
@@ -48,6 +56,10 @@ class SkillScore:
     best_match: float
     off_domain: bool = False
     """Best match below the task set's own 5th-percentile k-th-neighbour cosine (see ``metrics.utility``)."""
+    relevance: float = 0.0
+    """The "knn" utility, whatever the mode: the ranking ``score`` shows first."""
+    null_off_domain: bool = False
+    """Best match inside the embedder's null: at or below `ScoreReport.null_threshold`."""
 
 
 @dataclass
@@ -69,10 +81,22 @@ class ScoreReport:
     """Neighbour rank k of the off-domain reference (and of "knn" specificity)."""
     off_domain_threshold: float = float("nan")
     """Best matches below this cosine are flagged off-domain."""
+    null_threshold: float = float("nan")
+    """The embedder's null: the 0.95 quantile of off-topic texts' best matches over these tasks."""
 
     def ranked(self) -> list[SkillScore]:
         """Skills by descending utility (ties: by name)."""
         return sorted(self.skills, key=lambda row: (-row.utility, row.name))
+
+    def by_relevance(self) -> list[SkillScore]:
+        """Skills inside the embedder's null last, then by descending relevance ("knn" utility; ties: by name)."""
+        return sorted(self.skills, key=lambda row: (row.null_off_domain, -row.relevance, row.name))
+
+    def null_rule(self) -> dict[str, Any]:
+        """How the absolute off-domain flag was decided (recorded in the JSON report)."""
+        return {"rule": f"best_match <= the {NULL_QUANTILE:g} quantile of the best matches of {len(NULL_TEXTS)} "
+                        "off-topic texts over the same tasks", "null": NULL_ID, "quantile": NULL_QUANTILE,
+                "threshold": self.null_threshold}
 
     def off_domain_rule(self) -> dict[str, Any]:
         """How the off-domain flag was decided (recorded in the JSON report)."""
@@ -82,11 +106,11 @@ class ScoreReport:
 
     def to_dict(self) -> dict[str, Any]:
         keys = ("id", "name", "description", "level", "format", "specificity", "abstractness", "utility", "best_match",
-                "off_domain")
+                "off_domain", "relevance", "null_off_domain")
         return {"format_version": REPORT_FORMAT_VERSION, "embedder": self.embedder, "tau": self.tau,
                 "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                 "n_reference": self.n_reference, "sampled": self.sampled, "seed": self.seed,
-                "off_domain_rule": self.off_domain_rule(),
+                "off_domain_rule": self.off_domain_rule(), "null_rule": self.null_rule(),
                 "skills": [{key: asdict(row)[key] for key in keys} for row in self.ranked()],
                 "summary": self.summary}
 
@@ -96,12 +120,13 @@ class ScoreReport:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(["rank", "id", "name", "level", "format", "specificity", "abstractness", "utility",
                          "best_match", "off_domain", "description", "embedder", "tau", "specificity_mode", "skill_text",
-                         "n_tasks", "off_domain_threshold"])
+                         "n_tasks", "off_domain_threshold", "relevance", "null_off_domain", "null_threshold"])
         for rank, row in enumerate(self.ranked(), start=1):
             writer.writerow([rank, row.id, row.name, row.level, row.format, row.specificity, row.abstractness,
                              row.utility, row.best_match, str(row.off_domain).lower(), row.description, self.embedder,
                              self.tau, self.specificity_mode, self.skill_text, self.n_tasks,
-                             self.off_domain_threshold])
+                             self.off_domain_threshold, row.relevance, str(row.null_off_domain).lower(),
+                             self.null_threshold])
         return buffer.getvalue()
 
 
@@ -125,6 +150,7 @@ def summarize(rows: list[SkillScore], n_tasks: int) -> dict[str, Any]:
             "mean_abstractness": float(np.mean([r.abstractness for r in rows])),
             "mean_best_match": float(np.mean([r.best_match for r in rows])),
             "n_off_domain": sum(r.off_domain for r in rows),
+            "n_null_off_domain": sum(r.null_off_domain for r in rows),
             "by_level": _group_means(rows, "level"), "by_format": _group_means(rows, "format")}
 
 
@@ -152,15 +178,17 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
     skill_vecs = embedder.embed([skill_text(skill, text) for skill in skills])
     task_vecs = embedder.embed(list(task_texts))
     scores = utility_scores(skill_vecs, task_vecs, tau=tau, specificity_mode=specificity_mode, seed=seed)
+    null = null_threshold(embedder.embed(list(NULL_TEXTS)), task_vecs)
     rows = [SkillScore(id=skill.id, name=skill.name, description=skill.description, level=skill.level,
                        format=skill.format, specificity=float(scores.specificity[i]),
                        abstractness=float(scores.abstractness[i]), utility=float(scores.utility[i]),
-                       best_match=float(scores.best_match[i]), off_domain=bool(scores.off_domain[i]))
+                       best_match=float(scores.best_match[i]), off_domain=bool(scores.off_domain[i]),
+                       relevance=float(scores.relevance[i]), null_off_domain=bool(scores.best_match[i] <= null))
             for i, skill in enumerate(skills)]
     return ScoreReport(embedder=str(embedder.id), tau=float(tau), specificity_mode=specificity_mode, skill_text=text,
                        n_tasks=len(task_texts), n_reference=scores.n_reference, sampled=scores.sampled, seed=seed,
                        skills=rows, summary=summarize(rows, len(task_texts)), knn_k=scores.knn_k,
-                       off_domain_threshold=scores.off_domain_threshold)
+                       off_domain_threshold=scores.off_domain_threshold, null_threshold=null)
 
 
 def write_report(report: ScoreReport, path: str | Path) -> Path:
