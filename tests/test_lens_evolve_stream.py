@@ -155,7 +155,10 @@ def test_evolve_through_the_mock_server_and_report(tmp_path):
                      "--api-key", "x", "--embedder", "hash:64",
                      "--no-sandbox", "-c", f"env.args.targets={json.dumps(TARGETS)}")
     assert "final J" in result.output
-    assert "test split: initial J" in result.output
+    assert "power to commit a +0.1 success gain:" in result.output  # printed before any task runs
+    headline = next(line for line in result.output.splitlines() if line.startswith("test split (2 tasks)"))
+    assert "gain in J" in headline
+    assert "[95% CI" in headline
     assert (out / "graph" / "manifest.json").is_file()
     make_report([out], tmp_path / "report", utility=False)
     rows = list(csv.DictReader((tmp_path / "report" / "evolution_rounds.csv").open()))
@@ -168,6 +171,15 @@ def test_evolve_through_the_mock_server_and_report(tmp_path):
     [test] = list(csv.DictReader((tmp_path / "report" / "evolution_test.csv").open()))
     assert (float(test["initial_success_pct"]), float(test["final_success_pct"]), test["commits"]) == (0, 100, "1")
     assert (tmp_path / "report" / "reuse.csv").is_file()  # the evaluation streams are lens runs
+    assert test["gain_ci_low"] != ""
+    assert float(test["gain_ci_low"]) <= float(test["gain"]) <= float(test["gain_ci_high"])
+    with pytest.raises(InputError, match=r"--val 3 with --candidates 2 can never commit: the smallest p-value the "
+                                         r"sign-flip test reaches on 3 validation tasks is 0\.1251 > alpha/k = "
+                                         r"0\.05/2 = 0\.025"):
+        cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(tmp_path / "e3"), "--dev",
+            "2", "--val", "3", "--candidates", "2", "--model", "openai/mock", "--base-url", "http://127.0.0.1:9",
+            "--api-key", "x", "--embedder", "hash:64", "--no-sandbox", "-c", "env.args.targets=[3, 5]")
+    assert not (tmp_path / "e3").exists()
     with pytest.raises(InputError, match="--dev 2 \\+ --val 9"):
         cli("evolve", "--env", TINY, "--library", str(library(tmp_path)), "--out", str(tmp_path / "e2"), "--dev",
             "2", "--val", "9", "--model", "openai/mock", "--base-url", "http://127.0.0.1:9", "--api-key", "x",

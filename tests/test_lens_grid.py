@@ -29,6 +29,11 @@ def test_granularity_spec_through_the_mock_server_and_report(tmp_path):
                     models={"mock": {"name": "openai", "base_url": server.url, "model": "mock", "backoff_base_s": 0,
                                      "max_retries": 1}})
         data["limits"]["task_limit"] = 2  # each evolution split too: 2 + 2 + 2 tasks
+        for phase in data["phases"]:  # one tiny env without splits: every phase runs its tasks, on purpose
+            phase.pop("envs", None)
+            phase.get("limits", {})["task_limit"] = 2
+            if "library_from" in phase:
+                phase["library_from"]["same_tasks"] = True
         summary = run_grid(build_spec(data))
     assert summary.counts["done"] == 7, [o.error for o in summary.outcomes]
     runs = {o.run for o in summary.outcomes}

@@ -16,13 +16,17 @@ specs' minilm is real retrieval, not what is tested here), multi-env specs as sh
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import OFFICEBENCH_TASKS
 from helpers_cli import main_cli
 
+from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_env
+from skilltransfer.experiments.grid import resolve_streams
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
 from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.spec import SPEC_DIR, load_spec
@@ -33,6 +37,17 @@ SPECS = sorted(SPEC_DIR.glob("*.yaml"))
 PHASED = [path for path in SPECS if any(p.library_from is not None for p in load_spec(str(path)).phases)]
 FAULTS = ("rate_limit", "server_error", "disconnect", "garbage")
 """Transport faults the client retries (no ``timeout``: it stalls the answer for ``hang_s``)."""
+
+
+def _officebench(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec over the real OfficeBench tasks reads them from $OFFICEBENCH_ROOT (else ../shared); skip without them."""
+    if not any(entry.name.startswith("officebench") for phase in load_spec(str(path)).phases
+               for entry in phase.envs.values()):
+        return
+    root = Path(os.environ.get("OFFICEBENCH_ROOT") or OFFICEBENCH_TASKS)
+    if not root.is_dir():
+        pytest.skip(f"{path.stem} runs the real OfficeBench tasks; ../shared/officebench/tasks is absent")
+    monkeypatch.setenv("OFFICEBENCH_ROOT", str(root))
 
 
 def _grid_args(path: Path, out: Path, url: str, *extra: str) -> list[str]:
@@ -96,6 +111,7 @@ def _run(path: Path, tmp_path: Path, replies: Any, monkeypatch: pytest.MonkeyPat
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_shipped_spec_runs_end_to_end_and_reports(path, tmp_path, monkeypatch, capsys):
+    _officebench(path, monkeypatch)
     out, _, plans = _run(path, tmp_path, RolePlay(fail_rate=0.1, seed=1), monkeypatch, capsys)
     env_ids = _env_task_ids(plans, tmp_path / "probe")
     for plan in plans:
@@ -115,6 +131,7 @@ def test_shipped_spec_runs_end_to_end_and_reports(path, tmp_path, monkeypatch, c
 @pytest.mark.parametrize("path", PHASED, ids=[p.stem for p in PHASED])
 def test_a_source_phase_that_induces_nothing_leaves_its_dependents_running_with_no_skills(path, tmp_path,
                                                                                          monkeypatch, capsys):
+    _officebench(path, monkeypatch)
     first = next(iter(load_spec(str(path)).phases[0].envs))
     out, stdout, plans = _run(path, tmp_path, RolePlay(induce=False), monkeypatch, capsys, "-c", f"envs=[{first}]")
     status = json.loads((out / "status.json").read_text())["streams"]
@@ -128,3 +145,29 @@ def test_a_source_phase_that_induces_nothing_leaves_its_dependents_running_with_
     assert code == 0
     ran = next(p for p in dependents if not p.config.organize)
     assert f"{ran.run} (library: 0 skills from {ran.source})" in (report / "report.md").read_text()
+
+
+@pytest.mark.parametrize("path", PHASED, ids=[p.stem for p in PHASED])
+def test_no_stream_evaluates_the_tasks_its_library_came_from_unless_its_spec_says_so(path, monkeypatch):
+    _officebench(path, monkeypatch)
+    plans, tasks = resolve_streams(load_spec(str(path)))  # what grid --dry-run checks: it refuses an overlap
+    for plan in plans:
+        if plan.source is None or plan.config.organize:
+            continue
+        shared = {t.id for t in tasks[plan.run]} & {t.id for t in tasks[plan.source]}
+        assert plan.same_tasks or not shared, (plan.run, sorted(shared)[:3])
+
+
+def test_granularity_reuses_and_evolves_on_tasks_disjoint_from_its_source(monkeypatch):
+    plans, tasks = resolve_streams(load_spec("granularity"))
+    checked = [p for p in plans if p.phase in ("reuse", "evolve")]
+    assert len(checked) == 10
+    assert all(p.source is not None and not p.same_tasks for p in checked)
+    for plan in checked:
+        assert plan.config.env.split == "test"
+        assert not {t.id for t in tasks[plan.run]} & {t.id for t in tasks[plan.source]}, plan.run
+    evolve = next(p for p in checked if p.phase == "evolve")
+    assert len(tasks[evolve.run]) == 6 + 20 + 10  # dev + val + test: the evolve phase has no task limit
+    with pytest.raises(InputError, match="runs 10 of the tasks its library was induced from.*same_tasks: true"):
+        resolve_streams(load_spec("granularity", ["phases.2.envs.apps.split=dev"]))
+    resolve_streams(load_spec("granularity", ["phases.2.envs.apps.split=dev", "phases.2.library_from.same_tasks=true"]))

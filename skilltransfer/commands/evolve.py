@@ -46,7 +46,8 @@ def evolve(
     dev: Annotated[int, typer.Option(min=1, help="Development tasks: the first N of the stream.")] = 10,
     val: Annotated[int, typer.Option(min=1, help="Validation tasks: the N after the development tasks.")] = 10,
     test: Annotated[int, typer.Option(min=0, help="Test tasks: the N after the validation tasks, run once at the end "
-                                                  "for the initial and the final pair (0: none).")] = 0,
+                                                  "for the initial and the final pair; their paired gain is the "
+                                                  "headline (0: none).")] = 10,
     rounds: Annotated[int, typer.Option(min=1, help="Evolution rounds.", rich_help_panel=_EVOLVE)] = 3,
     lam: Annotated[float, typer.Option(min=0, help="lambda in J = success - lambda * cost.",
                                        rich_help_panel=_EVOLVE)] = 0.05,
@@ -60,6 +61,8 @@ def evolve(
         help="The paired commit test.", rich_help_panel=_EVOLVE)] = "sign-flip",
     val_repeats: Annotated[int, typer.Option(min=1, help="Passes of the validation split per evaluation (more: "
                                              "more power).", rich_help_panel=_EVOLVE)] = 1,
+    mde: Annotated[float, typer.Option(min=0.01, max=0.5, help="The minimum success gain whose commit power is "
+                                       "printed before running.", rich_help_panel=_EVOLVE)] = 0.1,
     config: ConfigFile = None,
     overrides: Overrides = None,
     model: ModelString = None,
@@ -89,8 +92,14 @@ def evolve(
     from skilltransfer.experiments.evolve import evolve_stream
     from skilltransfer.experiments.launch import run_spec
     from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
+    from skilltransfer.lens.power import check_can_commit, power_line
 
     check_output_path(out, flag="--out")
+    evolve_config = EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha,
+                                 commit_test=commit_test, val_repeats=val_repeats)
+    check_can_commit(val, candidates, evolve_config, where=f"--val {val} with --candidates {candidates}")
+    console = Console(stderr=True)
+    console.print(power_line(val, candidates, evolve_config, mde), highlight=False, soft_wrap=True)
     given = {"env": env, "condition": condition, "reuse": reuse, "library": str(library) if library else None,
              "embedder": embedder, "sandbox": sandbox, "limit": dev + val + test}
     options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
@@ -106,13 +115,11 @@ def evolve(
                          f"{dev + val + test}")
     chat = stream_model(build_base_model(stream.model), stream.model)
     vectors = build_embedder(stream)
-    console = Console(stderr=True)
     try:
         result, info = evolve_stream(
             built, chat, stream, tasks[:dev], tasks[dev:dev + val], out, embedder=vectors,
             test_tasks=tasks[dev + val:dev + val + test],
-            evolve_config=EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha,
-                                       commit_test=commit_test, val_repeats=val_repeats),
+            evolve_config=evolve_config,
             writer_config=WriterConfig(candidates=candidates),
             on_eval=lambda name, n: console.print(f"evaluating {name} ({n} tasks)", highlight=False),
             on_round=lambda log: console.print(
@@ -125,11 +132,19 @@ def evolve(
             if close is not None:
                 close()
     held_out = result.test
-    tested = (f"; test split: initial J {held_out.initial.j:.4f} -> final J {held_out.final.j:.4f}"
-              f"{' (same pair)' if held_out.same_pair else ''}" if held_out is not None else "")
-    typer.echo(f"baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} (validation) after "
-               f"{len(result.rounds)} rounds, {result.commits} committed{tested} ({info['evaluations']} evaluations, "
+    if held_out is not None:
+        ci = (f" [95% CI {held_out.ci_low:+.4f}, {held_out.ci_high:+.4f}]" if held_out.ci_low is not None
+              and held_out.ci_high is not None else "")
+        typer.echo(f"test split ({held_out.final.n} tasks): gain in J {held_out.gain:+.4f}{ci} (paired, initial J "
+                   f"{held_out.initial.j:.4f} -> final J {held_out.final.j:.4f}"
+                   f"{', same pair: nothing committed' if held_out.same_pair else ''})")
+    else:
+        typer.echo("no test split (--test 0): the validation J below is the one the selection was made on")
+    typer.echo(f"validation: baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} after "
+               f"{len(result.rounds)} rounds, {result.commits} committed ({info['evaluations']} evaluations, "
                f"{info['writer_tokens']} writer tokens); pair: {info['graph']} (run --library {stream.library} "
                f"-c skill_graph={info['graph']}); log: {info['log']}")
     return {"baseline": result.baseline.j, "j": result.j, "commits": result.commits,
-            "test_gain": held_out.gain if held_out is not None else None, **{k: str(v) for k, v in info.items()}}
+            "test_gain": held_out.gain if held_out is not None else None,
+            "test_ci": (held_out.ci_low, held_out.ci_high) if held_out is not None else None,
+            **{k: str(v) for k, v in info.items()}}

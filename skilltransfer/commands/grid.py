@@ -200,6 +200,8 @@ def grid(
     grid_spec = load_spec(spec, [*layers, *(overrides or [])], **flags)
     console = Console(file=sys.stderr)
     if dry_run:  # the same checks as a run: a spec that cannot run fails here
+        from skilltransfer.experiments.evolve import evolution_note
+
         plans, tasks = resolve_streams(grid_spec)
         width = max(len(plan.run) for plan in plans)
         estimates, basis = estimate(plans, {r: len(t) for r, t in tasks.items()})
@@ -213,7 +215,9 @@ def grid(
             if basis and guess.tokens is not None:
                 spend = f"  {guess.tasks_left} left, ~{_tokens(round(guess.tokens))} tokens" + (
                     f", ~${guess.cost_usd:,.2f}" if guess.cost_usd is not None else "")
-            typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{spend}{reads}")
+            split = f" ({plan.config.env.split} split)" if plan.config.env.split else ""
+            evolution = f"\n    {evolution_note(plan.config)}" if plan.config.evolution is not None else ""
+            typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{split}{spend}{reads}{evolution}")
         typer.echo(f"{len(plans)} streams, {sum(len(t) for t in tasks.values())} tasks -> {grid_spec.out_dir}")
         if basis:
             tokens = sum(e.tokens or 0 for e in estimates)
@@ -229,6 +233,12 @@ def grid(
     def view(state: GridState) -> GridView:
         return GridView(state, f"grid {grid_spec.name}", console)
 
+    from skilltransfer.experiments.evolve import evolution_note
+    from skilltransfer.experiments.plan import plan_streams
+
+    for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
+        if plan.config.evolution is not None:
+            console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": token_limit, "--cost-limit": cost_limit})
     budget = Budget(token_limit=token_limit, cost_limit=cost_limit)

@@ -35,6 +35,7 @@ from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
 from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
+from skilltransfer.lens.power import never_commits
 from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
@@ -222,7 +223,7 @@ class EvolutionSettings(EvolveConfig):
 
     dev: int = Field(default=4, ge=1)
     """Development tasks (gap reports come from their failures)."""
-    val: int = Field(default=4, ge=1)
+    val: int = Field(default=10, ge=1)
     """Validation tasks (incumbent and candidates, paired)."""
     test: int = Field(default=4, ge=1)
     """Test tasks, the stream's first: run once at the end for the initial and the final pair (the run folder's
@@ -230,8 +231,16 @@ class EvolutionSettings(EvolveConfig):
     writer: WriterConfig = Field(default_factory=WriterConfig)
     """The writer's candidates per round and budgets."""
 
+    @model_validator(mode="after")
+    def _can_commit(self) -> EvolutionSettings:
+        reason = never_commits(self.val, self.writer.candidates, self.evolve_config(), where="this evolution")
+        if reason is not None:
+            raise ValueError(reason)
+        return self
+
     def sizes(self, cap: int | None) -> tuple[int, int, int]:
-        """(dev, val, test) sizes, each capped at ``cap`` (a task limit)."""
+        """(dev, val, test) sizes, each capped at ``cap`` (a task limit: a smoke test's cap may leave too few
+        validation tasks to ever commit; `grid --dry-run` says so)."""
         return (self.dev, self.val, self.test) if cap is None else (min(self.dev, cap), min(self.val, cap),
                                                                    min(self.test, cap))
 

@@ -45,6 +45,7 @@ from skilltransfer.lens.evolve import (
     save_evolution,
 )
 from skilltransfer.lens.graph import SkillGraph
+from skilltransfer.lens.power import DEFAULT_MDE, never_commits, power_line
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 
 EVOLUTION_DIR = "evolution"
@@ -166,6 +167,19 @@ def split_tasks(config: StreamConfig, tasks: Sequence[T]) -> tuple[list[T], list
                          f"{len(tasks)}")
     tasks = list(tasks)
     return tasks[test:test + dev], tasks[test + dev:test + dev + val], tasks[:test]
+
+
+def evolution_note(config: StreamConfig, mde: float = DEFAULT_MDE) -> str:
+    """What an evolution stream will run, for ``grid --dry-run``: its split sizes, the commit test's power to commit
+    a ``mde`` success gain, and, when a task limit caps the validation split below what can ever commit, that."""
+    assert config.evolution is not None
+    settings = config.evolution
+    dev, val, test = settings.sizes(config.task_limit)
+    cfg = settings.evolve_config()
+    candidates = settings.writer.candidates
+    never = never_commits(val, candidates, cfg, where="capped by the task limit, it")
+    tail = f"; {never.split(';')[0]}" if never else f"; {power_line(val, candidates, cfg, mde)}"
+    return f"evolution: dev {dev}, val {val} x {cfg.val_repeats}, test {test}{tail}"
 
 
 def run_evolution_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Embedder | None,

@@ -47,7 +47,7 @@ from skilltransfer.experiments.execute import (
     list_tasks,
     listing_key,
 )
-from skilltransfer.experiments.plan import StreamPlan, plan_streams
+from skilltransfer.experiments.plan import StreamPlan, check_source_overlap, plan_streams
 from skilltransfer.experiments.preflight import check_endpoints as preflight
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
@@ -326,6 +326,10 @@ def resolve_streams(spec: GridSpec) -> tuple[list[StreamPlan], dict[str, list[Ta
                 libraries.add(config.library)
         except InputError as exc:
             raise InputError(f"{_where(spec, plan)}: {exc}", path=spec.source) from None
+    try:
+        check_source_overlap(plans, tasks)
+    except InputError as exc:
+        raise InputError(f"spec {spec.name!r}: {exc}", path=spec.source) from None
     return plans, tasks
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import ORGANIZATIONS, StreamConfig, axes
 from skilltransfer.experiments.spec import LOCATION, GridSpec, env_entry, model_entry
+from skilltransfer.protocols import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class StreamPlan:
     stream of its organisation (``organization_from``), which waited for that source."""
     source: str | None = None
     """The run name of the stream whose final memory is its library (``library_from``)."""
+    same_tasks: bool = False
+    """``library_from.same_tasks``: the spec means this stream to run tasks its library was induced from."""
 
     @property
     def run(self) -> str:
@@ -77,7 +80,8 @@ def plan_streams(grid: GridSpec) -> list[StreamPlan]:
             run = "/".join([*parts, config.env.display_label, config.model.display_label, config.run_leaf(listed)])
             _check_below(out, run)
             mine.append(StreamPlan(config.model_copy(update={"run": run}), phase.name, depends,
-                                   source.run if source is not None else None))
+                                   source.run if source is not None else None,
+                                   bool(phase.library_from is not None and phase.library_from.same_tasks)))
         by_phase[phase.name] = mine
         plans.extend(mine)
     runs = [p.run for p in plans]
@@ -121,6 +125,25 @@ def one_stream(grid: GridSpec, folder: Path) -> StreamConfig:
         raise InputError(f"run runs one stream, this config gives {len(plans)} ({listed or 'phases'}); "
                          "run it with skilltransfer grid, or pick one value of each")
     return plans[0].config.model_copy(update={"run": folder.name, "runs_dir": str(folder.parent)})
+
+
+def check_source_overlap(plans: list[StreamPlan], tasks: dict[str, list[TaskSpec]]) -> None:
+    """Refuse a stream that evaluates tasks its library was induced from (its ``library_from`` source stream's tasks),
+    unless its phase says so (``library_from.same_tasks: true``): reuse measured on the source tasks is not transfer.
+    An organise stream runs no task and is not checked.
+
+    Raises:
+        InputError: the first such stream, naming it, its source and how many tasks they share.
+    """
+    for plan in plans:
+        if plan.source is None or plan.same_tasks or plan.config.organize or plan.run not in tasks \
+                or plan.source not in tasks:
+            continue
+        shared = {t.id for t in tasks[plan.run]} & {t.id for t in tasks[plan.source]}
+        if shared:
+            raise InputError(f"phase {plan.phase!r}: stream {plan.run!r} runs {len(shared)} of the tasks its library "
+                             f"was induced from (stream {plan.source!r}, e.g. {min(shared)}); give the phases "
+                             "disjoint splits or task ranges, or set library_from.same_tasks: true to mean it")
 
 
 def _source(phase: Any, by_phase: dict[str, list[StreamPlan]], config: StreamConfig) -> StreamPlan | None:

@@ -137,6 +137,9 @@ class RouteRecord(BaseModel):
     graph_units: int = 0
     decomposed: int = 0
     """Skills decomposed into the graph before this retrieval (the graph kept in step with the memory)."""
+    fallbacks: int = 0
+    """Decisions the verifier did not make: its reply named none (``fallback:unparseable``) or its prompt did not fit
+    (``fallback:context``); routing then took the fallback decision (ACCEPT: what flat reuse does)."""
 
     @classmethod
     def from_log(cls, log: dict[str, Any], subtask_index: int | None) -> RouteRecord:
@@ -151,7 +154,8 @@ class RouteRecord(BaseModel):
                    + int(log.get("verifier_completion_tokens", 0)),
                    context_units=len(log.get("context_units", [])), context_tokens=int(log.get("context_tokens", 0)),
                    graph_units=int(log.get("graph_units", 0)),
-                   decomposed=len((log.get("synced") or {}).get("added", [])))
+                   decomposed=len((log.get("synced") or {}).get("added", [])),
+                   fallbacks=sum(str(visit.get("how", "")).startswith("fallback:") for visit in log.get("visits", [])))
 
 
 class InducedSkill(BaseModel):

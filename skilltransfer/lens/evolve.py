@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from skilltransfer.errors import InputError
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.prompts import lens_prompt
-from skilltransfer.metrics.stats import PairedGain, paired_gain
+from skilltransfer.metrics.stats import PairedGain, bootstrap_ci, paired_gain
 from skilltransfer.protocols import ChatModel, TaskSpec
 from skilltransfer.util.files import atomic_write_text
 
@@ -190,6 +190,9 @@ class HeldOutLog(BaseModel):
     """final J - initial J."""
     paired: dict[str, Any] | None = None
     """The paired test of that gain (`PairedGain.to_dict`, at the evolution's ``alpha``); None for the same pair."""
+    ci_low: float | None = None
+    """95 % paired task-bootstrap CI of the gain (per-task final J minus initial J): the evolution's headline."""
+    ci_high: float | None = None
 
 
 @dataclass
@@ -467,10 +470,14 @@ def _test(initial: SkillGraph, final: SkillGraph, tasks: Sequence[TaskSpec], run
     last = evaluate(final_outcomes, cfg, spent)
     if first is None:
         first = evaluate(final_outcomes, cfg)
-        return HeldOutLog(initial=first, final=last, same_pair=True, refinement_tokens=spent, gain=last.j - first.j)
+    diffs = [last.per_task[tid] - first.per_task[tid] for tid in first.per_task if tid in last.per_task]
+    _, low, high = bootstrap_ci(diffs, seed=cfg.seed) if diffs else (0.0, None, None)
+    if same:
+        return HeldOutLog(initial=first, final=last, same_pair=True, refinement_tokens=spent, gain=last.j - first.j,
+                          ci_low=low, ci_high=high)
     gain = paired_test(last, first, cfg.model_copy(update={"min_gain": 0.0}), cfg.alpha)
     return HeldOutLog(initial=first, final=last, same_pair=False, refinement_tokens=spent, gain=last.j - first.j,
-                   paired=gain.to_dict())
+                      paired=gain.to_dict(), ci_low=low, ci_high=high)
 
 
 def save_evolution(result: EvolutionResult, out: str | Path) -> Path:

@@ -30,11 +30,16 @@ def reuse_table(runs: list[RunLog], metric: str = "success", seed: int = 0) -> T
     table = Table("reuse", "Reuse modes: success, tokens and routing",
                   ["env", "model", "condition", "reuse", "runs", "tasks", "success_pct", "ci_low", "ci_high",
                    "tokens_per_task", "routing_tokens_per_task", "queries", "visited_per_query",
-                   "rewritten_per_query", "context_tokens_per_query", "retrieved_tree_per_query"],
+                   "rewritten_per_query", "context_tokens_per_query", "retrieved_tree_per_query", "decisions",
+                   "fallbacks", "fallback_pct"],
                   note="success as in Table 2 (each task averaged over the group's runs first, 10,000 task-bootstrap "
                        "resamples); tokens per task: prompt + completion tokens of every call of the task (agent, "
                        "induction, and under lens reuse the verifier/rewriter and decomposer calls); routing tokens: "
-                       "the verifier's and rewriter's share; per query: means over the (sub)task retrievals.")
+                       "the verifier's and rewriter's share; per query: means over the (sub)task retrievals. "
+                       "decisions: routing decisions made (all units visited); fallbacks: those the verifier did not "
+                       "make (no decision in its reply after the retry, or a prompt that did not fit: the fallback "
+                       "decision, ACCEPT, was taken, which is what flat reuse does); fallback_pct = fallbacks / "
+                       "decisions.")
     for (env, model, condition), members in groups(runs).items():
         if not members[0].log.config.has_memory:
             continue
@@ -54,7 +59,10 @@ def reuse_table(runs: list[RunLog], metric: str = "success", seed: int = 0) -> T
             "routing_tokens_per_task": sum(q.verifier_tokens for q in routes) / n, "queries": len(routes),
             "visited_per_query": per_query("visited"), "rewritten_per_query": per_query("rewritten"),
             "context_tokens_per_query": per_query("context_tokens"),
-            "retrieved_tree_per_query": per_query("retrieved_tree")})
+            "retrieved_tree_per_query": per_query("retrieved_tree"), "decisions": sum(q.visited for q in routes),
+            "fallbacks": sum(q.fallbacks for q in routes),
+            "fallback_pct": 100 * sum(q.fallbacks for q in routes) / max(1, sum(q.visited for q in routes))
+            if routes else None})
     return table
 
 
@@ -121,8 +129,10 @@ def evolution_tables(files: list[Path]) -> list[Table]:
                         "(task + writer tokens per task) / cost unit.")
     test = Table("evolution_test", "Registry evolution: the initial and final pair on the test split",
                  ["source", "tasks", "initial_success_pct", "initial_j", "final_success_pct", "final_j", "gain",
-                  "gain_lower", "p_value", "same_pair", "commits", "writer_tokens"],
-                 note="Run once at the end on tasks disjoint from the development and validation splits; the final "
+                  "gain_ci_low", "gain_ci_high", "gain_lower", "p_value", "same_pair", "commits", "writer_tokens"],
+                 note="The evolution's headline: gain = final J - initial J on the test split, with its 95 % paired "
+                      "task-bootstrap CI (gain_ci_low, gain_ci_high). Run once at the end on tasks disjoint from "
+                      "the development and validation splits; the final "
                       "pair's J carries every writer token of the evolution; same_pair: nothing was committed, one "
                       "run stands for both (the gain is then the writer's cost alone).")
     for file in files:
@@ -144,6 +154,7 @@ def evolution_tables(files: list[Path]) -> list[Table]:
                                       "initial_j": held["initial"]["j"],
                                       "final_success_pct": 100 * held["final"]["success"],
                                       "final_j": held["final"]["j"], "gain": held["gain"],
+                                      "gain_ci_low": held.get("ci_low"), "gain_ci_high": held.get("ci_high"),
                                       "gain_lower": paired.get("lower"), "p_value": paired.get("p_value"),
                                       "same_pair": held["same_pair"], "commits": commits,
                                       "writer_tokens": held["refinement_tokens"]})

@@ -28,7 +28,7 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
                                                                 "peak_context_paired", "distractors"], None),
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
     ("Per-skill causal effects (randomised masking)", ["skill_effects"], None),
-    ("Registry evolution", ["evolution_rounds", "evolution_test"], None),
+    ("Registry evolution", ["evolution_test", "evolution_rounds"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
     ("Skill utility and success (Fig. 5a)", ["fig5a_spearman", "fig5a_utility_bins", "task_utility"],
