@@ -203,8 +203,9 @@ def test_cross_level_phase_reads_the_source_memory(tmp_path, server):
                      conditions=["subtask+text", "subtask+code"],
                      phases=[{"name": "source"},
                              {"name": "transfer", "conditions": ["task+text", "task+code"],
-                              "library_from": {"phase": "source", "condition": {"task+text": "subtask+text",
-                                                                                "task+code": "subtask+code"}}}])
+                              "library_from": {"phase": "source", "same_tasks": True,
+                                               "condition": {"task+text": "subtask+text",
+                                                             "task+code": "subtask+code"}}}])
     spec = build_spec(data)
     plans = {p.run: p for p in plan_streams(spec)}
     transfer = plans["transfer/a/mock/task+code"]
@@ -248,7 +249,8 @@ def test_dependent_of_a_failed_stream_fails_without_running(tmp_path, server):
     data = spec_data(tmp_path, server.url, envs={"bad": bad},
                      conditions=["subtask+text"],
                      phases=[{"name": "source"}, {"name": "split", "library_from": {"phase": "source",
-                                                                                    "condition": "subtask+text"},
+                                                                                    "condition": "subtask+text",
+                                                                                    "same_tasks": True},
                                                   "library_filters": ["top", "bottom"]}])
     summary = run_grid(build_spec(data))
     state = {o.run: o for o in summary.outcomes}
@@ -268,7 +270,8 @@ def _distinct_skills(n, _messages):
 def test_utility_split_streams(tmp_path):
     data = {"conditions": ["task+text"], "agent": {"top_k": 10},
             "phases": [{"name": "source", "memory": {"dedup_threshold": 1.01}},
-                       {"name": "split", "library_from": {"phase": "source", "condition": "task+text"},
+                       {"name": "split", "library_from": {"phase": "source", "condition": "task+text",
+                                                          "same_tasks": True},
                         "library_filters": ["top", "bottom"]}]}
     with MockServer(CounterScript(_distinct_skills)) as server:
         spec = build_spec(spec_data(tmp_path, server.url, envs={"a": {"env": TINY, "args": {"targets": [3, 5, 2, 4]}}},
