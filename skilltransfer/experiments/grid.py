@@ -51,6 +51,7 @@ from skilltransfer.experiments.plan import StreamPlan, check_source_overlap, pla
 from skilltransfer.experiments.preflight import check_endpoints as preflight
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
+from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT
 from skilltransfer.llm.cache import CachedModel
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.util.files import atomic_write_text
@@ -373,6 +374,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         if records is not None:
             state.outcomes[plan.run] = StreamOutcome(plan.run, "skipped", totals[plan.run], tasks_done=len(records),
                                                      successes=sum(r.success for r in records),
+                                                     task_errors=sum(r.exit_status in (TASK_ERROR, TASK_TIMEOUT)
+                                                                     for r in records),
                                                      library=library_note(plan))
         else:
             state.outcomes[plan.run].tasks_done = RunFolder(out / plan.run).committed()
