@@ -45,8 +45,9 @@ class PlanWriterConfig(BaseModel):
     """Re-asks after a reply that does not parse or does not validate (the problems are shown); then the fallback."""
     max_nodes: int = Field(default=8, ge=1)
     """Most nodes a plan may have."""
-    max_tokens: int = Field(default=768, ge=64)
-    """Completion budget of one planner call."""
+    max_tokens: int | None = Field(default=768, ge=64)
+    """Completion budget of one planner call; None: no cap (a stream under the ``paper`` harness that does not set
+    it)."""
     max_skill_chars: int = Field(default=200, ge=20)
     """Each offered skill package is shown as its name and its description cut to this many characters."""
     prompt_dir: str | None = None

@@ -186,14 +186,15 @@ class PlanWriter:
             **params: sampling parameters for the planner's calls.
         """
         cfg = self.config
-        calls = calls if calls is not None else CallLog(fitter=ContextFitter({ROLE: cfg.max_tokens}))
+        budgets = {ROLE: cfg.max_tokens} if cfg.max_tokens is not None else {}
+        calls = calls if calls is not None else CallLog(fitter=ContextFitter(budgets))
         names = [s.name for s in skills]
         origin = PlanOrigin(writer=self.prompt_id, skills_offered=names)
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.plan_writer.render(docs=docs.strip(), max_nodes=cfg.max_nodes)},
             {"role": "user", "content": self.prompts.plan_writer_user.render(instruction=task.instruction,
                                                                              skills=self.offered_text(skills))}]
-        params = {"max_tokens": cfg.max_tokens, **params}
+        params = {"max_tokens": cfg.max_tokens, **params} if cfg.max_tokens is not None else dict(params)
         for _ in range(cfg.retries + 1):
             try:
                 completion = calls.complete(self.model, messages, ROLE, **params)

@@ -388,6 +388,8 @@ class StreamConfig(BaseModel):
                              env=self.env.model_copy(update={"args": {**self.env.args, **args}}) if args else self.env)
         if agent.harness == "paper":  # no hidden completion caps (see docs/models.md)
             self.__dict__["lens"] = self.lens.uncapped()
+            if "max_tokens" not in self.composition.model_fields_set:
+                self.__dict__["composition"] = self.composition.model_copy(update={"max_tokens": None})
         return self
 
     def harness_label(self) -> str:

@@ -54,7 +54,10 @@ def run_organize_stream(model: ChatModel, config: StreamConfig) -> StreamSummary
         if not skills:
             save_organization(Organization(kind=kind, built_by={"method": "empty library"}), target)
             continue
-        organization = Organizer(model, config=OrganizeConfig(kind=kind)).organize(skills)
+        settings = OrganizeConfig(kind=kind)
+        if config.agent.harness == "paper":  # no hidden completion cap under paper
+            settings = settings.model_copy(update={"max_tokens": None})
+        organization = Organizer(model, config=settings).organize(skills)
         target.mkdir(parents=True)
         export_jsonl(skills, target / SKILLS_JSONL)  # the saved-memory layout: skills sharing a name are kept
         atomic_write_text(target / MANIFEST, json.dumps({"kind": "organization", "organization": kind,
