@@ -19,6 +19,7 @@ from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.summary import summarize_run, summary_rows
 from skilltransfer.llm.mock_server import REASONING_MARKER, MockServer
 from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.view.data import Catalog
 
 STRICT = ("--temperature", "0", "--max-tokens", "8000", "-c", 'agent.stop=["\\nObservation:"]')
 """Parameters OpenAI's reasoning models reject (sent to every double alike)."""
@@ -185,3 +186,10 @@ def test_small_model_caps_still_cut_a_reasoning_reply_and_show_it(tmp_path: Path
     assert code == 0
     assert "cut by the completion cap (finish_reason length)" in shown
     assert "--- reasoning (kept apart" in shown
+    catalog = Catalog([tmp_path / "run"])
+    task = catalog.task(catalog.index()["runs"][0]["key"], 0)
+    calls = task["trajectory"]["calls"]
+    thoughts = [task["messages"][c["reasoning"]] for c in calls if c.get("reasoning")]  # view folds these
+    assert len(thoughts) == sum(1 for c in calls if c["reasoning_tokens"]) > 0
+    assert all(t["role"] == "reasoning" and REASONING_MARKER in t["content"] for t in thoughts)
+    assert any(c["finish_reason"] == "length" for c in calls)
