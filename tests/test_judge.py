@@ -192,7 +192,7 @@ def test_scripted_judge_aggregates_w_t_l_and_measures_position_bias(tmp_path):
     a = load_run(fake_run(tmp_path / "a", {"t1": "GOOD", "t2": "GOOD", "t3": "bad", "t4": "GOOD"}))
     b = load_run(fake_run(tmp_path / "b", {"t1": "bad", "t2": "GOOD", "t3": "GOOD", "t5": "GOOD"}))
     model = ScriptedModel(prefers_good)
-    report = judge_runs(PairwiseJudge(model), a, b, seed=0)
+    report = judge_runs(PairwiseJudge(model), a, b, seed=0, orders="both", repeats=1)
     pref = report.preference
     assert (pref.wins, pref.ties, pref.losses, pref.n_tasks) == (2, 2, 2, 3)
     assert pref.preference == pytest.approx(0.5)
@@ -207,7 +207,7 @@ def test_scripted_judge_aggregates_w_t_l_and_measures_position_bias(tmp_path):
     assert data["prompt_id"] == load_judge_prompt().id
     assert data["preference"]["wins"] == 2
     assert data["artifact_sources"] == {"a": {"artifacts": 3, "trajectory": 0}, "b": {"artifacts": 3, "trajectory": 0}}
-    one = judge_runs(PairwiseJudge(ScriptedModel(prefers_good)), a, b, orders="one")
+    one = judge_runs(PairwiseJudge(ScriptedModel(prefers_good)), a, b, orders="one", repeats=1)
     assert len(one.judgments) == 3
     assert one.bias.both_orders == 0
 
@@ -215,11 +215,11 @@ def test_scripted_judge_aggregates_w_t_l_and_measures_position_bias(tmp_path):
 def test_a_judge_that_always_picks_the_first_shown_is_exposed(tmp_path):
     a = load_run(fake_run(tmp_path / "a", {f"t{i}": "GOOD" for i in range(10)}))
     b = load_run(fake_run(tmp_path / "b", {f"t{i}": "bad" for i in range(10)}))
-    report = judge_runs(PairwiseJudge(ScriptedModel(lambda m: "VERDICT: A")), a, b)
+    report = judge_runs(PairwiseJudge(ScriptedModel(lambda m: "VERDICT: A")), a, b)  # the defaults: balanced, 3
     assert report.bias.first_share == 1.0
     assert report.bias.consistency == 0.0
-    assert report.preference.preference == 0.5
-    assert report.preference.wins == report.preference.losses == 10
+    assert report.preference.preference == pytest.approx(0.5)  # balanced orders: the first-shown bias cancels
+    assert report.preference.wins == report.preference.losses == 15
 
 
 def test_unparsed_replies_are_reasked_then_left_out(tmp_path):
@@ -227,7 +227,7 @@ def test_unparsed_replies_are_reasked_then_left_out(tmp_path):
     b = load_run(fake_run(tmp_path / "b", {"t1": "bad", "t2": "bad"}))
     replies = iter(["hmm", "VERDICT: A", "no idea", "still no idea", "VERDICT: B", "VERDICT: A"])
     model = ScriptedModel(lambda m: next(replies))
-    report = judge_runs(PairwiseJudge(model), a, b, orders="both")
+    report = judge_runs(PairwiseJudge(model), a, b, orders="both", repeats=1)
     assert [j.error for j in report.judgments] == [None, "unparsed: no verdict line", None, None]
     assert report.unparsed == 1
     assert report.preference.n_judgments == 3
@@ -245,7 +245,7 @@ def test_judge_command_writes_json_and_prints_the_table(tmp_path):
         {"reply": "VERDICT: B"}]) + "\n")
     out = tmp_path / "report" / "judge.json"
     result = cli("judge", str(tmp_path / "a"), str(tmp_path / "b"), "--model", f"scripted:{script}",
-                 "--out", str(out))
+                 "--out", str(out), "--orders", "both", "--repeats", "1")
     data = json.loads(out.read_text())
     assert data["preference"]["wins"] == 4
     assert data["preference"]["ties"] == 2
@@ -287,11 +287,31 @@ def test_repeats_judge_each_task_n_times_with_distinct_seeds(tmp_path):
     assert (pref.wins, pref.ties, pref.losses, pref.n_judgments, pref.n_tasks) == (3, 3, 0, 6, 2)
     assert pref.preference == pytest.approx(0.75)
     assert report.to_dict()["repeats"] == 3
-    both = judge_runs(PairwiseJudge(ScriptedModel(prefers_good)), a, b, repeats=2)
+    both = judge_runs(PairwiseJudge(ScriptedModel(prefers_good)), a, b, repeats=2, orders="both")
     assert len(both.judgments) == 8
     assert both.bias.both_orders == 4  # each task's pair of orders, per repeat
     with pytest.raises(InputError, match="--repeats must be at least 1"):
         judge_runs(PairwiseJudge(model), a, b, repeats=0)
+
+
+def test_the_defaults_are_the_studys_three_judgments_per_task_with_balanced_orders(tmp_path):
+    tasks = {f"t{i}": "GOOD" for i in range(6)}
+    a = load_run(fake_run(tmp_path / "a", tasks))
+    b = load_run(fake_run(tmp_path / "b", dict.fromkeys(tasks, "bad")))
+    model = ScriptedModel(prefers_good)
+    report = judge_runs(PairwiseJudge(model), a, b, seed=4)
+    assert (report.orders, report.repeats) == ("balanced", 3)
+    by_task: dict[str, list[str]] = {}
+    for j in report.judgments:
+        by_task.setdefault(j.task_id, []).append(j.order)
+    assert all(len(orders) == 3 for orders in by_task.values())  # 3 judgments per task, not 3 per order
+    assert all(o[0] != o[1] and o[0] == o[2] for o in by_task.values())  # alternating within a task
+    shown = [o for orders in by_task.values() for o in orders]
+    assert shown.count("AB") == shown.count("BA") == 9  # both orders equally often over the tasks
+    assert {o[0] for o in by_task.values()} == {"AB", "BA"}
+    assert [p.get("seed") for p in model.params[:3]] == [None, 1, 2]  # each judgment of a task draws afresh
+    assert report.bias.both_orders == 6  # judgments 1 and 2 of each task form an order pair
+    assert report.preference.wins == 18
 
 
 def test_report_tables_judge_reports_over_repeats_and_envs(tmp_path):

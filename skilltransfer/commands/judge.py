@@ -67,10 +67,13 @@ def judge(
     retry_budget: RetryBudget = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: each task's presentation order "
                                            "and the bootstrap.")] = 0,
-    orders: Annotated[Literal["both", "one"], typer.Option(help="both (judge each task in both orders: position "
-                                                                "bias) or one (one seeded order).")] = "both",
-    repeats: Annotated[int, typer.Option(min=1, help="Judge each task N times in each order (the study: 3); a "
-                                                     "repeat after the first is sent with seed=<repeat>.")] = 1,
+    orders: Annotated[Literal["balanced", "both", "one"], typer.Option(
+        help="balanced (the study's: --repeats judgments per task, orders alternating, half the tasks starting with "
+             "each, so both orders appear equally often), both (--repeats judgments in each order) or one (--repeats "
+             "in one seeded order).")] = "balanced",
+    repeats: Annotated[int, typer.Option(min=1, help="Judgments per task (balanced; the study: 3), or per task and "
+                                                     "order (both, one); a repeat after the first is sent with "
+                                                     "seed=<repeat>.")] = 3,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N shared tasks.")] = None,
     max_chars: Annotated[int, typer.Option(min=200, help="Cut each artifact to this many characters.")] = 6000,
     prompt: Annotated[Path | None, typer.Option(help="Your own judge prompt file ({{instruction}}, {{first}}, "

@@ -1,14 +1,16 @@
 """The blinded pairwise judge: an LLM compares two runs' final artifacts for the same task (MetaSkill, seed 003 §3).
 
 For each task both runs finished, the judge sees the instruction and the two artifacts, labelled "A" and "B" by
-position only. The presentation order is drawn per task from ``seed`` (``random.Random(f"{seed}/{task_id}")``);
-with ``orders="both"`` (default) the task is judged again with the order swapped, which measures position bias and
-order consistency (`skilltransfer.metrics.position_bias`). The reply's last ``VERDICT: A|B|TIE`` line is the verdict
-(a reply that is only ``A``, ``B`` or ``TIE`` counts too); a reply without one is re-asked ``retries`` times, then the
-judgment is *unparsed* and left out of the counts (reported). With ``repeats`` N each task is judged N times in each
-order (the study judges each task three times): repeat r > 0 sends ``seed=r`` with its calls, so a sampling judge
-draws afresh and a response cache keeps the repeats apart. A prompt the model's window cannot take is left out
-the same way (``context_exceeded``). Verdicts are unblinded into A's outcome (win/tie/loss) and aggregated by
+position only. By default (``orders="balanced"``, ``repeats=3``: the study's) each task is judged 3 times with its
+orders alternating, half the tasks (a seeded half) starting with each order, so both orders are shown equally often
+over the tasks; consecutive judgments of a task in the two orders measure position bias and order consistency
+(`skilltransfer.metrics.position_bias`). ``orders="both"`` judges each task ``repeats`` times in each order (the
+first drawn per task from ``seed``, ``random.Random(f"{seed}/{task_id}")``), ``orders="one"`` in that order only.
+The reply's last ``VERDICT: A|B|TIE`` line is the verdict (a reply that is only ``A``, ``B`` or ``TIE`` counts too);
+a reply without one is re-asked ``retries`` times, then the judgment is *unparsed* and left out of the counts
+(reported). Repeat r > 0 sends ``seed=r`` with its calls, so a sampling judge draws afresh and a response cache
+keeps the repeats apart. A prompt the model's window cannot take is left out the same way (``context_exceeded``).
+Verdicts are unblinded into A's outcome (win/tie/loss) and aggregated by
 `skilltransfer.metrics.pairwise_preference` (W/T/L, preference, 95 % task-bootstrap CI).
 
 The prompt is a file (``skilltransfer/judge/prompts/judge.md``, or your own with ``{{instruction}}``,
@@ -37,7 +39,12 @@ from skilltransfer.util.prompts import Prompt, load_prompt
 
 FORMAT_VERSION = 1
 JUDGE_PROMPTS = Path(__file__).resolve().parent / "prompts"
-Orders = Literal["both", "one"]
+Orders = Literal["balanced", "both", "one"]
+"""``balanced`` (default, the study's): ``repeats`` judgments per task, its orders alternating, half the tasks
+starting with each, so both orders appear equally often overall; ``both``: ``repeats`` judgments in each order;
+``one``: ``repeats`` judgments in one seeded order."""
+DEFAULT_REPEATS = 3
+"""Judgments per task by default (``balanced``): the composition study judges each task 3 times."""
 _VERDICT = re.compile(r"VERDICT\W{0,4}(A|B|TIE)\b", re.IGNORECASE)
 _BARE = re.compile(r"^\W*(A|B|TIE)\W*$", re.IGNORECASE)
 RETRY_MESSAGE = "Reply with your verdict as a last line that is exactly one of: VERDICT: A, VERDICT: B, VERDICT: TIE."
@@ -182,7 +189,7 @@ class JudgeReport:
     artifact_sources: dict[str, dict[str, int]]
     """Per run: how many judged tasks had an artifacts file vs the trajectory fallback."""
     repeats: int = 1
-    """Judgments per task and order."""
+    """Judgments per task (``balanced``) or per task and order (``both``, ``one``)."""
 
     @property
     def unparsed(self) -> int:
@@ -210,39 +217,59 @@ def shared_tasks(run_a: RunArtifacts, run_b: RunArtifacts) -> list[str]:
     return common
 
 
+def task_orders(tasks: list[str], seed: int, orders: Orders, repeats: int) -> dict[str, list[str]]:
+    """Each task's presentation orders, one per judgment (see `Orders`). ``balanced``: the tasks, in a seeded
+    shuffle, start alternately with AB and BA and then alternate, so over the tasks each order is shown
+    ``repeats * n / 2`` times (one more for one of them when ``repeats * n`` is odd)."""
+    if orders == "balanced":
+        ranked = sorted(tasks, key=lambda t: random.Random(f"{seed}/{t}/rank").random())
+        starts = {task: "AB" if rank % 2 == 0 else "BA" for rank, task in enumerate(ranked)}
+        flip = {"AB": "BA", "BA": "AB"}
+        return {task: [starts[task] if i % 2 == 0 else flip[starts[task]] for i in range(repeats)] for task in tasks}
+    out: dict[str, list[str]] = {}
+    for task in tasks:
+        first = first_order(seed, task)
+        pair = [first, "BA" if first == "AB" else "AB"] if orders == "both" else [first]
+        out[task] = [order for _ in range(repeats) for order in pair]
+    return out
+
+
 def judge_runs(judge: PairwiseJudge, run_a: RunArtifacts, run_b: RunArtifacts, *, seed: int = 0,
-               orders: Orders = "both", limit: int | None = None, judge_model: str = "", repeats: int = 1,
-               on_judgment: Callable[[Judgment], None] | None = None) -> JudgeReport:
-    """Judge every task both runs finished (run A's order; the first ``limit``), ``repeats`` times in each order,
-    and aggregate (a task's score is the mean over all its judgments).
+               orders: Orders = "balanced", limit: int | None = None, judge_model: str = "",
+               repeats: int = DEFAULT_REPEATS, on_judgment: Callable[[Judgment], None] | None = None) -> JudgeReport:
+    """Judge every task both runs finished (run A's order; the first ``limit``) in the orders `task_orders` gives
+    (by default the study's: 3 judgments per task, orders balanced) and aggregate (a task's score is the mean over
+    all its judgments).
 
     Raises:
-        InputError: the runs share no finished task, ``orders`` is not "both"/"one", ``repeats`` below 1.
+        InputError: the runs share no finished task, ``orders`` is not balanced/both/one, ``repeats`` below 1.
     """
-    if orders not in ("both", "one"):
-        raise InputError(f"--orders must be both or one, got {orders!r}")
+    if orders not in ("balanced", "both", "one"):
+        raise InputError(f"--orders must be balanced, both or one, got {orders!r}")
     if repeats < 1:
         raise InputError(f"--repeats must be at least 1, got {repeats}")
     common = shared_tasks(run_a, run_b)
     tasks = common[:limit] if limit is not None else common
+    plan = task_orders(tasks, seed, orders, repeats)
     judgments = []
     for task_id in tasks:
         a, b = run_a.tasks[task_id], run_b.tasks[task_id]
         rendered = {"A": a.render(judge.max_artifact_chars), "B": b.render(judge.max_artifact_chars)}
-        first = first_order(seed, task_id)
-        for repeat in range(repeats):
-            for order in ([first, "BA" if first == "AB" else "AB"] if orders == "both" else [first]):
-                shown = (rendered["A"], rendered["B"]) if order == "AB" else (rendered["B"], rendered["A"])
-                judgment = judge.judge(task_id, a.instruction or b.instruction, shown[0], shown[1], order, repeat)
-                judgments.append(judgment)
-                if on_judgment is not None:
-                    on_judgment(judgment)
+        per_order = len(plan[task_id]) // repeats
+        for index, order in enumerate(plan[task_id]):
+            repeat = index // per_order
+            shown = (rendered["A"], rendered["B"]) if order == "AB" else (rendered["B"], rendered["A"])
+            judgment = judge.judge(task_id, a.instruction or b.instruction, shown[0], shown[1], order, repeat)
+            judgments.append(judgment)
+            if on_judgment is not None:
+                on_judgment(judgment)
     outcomes: dict[str, list[str]] = {}
     placed: dict[str, list[tuple[str, str]]] = {}
     for j in judgments:
         if j.outcome is not None:
             outcomes.setdefault(j.task_id, []).append(j.outcome)
-            placed.setdefault(f"{j.task_id}\x00{j.repeat}", []).append((j.order, j.outcome))  # a repeat's pair
+            pair = j.repeat // 2 if orders == "balanced" else j.repeat  # balanced: judgments 0+1, 2+3, ... pair up
+            placed.setdefault(f"{j.task_id}\x00{pair}", []).append((j.order, j.outcome))
     preference = pairwise_preference(outcomes, seed=seed) if outcomes else None
     sources = {label: {"artifacts": sum(run.tasks[t].source == "artifacts" for t in tasks),
                        "trajectory": sum(run.tasks[t].source == "trajectory" for t in tasks)}
