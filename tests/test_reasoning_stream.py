@@ -193,3 +193,8 @@ def test_small_model_caps_still_cut_a_reasoning_reply_and_show_it(tmp_path: Path
     assert len(thoughts) == sum(1 for c in calls if c["reasoning_tokens"]) > 0
     assert all(t["role"] == "reasoning" and REASONING_MARKER in t["content"] for t in thoughts)
     assert any(c["finish_reason"] == "length" for c in calls)
+    code, _, err = main_cli(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")], monkeypatch, capsys)
+    assert code == 0, err[-2000:]
+    text = " ".join((tmp_path / "report" / "report.md").read_text().split())
+    assert f"run {record.reasoning_tokens:,} reasoning tokens" in text
+    assert f"{record.length_cut_calls:,} replies cut by the completion cap" in text

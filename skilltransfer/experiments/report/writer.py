@@ -124,8 +124,23 @@ def _header(report: Report) -> list[str]:
             f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
             + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV).",
             *([f"Runs over an empty library (their source induced no skill; they ran with none): {'; '.join(empty)}."]
-              if empty else []), *_grouping(report.runs),
+              if empty else []), *_reasoning(report.runs), *_grouping(report.runs),
             *provenance_differences({run.name: run.log.provenance for run in report.runs})]
+
+
+def _reasoning(runs: list[RunLog]) -> list[str]:
+    """One line naming, per run whose model reasoned or whose replies a completion cap cut, its reasoning tokens
+    (part of its completion tokens) and its cut replies; nothing when no run did."""
+    parts = []
+    for run in runs:
+        thought = sum(r.reasoning_tokens for r in run.records)
+        cut = sum(r.length_cut_calls for r in run.records)
+        if thought or cut:
+            completion = sum(r.completion_tokens for r in run.records) or 1
+            parts.append(f"{run.name} {thought:,} reasoning tokens ({thought / completion:.0%} of its completion "
+                         f"tokens), {cut:,} replies cut by the completion cap")
+    return [f"Reasoning (kept apart from the answers, counted in completion tokens): {'; '.join(parts)}."] \
+        if parts else []
 
 
 def _grouping(runs: list[RunLog]) -> list[str]:
