@@ -328,10 +328,9 @@ class Agent:
 
     @property
     def needs_verdict(self) -> bool:
-        """Whether induction waits for the task's verdict (``only_successful``, or the ``contract`` variant, which
-        tells the model the outcome)."""
+        """Whether induction waits for the task's verdict (`InductionConfig.needs_verdict`)."""
         cfg = self.inducer.config if self.inducer is not None else None
-        return cfg is not None and (cfg.only_successful or cfg.variant == "contract")
+        return cfg is not None and cfg.needs_verdict
 
     def induce_deferred(self, episode: Episode, result: AgentResult, succeeded: bool) -> None:
         """Induce the (sub-)trajectories kept for the verdict (see the module docstring), each with ``succeeded``."""

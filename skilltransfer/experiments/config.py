@@ -50,6 +50,8 @@ CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
 """Condition name -> (induction level, skill format; None = no memory), seed §4."""
 assert tuple(CONDITIONS) == get_args(Condition)
 LibraryFilter = Literal["top", "bottom"]
+InductionSource = Literal["all", "success", "lessons"]
+"""What induction learns from (`StreamConfig.induction_source`)."""
 Coordination = Literal["none", "nl-sop", "prompt-graph", "metaskill"]
 """How a task is carried out: ``none`` (the agent of the condition's level) or a coordination interface over the
 task's frozen plan (`skilltransfer.coordination.run_plan`)."""
@@ -307,6 +309,11 @@ class StreamConfig(BaseModel):
     organization: str | None = None
     """A folder written by ``skilltransfer library organize`` (tree/graph) over the frozen ``library``: its routing
     nodes group the retrieved skills it holds (used by tree/graph streams; flat/task-tree streams ignore it)."""
+    induction_source: Annotated[InductionSource, Axis("induction_sources", tag="[{value}]", tag_if=_induces)] = "all"
+    """What induction learns from: ``all`` (every trajectory with the variant's prompt, as the paper: failures
+    induced naively), ``success`` (only tasks that succeeded, as ``only_successful``) or ``lessons`` (successes as
+    usual; a failed task's trajectory with the lessons prompt: what went wrong and how to avoid it; text conditions
+    only). ``success`` and ``lessons`` wait for each task's verdict."""
     only_successful: bool = False
     """Induce only from tasks that succeeded (``InductionConfig.only_successful``; induction then waits for each
     task's verdict)."""
@@ -423,6 +430,14 @@ class StreamConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _lessons_are_text(self) -> StreamConfig:
+        if self.induction_source == "lessons" and (self.skill_format == "code" or self.only_successful
+                                                   or self.induction_variant == "contract"):
+            raise ValueError("induction_source lessons writes text lessons from failed tasks: use a text condition "
+                             "(task+text, subtask+text), not the contract variant, and leave only_successful off")
+        return self
+
+    @model_validator(mode="after")
     def _masking_needs_flat_retrieval(self) -> StreamConfig:
         if self.mask_rate > 0 and (not self.has_memory or self.reuse != "flat" or self.library_exposure == "whole"):
             raise ValueError("mask_rate withholds retrieved skills: it needs a skill memory (a memory condition or a "
@@ -526,7 +541,9 @@ class StreamConfig(BaseModel):
         if not fmt or self.library:
             return None
         per_task = self.skills_per_task if self.induction_variant == "contract" and self.level == "subtask" else None
-        return InductionConfig(format=fmt, variant=self.induction_variant, only_successful=self.only_successful,
+        return InductionConfig(format=fmt, variant=self.induction_variant,
+                               only_successful=self.only_successful or self.induction_source == "success",
+                               lessons=self.induction_source == "lessons",
                                mask_instance_names=bool(self.mask_instance_names), skills_per_task=per_task)
 
     def identity(self) -> StreamConfig:

@@ -193,6 +193,8 @@ def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str
         prompt_ids["induction"] = inducer.prompt_id
         if inducer.set_system is not None:
             prompt_ids["induction_set"] = inducer.set_system.id
+        if inducer.lessons_system is not None:
+            prompt_ids["induction_lessons"] = inducer.lessons_system.id
     if config.reuse != "flat":
         prompt_ids.update({f"lens.{k}": v for k, v in lens_prompt_ids(config.lens).items()})
     if config.coordination != "none":

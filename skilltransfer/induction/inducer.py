@@ -12,6 +12,9 @@ from a prompt that explains contracts, shows a contract demonstration and tells 
 succeeded. With ``skills_per_task`` (least, most) it writes a set of that many such skills, one per sub-procedure,
 from a whole task's trajectory in one call (`Inducer.induce_set`; the study's 3-5 packages per task).
 ``InductionConfig.only_successful`` induces only from (sub)trajectories the caller says succeeded.
+``InductionConfig.lessons`` (text skills) induces a failed (sub)trajectory with the lessons prompt instead: a skill
+that says what went wrong and how to avoid it (ReasoningBank's use of failures; the ``full`` prompt's "learn from both"
+is the naive one), marked ``Skill.extra["lesson"] = "true"``; successful ones are induced as usual.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skilltransfer.induction.abstraction import instance_names, instance_paths, mask_names, mask_values
 from skilltransfer.protocols import ChatModel, ModelCalls, Trajectory
@@ -83,10 +86,27 @@ class InductionConfig(BaseModel):
     only_successful: bool = False
     """Induce only from (sub)trajectories the caller says succeeded (``induce(..., succeeded=True)``), as the study
     synthesises its packages from successful trajectories; others are skipped without a model call."""
+    lessons: bool = False
+    """Induce a (sub)trajectory the caller says failed with the lessons prompt (``prompts/lessons.md``: what went
+    wrong and how to avoid it) instead of the variant's; text skills only. Needs the verdict."""
     skills_per_task: tuple[int, int] | None = None
     """(least, most): the ``contract`` variant writes a set of this many skills from a whole task's trajectory in one
     call (`Inducer.induce_set`; the study synthesises 3-5 packages per task; the subtask-level agent asks for it after
     the verdict); None: one skill per call."""
+
+
+    @model_validator(mode="after")
+    def _lessons_are_text(self) -> InductionConfig:
+        if self.lessons and (self.format != "text" or self.variant == "contract" or self.only_successful):
+            raise ValueError("lessons induces text lessons from failures: it needs the text format, not the contract "
+                             "variant, and not only_successful (which induces nothing from failures)")
+        return self
+
+    @property
+    def needs_verdict(self) -> bool:
+        """Whether induction waits for the task's verdict: ``only_successful``, ``lessons`` or the ``contract``
+        variant (which tells the model the outcome)."""
+        return self.only_successful or self.lessons or self.variant == "contract"
 
 
 @dataclass
@@ -223,6 +243,9 @@ class Inducer:
         user = "trajectory_contract" if self.config.variant == "contract" else "trajectory"
         self.user = load_prompt(user, self.config.prompt_dir, default_folder=INDUCTION_PROMPTS)
         self.set_system = self._compose(as_set=True) if self.config.skills_per_task is not None else None
+        self.lessons_system = (Prompt("induction-lessons-text", load_prompt(
+            "lessons", self.config.prompt_dir, default_folder=INDUCTION_PROMPTS).text.strip() + "\n")
+            if self.config.lessons else None)
 
     def _compose(self, *, as_set: bool = False) -> Prompt:
         fmt, variant = self.config.format, self.config.variant
@@ -280,13 +303,15 @@ class Inducer:
         if self.config.only_successful and not succeeded:
             return Induced(None, self.prompt_id, "", "not induced: the trajectory did not succeed (only_successful)",
                            skipped=True)
-        messages = [{"role": "system", "content": self.system.text},
+        lesson = self.lessons_system is not None and succeeded is False
+        system = self.lessons_system if lesson and self.lessons_system is not None else self.system
+        messages = [{"role": "system", "content": system.text},
                     {"role": "user", "content": self.user.render(goal=goal.strip(), trajectory=trajectory.render(),
                                                                  format=self.config.format,
                                                                  outcome=OUTCOMES[succeeded])}]
         completion = calls.complete(self.model, messages, "induction", trajectory=trajectory,
                                     **self.config.model_params)
-        out = Induced(None, self.prompt_id, completion.text, prompt_tokens=completion.prompt_tokens,
+        out = Induced(None, system.id, completion.text, prompt_tokens=completion.prompt_tokens,
                       completion_tokens=completion.completion_tokens)
         contracts: dict[str, str] = {}
         try:
@@ -300,7 +325,9 @@ class Inducer:
             out.error = str(exc)
             return out
         out.skill = self._skill(goal, name, description, body, level, provenance, values, contracts.get("inputs", ""),
-                                contracts.get("outputs", ""))
+                                contracts.get("outputs", ""), prompt_id=system.id)
+        if lesson:
+            out.skill.extra["lesson"] = "true"
         out.error = note
         return out
 
