@@ -10,7 +10,6 @@ endpoint unusable fails: no connection, a timeout, 401/403. An endpoint that ans
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import ModelSpec
+from skilltransfer.util import untrusted
 
 CHECK_TIMEOUT_S = 5.0
 """How long the check waits for an endpoint's answer."""
@@ -62,17 +62,18 @@ def check_endpoint(model: ModelSpec, *, timeout_s: float = CHECK_TIMEOUT_S) -> E
         raise InputError(f"{where} needs an API key: set OPENAI_API_KEY or give --api-key (or -c models.<label>."
                          "api_key=...)")
     probe = f"{url}/models"
-    request = urllib.request.Request(probe, headers={"Authorization": f"Bearer {key or 'sk-no-key'}"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 (an http(s) URL)
-            payload: Any = json.loads(response.read(1 << 20).decode("utf-8", "replace") or "null")
+    try:  # capped in size, depth and total time: a dripping or deep reply is one error line
+        payload: Any = untrusted.fetch_json(probe, {"Authorization": f"Bearer {key or 'sk-no-key'}"},
+                                            total_s=timeout_s, max_bytes=1 << 20)
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             raise InputError(f"{where}: the endpoint refused the API key (GET {probe}: HTTP {exc.code}); check "
                              "OPENAI_API_KEY or --api-key") from None
         return EndpointInfo(url)
-    except ValueError:
-        return EndpointInfo(url)  # it answered, with something else than JSON: its first call tells
+    except untrusted.UntrustedFileError as exc:
+        if exc.reason.startswith("not JSON"):
+            return EndpointInfo(url)  # it answered, with something else than JSON: its first call tells
+        raise InputError(f"{where}: the endpoint's model list is refused (GET {probe}: {exc.reason})") from None
     except OSError as exc:
         reason = getattr(exc, "reason", None) or exc
         raise InputError(f"{where}: the endpoint does not answer (tried GET {probe} for {timeout_s:g} s: "

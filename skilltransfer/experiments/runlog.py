@@ -407,8 +407,8 @@ class PromptStore:
             if message is None:
                 continue
             if key_read != key or message_id(message) != key:
-                raise InputError(f"message {key} is not the text its id names (a forged or damaged prompt log; not "
-                                 "shown)", path=self.path, line=number)
+                raise InputError(f"message {key}: the id is not the content id of its text (a forged or damaged "
+                                 "prompt log; not shown)", path=self.path, line=number)
             found[key] = message
         return found
 

@@ -3,6 +3,7 @@ task's trajectory as readable text. Reads the run folder through ``skilltransfer
 
 from __future__ import annotations
 
+import bisect
 import json
 import statistics
 from collections import Counter
@@ -412,6 +413,15 @@ def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict
     out: dict[int, list[int]] = {}
     taken: set[int] = set()
     start = 0
+    # per role, the call indices with a reply, all and by reply id, in order: each step finds its call by bisection,
+    # so a crafted trajectory (replies matching nothing) costs O((steps + calls) log calls), never steps x calls
+    replied: dict[str, list[int]] = {}
+    by_reply: dict[tuple[str, str], list[int]] = {}
+    for j, call in enumerate(calls):
+        role_j, reply_j = call.get("role"), call.get("reply")
+        if isinstance(role_j, str) and isinstance(reply_j, str):
+            replied.setdefault(role_j, []).append(j)
+            by_reply.setdefault((role_j, reply_j), []).append(j)
     for index, step in enumerate(steps):
         role = STEP_ROLES.get(str(step.get("type")))
         if step.get("type") == "RetrievalStep" and step.get("route"):
@@ -428,10 +438,11 @@ def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict
         want = message_id(reply_message(reply)) if role != "summarizer" and isinstance(reply, str) and reply else None
         if want is None and role != "summarizer":
             continue
-        found = next((j for j in range(start, len(calls)) if calls[j].get("role") == role and isinstance(
-            calls[j].get("reply"), str) and (want is None or calls[j]["reply"] == want)), None)
-        if found is None:
+        candidates = replied.get(role, []) if want is None else by_reply.get((role, want), [])
+        at = bisect.bisect_left(candidates, start)
+        if at == len(candidates):
             continue
+        found = candidates[at]
         mine = [j for j in range(start, found) if calls[j].get("role") == role and j not in taken] + [found]
         taken.update(mine)
         out[index] = mine

@@ -15,12 +15,11 @@ Forms:
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.util import untrusted
 
 OPENAI_URL = "https://api.openai.com/v1"
 """The endpoint of ``openai`` / ``openai/<id>`` when no other endpoint is configured."""
@@ -72,10 +71,9 @@ def served_model_ids(base_url: str, api_key: str | None = None, *, timeout_s: fl
         InputError: the endpoint cannot be reached or does not answer with a model list.
     """
     url = f"{base_url.rstrip('/')}/models"
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key or 'sk-no-key'}"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 (an http(s) URL)
-            payload: Any = json.loads(response.read().decode("utf-8"))
+    try:  # capped in size, depth and total time (an endpoint is untrusted input too)
+        payload: Any = untrusted.fetch_json(url, {"Authorization": f"Bearer {api_key or 'sk-no-key'}"},
+                                            total_s=timeout_s)
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the model list of {base_url} (GET {url}: {exc}); give the model id: "
                          f"--model <id>@{base_url} (or set SKILLTRANSFER_MODEL)") from None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
@@ -35,6 +34,7 @@ from skilltransfer.llm.retry import (
 )
 from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejected_parameter
 from skilltransfer.protocols import Completion, Message
+from skilltransfer.util import untrusted
 
 _LIMITERS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _LIMITERS_LOCK = threading.Lock()
@@ -215,10 +215,8 @@ class OpenAIChatModel:
         return self.prompt_counter.count(messages)
 
     def _get_json(self, url: str) -> Any:
-        request = urllib.request.Request(url, headers={
-            "Authorization": f"Bearer {self.config.resolved_api_key() or 'sk-no-key'}"})
-        with urllib.request.urlopen(request, timeout=min(10.0, self.config.timeout_s)) as response:
-            return json.loads(response.read().decode("utf-8"))
+        return untrusted.fetch_json(url, {"Authorization": f"Bearer {self.config.resolved_api_key() or 'sk-no-key'}"},
+                                    total_s=min(10.0, self.config.timeout_s))  # capped in size, depth and time
 
     def _probe_window(self) -> int | None:
         """Ask ``/v1/models`` (and llama.cpp's ``/props`` for its running n_ctx); any failure means unknown."""

@@ -462,3 +462,49 @@ def cut_partial_line(root: str | Path, relative: str | PurePosixPath, *, max_byt
             os.ftruncate(fd, end)
     finally:
         os.close(fd)
+
+
+# --------------------------------------------------------------------------------------------- endpoints
+MAX_REPLY_BYTES = 4 << 20
+"""Default cap on a small JSON reply of an endpoint (``/v1/models``, ``/props``)."""
+
+
+def fetch_json(url: str, headers: dict[str, str] | None = None, *, total_s: float = 10.0,
+               max_bytes: int = MAX_REPLY_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """``GET url`` as JSON, bounded like a file: at most ``max_bytes``, ``max_depth`` levels deep, and ``total_s``
+    seconds in all (a reply that drips a byte every few seconds is cut off; each read waits at most what is left,
+    and no more than 5 s).
+
+    Raises:
+        OSError: the endpoint cannot be reached (``urllib.error.HTTPError``: it answered with an error status).
+        UntrustedFileError: it answers too much, too slowly, too deeply, or not JSON.
+    """
+    import socket
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + total_s
+    request = urllib.request.Request(url, headers=headers or {})
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        with urllib.request.urlopen(request, timeout=min(5.0, total_s)) as response:  # noqa: S310 (http(s) URLs)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise UntrustedFileError(url, f"the reply took more than {total_s:g} s (not read)")
+                sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+                if isinstance(sock, socket.socket):
+                    sock.settimeout(min(5.0, left))
+                chunk = response.read1(65536)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > max_bytes:
+                    raise UntrustedFileError(url, f"the reply is over the {max_bytes}-byte limit (not read)")
+                chunks.append(chunk)
+    except OSError:  # unreachable, refused, an HTTP error status, or a bound above: as raised
+        raise
+    except ValueError as exc:
+        raise UntrustedFileError(url, f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
+    return parse_json(b"".join(chunks), url, max_depth=max_depth)

@@ -32,12 +32,14 @@ from typing import Any
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows
-from skilltransfer.util import untrusted
+from skilltransfer.util import trees, untrusted
 from skilltransfer.view.highlight import python_tokens
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """The largest run-log file the viewer reads (a trajectory, results, prompts or memory file)."""
 MAX_FIGURES = 60
+MAX_FIGURE_BYTES = 16 << 20
+"""The largest figure shown (report figures are a few hundred KiB)."""
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SCORES = "scores.json"
 """A skill score report (``skilltransfer score RUN/memory --tasks ... --out RUN/scores.json``) read for utility."""
@@ -142,7 +144,7 @@ class Catalog:
             root = given.resolve()
             base = root.parent
             candidates = [root] if RunFolder.is_run(root) else sorted(
-                c.parent for c in root.rglob(CONFIG) if RunFolder.is_run(c.parent))
+                c.parent for c in trees.find(root, lambda name: name == CONFIG) if RunFolder.is_run(c.parent))
             for path in candidates:
                 path = path.resolve()
                 if path in runs or not path.is_relative_to(root):
@@ -155,7 +157,9 @@ class Catalog:
                     root)), None)
                 runs[path] = RunEntry(_key("r", path), label, path,
                                       grid.relative_to(base).as_posix() if grid is not None else None)
-            pngs = [root] if root.suffix == ".png" else sorted(root.rglob("figures/*.png")) if root.is_dir() else []
+            pngs = [root] if root.suffix == ".png" else [
+                p for p in trees.find(root, lambda name: name.endswith(".png")) if p.parent.name == "figures"
+            ] if root.is_dir() else []
             for png in pngs:
                 png = png.resolve()
                 if png.is_relative_to(root) and png not in figures and len(figures) < MAX_FIGURES and _is_png(png):
@@ -339,11 +343,29 @@ def _read_json(root: Path, relative: str) -> dict[str, Any]:
 
 
 def _is_png(path: Path) -> bool:
+    """Whether ``path`` is a regular PNG file under `MAX_FIGURE_BYTES` (a FIFO or link is not; never blocks)."""
     try:
-        with path.open("rb") as handle:
-            return path.is_file() and handle.read(8) == PNG_MAGIC
+        fd, _ = untrusted.open_regular(path.name, root=path.parent, max_bytes=MAX_FIGURE_BYTES)
+    except untrusted.UntrustedFileError:
+        return False
+    try:
+        return os.pread(fd, 8, 0) == PNG_MAGIC
     except OSError:
         return False
+    finally:
+        os.close(fd)
+
+
+def read_figure(path: Path) -> bytes:
+    """A figure's bytes: a regular file, not through a link, at most `MAX_FIGURE_BYTES`.
+
+    Raises:
+        UnsafeFile: anything else (a FIFO swapped in, a link, a file grown too large).
+    """
+    try:
+        return untrusted.read_bytes(path.name, root=path.parent, max_bytes=MAX_FIGURE_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise UnsafeFile(str(exc)) from None
 
 
 def _label(harness: Any) -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.view.assets import ASSETS, asset_bytes, page
-from skilltransfer.view.data import Catalog
+from skilltransfer.view.data import Catalog, read_figure
 
 MARKER = ".skilltransfer-view"
 """The file that marks a folder as an export (one may be replaced by a new export)."""
@@ -67,7 +67,7 @@ def export_site(catalog: Catalog, out: str | Path) -> ExportSummary:
             write(f"assets/{name}", asset_bytes(name))
         _, figures = catalog.scan()
         for figure in figures:
-            write(f"figures/{figure.key}.png", figure.path.read_bytes())
+            write(f"figures/{figure.key}.png", read_figure(figure.path))
         runs = 0
         for row in index["runs"]:
             key = row["key"]

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from skilltransfer.errors import InputError
 from skilltransfer.view.assets import ASSETS, asset_bytes, page
-from skilltransfer.view.data import PNG_MAGIC, Catalog, UnsafeFile
+from skilltransfer.view.data import PNG_MAGIC, Catalog, UnsafeFile, read_figure
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -77,7 +77,7 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
 
     async def figure(request: web.Request) -> web.Response:
         path = await asyncio.to_thread(catalog.figure, request.match_info["key"])
-        data = await asyncio.to_thread(path.read_bytes)
+        data = await asyncio.to_thread(read_figure, path)
         if not data.startswith(PNG_MAGIC):
             raise web.HTTPNotFound()
         return web.Response(body=data, content_type="image/png")

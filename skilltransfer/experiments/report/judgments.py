@@ -13,6 +13,7 @@ from skilltransfer.errors import InputError, read_text
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.metrics import pairwise_preference
+from skilltransfer.util import trees, untrusted
 
 JUDGE_SUFFIX = ".judge.json"
 ALL_ENVS = "(all envs)"
@@ -25,7 +26,7 @@ def find_judgments(paths: list[Path]) -> list[Path]:
         if path.is_file() and path.name.endswith(JUDGE_SUFFIX):
             found.add(path)
         elif path.is_dir():
-            found.update(path.rglob(f"*{JUDGE_SUFFIX}"))
+            found.update(trees.find(path, lambda name: name.endswith(JUDGE_SUFFIX)))  # any depth, no recursion
     return sorted(found)
 
 
@@ -65,13 +66,17 @@ def judgment_table(files: list[Path], seed: int = 0) -> Table:
     pooled: dict[tuple[str, str], dict[str, Any]] = {}
     for file in files:
         try:
-            data = json.loads(read_text(file, what="judge report"))
+            data = untrusted.parse_json(read_text(file, what="judge report"), file)  # depth-capped
             judgments = data["judgments"]
             env, a = _labels(str(data["run_a"]))
             _, b = _labels(str(data["run_b"]))
             repeats, orders = {int(data.get("repeats", 1))}, {str(data["orders"])}
+        except untrusted.UntrustedFileError as exc:
+            raise InputError(f"not a judge report ({exc.reason})", path=file) from None
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a judge report ({type(exc).__name__}: {exc})", path=file) from None
+        if not isinstance(judgments, list) or not all(isinstance(j, dict) for j in judgments):
+            raise InputError("not a judge report (judgments is not a list of objects)", path=file)
         outcomes: dict[str, list[str]] = {}
         for j in judgments:
             if j.get("outcome") is not None:

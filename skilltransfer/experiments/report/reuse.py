@@ -4,17 +4,17 @@ files under the report's paths)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from skilltransfer.errors import InputError
+from skilltransfer.errors import InputError, read_text
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups, per_task
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.util import trees, untrusted
 
 EVOLUTION_LOG = "evolution.jsonl"
 
@@ -91,19 +91,19 @@ def find_evolutions(paths: list[Path]) -> list[Path]:
         if path.is_file() and path.name == EVOLUTION_LOG:
             found.add(path)
         elif path.is_dir():
-            found.update(path.rglob(EVOLUTION_LOG))
+            found.update(trees.find(path, lambda name: name == EVOLUTION_LOG))  # any depth, no recursion
     return sorted(found)
 
 
 def _evolution_lines(file: Path) -> list[dict[str, Any]]:
     rows = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").split("\n"), start=1):
+    for number, line in enumerate(read_text(file, what="evolution log").split("\n"), start=1):  # a regular file
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not an evolution log line ({exc})", path=file, line=number) from None
+            row = untrusted.parse_json(line, file)  # depth-capped
+        except untrusted.UntrustedFileError as exc:
+            raise InputError(f"not an evolution log line ({exc.reason})", path=file, line=number) from None
         if not isinstance(row, dict):
             raise InputError("not an evolution log line (not an object)", path=file, line=number)
         rows.append({**row, "_line": number})

@@ -12,6 +12,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunConfigLog, RunFolder, TaskRecord
 from skilltransfer.memory.library import SKILLS_JSONL, read_jsonl
 from skilltransfer.skill import Skill
+from skilltransfer.util import trees
 
 
 @dataclass
@@ -106,7 +107,7 @@ def find_runs(paths: list[Path]) -> list[Path]:
         if RunFolder.is_run(path):
             here = [path]
         else:
-            here = sorted(c.parent for c in path.rglob(CONFIG) if RunFolder.is_run(c.parent)
+            here = sorted(c.parent for c in trees.find(path, lambda name: name == CONFIG) if RunFolder.is_run(c.parent)
                           and not _inside_run(c.parent, path))
         if not here:
             raise InputError(f"no runs found (folders with {CONFIG} and {RESULTS})", path=path)
