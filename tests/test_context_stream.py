@@ -60,7 +60,8 @@ def test_a_window_set_too_large_costs_one_task_then_is_learnt(tmp_path):
     out = tmp_path / "r"
     with MockServer(replies=HistoryScript(TEXT_SKILL, reads=6), context_window=WINDOW, advertise_window=False,
                     context_error="llamacpp") as server:
-        result = run_tiny(server, out, "task", (3, 5, 2), "--context-window", "8192")
+        result = run_tiny(server, out, "task", (3, 5, 2), "--context-window", "8192",
+                          "--max-connections", "1")  # baselines one at a time: each later task learns from the first
         refusals = server.context_refusals
     assert refusals == 1
     records = records_of(out)

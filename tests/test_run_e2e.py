@@ -43,7 +43,7 @@ def test_conditions_end_to_end_through_http(tmp_path, condition):
     script = CounterScript(CODE_SKILL if fmt == "code" else TEXT_SKILL)
     out = tmp_path / "runs" / "r"
     with MockServer(replies=script) as server:
-        run_tiny(server, out, condition)
+        run_tiny(server, out, condition, (3, 5, 2), "--max-connections", "1")  # one task at a time: the order below
         requests = [r["messages"] for r in server.requests]
     records = records_of(out)
     config = json.loads((out / "config.json").read_text())

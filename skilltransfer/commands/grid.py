@@ -15,7 +15,14 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.commands.options import CostLimit, Overrides, QuietOld, TokenLimit, warn_deprecated
+from skilltransfer.commands.options import (
+    CostLimit,
+    MaxConnections,
+    Overrides,
+    QuietOld,
+    TokenLimit,
+    warn_deprecated,
+)
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.experiments.grid import GridState, GridSummary
@@ -170,6 +177,7 @@ def grid(
                                             rich_help_panel=_ADVANCED)] = 1.0,
     token_limit: TokenLimit = None,
     cost_limit: CostLimit = None,
+    max_connections: MaxConnections = None,
     stream_retries: Annotated[int, typer.Option(min=0, help="Times a failed stream (an error outside its tasks, e.g. "
                                                 "an endpoint down past its retry budget) is started again, resuming, "
                                                 "before the streams that read its library are marked failed.")] = 1,
@@ -198,6 +206,10 @@ def grid(
     flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": limit,
                              "embedder": embedder}
     grid_spec = load_spec(spec, [*layers, *(overrides or [])], **flags)
+    if max_connections is not None:  # every model entry of every phase
+        for phase in grid_spec.phases:
+            phase.models = {label: entry.model_copy(update={"max_concurrency": max_connections})
+                            for label, entry in phase.models.items()}
     console = Console(file=sys.stderr)
     if dry_run:  # the same checks as a run: a spec that cannot run fails here
         from skilltransfer.experiments.evolve import evolution_note
@@ -240,7 +252,8 @@ def grid(
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
-                            {"--token-limit": token_limit, "--cost-limit": cost_limit})
+                            {"--token-limit": token_limit, "--cost-limit": cost_limit,
+                             "--max-connections": max_connections})
     budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
     try:
         summary = run_grid(grid_spec, backend=backend, address=address,

@@ -57,6 +57,7 @@ VOCABULARY: dict[str, Term] = {
     "--retries": Term("Re-asks after an unusable reply"),
     "--task": Term("A task: its number in the stream (1-based) or its id"),
     "--port": Term("Port"),
+    "--max-connections": Term("Most requests in flight per endpoint"),
     "--token-limit": Term("Stop starting tasks once this invocation's tasks used"),
     "--cost-limit": Term("Stop starting tasks once this invocation's tasks cost"),
 }
@@ -131,6 +132,10 @@ ModelNameOld = Annotated[str | None, typer.Option("--model-name", hidden=True, h
 ScriptOld = Annotated[Path | None, typer.Option("--script", hidden=True, help="Deprecated: the scripted double's "
                                                 "replies (use --model scripted:<file>).")]
 
+MaxConnections = Annotated[int | None, typer.Option(
+    "--max-connections", min=1, help="Most requests in flight per endpoint (default 32, for a local vLLM or "
+    "llama.cpp server; lower it for a rate-limited API); a stream of independent tasks (no skill memory) runs up to "
+    "this many of them at once (at most 16).", rich_help_panel=MODEL_PANEL)]
 TokenLimit = Annotated[int | None, typer.Option(
     "--token-limit", min=1, help="Stop starting tasks once this invocation's tasks used this many tokens (prompt + "
     "completion); running tasks finish and are kept, rerunning resumes.")]

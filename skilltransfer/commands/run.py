@@ -24,6 +24,7 @@ from skilltransfer.commands.options import (
     ConfigFile,
     ContextWindow,
     CostLimit,
+    MaxConnections,
     ModelNameOld,
     ModelString,
     Overrides,
@@ -167,6 +168,7 @@ def run(
                                                   "seconds while a task runs (0: none).", min=0)] = 30.0,
     token_limit: TokenLimit = None,
     cost_limit: CostLimit = None,
+    max_connections: MaxConnections = None,
 ) -> LaunchResult:
     """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
     if seed_old is not None:
@@ -183,7 +185,7 @@ def run(
                            cache=str(cache) if cache else None, cache_mode=cache_mode,
                            script=str(script) if script else None, retry_budget_s=retry_budget)
     flags = ({FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
-             | env_args(env_arg or []))
+             | env_args(env_arg or []) | {"model.max_concurrency": max_connections})
     stream_config = with_endpoint_model(run_spec(config, overrides or [], flags, out))
     console = Console(stderr=True)
     budget = Budget(token_limit=token_limit, cost_limit=cost_limit)

@@ -11,24 +11,23 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import build_env, saved_memory_size, stream_tasks
 from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
+from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.organize import run_organize_stream
 from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.experiments.runlog import MEMORY, RunFolder, TaskRecord
-from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT, run_stream
-from skilltransfer.protocols import ChatModel, Embedder, Env, Episode, TaskSpec
-from skilltransfer.sandbox import InProcessRunner
+from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT, parallel_width, run_stream
+from skilltransfer.protocols import ChatModel, Embedder, TaskSpec
 
 State = Literal["pending", "running", "done", "skipped", "failed", "stopped"]
 """A stream's state; "stopped": a spending limit (`Budget`) was reached before its last task (rerun to resume)."""
@@ -56,41 +55,6 @@ def listing_key(plan: StreamPlan) -> str:
     env = config.env
     return json.dumps([env.name, env.args, env.seed, env.split, env.stream, config.order_seed, config.stream_length],
                       sort_keys=True, default=str)
-
-
-_IN_PROCESS_LOCK = threading.Lock()
-
-
-class _GuardedEpisode:
-    """An in-process episode whose actions hold a process-wide lock (they switch cwd and stdout for the process)."""
-
-    def __init__(self, inner: Episode) -> None:
-        self._inner = inner
-
-    def step(self, action: str) -> Any:
-        with _IN_PROCESS_LOCK:
-            return self._inner.step(action)
-
-    def load_code(self, source: str) -> Any:
-        with _IN_PROCESS_LOCK:
-            return self._inner.load_code(source)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class GuardedEnv:
-    """Wraps an env so that concurrent streams can share a process: in-process episodes act one at a time."""
-
-    def __init__(self, inner: Env) -> None:
-        self._inner = inner
-
-    def start(self, task: TaskSpec) -> Any:
-        episode = self._inner.start(task)
-        return _GuardedEpisode(episode) if isinstance(getattr(episode, "runner", None), InProcessRunner) else episode
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 # --------------------------------------------------------------------------------------------- one stream
@@ -187,7 +151,7 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
             summary = run_evolution_stream(env, model, config, embedder=embedder, tasks=tasks, on_task=record)
         else:
             summary = run_stream(env, model, config, embedder=embedder if config.has_memory else None, tasks=tasks,
-                                 on_task=record, budget=budget)
+                                 on_task=record, budget=budget, parallel_tasks=parallel_width(config))
         outcome.state = "stopped" if summary.stopped else "done"
         outcome.error = summary.stopped
         outcome.ran = len(summary.ran)

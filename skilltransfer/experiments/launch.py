@@ -25,12 +25,19 @@ from skilltransfer.experiments.build import (
     stream_tasks,
 )
 from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.plan import one_stream
 from skilltransfer.experiments.preflight import check_endpoint
 from skilltransfer.experiments.progress import StreamProgress
 from skilltransfer.experiments.runlog import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.experiments.spec import load_run_spec
-from skilltransfer.experiments.stream import StreamInputs, StreamSummary, prepare_stream, run_stream
+from skilltransfer.experiments.stream import (
+    StreamInputs,
+    StreamSummary,
+    parallel_width,
+    prepare_stream,
+    run_stream,
+)
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
@@ -98,15 +105,19 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
     """
     single_thread_faiss()
     start = time.perf_counter()
+    width = parallel_width(config)
+    if width > 1:  # independent tasks run side by side: in-process episodes act one at a time
+        env = GuardedEnv(env)
     try:
         ids = {t.id for t in tasks}
         done = [r for r in RunFolder(config.path).read_records() if r.task_id in ids]
         if progress:
             with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) as bar:
                 summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar,
-                                     on_event=bar.on_event, inputs=inputs, budget=budget)
+                                     on_event=bar.on_event, inputs=inputs, budget=budget, parallel_tasks=width)
         else:
-            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks, inputs=inputs, budget=budget)
+            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks, inputs=inputs, budget=budget,
+                                 parallel_tasks=width)
     finally:
         for part in (model, embedder):
             close = getattr(part, "close", None)

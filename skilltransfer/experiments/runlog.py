@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -331,6 +332,8 @@ class PromptStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._known: set[str] | None = None
+        self._lock = threading.Lock()
+        """Serialises `add` (a stream may run independent tasks in threads)."""
 
     def _lines(self) -> Iterable[str]:
         """The file's complete lines (a partial last line, from an interrupted append, is left out).
@@ -379,6 +382,10 @@ class PromptStore:
 
     def add(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         """Store the messages not stored yet (one flushed append) and return every message's id, in order."""
+        with self._lock:
+            return self._add(messages)
+
+    def _add(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         known = self.known()
         ids, new = [], []
         for message in messages:

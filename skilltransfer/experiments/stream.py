@@ -28,10 +28,12 @@ evaluate, induce, commit.
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +50,7 @@ from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
+from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.experiments.runlog import (
     CoordinationRecord,
@@ -75,6 +78,8 @@ from skilltransfer.skill import Skill, UsageStats
 
 PARTIAL_WRITE_S = 2.0
 """Least seconds between two writes of a running task's trajectory file."""
+MAX_PARALLEL_TASKS = 16
+"""Most tasks one stream of independent tasks runs at once (each may hold a sandbox worker process)."""
 TASK_ERROR = "error"
 """The exit status of a task that an exception ended."""
 TASK_TIMEOUT = "task_timeout"
@@ -87,18 +92,23 @@ class TaskTimeout(Exception):
     """A task ran past ``agent.task_timeout_s`` (raised by `TaskClock` before a model call)."""
 
 
-@dataclass
 class TaskClock:
-    """The running task's deadline, shared by the stream's timed models (`TimedModel`)."""
+    """The running task's deadline, shared by the stream's timed models (`TimedModel`); one per thread (a stream
+    of independent tasks runs several at once, each in its own thread)."""
 
-    limit_s: float | None
-    deadline: float | None = None
+    def __init__(self, limit_s: float | None) -> None:
+        self.limit_s = limit_s
+        self._local = threading.local()
+
+    @property
+    def deadline(self) -> float | None:
+        return getattr(self._local, "deadline", None)
 
     def start(self) -> None:
-        self.deadline = time.monotonic() + self.limit_s if self.limit_s is not None else None
+        self._local.deadline = time.monotonic() + self.limit_s if self.limit_s is not None else None
 
     def stop(self) -> None:
-        self.deadline = None
+        self._local.deadline = None
 
     def check(self) -> None:
         """Raises `TaskTimeout` past the deadline."""
@@ -181,6 +191,8 @@ class StreamParts:
     watch: ServedWatch | None = None
     """What the endpoint says it serves (recorded in ``config.json``'s provenance after each task)."""
     masking: MaskedRetriever | None = None
+    make_agent: Callable[[], Agent] | None = None
+    """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
     """The retriever of a stream with ``mask_rate`` > 0 (told each task's id before it runs)."""
 
 
@@ -243,11 +255,16 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     if verifier is None and config.verifier_model is not None and retriever is not None:
         verifier = own_verifier = build_base_model(config.verifier_model)
     masking = _masking(config, memory)
-    agent = Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
-                  retriever=masking or retriever, role_models={"verifier": verifier} if verifier is not None else None)
+    role_models = {"verifier": verifier} if verifier is not None else None
+
+    def make_agent() -> Agent:
+        return Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
+                     retriever=masking or retriever, role_models=role_models)
+
+    agent = make_agent()
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock, watch, masking=masking)
+                       clock, watch, masking=masking, make_agent=make_agent)
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever | None:
@@ -453,9 +470,11 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
                on_task: Callable[[TaskRecord], None] | None = None,
                on_event: Callable[[AgentEvent], None] | None = None,
                verifier: ChatModel | None = None, inputs: StreamInputs | None = None,
-               budget: Budget | None = None) -> StreamSummary:
+               budget: Budget | None = None, parallel_tasks: int = 1) -> StreamSummary:
     """Run ``tasks`` (default ``env.tasks()``) in order under ``config.condition``, resuming a partial run: build
     the parts once (`build_stream`), then for each task not yet committed: start, run, evaluate, induce, commit.
+    A stream whose tasks are independent (`independent_tasks`) runs up to ``parallel_tasks`` of them at once, one
+    agent per thread, and commits them in stream order: its records are a sequential run's (timings aside).
 
     Args:
         env: the environment (``start(task) -> Episode``).
@@ -471,6 +490,8 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         inputs: the stream's checked library and organisation (`prepare_stream`), when the caller loaded them.
         budget: a spending limit (shared with other streams): once reached no new task starts and the summary says
             why (``stopped``); rerunning resumes.
+        parallel_tasks: most tasks run at once when they are independent (the env must tolerate concurrent episodes:
+            a grid wraps in-process ones in a lock).
 
     Raises:
         InputError: a run folder started with other settings, a bad library.
@@ -480,7 +501,12 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     finished = {r.task_id for r in parts.records}
     ran: list[str] = []
     stopped = None
-    for position, task in enumerate(parts.tasks):
+    todo = [(position, task) for position, task in enumerate(parts.tasks) if task.id not in finished]
+    if parallel_tasks > 1 and len(todo) > 1 and independent_tasks(config) and parts.masking is None \
+            and parts.make_agent is not None:
+        stopped = _run_parallel(env, config, parts, todo, parallel_tasks, on_event, on_task, budget, ran)
+        todo = []
+    for position, task in todo:
         if task.id in finished:
             continue
         stopped = budget.reached() if budget is not None else None
@@ -499,11 +525,81 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     return StreamSummary(parts.folder.path, parts.records, ran, stopped)
 
 
+def parallel_width(config: StreamConfig) -> int:
+    """How many tasks a stream runs at once: its model's connection limit (``max_concurrency``, at most
+    `MAX_PARALLEL_TASKS`) when its tasks are independent, else 1."""
+    return max(1, min(config.model.max_concurrency, MAX_PARALLEL_TASKS)) if independent_tasks(config) else 1
+
+
+def independent_tasks(config: StreamConfig) -> bool:
+    """Whether a stream's tasks are independent of each other (no skill memory, no coordination plan, flat reuse):
+    they may then run concurrently with the records of a sequential run."""
+    return (not config.has_memory and config.coordination == "none" and config.reuse == "flat"
+            and config.evolution is None and not config.organize and not config.mask_rate)
+
+
+def _run_parallel(env: Env, config: StreamConfig, parts: StreamParts, todo: list[tuple[int, TaskSpec]], width: int,
+                  on_event: Callable[[AgentEvent], None] | None, on_task: Callable[[TaskRecord], None] | None,
+                  budget: Budget | None, ran: list[str]) -> str | None:
+    """Run independent tasks ``width`` at a time (one agent per thread), committing in stream order; returns why it
+    stopped early (a reached budget), else None. An error that stops the stream stops it after the running tasks."""
+    assert parts.make_agent is not None
+    env = GuardedEnv(env)  # in-process episodes act one at a time
+    agents = [parts.agent, *(parts.make_agent() for _ in range(width - 1))]
+    free = list(agents)
+    lock = threading.Lock()
+
+    def perform(position: int, task: TaskSpec) -> TaskRecord:
+        with lock:
+            agent = free.pop()
+        try:
+            return _perform_task(env, config, parts, position, task, on_event, agent)
+        finally:
+            with lock:
+                free.append(agent)
+
+    pending = list(todo)
+    in_flight: list[tuple[TaskSpec, Future[TaskRecord]]] = []
+    stopped = None
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"tasks:{config.run}") as pool:
+        try:
+            while pending or in_flight:
+                while pending and len(in_flight) < width and stopped is None:
+                    stopped = budget.reached() if budget is not None else None
+                    if stopped is None:
+                        position, task = pending.pop(0)
+                        in_flight.append((task, pool.submit(perform, position, task)))
+                if not in_flight:
+                    break
+                task, future = in_flight.pop(0)
+                record = future.result()  # the next task in stream order: commit it as soon as it is done
+                _commit_task(parts, record)
+                parts.records.append(record)
+                ran.append(task.id)
+                if budget is not None:
+                    budget.add(record)
+                if on_task is not None:
+                    on_task(record)
+        except BaseException:
+            for _, future in in_flight:
+                future.cancel()
+            raise
+    return stopped
+
+
 def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int, task: TaskSpec,
               on_event: Callable[[AgentEvent], None] | None) -> TaskRecord:
     """One task of the stream: start, run (the agent or the coordinated runner), evaluate, induce what waited for
     the verdict, commit (record, trajectory, artifacts, memory)."""
-    folder, memory, agent, coordinated = parts.folder, parts.memory, parts.agent, parts.coordinated
+    record = _perform_task(env, config, parts, position, task, on_event, parts.agent)
+    _commit_task(parts, record)
+    return record
+
+
+def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: int, task: TaskSpec,
+                  on_event: Callable[[AgentEvent], None] | None, agent: Agent) -> TaskRecord:
+    """A task up to its commit: start, run, evaluate, induce, write the finished trajectory; returns the record."""
+    folder, memory, coordinated = parts.folder, parts.memory, parts.coordinated
     trajectory = folder.trajectory_file(task.id)
     live = _LiveTrajectory(folder, trajectory, task, position)
     if parts.masking is not None:
@@ -552,14 +648,19 @@ def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int,
     live.write("finished", score={"reward": score.reward, "success": score.success,
                                   "checks": [asdict(c) for c in score.checks]},
                error=failure[1] if failure is not None else None)
-    record = _record(config, position, task, result, score, memory, trajectory, live.plan)
-    folder.commit(record, memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None)
-    folder.record_adaptations(param_changes(agent.model))
+    return _record(config, position, task, result, score, memory, trajectory, live.plan)
+
+
+def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
+    """Commit a performed task (record, memory) and what the run learnt of its model so far."""
+    folder = parts.folder
+    folder.commit(record, parts.memory,
+                  save_with_memory=parts.retriever.save if parts.retriever is not None else None)
+    folder.record_adaptations(param_changes(parts.agent.model))
     if parts.watch is not None:
         seen = parts.watch.seen()
         before = folder.read_config().provenance
         folder.record_provenance(merged(before, seen) if before else before)
-    return record
 
 
 def _one_line(exc: BaseException) -> str:

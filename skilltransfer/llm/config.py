@@ -77,8 +77,10 @@ class ModelConfig(BaseModel):
     backoff_max_s: float = Field(default=30.0, ge=0)
     """Cap on one backoff wait. A server's Retry-After (seconds or HTTP date) is honoured even when longer; one that
     lies beyond the remaining budget ends the call at once."""
-    max_concurrency: int = 8
-    """At most this many requests in flight per endpoint in this process (shared by all models on that URL)."""
+    max_concurrency: int = Field(default=32, ge=1)
+    """At most this many requests in flight per endpoint in this process (shared by all models on that URL); the
+    default suits a local vLLM or llama.cpp server, which batches many requests (``--max-connections``; lower it for
+    a rate-limited API)."""
     tokenizer: str | None = None
     """Local path to a Hugging Face tokenizer.json (or its folder) used to count tokens when the server reports none."""
     cache_path: str | None = None

@@ -1,0 +1,102 @@
+"""Streams of independent tasks (no skill memory) run several tasks at once and commit them in stream order: the
+records and trajectories are a sequential run's, timings aside; streams with a memory stay sequential."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
+
+from skilltransfer.experiments.config import StreamConfig
+from skilltransfer.experiments.stream import independent_tasks, parallel_width, run_stream
+from skilltransfer.llm.testing import ScriptedModel
+
+TARGETS = [3, 5, 2, 4, 7, 1, 6, 8]
+TIMING = {"latency_s", "seconds", "latency", "created", "started", "elapsed_s"}
+
+
+class CountingScript(CounterScript):
+    """The counter script, holding each reply briefly and counting the calls in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_SKILL)
+        self.in_flight = self.most = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, messages):
+        with self._lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        try:
+            time.sleep(0.02)
+            return super().__call__(messages)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def run(tmp_path, name, condition, parallel):
+    script = CountingScript()
+    env = TinyEnv(TARGETS, workdir=tmp_path / "ws" / name)
+    config = StreamConfig(run=name, runs_dir=str(tmp_path / "runs"), condition=condition)
+    summary = run_stream(env, ScriptedModel(script), config, parallel_tasks=parallel)
+    records = [json.loads(line) for line in (summary.path / "results.jsonl").read_text().splitlines()]
+    trajectories = [json.loads((summary.path / r["trajectory"]).read_text()) for r in records]
+    return summary, records, trajectories, script
+
+
+def test_independent_tasks_run_at_once_with_a_sequential_runs_records(tmp_path):
+    for condition in ("task", "subtask"):
+        _, seq, seq_traj, seq_script = run(tmp_path, f"seq-{condition}", condition, 1)
+        summary, par, par_traj, par_script = run(tmp_path, f"par-{condition}", condition, 4)
+        assert seq_script.most == 1
+        assert par_script.most > 1  # tasks overlapped
+        assert summary.ran == [f"tiny/{i}" for i in range(len(TARGETS))]
+        assert [r["position"] for r in par] == list(range(len(TARGETS)))
+        for a, b in zip(seq, par, strict=True):
+            a.pop("run"), b.pop("run")
+            assert strip(a) == strip(b)
+        assert strip(seq_traj) == strip(par_traj)
+
+
+def test_streams_with_a_memory_stay_sequential(tmp_path, hash_embedder):
+    config = StreamConfig(run="m", runs_dir=str(tmp_path / "runs"), condition="task+text",
+                          model={"name": "scripted", "max_concurrency": 32})
+    assert not independent_tasks(config)
+    assert parallel_width(config) == 1
+    script = CountingScript()
+    env = TinyEnv(TARGETS[:3], workdir=tmp_path / "ws")
+    run_stream(env, ScriptedModel(script), config, embedder=hash_embedder, parallel_tasks=4)
+    assert script.most == 1
+    baseline = StreamConfig(run="b", condition="task", model={"name": "openai", "max_concurrency": 32})
+    assert parallel_width(baseline) == 16
+
+
+def test_grid_max_connections_caps_the_endpoint_and_feeds_the_baselines(tmp_path, monkeypatch, capsys):
+    import yaml
+    from helpers_cli import TINY, main_cli
+
+    from skilltransfer.llm.mock_server import MockServer
+
+    with MockServer(CounterScript(TEXT_SKILL), latency_s=0.05) as server:
+        spec = {"name": "p", "out": str(tmp_path / "out"), "envs": {"a": {"env": TINY, "args": {"targets": TARGETS}}},
+                "models": {"mock": {"name": "openai", "base_url": server.url, "model": "mock", "api_key": "x"}},
+                "conditions": ["task"]}
+        path = tmp_path / "p.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        code, _, _ = main_cli(["grid", str(path), "--no-progress", "--max-connections", "3"], monkeypatch, capsys)
+        assert code == 0
+        assert 1 < server.max_in_flight <= 3  # one stream of baselines kept several requests in flight
+    records = [json.loads(line) for line in (tmp_path / "out" / "a/mock/task/results.jsonl").read_text().splitlines()]
+    assert [r["position"] for r in records] == list(range(len(TARGETS)))  # committed in stream order
+    assert sorted(r["task_id"] for r in records) == sorted(f"tiny/{i}" for i in range(len(TARGETS)))
