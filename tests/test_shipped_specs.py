@@ -171,3 +171,15 @@ def test_granularity_reuses_and_evolves_on_tasks_disjoint_from_its_source(monkey
     with pytest.raises(InputError, match="runs 10 of the tasks its library was induced from.*same_tasks: true"):
         resolve_streams(load_spec("granularity", ["phases.2.envs.apps.split=dev"]))
     resolve_streams(load_spec("granularity", ["phases.2.envs.apps.split=dev", "phases.2.library_from.same_tasks=true"]))
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_the_studies_index_counts_what_dry_run_counts(path, monkeypatch):
+    """docs/studies/index.md says each spec's streams and tasks as `grid --dry-run` counts them (an organise stream
+    runs no task)."""
+    _officebench(path, monkeypatch)
+    index = (Path(__file__).resolve().parent.parent / "docs" / "studies" / "index.md").read_text()
+    row = next(line for line in index.splitlines() if line.startswith(f"| [{path.stem}]("))
+    plans, tasks = resolve_streams(load_spec(str(path)))
+    total = sum(0 if plan.config.organize else len(tasks[plan.run]) for plan in plans)
+    assert f"| {len(plans)} streams, {total} tasks |" in row, row

@@ -139,10 +139,13 @@ def _endless_subagent(sleep_s: float = 0.0):
     return script
 
 
-def test_subagent_steps_come_out_of_the_shared_budget_without_their_own(env, hash_embedder):
+@pytest.mark.parametrize("settings", [{}, {"subagent_budget": "own", "subagent_step_limit": None}],
+                         ids=["default", "own-none"])
+def test_subagent_steps_come_out_of_the_shared_budget_without_their_own(env, hash_embedder, settings):
     model = ScriptedModel(_endless_subagent())
+    # the default: a subagent spends the caller's steps (a task with subagents takes no more than its budget)
     result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent", step_limit=5,
-                          subagent_step_limit=None)
+                          **settings)
     assert not score.success
     assert len(result.actions) == 5  # 1 caller step + 4 subagent steps; nothing is left for the caller
     assert result.exit_status == "limits_exceeded"
@@ -156,7 +159,7 @@ def test_subagent_steps_come_out_of_the_shared_budget_without_their_own(env, has
 def test_a_subagent_that_spends_its_own_budget_ends_and_the_caller_goes_on(env, hash_embedder):
     model = ScriptedModel(_endless_subagent())
     result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent", step_limit=3,
-                          subagent_step_limit=4)
+                          subagent_budget="own", subagent_step_limit=4)
     assert score.success  # the caller's own budget of 3 was untouched by the subagent's 4 steps
     assert result.exit_status == "submitted"
     failed = result.actions[0]
@@ -171,7 +174,7 @@ def test_a_subagent_that_spends_its_own_budget_ends_and_the_caller_goes_on(env, 
 def test_a_subagent_past_its_wall_clock_limit_ends_and_the_caller_goes_on(env, hash_embedder):
     model = ScriptedModel(_endless_subagent(sleep_s=0.3))
     result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent",
-                          subagent_step_limit=10, subagent_time_limit_s=0.2)
+                          subagent_budget="own", subagent_step_limit=10, subagent_time_limit_s=0.2)
     assert score.success
     failed = result.actions[0]
     assert failed.skill_action["status"] == "time_exceeded"
@@ -309,7 +312,7 @@ def test_subtask_level_subagent_budget(env, hash_embedder, own, left):
 
     model = ScriptedModel(script)
     result, score = solve(env, model, memory=memory_of(hash_embedder, ALPHA), skill_exec="subagent",
-                          level="subtask", subagent_step_limit=own)
+                          level="subtask", subagent_budget="own" if own else "caller", subagent_step_limit=own)
     assert score.success
     assert [(s.index, s.subtask_index, s.window) for s in result.actions] == [
         (0, 0, 0), (1, 0, 1), (2, 0, 1), (3, 0, 0), (4, 1, 0)]
@@ -423,3 +426,29 @@ def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder)
         assert view.organization.built_by["method"] == "fallback:task-tree"
     assert RunFolder.is_run(tmp_path / "org")
     assert RunFolder(tmp_path / "org").read_records() == []
+
+
+def test_organise_stream_builds_hierarchies_of_the_height_it_is_given(tmp_path, hash_embedder, monkeypatch):
+    """The study builds hierarchies of height 2 and 3: ``organize_height`` reaches the organiser."""
+    from skilltransfer.experiments import organize
+    from skilltransfer.experiments.config import StreamConfig
+
+    seen: list[int] = []
+    real = organize.Organizer
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def organize(self, skills):
+            seen.append(self.config.height)
+            return super().organize(skills)
+
+    monkeypatch.setattr(organize, "Organizer", Spy)
+    memory = SkillMemory(hash_embedder)
+    memory.add_many([ALPHA])
+    memory.save(tmp_path / "memory")
+    for height in (2, 3):
+        config = StreamConfig(run=f"org{height}", runs_dir=str(tmp_path), condition="task+text",
+                              library=str(tmp_path / "memory"), organize=["tree"], organize_height=height,
+                              embedder="hash:128")
+        organize.run_organize_stream(ScriptedModel(lambda messages: "No groups here."), config)
+    assert seen == [2, 3]
+    assert StreamConfig(condition="task").organize_height == 2

@@ -123,11 +123,21 @@ def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server
             phase["distractor_counts"] = [0, 5]
         if phase.get("induction_variant") == "contract":
             phase["only_successful"] = False  # this script fails the subtask level: keep its skills
+        if "library_from" in phase:  # the tiny env's two target lists share task ids: same tasks, on purpose
+            phase["library_from"]["same_tasks"] = True
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     output = cli("grid", str(path), "--no-progress").output
-    # own, contract, 2 organise, 2 x (2 modes x 2 organisations), 2 modes x 2 distractor counts
-    assert "16 streams run, 0 already finished, 0 failed" in output
+    # own, contract, 3 organise, 3 x (2 modes x 2 organisations), 2 modes on the own tasks, 2 modes x 2 distractors
+    assert "23 streams run, 0 already finished, 0 failed" in output
+    same = [json.loads(line) for line in (tmp_path / "out" / "exec-same/tiny/mock/task+text-subagent-whole-own-task"
+                                          / "results.jsonl").read_text().splitlines()]
+    assert same
+    packages = [json.loads(line) for line in (tmp_path / "out" / "contract/tiny/mock/subtask+text-contract"
+                                              / "memory" / "skills.jsonl").read_text().splitlines()]
+    source = {p["id"]: p["provenance"]["source_task_id"] for p in packages}
+    for record in same:  # each task sees only the packages induced from it
+        assert {source[item["skill_id"]] for item in record["retrieved"]} <= {record["task_id"]}
     organised = tmp_path / "out" / "organize-contract" / "tiny" / "mock" / "task+text" / "organizations"
     assert {p.name for p in organised.iterdir()} == {"tree", "graph"}
     graph_run = json.loads((tmp_path / "out" / "exec-contract/tiny/mock/task+text-agent-skill-graph-whole"

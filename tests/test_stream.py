@@ -334,3 +334,26 @@ def test_resume_reads_lines_holding_unicode_line_separators(tmp_path, hash_embed
     assert resumed.records[0].induced[0].skill_name == name
     assert summarize_run(first.path).finished == 3
     assert [r.task_id for r in load_run(first.path).records] == ["tiny/0", "tiny/1", "tiny/2"]
+
+
+def test_own_task_scope_shows_each_task_only_the_skills_induced_from_it(tmp_path, hash_embedder):
+    """The subagent study's relation: packages built from a task's own runs, executed on that task."""
+    from skilltransfer.skill import Provenance
+
+    skills = [Skill(name=f"s{i}", description=f"Set the counter to {t}.", body="b",
+                  provenance=Provenance(source_task_id=f"tiny/{i % 2}")) for i, t in enumerate([3, 5, 3, 5])]
+    library = tmp_path / "own.jsonl"
+    export_jsonl(skills, library)
+    summary, _, _ = run(tmp_path, "task+text", name="own", embedder=hash_embedder, library=str(library),
+                        library_scope="own-task", agent={"top_k": 5, "retrieval_min_score": -1})
+    records = records_of(summary.path)
+    by_id = {s.id: s.provenance.source_task_id for s in skills}
+    for record in records:
+        seen = {by_id[item["skill_id"]] for item in record["retrieved"]}
+        assert seen == ({record["task_id"]} if record["task_id"] in ("tiny/0", "tiny/1") else set()), record
+    assert len(records[0]["retrieved"]) == 2  # the two packages of its own task, not the four of the library
+    everything, _, _ = run(tmp_path, "task+text", name="all", embedder=hash_embedder, library=str(library),
+                           agent={"top_k": 5, "retrieval_min_score": -1})
+    assert all(len(r["retrieved"]) == 4 for r in records_of(everything.path))
+    with pytest.raises(InputError, match="library_scope own-task .* needs a frozen library"):
+        run(tmp_path, "task+text", name="bad", embedder=hash_embedder, library_scope="own-task")

@@ -52,10 +52,15 @@ class AgentSettings(BaseModel):
     """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
     describe) or with the task instruction. The task-level agent always queries once with the instruction; the closing
     subtask (``close_unfinished``) queries with the instruction (its text is the same for every task)."""
+    subagent_budget: Literal["caller", "own"] = "caller"
+    """Whose steps a ``run_skill`` subagent spends: ``caller`` (default) draws them from the caller's remaining budget,
+    so a task with subagents takes no more steps than one with agent skills (the study caps neither: a budget shared
+    this way is the comparable one); ``own`` gives it ``subagent_step_limit`` steps of its own on top of the caller's
+    (a task can then take the caller's budget + that many per ``run_skill``)."""
     subagent_step_limit: int | None = Field(default=15, ge=1)
-    """A ``run_skill`` subagent's own step budget (the study gives a subagent its own budget): its steps do not come
-    out of the caller's; None: it draws from the caller's remaining budget. A subagent that spends it ends with
-    ``limits_exceeded`` and the caller goes on (its ``run_skill`` observation says so)."""
+    """A subagent's own step budget under ``subagent_budget: own`` (None there: drawn from the caller's, as
+    ``caller``); unused under ``caller``. A subagent that spends its budget ends with ``limits_exceeded`` and the caller
+    goes on (its ``run_skill`` observation says so)."""
     subagent_time_limit_s: float | None = Field(default=None, gt=0)
     """A subagent's wall-clock limit in seconds, checked before each of its steps (a model call in flight is not cut):
     past it the subagent ends with ``time_exceeded`` and the caller goes on; None: no limit."""

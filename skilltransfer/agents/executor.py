@@ -13,11 +13,12 @@ run ended). The loop names no guard; every non-accept decision is a `GuardRecord
 A code block that is a skill action (``skilltransfer.agents.skill_actions``) is handled here, not run in the episode:
 ``load_skill``/``open_node`` answer with text; ``run_skill`` runs a *subagent*: a fresh executor run in the same
 episode whose context is only the system prompt (rules, docs) and the skill's seed message (instructions + the
-caller's inputs). It runs on its own step budget (``subagent_step_limit``; None: drawn from the caller's remaining
-budget) and wall-clock limit (``subagent_time_limit_s``); its steps are kept in ``ExecutorRun.delegated`` and its
-model calls are recorded under a window of its own; the caller sees only its ``SUBTASK DONE`` output, or a one-line
-failure with the exit status it ended with (``limits_exceeded``, ``time_exceeded``, ...) and goes on. A subagent that
-calls ``complete_task`` ends the task (the world is submitted): the caller's run ends too.
+caller's inputs). Its steps come out of the caller's remaining budget (``subagent_budget: caller``, the default), or
+it runs on a budget of its own (``own``: ``subagent_step_limit`` steps), and within its wall-clock limit
+(``subagent_time_limit_s``); its steps are kept in ``ExecutorRun.delegated`` and its model calls are recorded under a
+window of its own; the caller sees only its ``SUBTASK DONE`` output, or a one-line failure with the exit status it
+ended with (``limits_exceeded``, ``time_exceeded``, ...) and goes on. A subagent that calls ``complete_task`` ends the
+task (the world is submitted): the caller's run ends too.
 """
 
 from __future__ import annotations
@@ -265,7 +266,7 @@ class Executor:
         """Run ``request`` as a subagent in a fresh context; its output, or a clear failure line."""
         assert step.skill_action is not None
         context = run.context
-        own = self.config.subagent_step_limit
+        own = self.config.subagent_step_limit if self.config.subagent_budget == "own" else None
         left = own if own is not None else context.budget - run.spent
         limit_s = self.config.subagent_time_limit_s
         info = step.skill_action

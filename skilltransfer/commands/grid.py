@@ -216,7 +216,8 @@ def grid(
 
         plans, tasks = resolve_streams(grid_spec)
         width = max(len(plan.run) for plan in plans)
-        estimates, basis = estimate(plans, {r: len(t) for r, t in tasks.items()})
+        counts = {plan.run: 0 if plan.config.organize else len(tasks[plan.run]) for plan in plans}  # organise: none
+        estimates, basis = estimate(plans, counts)
         by_run = {e.run: e for e in estimates}
         for plan in plans:
             library = plan.source or plan.config.library
@@ -227,10 +228,11 @@ def grid(
             if basis and guess.tokens is not None:
                 spend = f"  {guess.tasks_left} left, ~{_tokens(round(guess.tokens))} tokens" + (
                     f", ~${guess.cost_usd:,.2f}" if guess.cost_usd is not None else "")
-            split = f" ({plan.config.env.split} split)" if plan.config.env.split else ""
+            split = f" ({plan.config.env.split} split)" if plan.config.env.split and counts[plan.run] else ""
+            what = f" (organises its library: {', '.join(plan.config.organize)})" if plan.config.organize else ""
             evolution = f"\n    {evolution_note(plan.config)}" if plan.config.evolution is not None else ""
-            typer.echo(f"{plan.run:<{width}}  {len(tasks[plan.run]):>4} tasks{split}{spend}{reads}{evolution}")
-        typer.echo(f"{len(plans)} streams, {sum(len(t) for t in tasks.values())} tasks -> {grid_spec.out_dir}")
+            typer.echo(f"{plan.run:<{width}}  {counts[plan.run]:>4} tasks{split}{what}{spend}{reads}{evolution}")
+        typer.echo(f"{len(plans)} streams, {sum(counts.values())} tasks -> {grid_spec.out_dir}")
         if basis:
             tokens = sum(e.tokens or 0 for e in estimates)
             costs = [e.cost_usd for e in estimates if e.cost_usd is not None]

@@ -299,6 +299,11 @@ class StreamConfig(BaseModel):
                                                       tag_if=_has_memory)] = "retrieved"
     """retrieved (the organisation over the top-k retrieved skills) or whole (the whole library, organised and
     navigable with ``open_node``; the top-k retrieved skills are only the first view; the study's set-up)."""
+    library_scope: Annotated[Literal["all", "own-task"], Axis("library_scopes", tag="[{value}]",
+                                                              tag_if=_has_memory)] = "all"
+    """Which skills of a frozen library a task sees: all (default), or own-task, only those induced from that very
+    task (`Provenance.source_task_id`: the subagent study's relation, 3-5 packages built from the task's own
+    successful runs and executed on it; its phase reruns the source tasks, ``library_from.same_tasks: true``)."""
     distractors: Annotated[int, Axis("distractor_counts", run_tag="d{value}", tag="[distractors={value}]",
                                      tag_if=_has_memory)] = Field(default=0, ge=0)
     """Unrelated skills added to the frozen library (`skilltransfer.memory.distractors`; the study's Fig. 3): with
@@ -306,6 +311,9 @@ class StreamConfig(BaseModel):
     organize: list[Literal["tree", "graph"]] = Field(default_factory=list)
     """An organise stream: build these LLM organisations of the frozen library with the stream's model instead of
     running tasks (`skilltransfer.experiments.organize`; a later phase's ``organization_from`` reads them)."""
+    organize_height: int = Field(default=2, ge=2, le=3)
+    """Levels from the top of an organise stream's tree/graph to the skills: 2 (routing nodes over skills) or 3 (a
+    level of routing nodes over those; the study builds both, `OrganizeConfig.height`)."""
     organization: str | None = None
     """A folder written by ``skilltransfer library organize`` (tree/graph) over the frozen ``library``: its routing
     nodes group the retrieved skills it holds (used by tree/graph streams; flat/task-tree streams ignore it)."""
@@ -484,6 +492,10 @@ class StreamConfig(BaseModel):
             raise InputError("distractors are added to a frozen library (library / --library)")
         if self.organize and self.library is None:
             raise InputError("organize builds organisations of a frozen library (library / library_from)")
+        if self.library_scope == "own-task" and (self.library is None or self.reuse != "flat" or self.distractors
+                                                 or self.library_organization in ("tree", "graph")):
+            raise InputError("library_scope own-task shows each task the skills induced from it: it needs a frozen "
+                             "library, flat reuse, no distractors and a flat or task-tree organisation")
         if self.coordination != "none" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
             raise InputError("skill_exec and library_organization apply to the agent (coordination none), not to "
                              f"coordination {self.coordination!r}")

@@ -54,7 +54,7 @@ def run_organize_stream(model: ChatModel, config: StreamConfig) -> StreamSummary
         if not skills:
             save_organization(Organization(kind=kind, built_by={"method": "empty library"}), target)
             continue
-        settings = OrganizeConfig(kind=kind)
+        settings = OrganizeConfig(kind=kind, height=config.organize_height)
         if config.agent.harness == "paper":  # no hidden completion cap under paper
             settings = settings.model_copy(update={"max_tokens": None})
         organization = Organizer(model, config=settings).organize(skills)

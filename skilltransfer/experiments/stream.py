@@ -71,6 +71,7 @@ from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
+from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
@@ -191,8 +192,12 @@ class StreamParts:
     watch: ServedWatch | None = None
     """What the endpoint says it serves (recorded in ``config.json``'s provenance after each task)."""
     masking: MaskedRetriever | None = None
+<<<<<<< HEAD
     make_agent: Callable[[], Agent] | None = None
     """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
+=======
+    own_task: OwnTaskLibrary | None = None
+>>>>>>> ee5a1c6 (000: subagent steps count against the caller's budget by default (agent.subagent_budget), library_scope own-task (the study's same-task relation, phase exec-same), organize_height 3 (phases organize-contract-h3/exec-contract-h3); dry-run counts organise streams as 0 tasks; studies index counts checked against dry-run)
     """The retriever of a stream with ``mask_rate`` > 0 (told each task's id before it runs)."""
 
 
@@ -263,8 +268,14 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
 
     agent = make_agent()
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
+    own_task = OwnTaskLibrary(memory, embedder) if config.library_scope == "own-task" and memory is not None \
+        and embedder is not None else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
+<<<<<<< HEAD
                        clock, watch, masking=masking, make_agent=make_agent)
+=======
+                       clock, watch, masking=masking, own_task=own_task)
+>>>>>>> ee5a1c6 (000: subagent steps count against the caller's budget by default (agent.subagent_budget), library_scope own-task (the study's same-task relation, phase exec-same), organize_height 3 (phases organize-contract-h3/exec-contract-h3); dry-run counts organise streams as 0 tasks; studies index counts checked against dry-run)
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever | None:
@@ -604,6 +615,8 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     live = _LiveTrajectory(folder, trajectory, task, position)
     if parts.masking is not None:
         parts.masking.task_key = task.id
+    if parts.own_task is not None:  # library_scope own-task: this task sees the skills induced from it
+        agent.memory = parts.own_task.memory_for(task.id)
     agent.on_event = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
     episode = None
