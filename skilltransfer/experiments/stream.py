@@ -192,13 +192,11 @@ class StreamParts:
     watch: ServedWatch | None = None
     """What the endpoint says it serves (recorded in ``config.json``'s provenance after each task)."""
     masking: MaskedRetriever | None = None
-<<<<<<< HEAD
+    """The retriever of a stream with ``mask_rate`` > 0 (told each task's id before it runs)."""
     make_agent: Callable[[], Agent] | None = None
     """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
-=======
     own_task: OwnTaskLibrary | None = None
->>>>>>> ee5a1c6 (000: subagent steps count against the caller's budget by default (agent.subagent_budget), library_scope own-task (the study's same-task relation, phase exec-same), organize_height 3 (phases organize-contract-h3/exec-contract-h3); dry-run counts organise streams as 0 tasks; studies index counts checked against dry-run)
-    """The retriever of a stream with ``mask_rate`` > 0 (told each task's id before it runs)."""
+    """``library_scope`` own-task: each task's view of the frozen library (the agent's memory is set before it)."""
 
 
 def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
@@ -271,11 +269,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     own_task = OwnTaskLibrary(memory, embedder) if config.library_scope == "own-task" and memory is not None \
         and embedder is not None else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-<<<<<<< HEAD
-                       clock, watch, masking=masking, make_agent=make_agent)
-=======
-                       clock, watch, masking=masking, own_task=own_task)
->>>>>>> ee5a1c6 (000: subagent steps count against the caller's budget by default (agent.subagent_budget), library_scope own-task (the study's same-task relation, phase exec-same), organize_height 3 (phases organize-contract-h3/exec-contract-h3); dry-run counts organise streams as 0 tasks; studies index counts checked against dry-run)
+                       clock, watch, masking=masking, make_agent=make_agent, own_task=own_task)
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever | None:
