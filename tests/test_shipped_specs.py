@@ -51,10 +51,14 @@ def _officebench(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _grid_args(path: Path, out: Path, url: str, *extra: str) -> list[str]:
-    return ["grid", str(path), "--task-limit", "2", "--embedder", "hash:64", "-q", "--out", str(out),
-            "-c", f"models.default.base_url={url}", "-c", "models.default.model=mock",
-            "-c", "models.default.api_key=mock", "-c", "models.default.backoff_base_s=0",
-            "-c", "models.default.max_retries=8", *extra]
+    """Every model of the spec (``default`` in most; ``model-transfer`` has two) answered by the mock endpoint."""
+    labels = sorted({label for phase in load_spec(str(path)).phases for label in phase.models})
+    endpoint = [arg for label in labels for arg in (
+        "-c", f"models.{label}.base_url={url}", "-c", f"models.{label}.model=mock",
+        "-c", f"models.{label}.api_key=mock", "-c", f"models.{label}.backoff_base_s=0",
+        "-c", f"models.{label}.max_retries=8")]
+    return ["grid", str(path), "--task-limit", "2", "--embedder", "hash:64", "-q", "--out", str(out), *endpoint,
+            *extra]
 
 
 def _plans(path: Path, *extra: str) -> list[StreamPlan]:
@@ -78,6 +82,8 @@ def _expected_tables(plans: list[StreamPlan]) -> set[str]:
         wanted.add("skills_per_run")
     if any(c.mask_rate > 0 for c in configs):
         wanted.add("skill_effects")
+    if any(p.source is not None and p.source.split("/")[-2] != p.run.split("/")[-2] for p in plans):
+        wanted.add("model_transfer")  # a stream reads a library another model built
     return wanted
 
 

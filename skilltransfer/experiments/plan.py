@@ -152,7 +152,7 @@ def _source(phase: Any, by_phase: dict[str, list[StreamPlan]], config: StreamCon
         return None
     wanted = spec.condition[config.condition] if isinstance(spec.condition, dict) else spec.condition
     wanted = wanted.strip().lower()
-    env, model = config.env.display_label, config.model.display_label
+    env, model = config.env.display_label, spec.model or config.model.display_label
     found = [p for p in by_phase[spec.phase] if p.config.env.display_label == env
              and p.config.model.display_label == model and p.config.condition == wanted
              and p.config.order_seed == config.order_seed]

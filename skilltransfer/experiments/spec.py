@@ -53,6 +53,9 @@ class LibraryFrom(BaseModel):
     """The source phase's name."""
     condition: str | dict[str, str]
     """The source stream's condition, or a map from this phase's condition to the source condition."""
+    model: str | None = None
+    """The source stream's model label; None: this stream's own. A phase per source model gives every ordered
+    (library model, user model) pair (spec ``model-transfer``)."""
     same_tasks: bool = False
     """The phase runs tasks the library was induced from, on purpose (e.g. a study of reuse on the source tasks);
     without it a grid refuses a stream whose tasks overlap its source stream's (`check_source_overlap`)."""

@@ -11,6 +11,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
 from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
 from skilltransfer.experiments.report.judgments import judgment_table
+from skilltransfer.experiments.report.model_transfer import model_transfer_table
 from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.skill_exec import skill_exec_tables
@@ -77,6 +78,9 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     tables += skill_exec_tables(runs, metric, seed)
     if has_draws(runs):
         tables.append(skill_effects_table(runs, seed))
+    across = model_transfer_table(runs, metric, seed)
+    if across.rows:
+        tables.append(across)
     if has_lens(runs):
         tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
     if evolutions:
