@@ -1942,3 +1942,70 @@ def test_a_hostile_models_reply_is_one_error_line(kind: str) -> None:
             check_endpoint(ModelSpec(model="m", base_url=endpoint.url), timeout_s=4)
     finally:
         endpoint.close()
+
+
+CRAFTED_FIELDS = {"observation-null": ("step", "observation", None), "action-number": ("step", "action", 5),
+                  "tokens-text": ("call", "prompt_tokens", "x"), "route-number": ("retrieval", "route", 5),
+                  "messages-number": ("call", "messages", 5), "thought-null": ("step", "thought", None)}
+
+
+@pytest.mark.parametrize("variant", list(CRAFTED_FIELDS))
+def test_crafted_trajectory_fields_are_one_error_line_in_show(tmp_path: Path, variant: str) -> None:
+    """Class 13.7: crafted step and call fields (an observation that is null, an action that is a number, token
+    counts that are text, a route that is a number...) crashed ``show --task`` with tracebacks; each is one
+    ``error:`` line naming the trajectory file."""
+    from skilltransfer.experiments.runlog import RunFolder
+
+    run = tmp_path / "run"
+    code, lines = _scripted_run(tmp_path, run, 1)
+    assert code == 0, lines[-5:]
+    record = RunFolder(run).read_records()[0]
+    path = run / record.trajectory
+    data = json.loads(path.read_text())
+    where, key, value = CRAFTED_FIELDS[variant]
+    if where == "call":
+        for call in data["calls"]:
+            call[key] = value
+    else:
+        step = data["steps"][0]
+        if where == "retrieval":
+            step["type"] = "RetrievalStep"
+        step[key] = value
+    path.write_text(json.dumps(data))
+    error = _one_error_line(*_cli("show", str(run), "--task", "1", "--prompts"))
+    assert str(path) in error, error
+
+
+def test_the_view_export_says_who_can_read_it_and_offers_one_private_file(tmp_path: Path) -> None:
+    """Class 13.8: a folder export's data files are scripts any page opened from disk can load; the export now says
+    so plainly (on the terminal and in README.txt) and ``--export-file`` writes one self-contained HTML file whose
+    data is a JSON block (not a script: no other page can load it), whose only script and style are allowed by their
+    hashes, and which quotes no file beside it."""
+    run = tmp_path / "runs" / "run"
+    code, lines = _scripted_run(tmp_path, run, 1)
+    assert code == 0, lines[-5:]
+    done = subprocess.run([sys.executable, "-c", "from skilltransfer.cli import main; main()", "view",
+                           str(tmp_path / "runs"), "--export", str(tmp_path / "site")], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "any page opened from disk" in done.stderr
+    assert "--export-file" in (tmp_path / "site" / "README.txt").read_text()
+    single = tmp_path / "runs.html"
+    done = subprocess.run([sys.executable, "-c", "from skilltransfer.cli import main; main()", "view",
+                           str(tmp_path / "runs"), "--export-file", str(single)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done.jsonl", "runs", "runs.html", "site"]
+    html = single.read_text()
+    policy = re.search(r'Content-Security-Policy" content="([^"]+)"', html)
+    assert policy is not None
+    assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+';", policy.group(1)), policy.group(1)
+    assert "'self'" not in policy.group(1)
+    assert "file:" not in policy.group(1)
+    assert not re.search(r"<script[^>]*\bsrc=", html)
+    block = re.search(r'<script type="application/json" id="stv-data">(.*?)</script>', html, re.S)
+    assert block is not None
+    data = json.loads(block.group(1))
+    assert "index" in data
+    assert any(key.startswith("task/") for key in data)
+    assert html.count("</script>") == 2  # the JSON block and the app: no data string closes a script

@@ -303,6 +303,43 @@ def test_export_opens_from_disk_with_the_same_content(browser, runs, root, tmp_p
         server.stop()
 
 
+def test_a_single_file_export_opens_with_the_same_content_and_its_data_is_no_script(browser, runs, root, tmp_path):
+    """``view --export-file``: one HTML file renders what the server shows (figures and data inside it), and a page
+    beside it that loads it as a script gets nothing (its data is a JSON block)."""
+    from skilltransfer.view.export import export_file
+
+    catalog = Catalog([root / "tiny"])
+    done = export_file(catalog, tmp_path / "runs.html")
+    assert not done.problems
+    server = ViewServer(catalog).start()
+    b = key_of(server, runs["task+text"])
+    served = Page(browser, server.url)
+    single = Page(browser, done.path.as_uri())
+    try:
+        for route in ["#/", f"#/run/{b}", f"#/run/{b}/task/2", f"#/run/{b}/skills"]:
+            texts = []
+            for page in (served, single):
+                page.go(route) if route != "#/" else None
+                texts.append(re.sub(r" · read \S+", "", page.text()))
+            assert texts[0] == texts[1], route
+        assert not single.dialogs
+        assert not single.errors
+    finally:
+        served.close()
+        single.close()
+        server.stop()
+    spy = tmp_path / "spy.html"
+    spy.write_text("<!doctype html><script>window.got = [];window.__stv_deliver = (k, d) => window.got.push(k);"
+                   "</script><script src=\"runs.html\"></script>")
+    page = browser.new_page()
+    try:
+        page.goto(spy.as_uri())
+        page.wait_for_load_state("load")
+        assert page.evaluate("window.got.length") == 0
+    finally:
+        page.close()
+
+
 def test_a_masked_runs_skill_pages_show_each_skills_effect_and_its_draws(browser, tmp_path):
     import importlib.util
     import sys

@@ -17,16 +17,28 @@ def view(
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to serve on (0: a free one).")] = 7575,
     host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
     export: Annotated[Path | None, typer.Option("--export", help="Write a static site into this folder (opens "
-                                                "from disk, no server) instead of serving.")] = None,
+                                                "from disk, no server) instead of serving. Anyone who can "
+                                                "read the folder, and any page opened from disk, can read its "
+                                                "data; see --export-file.")] = None,
+    export_file: Annotated[Path | None, typer.Option("--export-file", help="Write the viewer as one self-contained "
+                                                     "HTML file (data inside it, loadable by no other page) instead "
+                                                     "of serving.")] = None,
 ) -> None:
     """Browse runs, tasks, trajectories (with every model call's prompt), skills, transfer and comparisons."""
     from skilltransfer.view import Catalog, ViewServer, export_site
+    from skilltransfer.view.export import EXPOSURE_NOTE
+    from skilltransfer.view.export import export_file as write_single_file
 
     catalog = Catalog(paths)
-    if export is not None:
-        done = export_site(catalog, export)
-        typer.echo(f"wrote {done.path}/index.html: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
+    if export is not None and export_file is not None:
+        raise InputError("give --export or --export-file, not both")
+    if export is not None or export_file is not None:
+        done = export_site(catalog, export) if export is not None else write_single_file(catalog, export_file or "")
+        where = f"{done.path}/index.html" if export is not None else str(done.path)
+        typer.echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
                    f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
+        if export is not None:
+            typer.echo(f"note: {EXPOSURE_NOTE}", err=True)
         for problem in done.problems:
             typer.echo(f"  not exported: {problem}", err=True)
         return

@@ -73,8 +73,17 @@
   };
 
   const cache = new Map();
+  // a single-file export carries every payload in one JSON block (not a script: no other page can load it)
+  const bundled = (() => {
+    const block = document.getElementById("stv-data");
+    return block ? JSON.parse(block.textContent) : null;
+  })();
   function load(...parts) {
     const key = parts.map(String).join("/");
+    if (bundled) {
+      return Object.prototype.hasOwnProperty.call(bundled, key) ? Promise.resolve(bundled[key])
+        : Promise.reject(new Error(`no data for ${key} in this export`));
+    }
     if (MODE === "static" && cache.has(key)) return cache.get(key);
     let promise;
     if (MODE === "server") {
@@ -98,6 +107,7 @@
   }
 
   function figureSrc(key) {
+    if (bundled) return bundled["figure/" + key] || "";
     return MODE === "server" ? `figure/${enc(key)}.png` : `figures/${key.replace(/[^A-Za-z0-9_-]/g, "_")}.png`;
   }
 
