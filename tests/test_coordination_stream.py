@@ -118,7 +118,7 @@ def test_artifacts_are_written_for_every_task_and_judge_reads_them(runs: dict[st
     cli("judge", str(runs["metaskill"]), str(runs["nl-sop"]), "--model", f"scripted:{script}",
         "--out", str(out))
     data = json.loads(out.read_text())
-    assert data["preference"]["ties"] == 4  # 2 tasks x both orders
+    assert data["preference"]["ties"] == 6  # 2 tasks x 3 judgments (the judge's defaults: the study's)
     assert data["preference"]["preference"] == pytest.approx(0.5)
 
 
