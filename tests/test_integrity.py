@@ -2009,3 +2009,19 @@ def test_the_view_export_says_who_can_read_it_and_offers_one_private_file(tmp_pa
     assert "index" in data
     assert any(key.startswith("task/") for key in data)
     assert html.count("</script>") == 2  # the JSON block and the app: no data string closes a script
+
+
+def test_an_old_run_folders_settings_strings_cannot_hang_or_crash_show(tmp_path: Path) -> None:
+    """Class 13.3 (a run folder is a spec too): a format-1 ``config.json`` records env and model as strings that
+    ``show`` and ``report`` parse as JSON and YAML; an alias bomb or a deep value there is refused or kept as text."""
+    from skilltransfer.experiments.legacy import _env, _model
+
+    bomb = "[&a[1,1,1,1,1,1,1,1,1],&b[*a,*a,*a,*a,*a,*a,*a,*a,*a],&c[*b,*b,*b,*b,*b,*b,*b,*b,*b]," \
+           "&d[*c,*c,*c,*c,*c,*c,*c,*c,*c],&e[*d,*d,*d,*d,*d,*d,*d,*d,*d],&f[*e,*e,*e,*e,*e,*e,*e,*e,*e]," \
+           "[*f,*f,*f,*f,*f,*f,*f,*f,*f]]"
+    model = _model(f"openai:m temperature={bomb}")
+    assert model["params"]["temperature"] == bomb  # kept as text, never expanded
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    assert _model(deep)["name"]  # a deep JSON record is not taken as a record (no RecursionError)
+    env, _ = _env(deep)
+    assert env["env"]

@@ -11,18 +11,17 @@ never resumed (its settings cannot be compared exactly). Results and trajectorie
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import yaml
+from skilltransfer.util import untrusted
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+    try:  # a string inside an old config.json: depth-capped like the file
+        value = untrusted.parse_json(text, "config.json")
+    except untrusted.UntrustedFileError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -59,7 +58,10 @@ def _model(text: str) -> dict[str, Any]:
         out["model"] = model
     for item in settings:
         key, _, raw = item.partition("=")
-        value = yaml.safe_load(raw) if raw else None
+        try:  # an old run folder is anyone's: no aliases, depth-capped; what is not YAML stays text
+            value = untrusted.parse_yaml(raw, "config.json", max_depth=16) if raw else None
+        except untrusted.UntrustedFileError:
+            value = raw
         if key == "context_window":
             out["context_window"] = value
         else:
