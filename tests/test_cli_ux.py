@@ -169,7 +169,7 @@ def test_judge_fails_when_no_judgment_parses(tmp_path: Path, monkeypatch: pytest
         code, _, err = main_cli(["judge", str(tmp_path / "a"), str(tmp_path / "b"), "-m", f"j@{judge.url}", "-n", "1"],
                                 monkeypatch, capsys)
     assert code == 1
-    assert "error: no judgment could be parsed (3 replies without a verdict" in err  # the defaults: 3 judgments per task
+    assert "error: no judgment could be parsed (3 replies without a verdict" in err  # 3 judgments per task
 
 
 def test_report_html_escapes_what_runs_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
