@@ -368,6 +368,7 @@ def test_a_masked_runs_skill_pages_show_each_skills_effect_and_its_draws(browser
             withheld = sum(not e.shown for rec in records for e in rec.exposures if e.skill_id == harmful)
             assert f"withheld in {withheld} of the 40 tasks" in text
             page.go(f"#/run/{key}/task/1")
+            assert "followed" in page.page.locator("table.retrieved").inner_text()  # skill use column
             mask = page.page.locator("div.masking")
             assert mask.count() == 1
             assert "candidates withheld" in mask.inner_text()

@@ -115,6 +115,9 @@ class RetrievedSkill(BaseModel):
     source_task_id: str | None
     source_position: int | None
     load_error: str | None = None
+    followed: float | None = None
+    """Text skills: the share of the skill's API calls, in order, that the task's code made after this retrieval
+    (`skilltransfer.metrics.following`); None for code skills, skills naming no API, and older runs."""
 
 
 class RouteRecord(BaseModel):

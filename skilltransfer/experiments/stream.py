@@ -42,6 +42,7 @@ from typing import Any
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.prompts import SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
+from skilltransfer.agents.steps import ActionStep, RetrievalStep
 from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
@@ -73,6 +74,7 @@ from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
 from skilltransfer.skill import Skill, UsageStats
@@ -421,7 +423,7 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     retrieved = [RetrievedSkill(skill_id=s["id"], name=s["name"], format=s["format"], score=s["score"],
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
-                                load_error=s["load_error"])
+                                load_error=s["load_error"], followed=followed(result, step, s, memory))
                  for step in result.retrievals for s in step.skills]
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
@@ -443,6 +445,17 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
                       context_account=context_account(result).to_dict(), routes=routes,
                       exposures=exposures(result))
+
+
+def followed(result: AgentResult, step: RetrievalStep, hit: dict[str, Any], memory: SkillStore | None) -> float | None:
+    """A retrieved text skill's following share (`skilltransfer.metrics.following`) over the code the task ran after
+    this retrieval (the rest of the task: its own subtask and the later ones)."""
+    skill = next((s for s in memory if s.id == hit["id"]), None) if memory is not None else None
+    if hit["format"] != "text" or skill is None:
+        return None
+    after = result.steps[result.steps.index(step) + 1:] if step in result.steps else []
+    code = "\n".join(s.action for s in after if isinstance(s, ActionStep) and s.action)
+    return following_share(skill_calls(skill.body), api_calls(code))
 
 
 def exposures(result: AgentResult) -> list[Exposure]:

@@ -15,6 +15,7 @@ from skilltransfer.experiments.report.model_transfer import model_transfer_table
 from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.skill_exec import skill_exec_tables
+from skilltransfer.experiments.report.skill_use import has_following, skill_use_table
 from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.experiments.report.transfer import DEFAULT_BINS, Heatmap, skill_counts, transfer_heatmaps
@@ -78,6 +79,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     tables += skill_exec_tables(runs, metric, seed)
     if has_draws(runs):
         tables.append(skill_effects_table(runs, seed))
+    if has_following(runs):
+        tables.append(skill_use_table(runs))
     across = model_transfer_table(runs, metric, seed)
     if across.rows:
         tables.append(across)

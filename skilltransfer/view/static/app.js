@@ -560,6 +560,15 @@
     return details;
   }
 
+  // A text skill's following share (results.jsonl retrieved[].followed): "used" at 0.5 or more.
+  function followedCell(payload, step, k) {
+    const hits = payload.record && Array.isArray(payload.record.retrieved) ? payload.record.retrieved : [];
+    const hit = hits.find((r) => r.skill_id === k.id && r.subtask_index === step.subtask_index);
+    if (!hit || hit.followed === null || hit.followed === undefined) return "-";
+    const share = Number(hit.followed);
+    return share >= 0.5 ? h("span", { class: "used" }, `${share.toFixed(2)} used`) : share.toFixed(2);
+  }
+
   // A masked retrieval (mask_rate > 0): every candidate with its draw; the withheld ones were not in the prompt.
   function maskView(run, log) {
     const candidates = Array.isArray(log.candidates) ? log.candidates : [];
@@ -600,6 +609,7 @@
         { label: "skill", cell: (k) => skillLink(run, k.id, k.name) },
         { label: "format", cell: (k) => k.format },
         { label: "score", num: true, cell: (k) => Number(k.score).toFixed(3) },
+        { label: "followed", num: true, cell: (k) => followedCell(payload, step, k) },
         { label: "source task", cell: (k) => (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
           ? link(route.task(run.key, k.source_position), `#${no(k.source_position)} ${k.source_task_id}`) : (k.source_task_id || "-")) },
         { label: "load error", cell: (k) => k.load_error || "" },
