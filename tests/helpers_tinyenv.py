@@ -202,7 +202,14 @@ class CounterScript:
 
     @staticmethod
     def plan(messages: list[dict[str, Any]]) -> str:
+        """Read, then set and complete, then DONE: counted from the subtask list when the planner sees one (the
+        ``subtask_history`` guard), else from the running summary (the paper's planner: goal and summary only)."""
         user = messages[1]["content"]
+        if "# Subtasks so far" not in user:
+            summary = user.split("# Running summary")[1]
+            if "(nothing done yet)" in summary:
+                return "SUBTASK: Read the current counter value."
+            return f"SUBTASK: Set the counter to {_target(user)} and complete the task."
         history = user.split("# Subtasks so far")[1]
         if "(none yet)" in history:
             return "SUBTASK: Read the current counter value."

@@ -88,10 +88,17 @@ def _subtask_script(plans: list[str], executor: list[str], summary: str = "- the
                     induction: str = TEXT_SKILL) -> Callable[[list[dict[str, Any]]], str]:
     """Planner replies by planner turn (the last one again), executor replies by step of the current subtask."""
 
+    turns = {"n": 0}
+
     def reply(messages: list[dict[str, Any]]) -> str:
         role = role_of(messages)
         if role == "planner":
-            done = len(re.findall(r"^\d+\. ", messages[1]["content"].split("# Subtasks so far")[1], re.MULTILINE))
+            user = messages[1]["content"]
+            if "# Subtasks so far" in user:  # the subtask_history guard lists them
+                done = len(re.findall(r"^\d+\. ", user.split("# Subtasks so far")[1], re.MULTILINE))
+            else:  # the paper's planner sees goal and summary only: count the planner's fresh turns
+                done = turns["n"] if len(messages) == 2 else max(0, turns["n"] - 1)
+                turns["n"] += len(messages) == 2
             return plans[min(done, len(plans) - 1)]
         if role == "summarizer":
             return summary
@@ -120,6 +127,15 @@ def _example_plan(tmp_path: Path, guards: list[str]) -> bool:
     planner = [c for c in run.model.calls if role_of(c) == "planner"]
     return "## Example plan" not in executor[0][0]["content"] and planner[0][0]["content"].rstrip().endswith(
         "SUBTASK: add 2 and call complete_task()")
+
+
+def _subtask_history(tmp_path: Path, guards: list[str]) -> bool:
+    run = _solve(tmp_path, CounterScript(), guards=guards, level="subtask")
+    planner = [c for c in run.model.calls if role_of(c) == "planner"]
+    shown = ["# Subtasks so far" in c[1]["content"] for c in planner]
+    assert all(shown) or not any(shown)
+    return len(planner) >= 2 and all(shown) and "# Subtasks so far\n1. Read the current counter value. -> " in \
+        planner[1][1]["content"]
 
 
 def _demonstration(tmp_path: Path, guards: list[str]) -> bool:
@@ -238,7 +254,8 @@ def _grounded_skills(tmp_path: Path, guards: list[str], hash_embedder: Any) -> b
 SCENARIOS: dict[str, Callable[..., bool]] = {
     "stop_sequence": _stop_sequence, "example_plan": _example_plan, "demonstration": _demonstration,
     "error_hints": _error_hints, "stuck_detection": _stuck_detection, "premature_done": _premature_done,
-    "planner_copies": _planner_copies, "repeated_subtask": _repeated_subtask, "closing_subtask": _closing_subtask,
+    "planner_copies": _planner_copies, "subtask_history": _subtask_history, "repeated_subtask": _repeated_subtask,
+    "closing_subtask": _closing_subtask,
     "done_on_repeat": _done_on_repeat, "early_completion": _early_completion,
     "ungrounded_answer": _ungrounded_answer, "unmade_completion": _unmade_completion,
     "ungrounded_report": _ungrounded_report, "grounded_summary": _grounded_summary,

@@ -119,6 +119,9 @@ class AgentSettings(BaseModel):
     error_hints: bool | None = None
     """Harness ``error_hints``: an ``AttributeError`` for an API the docs do not list, and a ``ModuleNotFoundError``
     for a name the docs use as an object, get a note (the documented APIs; do not import it). None: the preset's."""
+    subtask_history: bool | None = None
+    """Harness ``subtask_history``: the planner also sees every earlier subtask with its exit status and report (the
+    paper's planner reads the goal and the running summary only). None: the preset's."""
     uncopy_subtasks: bool | None = None
     """Harness ``planner_copies``: a planned subtask in the form of the planner's own history line (``2. <subtask>
     -> stuck: ...``) is cut to the subtask. None: the preset's."""

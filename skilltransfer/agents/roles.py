@@ -6,7 +6,7 @@ import re
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.harness.base import GuardRecord, Harness, PlanProposal, Refuse, SummaryView, TaskView
-from skilltransfer.agents.prompts import NO_HISTORY, AgentPrompts
+from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
 from skilltransfer.protocols import ChatModel, Message
 
@@ -67,7 +67,7 @@ class Planner:
         messages: list[Message] = [
             {"role": "system", "content": self.prompts.planner.render(docs=docs.strip(), example=example)},
             {"role": "user", "content": self.prompts.planner_user.render(
-                instruction=task.instruction, summary=summary, history="\n".join(task.history) or NO_HISTORY,
+                instruction=task.instruction, summary=summary, history=self.harness.planner_history(task.history),
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
         prompt_tokens = completion_tokens = 0
         reply, refused, format_errors = "", None, 0

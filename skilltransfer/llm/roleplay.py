@@ -91,7 +91,12 @@ class RolePlay:
         user = str(messages[-1].get("content") or "")
         if "REFUSED" in user or "not in the expected format" in user:
             return "SUBTASK: call complete_task()"
-        history = str(messages[1].get("content") or "").split("# Subtasks so far")[-1]
+        content = str(messages[1].get("content") or "")
+        if "# Subtasks so far" not in content:  # the paper's planner: goal and running summary only
+            started = "(nothing done yet)" not in content.split("# Running summary")[-1]
+            return "SUBTASK: call complete_task()" if started else \
+                "SUBTASK: Look at the names the environment offers and print them."
+        history = content.split("# Subtasks so far")[-1]
         if "(none yet)" in history:
             return "SUBTASK: Look at the names the environment offers and print them."
         return "SUBTASK: call complete_task()" if "complete_task" not in history else "DONE"

@@ -187,6 +187,11 @@ class Guard:
         """The planner's docs and the example shown after them."""
         return docs, example
 
+    def planner_history(self, history: Sequence[str], shown: str) -> str:
+        """What the planner's prompt shows of the earlier subtasks beyond the running summary (the paper's planner:
+        nothing; ``shown`` is what earlier guards chose)."""
+        return shown
+
     def summary_reply(self, text: str) -> str:
         """The summarizer's raw reply, before it is checked."""
         return text
@@ -296,6 +301,12 @@ class Harness:
         for guard in self.guards:
             docs, example = guard.planner_docs(docs, example)
         return docs, example
+
+    def planner_history(self, history: Sequence[str]) -> str:
+        shown = ""
+        for guard in self.guards:
+            shown = guard.planner_history(history, shown)
+        return shown
 
     def summary_reply(self, text: str) -> str:
         for guard in self.guards:

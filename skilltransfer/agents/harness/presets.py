@@ -74,6 +74,7 @@ GUARDS: tuple[GuardSpec, ...] = (
     _guard("error_hints", "ErrorHints", "error_hints"),
     _guard("stuck_detection", "StuckDetection", "stuck_detection"),
     _guard("premature_done", "PrematureDone", "refuse_premature_done"),
+    _guard("subtask_history", "SubtaskHistory", "subtask_history"),
     _guard("planner_copies", "PlannerCopies", "uncopy_subtasks"),
     _guard("repeated_subtask", "RepeatedSubtask", "refuse_repeated_subtask"),
     _guard("closing_subtask", "ClosingSubtask", "close_unfinished"),
