@@ -9,8 +9,13 @@ speed-up over running the streams one after another (target >= 25x; measured on 
 ``--sequential-sample`` envs run with max_concurrency 1, scaled to S). With mixed ``--conditions`` streams differ in
 length; ``share_of_stream_bound`` then compares the run with its longest stream's calls back to back.
 
+With ``--max-connections M`` the endpoint's limit is M instead of S and the ideal is min(M, S x W) / latency, W the
+tasks a stream runs at once (1 with a skill memory; min(M, 16) for the no-memory baselines, whose tasks are
+independent): a grid of few baseline streams keeps the endpoint as busy as many streams do, e.g.
+``--conditions task --streams 4 --tasks 128 --max-connections 32 --sequential-sample 1`` (ideal 160 calls/s).
+
     python benchmarks/grid_throughput.py [--streams 32] [--tasks 4] [--latency-ms 200] [--conditions subtask+text]
-        [--sequential-sample 2] [--in-process]
+        [--sequential-sample 2] [--in-process] [--max-connections M]
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.experiments.grid import GridSummary, run_grid
+from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import build_spec
+from skilltransfer.experiments.stream import parallel_width
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))  # the counter env (helpers_tinyenv:TinyEnv) is plugged in as module:Class
@@ -110,13 +117,16 @@ class RequestSampler:
         return (n1 - n0) / (t1 - t0)
 
 
-def grid_data(out: Path, url: str, streams: int, tasks: int, conditions: list[str], concurrency: int) -> dict[str, Any]:
-    """A grid of ``streams`` streams: counter envs (distinct targets) x ``conditions``."""
+def grid_data(out: Path, url: str, streams: int, tasks: int, conditions: list[str], concurrency: int,
+              connections: int | None = None) -> dict[str, Any]:
+    """A grid of ``streams`` streams: counter envs (distinct targets) x ``conditions``; the endpoint's limit is
+    ``connections`` (default ``streams``)."""
     n_envs = -(-streams // len(conditions))
     envs = {f"counter{i}": {"env": "helpers_tinyenv:TinyEnv",
                             "args": {"targets": [(i + k) % 9 + 1 for k in range(tasks)]}} for i in range(n_envs)}
     return {"name": "bench", "out": str(out), "max_concurrency": concurrency, "envs": envs, "conditions": conditions,
-            "models": {"mock": {"name": "openai", "base_url": url, "model": "mock", "max_concurrency": streams,
+            "models": {"mock": {"name": "openai", "base_url": url, "model": "mock",
+                                "max_concurrency": connections or streams,
                                 "timeout_s": 60, "backoff_base_s": 0}},
             "embedder": "hash:64"}
 
@@ -143,26 +153,32 @@ def main() -> None:
     parser.add_argument("--conditions", default="subtask+text", help="comma-separated; streams cycle through them")
     parser.add_argument("--sequential-sample", type=int, default=2,
                         help="envs whose streams (one per condition) run one after another (0: all)")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="the endpoint's limit (default: --streams)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the mock server in this process (it then shares the GIL with the streams)")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
     conditions = [c for c in args.conditions.split(",") if c]
     with tempfile.TemporaryDirectory() as tmp, counter_endpoint(latency, args.in_process) as url:
-        data = grid_data(Path(tmp) / "grid", url, args.streams, args.tasks, conditions, args.streams)
+        data = grid_data(Path(tmp) / "grid", url, args.streams, args.tasks, conditions, args.streams,
+                         args.max_connections)
         server_stats(url, reset=True)
         with RequestSampler(url) as sampler:
             start, seconds, grid = run(data)
         steady = sampler.rate(start, start + seconds)
         most = server_stats(url).get("max_in_flight")
-        seq_data = grid_data(Path(tmp) / "seq", url, args.streams, args.tasks, conditions, 1)
+        seq_data = grid_data(Path(tmp) / "seq", url, args.streams, args.tasks, conditions, 1, 1)  # task by task
         _, seq_seconds, seq = run(seq_data, envs=args.sequential_sample or None)
     streams, calls, tasks = len(grid.outcomes), grid.model_calls, grid.tasks_ran
-    ideal = min(streams, args.streams) / latency
+    connections = args.max_connections or args.streams
+    widths = [parallel_width(plan.config) for plan in plan_streams(build_spec(data))]
+    ideal = min(connections, sum(widths)) / latency
     bound_s = max(o.model_calls for o in grid.outcomes) * latency  # the longest stream's calls back to back
     per_stream_seq = seq_seconds / len(seq.outcomes)
     result = {
-        "streams": streams, "tasks_per_stream": args.tasks, "conditions": conditions, "latency_ms": args.latency_ms,
+        "streams": streams, "max_connections": connections, "tasks_at_once": sum(widths),
+        "tasks_per_stream": args.tasks, "conditions": conditions, "latency_ms": args.latency_ms,
         "tasks": tasks, "model_calls": calls, "seconds": round(seconds, 2),
         "tasks_per_hour": round(tasks / seconds * 3600), "calls_per_s": round(calls / seconds, 1),
         "ideal_calls_per_s": round(ideal, 1), "share_of_ideal": round(calls / seconds / ideal, 3),

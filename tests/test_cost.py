@@ -115,3 +115,20 @@ def test_a_cost_limit_needs_a_price(tmp_path, monkeypatch, capsys):
     assert code == 2
     assert "--cost-limit needs a price for every model: set models.<label>.price" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_report_has_a_cost_table_beside_table_2(tmp_path, hash_embedder):
+    from skilltransfer.experiments.report import make_report
+
+    for name in ("p", "q"):
+        env = TinyEnv([3, 5], workdir=tmp_path / "ws" / name)
+        run_stream(env, ScriptedModel(CounterScript(TEXT_SKILL)), priced_config(tmp_path, name),
+                   embedder=hash_embedder)
+    report, written = make_report([tmp_path / "runs"], tmp_path / "report", utility=False)
+    table = report.tables["cost"]
+    rows = {row["run"]: row for row in table.rows}
+    for name in ("p", "q"):
+        assert rows[name]["cost_usd"] == pytest.approx(summarize_run(tmp_path / "runs" / name).cost_usd)
+    assert rows["(all runs)"]["cost_usd"] == pytest.approx(rows["p"]["cost_usd"] + rows["q"]["cost_usd"])
+    assert rows["(all runs)"]["tasks"] == 4
+    assert "Tokens and cost per run" in written.markdown.read_text()

@@ -9,6 +9,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
+from skilltransfer.experiments.report.cost import cost_table
 from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
 from skilltransfer.experiments.report.judgments import judgment_table
 from skilltransfer.experiments.report.model_transfer import model_transfer_table
@@ -72,7 +73,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         raise InputError("bins must be at least 2")
     if utility_binning not in BINNINGS:
         raise InputError(f"unknown utility binning {utility_binning!r}; choose one of: {', '.join(BINNINGS)}")
-    tables = [table2(runs, metric, seed), budget_curves(runs, metric), by_difficulty(runs, metric, seed)]
+    tables = [table2(runs, metric, seed), cost_table(runs), budget_curves(runs, metric),
+              by_difficulty(runs, metric, seed)]
     coordination = coordination_table(runs, metric, seed)
     if coordination.rows:
         tables.append(coordination)

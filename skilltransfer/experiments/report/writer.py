@@ -23,6 +23,7 @@ LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size"}
 """Tables shown only as CSV (too long for the Markdown page)."""
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
+    ("Tokens and cost", ["cost"], None),
     ("Coordination interfaces", ["coordination", "judgments"], None),
     ("Execution modes and library organisations (issue 14)", ["skill_exec", "library_organization",
                                                                 "peak_context_paired", "distractors"], None),
