@@ -42,7 +42,7 @@ def first_prompt(env: Any, task: Any) -> tuple[list[dict[str, Any]], dict[str, A
     double = ScriptedModel(["```python\ncomplete_task(answer='x')\n```"])
     episode = env.start(task)
     try:
-        Agent(double, level="task").run(episode)
+        Agent(double, level="task", harness="small-model").run(episode)
     finally:
         episode.close()
     return double.calls[0], double.params[0]

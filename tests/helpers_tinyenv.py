@@ -136,7 +136,7 @@ def solve_first_task(env: Any, model: Any, **config: Any) -> tuple[Any, Score]:
 
     episode = env.start(env.tasks()[0])
     try:
-        return Agent(model, **config).run(episode), episode.evaluate()
+        return Agent(model, **{"harness": "small-model", **config}).run(episode), episode.evaluate()
     finally:
         episode.close()
 

@@ -34,7 +34,7 @@ def solve(env, model, task_index=0, **kwargs):
     task = env.tasks()[task_index]
     episode = env.start(task)
     try:
-        result = Agent(model, **kwargs).run(episode, stream_position=task_index)
+        result = Agent(model, **{"harness": "small-model", **kwargs}).run(episode, stream_position=task_index)
         return result, episode.evaluate()
     finally:
         episode.close()

@@ -209,7 +209,7 @@ def solve(env, model, **config):
     task = env.tasks()[0]
     episode = env.start(task)
     try:
-        result = Agent(model, **config).run(episode)
+        result = Agent(model, **{"harness": "small-model", **config}).run(episode)
         return result, episode.evaluate()
     finally:
         episode.close()

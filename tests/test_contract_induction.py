@@ -130,11 +130,13 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
     memory = SkillMemory(hash_embedder)
     env = TinyEnv([2], workdir=tmp_path)
     episode = env.start(env.tasks()[0])
-    agent = Agent(model, memory=memory, inducer=Inducer(model, variant="contract"), level=level)
-    result = agent.run(episode)
+    agent = Agent(model, memory=memory, inducer=Inducer(model, variant="contract"), level=level,
+                  harness="small-model")
+    task = agent.task(episode)
+    task.run()
     assert len(memory) == 0  # the contract prompt states the outcome: induction waits for the verdict
-    assert result.deferred
-    agent.induce_deferred(episode, result, succeeded=True)
+    assert task.skills.deferred
+    task.finish(succeeded=True)
     episode.close()
     [skill] = list(memory)  # the subtask level's second skill is a near-duplicate of the first
     assert skill.inputs == "- the target value, an integer"
@@ -184,10 +186,11 @@ def test_subtask_level_contract_induction_writes_a_set_per_task(tmp_path, hash_e
     inducer = Inducer(model, variant="contract", skills_per_task=(3, 5))
     assert inducer.set_system is not None
     assert "Write between 3 and 5 skills" in inducer.set_system.text
-    agent = Agent(model, memory=memory, inducer=inducer, level="subtask")
-    result = agent.run(episode)
-    assert len(result.deferred) >= 2  # one per subtask, kept for the verdict
-    agent.induce_deferred(episode, result, succeeded=True)
+    agent = Agent(model, memory=memory, inducer=inducer, level="subtask", harness="small-model")
+    task = agent.task(episode)
+    result = task.run()
+    assert len(task.skills.deferred) >= 2  # one per subtask, kept for the verdict
+    task.finish(succeeded=True)
     episode.close()
     assert script.induction_calls == 1  # one call for the whole task
     prompt = [m for m, c in zip(model.calls, result.calls.calls, strict=True) if c.role == "induction"][0]
@@ -232,10 +235,11 @@ def test_the_set_sees_every_subtask_even_one_whose_code_failed(tmp_path, hash_em
     episode = env.start(env.tasks()[0])
     agent = Agent(model, memory=SkillMemory(hash_embedder),
                   inducer=Inducer(model, variant="contract", skills_per_task=(3, 5)), level="subtask",
-                  induce_without_working_code=False)
-    result = agent.run(episode)
+                  induce_without_working_code=False, harness="small-model")
+    task = agent.task(episode)
+    result = task.run()
     planned = [step.subtask for step in result.steps if type(step).__name__ == "PlanStep" and step.subtask]
-    assert len(result.deferred) == len(planned)  # every subtask waits for the set, none gated on its own
-    agent.induce_deferred(episode, result, succeeded=True)
+    assert len(task.skills.deferred) == len(planned)  # every subtask waits for the set, none gated on its own
+    task.finish(succeeded=True)
     episode.close()
     assert [s.status for s in result.inductions] == ["added"] * 3

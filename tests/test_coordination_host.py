@@ -122,6 +122,7 @@ def test_one_frozen_plan_is_reused_by_all_three_interfaces(env, tmp_path):
 def test_a_host_run_that_does_not_submit_is_retried_like_a_node(env, retries, attempts):
     """One retry policy for every interface: a host context that ends without submitting (here: stuck, repeating one
     action) is run again (fresh, told why), within what is left of the task's budget."""
+    from skilltransfer.agents.config import AgentConfig
     from skilltransfer.coordination import CoordinationConfig
 
     calls = {"n": 0}
@@ -137,6 +138,7 @@ def test_a_host_run_that_does_not_submit_is_retried_like_a_node(env, retries, at
     episode = env.start(env.tasks()[0])
     try:
         result = run_plan("nl-sop", episode, model, counter_plan(), [ADD_SKILL],
+                          agent_config=AgentConfig(harness="small-model"),  # stuck detection ends the attempt
                           config=CoordinationConfig(step_limit=12, retries=retries))
         score = episode.evaluate()
     finally:

@@ -327,7 +327,8 @@ def test_a_later_subtask_that_may_not_complete_sees_the_examples_later_subtask(t
     env.docs = f"{DOCS}\n\n{THREE_STEPS}\n{THREE_PLAN}"
     episode = env.start(env.tasks()[0])
     try:
-        executor = Executor(ScriptedModel(["x"]), AgentPrompts.load(None), AgentConfig(level="subtask"), CallLog())
+        executor = Executor(ScriptedModel(["x"]), AgentPrompts.load(None),
+                            AgentConfig(level="subtask", harness="small-model"), CallLog())
         messages = executor.opening(RunContext(episode, "TASK", budget=1, subtask_index=1, subtask_mode=True,
                                                subtask="add the number"))
     finally:

@@ -101,7 +101,7 @@ def _solve_as(env, model, instruction, **config):
 
     episode = env.start(dataclasses.replace(env.tasks()[0], instruction=instruction))
     try:
-        return Agent(model, **config).run(episode), episode.evaluate()
+        return Agent(model, **{"harness": "small-model", **config}).run(episode), episode.evaluate()
     finally:
         episode.close()
 

@@ -17,7 +17,7 @@ from helpers_tinyenv import DOCS, TEXT_SKILL, CounterScript, TinyEnv, role_of, t
 
 from skilltransfer.agents import Agent, InductionStep, PlanStep, SummaryStep
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.harness import BY_NAME, GUARDS, PRESETS, resolve_agent
+from skilltransfer.agents.harness import BY_NAME, GUARDS, PRESETS, default_preset, make_harness, resolve_agent
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
@@ -297,6 +297,53 @@ def test_presets_resolve_switches_and_an_explicit_switch_wins():
     assert set(PRESETS["small-model"]) == set(BY_NAME)
 
 
+class _Embedded(ScriptedModel):
+    """A scripted double that says it is the embedded model (as `skilltransfer.llm.local.LocalModel` does)."""
+
+    embedded = True
+
+
+def test_an_agent_built_directly_gets_the_streams_default_preset(tmp_path):
+    """One default rule: ``Agent(model)`` for an API model runs ``paper`` (as a stream naming no preset does), for
+    the embedded model (also behind a wrapper such as the response cache) ``small-model``; a resolved config passes
+    through unchanged, and the harness refuses settings nobody resolved."""
+    from skilltransfer.llm import make_model
+    from skilltransfer.llm.cache import CachedModel, ResponseCache
+
+    api = make_model("qwen3@http://127.0.0.1:9/v1")  # a CLI model string; nothing is called
+    assert Agent(api).config.harness == "paper"
+    assert Agent(api).config.guards == []
+    assert default_preset("openai") == "paper"
+    assert default_preset("local") == "small-model"
+    assert Agent(ScriptedModel(["x"])).config.harness == "paper"
+    wrapped = CachedModel(_Embedded(["x"]), ResponseCache(str(tmp_path / "c.sqlite"), "rw"))
+    assert Agent(wrapped).config.harness == "small-model"
+    assert Agent(wrapped).config.guards == AGENT_GUARDS
+    assert Agent(api, harness="small-model").config.harness == "small-model"  # a named preset wins
+    resolved = resolve_agent(AgentConfig(), "small-model")
+    assert Agent(api, config=resolved).config is resolved  # resolved once, by whoever built the settings
+    with pytest.raises(ValueError, match="resolved agent settings"):
+        make_harness(AgentConfig(), AgentPrompts.load(None))
+
+
+def test_a_stream_resolves_its_preset_once(monkeypatch, tmp_path):
+    """The preset is resolved when the stream's settings are first validated; validating them again (a recorded
+    config, the run log), labelling them and building the agent resolve nothing."""
+    import skilltransfer.experiments.config as config_module
+
+    calls = []
+    real = config_module.resolve_agent
+    monkeypatch.setattr(config_module, "resolve_agent", lambda *a: calls.append(a) or real(*a))
+    config = StreamConfig(env="office", condition="subtask+text", model={"name": "local"}, runs_dir=str(tmp_path),
+                          agent={"stuck_detection": False})
+    again = StreamConfig.model_validate(config.model_dump())
+    assert again == config
+    assert config.harness_label() == "small-model-stuck_detection"
+    agent_config = config.agent_config()
+    assert Agent(ScriptedModel(["x"]), config=agent_config).config is agent_config
+    assert len(calls) == 1
+
+
 def test_a_stream_resolves_its_preset_by_model_and_env(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     local = StreamConfig(env="apps", condition="task+text", model={"name": "local"})
@@ -366,7 +413,8 @@ def test_a_run_records_its_preset(tmp_path, hash_embedder):
 
 
 # --------------------------------------------------------------------------------------------- the seam
-LOOP_MODULES = ("agents/agent.py", "agents/executor.py", "agents/roles.py", "agents/result.py",
+LOOP_MODULES = ("agents/agent.py", "agents/loop.py", "agents/skill_io.py", "agents/executor.py", "agents/roles.py",
+                "agents/result.py",
                 "experiments/stream.py", "coordination/runtime.py", "coordination/host.py")
 
 

@@ -127,7 +127,8 @@ def test_same_prompt_for_both_levels(tmp_path):
         model = ScriptedModel(script)
         env = TinyEnv([2], workdir=tmp_path / level)
         episode = env.start(env.tasks()[0])
-        Agent(model, memory=SkillMemory(_embedder()), inducer=Inducer(model), level=level).run(episode)
+        Agent(model, memory=SkillMemory(_embedder()), inducer=Inducer(model), level=level,
+              harness="small-model").run(episode)
         episode.close()
         systems[level] = {c[0]["content"] for c in model.calls if role_of(c) == "induction"}
     assert len(systems["task"]) == 1
@@ -148,7 +149,7 @@ def test_one_skill_per_trajectory_and_unparseable_is_skipped(tmp_path, level, ha
     memory = SkillMemory(hash_embedder)
     env = TinyEnv([2], workdir=tmp_path)
     episode = env.start(env.tasks()[0])
-    result = Agent(model, memory=memory, inducer=Inducer(model), level=level).run(episode)
+    result = Agent(model, memory=memory, inducer=Inducer(model), level=level, harness="small-model").run(episode)
     episode.close()
     expected = 1 if level == "task" else 2  # one induction per trajectory / per sub-trajectory
     assert script.roles.count("induction") == expected
@@ -287,7 +288,7 @@ def test_the_agent_masks_the_task_values_its_trajectory_used(tmp_path, level, ha
     memory = SkillMemory(hash_embedder)
     env = TinyEnv([305], workdir=tmp_path)
     episode = env.start(env.tasks()[0])
-    Agent(model, memory=memory, inducer=Inducer(model), level=level).run(episode)
+    Agent(model, memory=memory, inducer=Inducer(model), level=level, harness="small-model").run(episode)
     episode.close()
     skills = list(memory)
     assert len(skills) == (1 if level == "task" else 2)

@@ -662,7 +662,7 @@ def _run_with_memory(env: Any, task: TaskSpec, folder: Path) -> list[dict[str, A
 
     memory = SkillMemory.load(folder, HashEmbedder(dim=64))
     model = ScriptedModel(["Nothing to do.\n```python\nprint('waiting')\n```"])
-    agent = Agent(model, memory=memory, config=AgentConfig(level="task", step_limit=1))
+    agent = Agent(model, memory=memory, config=AgentConfig(level="task", step_limit=1, harness="small-model"))
     with env.start(task) as episode:
         result = agent.run(episode)
         score = episode.evaluate()

@@ -95,3 +95,11 @@ def test_key_path_overrides_from_flags() -> None:
         base.with_overrides(["max_concurrency=lots"])
     with pytest.raises(InputError, match="'name' is not a mapping"):
         base.with_overrides(["name.x=1"])
+
+
+def test_make_model_takes_the_clis_model_strings() -> None:
+    model = make_model("qwen3@http://127.0.0.1:9/v1")  # as --model writes it; nothing is called
+    assert model.model == "qwen3"  # type: ignore[attr-defined]
+    assert model.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match="is not a model string"):
+        make_model("qwen3@ftp://host")

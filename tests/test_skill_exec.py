@@ -43,10 +43,10 @@ def memory_of(embedder, *skills: Skill) -> SkillMemory:
 def solve(env, model, **kwargs):
     episode = env.start(env.tasks()[0])
     try:
-        agent = Agent(model, **kwargs)
-        result = agent.run(episode, stream_position=0)
+        task = Agent(model, **{"harness": "small-model", **kwargs}).task(episode, stream_position=0)
+        result = task.run()
         score = episode.evaluate()
-        agent.induce_deferred(episode, result, score.success)
+        task.finish(score.success)
         return result, score
     finally:
         episode.close()

@@ -86,8 +86,9 @@ class AgentSettings(BaseModel):
     harness: Literal["paper", "small-model", "custom"] | None = None
     """Which harness features (guards, `skilltransfer.agents.harness`) are on: ``paper`` (none: the paper's agent),
     ``small-model`` (all) or ``custom`` (those in ``guards``); a switch below that is set wins over the preset. None:
-    a stream resolves it by its model (``small-model`` for the embedded ``local`` model, ``paper`` otherwise), the
-    `Agent` class to ``small-model``. A resolved config names the preset here and the features that are on in
+    resolved by the model (``small-model`` for the embedded ``local`` model, ``paper`` otherwise;
+    `skilltransfer.agents.harness.default_preset`), once: by a stream's settings, or by `Agent` when built without
+    one. A resolved config names the preset here and the features that are on in
     ``guards``."""
     guards: list[str] | None = None
     """With ``harness: custom``: the features to switch on (names in `skilltransfer.agents.harness.GUARDS`). Once

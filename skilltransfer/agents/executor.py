@@ -100,20 +100,21 @@ class Executor:
         prompts: the agent prompts.
         config: agent settings (observation cut, sampling parameters).
         calls: the task's call log (every model call is recorded there).
-        harness: the task's guards (default: a fresh set from ``config``, `skilltransfer.agents.harness.make_harness`).
+        harness: the task's guards (default: a fresh set from ``config``, resolved by
+            `skilltransfer.agents.harness.resolve_for` when it is not).
         take_step: called before each step when set; False ends the run as ``limits_exceeded`` (a step budget
             shared with other executors, e.g. the concurrent nodes of `skilltransfer.coordination`).
     """
 
     def __init__(self, model: ChatModel, prompts: AgentPrompts, config: AgentConfig, calls: CallLog, *,
                  harness: Harness | None = None, take_step: Callable[[], bool] | None = None) -> None:
-        from skilltransfer.agents.harness import make_harness
+        from skilltransfer.agents.harness.presets import make_harness, resolve_for
 
         self.model = model
         self.prompts = prompts
-        self.config = config
+        self.config = resolve_for(config, model)
         self.calls = calls
-        self.harness = harness if harness is not None else make_harness(config, prompts)
+        self.harness = harness if harness is not None else make_harness(self.config, prompts)
         self.take_step = take_step
 
     def opening(self, context: RunContext) -> list[Message]:

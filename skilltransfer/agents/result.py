@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, Step
 from skilltransfer.protocols import Message
-
-
-@dataclass
-class DeferredInduction:
-    """A finished (sub-)trajectory waiting for the task's verdict before induction."""
-
-    goal: str
-    actions: list[ActionStep]
-    index: int | None
-    origin: dict[str, Any]
 
 
 @dataclass
@@ -35,10 +23,6 @@ class AgentResult:
     latency_s: float = 0.0
     pending: list[ActionStep] = field(default_factory=list)
     """Steps of the executor run in progress (moved to ``steps`` when it ends)."""
-    deferred: list[DeferredInduction] = field(default_factory=list)
-    """(Sub-)trajectories whose induction waits for the verdict (`Agent.induce_deferred`)."""
-    harness: Harness = field(default_factory=Harness)
-    """The task's guards (`skilltransfer.agents.harness`), with their state; not logged."""
 
     def steps_so_far(self) -> list[Step]:
         """All steps, including those of the executor run in progress (for writing a partial trajectory)."""

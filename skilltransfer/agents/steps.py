@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skilltransfer.agents.config import AgentConfig, role_budgets
 from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note, elide_observation, elide_reply
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.harness.decisions import GuardRecord
@@ -172,6 +173,14 @@ class CallLog:
     def peak_context(self) -> int:
         """The largest single prompt (tokens)."""
         return max((c.prompt_tokens for c in self.calls), default=0)
+
+
+def new_call_log(config: AgentConfig, on_event: EventSink | None = None) -> CallLog:
+    """A task's call log with the agent's fitting policy: the role budgets (`role_budgets`) and
+    ``config.context_keep_steps``."""
+    budgets, capped = role_budgets(config)
+    fitter = ContextFitter(budgets, config.context_keep_steps, cap_to_window=capped)
+    return CallLog(fitter=fitter, on_event=on_event)
 
 
 @dataclass

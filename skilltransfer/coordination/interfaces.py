@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.harness.presets import resolve_for
 from skilltransfer.agents.steps import EventSink
 from skilltransfer.coordination.catalog import skill_catalog
 from skilltransfer.coordination.config import INTERFACES, CoordinationConfig
@@ -46,7 +47,7 @@ def run_plan(interface: str, episode: Episode, model: ChatModel, plan: Plan,
     key = check_interface(interface)
     catalog = skill_catalog(skills)
     check_plan(plan, set(catalog))
-    agent_config = agent_config or AgentConfig()
+    agent_config = resolve_for(agent_config or AgentConfig(), model)  # the stream's: resolved already
     config = config or CoordinationConfig()
     if key == "metaskill":
         return MetaSkillRuntime(model, catalog, agent_config=agent_config, config=config, on_event=on_event).run(

@@ -47,10 +47,10 @@ from typing import Any
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.harness.base import RunContext
+from skilltransfer.agents.harness.presets import resolve_for
 from skilltransfer.agents.prompts import AgentPrompts
-from skilltransfer.agents.steps import ActionStep, CallLog, EventSink
+from skilltransfer.agents.steps import ActionStep, CallLog, EventSink, new_call_log
 from skilltransfer.coordination.audit import AuditLog
-from skilltransfer.coordination.calls import new_call_log
 from skilltransfer.coordination.catalog import load_code_skills
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.coordination.plan import Plan, PlanNode, check_plan
@@ -161,7 +161,7 @@ class MetaSkillRuntime:
                  config: CoordinationConfig | None = None, on_event: EventSink | None = None) -> None:
         self.model = model
         self.catalog = dict(catalog)
-        self.agent_config = agent_config or AgentConfig()
+        self.agent_config = resolve_for(agent_config or AgentConfig(), model)
         self.config = config or CoordinationConfig()
         if self.config.step_limit <= self.config.finish_step_limit:
             raise ValueError(f"step_limit ({self.config.step_limit}) must exceed finish_step_limit "

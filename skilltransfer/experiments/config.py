@@ -30,7 +30,15 @@ from skilltransfer.agents.config import (
     LibraryOrganization,
     SkillExec,
 )
-from skilltransfer.agents.harness import BY_NAME, default_preset, harness_label, resolve_agent, stream_features
+from skilltransfer.agents.harness import (
+    BY_NAME,
+    default_preset,
+    expected_features,
+    harness_label,
+    is_resolved,
+    resolve_agent,
+    stream_features,
+)
 from skilltransfer.coordination.config import CoordinationConfig
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig, PromptVariant
@@ -390,7 +398,10 @@ class StreamConfig(BaseModel):
     def _resolve_harness(self) -> StreamConfig:
         """Resolve the harness once (`skilltransfer.agents.harness.presets`): the agent's switches, the instance mask
         and the env's docs arguments from the preset (``agent.harness``, else the model's default); the resolved
-        ``agent.guards`` lists every feature that is on. Idempotent, so a recorded config reads back the same."""
+        ``agent.guards`` lists every feature that is on. Settings resolved before (a recorded config, a config
+        validated again) are left as they are: the preset is resolved once."""
+        if is_resolved(self.agent) and self.mask_instance_names is not None:
+            return self
         try:
             agent = resolve_agent(self.agent, default_preset(self.model.resolved_name()))
             args, mask, features = stream_features(agent.harness or "paper", self.agent.guards, self.env.name,
@@ -413,10 +424,7 @@ class StreamConfig(BaseModel):
         preset = self.agent.harness or "paper"
         if preset == "custom":
             return "custom:" + "+".join(self.agent.guards or ()) if self.agent.guards else "custom"
-        plain = self.model_copy(update={"agent": AgentSettings(harness=self.agent.harness), "mask_instance_names": None,
-                                        "env": self.env.model_copy(update={"args": {}})})
-        expected = StreamConfig.model_validate(plain.model_dump()).agent.guards or ()
-        return harness_label(preset, self.agent.guards or (), expected)
+        return harness_label(preset, self.agent.guards or (), expected_features(preset, self.env.name))
 
     @model_validator(mode="after")
     def _filter_needs_library(self) -> StreamConfig:

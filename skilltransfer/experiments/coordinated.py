@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.agent import Agent
+from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.result import AgentEvent, AgentResult
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.agents.steps import ActionStep, new_call_log
 from skilltransfer.coordination import CoordinationResult, PlanFolder, PlanWriter, run_plan
-from skilltransfer.coordination.calls import new_call_log
 from skilltransfer.coordination.plan import Plan
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.protocols import Episode
@@ -50,52 +50,66 @@ class CoordinatedTask:
         self.folder = PlanFolder(config.plan_dir)
         self.settings = config.coordination_config()
         self.writer = PlanWriter(agent.model)
+
+    def task(self, episode: Episode, *, stream_position: int, run_id: str,
+             on_event: Callable[[AgentEvent], None] | None = None) -> CoordinatedRun:
+        """One task's run (``run()``, then ``finish(succeeded)`` once evaluated); the episode is left open."""
+        return CoordinatedRun(self, episode, stream_position=stream_position, run_id=run_id, on_event=on_event)
+
+
+class CoordinatedRun:
+    """One task of a coordinated stream (the per-task half of `CoordinatedTask`; see the module docstring)."""
+
+    def __init__(self, owner: CoordinatedTask, episode: Episode, *, stream_position: int, run_id: str,
+                 on_event: Callable[[AgentEvent], None] | None) -> None:
+        self.owner, self.episode, self.on_event = owner, episode, on_event
+        agent = owner.agent
+        self.so_far = AgentResult(task_id=episode.task.id, calls=new_call_log(agent.config, self._relay))
+        """Retrieval and plan writer, then the live view of the run."""
+        self.skills = agent.skills(episode, self.so_far, Harness(), stream_position=stream_position, run_id=run_id)
         self.plan: dict[str, Any] = {}
-        """The last task's `plan_info`."""
+        """The task's `plan_info` (once its plan is read or written)."""
 
-    def run(self, episode: Episode, *, stream_position: int, run_id: str,
-            on_event: Callable[[AgentEvent], None] | None = None) -> CoordinationResult:
-        """Solve one task from its frozen plan; the episode is left open (the caller evaluates and closes it)."""
+    def _relay(self, kind: str, data: dict[str, Any]) -> None:
+        step = data.get("step")
+        if kind == "step_end" and isinstance(step, ActionStep):
+            self.so_far.pending.append(step)
+        if self.on_event is not None:
+            self.on_event(AgentEvent(kind, self.episode.task.id, self.so_far, step_index=data.get("index"),
+                                     step_limit=self.owner.settings.step_limit, role=data.get("role"),
+                                     tokens=int(data.get("tokens", 0))))
+
+    def run(self) -> CoordinationResult:
+        """Solve the task from its frozen plan."""
         start = time.perf_counter()
-        self.plan = {}
-        agent, task = self.agent, episode.task
-        so_far = AgentResult(task_id=task.id, calls=new_call_log(agent.config))  # retrieval + plan writer; live view
-        step_limit = self.settings.step_limit
-
-        def relay(kind: str, data: dict[str, Any]) -> None:
-            step = data.get("step")
-            if kind == "step_end" and isinstance(step, ActionStep):
-                so_far.pending.append(step)
-            if on_event is not None:
-                on_event(AgentEvent(kind, task.id, so_far, step_index=data.get("index"), step_limit=step_limit,
-                                    role=data.get("role"), tokens=int(data.get("tokens", 0))))
-
-        so_far.calls.on_event = relay
-        relay("task_start", {})
-        hits = agent.retrieve(episode, so_far, task.instruction, "instruction", None)
+        owner, episode, so_far = self.owner, self.episode, self.so_far
+        task = episode.task
+        self._relay("task_start", {})
+        hits = self.skills.retrieve(task.instruction, "instruction", None).hits
         skills = [skill for skill, _ in hits]
 
         def write() -> Plan:
-            plan = self.writer.write(task, episode.docs(), skills, calls=so_far.calls)
+            plan = owner.writer.write(task, episode.docs(), skills, calls=so_far.calls)
             return plan.with_packages(skills)
 
-        plan, written = self.folder.plan_for(task.id, write)
-        self.plan = plan_info(plan, self.folder.path_for(task.id), written)
-        result = run_plan(self.interface, episode, agent.model, plan, plan.packages, agent_config=agent.config,
-                          config=self.settings, on_event=relay)
+        plan, written = owner.folder.plan_for(task.id, write)
+        self.plan = plan_info(plan, owner.folder.path_for(task.id), written)
+        result = run_plan(owner.interface, episode, owner.agent.model, plan, plan.packages,
+                          agent_config=owner.agent.config, config=owner.settings, on_event=self._relay)
         result.steps[:0] = so_far.steps
         result.calls.calls[:0] = so_far.calls.calls
-        result.prompt_ids = {"plan_writer": self.writer.prompt_id, **result.prompt_ids}
-        self._induce(episode, result, plan, {"stream_position": stream_position, "run_id": run_id})
-        result.latency_s = time.perf_counter() - start
-        relay("task_end", {})
-        return result
-
-    def _induce(self, episode: Episode, result: CoordinationResult, plan: Plan, origin: dict[str, Any]) -> None:
-        agent = self.agent
-        if agent.config.level == "subtask" and self.interface == "metaskill":
+        result.prompt_ids = {"plan_writer": owner.writer.prompt_id, **result.prompt_ids}
+        self.skills.result = result
+        if owner.agent.config.level == "subtask" and owner.interface == "metaskill":
             for position, node in enumerate(plan.nodes):
                 steps = [s for s in result.actions if s.subtask_index == position]
-                agent.induce(episode, result, node.instructions, steps, position, origin)
+                self.skills.induce(node.instructions, steps, position)
         else:
-            agent.induce(episode, result, episode.task.instruction, result.actions, None, origin)
+            self.skills.induce(task.instruction, result.actions, None)
+        result.latency_s = time.perf_counter() - start
+        self._relay("task_end", {})
+        return result
+
+    def finish(self, succeeded: bool) -> None:
+        """Once the task is evaluated: induce what waited for its verdict."""
+        self.skills.induce_deferred(succeeded)

@@ -14,10 +14,10 @@ task's fault still stops the stream, leaving the task to be redone on resume: a 
 (`InputError`: an endpoint down past its retry budget, a bad key, a cache miss in replay) and Ctrl-C.
 
 With ``coordination`` set (nl-sop, prompt-graph, metaskill) each task is carried out from its frozen plan by
-`skilltransfer.experiments.coordinated.CoordinatedTask` instead of ``agent.run``. Every stream snapshots the
+`skilltransfer.experiments.coordinated.CoordinatedTask` instead of the agent's `TaskLoop`. Every stream snapshots the
 episode's workspace right after ``env.start`` and, after ``evaluate()``, writes the task's artifacts
-(`RunFolder.write_artifacts`). After ``evaluate()`` the agent induces what waited for the verdict
-(`Agent.induce_deferred`: ``only_successful`` or the ``contract`` induction variant). Each record carries the task's
+(`RunFolder.write_artifacts`). After ``evaluate()`` the task's loop induces what waited for the verdict
+(``finish``: ``only_successful`` or the ``contract`` induction variant). Each record carries the task's
 `ContextAccount` (`context_account`); ``skill_exec``/``library_organization`` are the agent's settings.
 
 One build: `prepare_stream` checks the settings and loads the frozen library and organisation (``run`` calls it
@@ -624,7 +624,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         parts.masking.task_key = task.id
     if parts.own_task is not None:  # library_scope own-task: this task sees the skills induced from it
         agent.memory = parts.own_task.memory_for(task.id)
-    agent.on_event = _fan_out(live.on_event, on_event)
+    events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
     episode = None
     failure: tuple[BaseException, str] | None = None
@@ -635,14 +635,17 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         before = snapshot_workspace(workspace) if workspace is not None else {}
         result: AgentResult
         if coordinated is not None:
-            result = coordinated.run(episode, stream_position=position, run_id=config.run,
-                                     on_event=_fan_out(live.on_event, on_event))
-            live.plan = coordinated.plan
+            coordinated_run = coordinated.task(episode, stream_position=position, run_id=config.run, on_event=events)
+            result = coordinated_run.run()
+            live.plan = coordinated_run.plan
+            finish = coordinated_run.finish
         else:
-            result = agent.run(episode, stream_position=position, run_id=config.run)
+            loop = agent.task(episode, stream_position=position, run_id=config.run, on_event=events)
+            result = loop.run()
+            finish = loop.finish
         parts.clock.stop()  # evaluation and deferred induction finish what the agent did
         score = episode.evaluate()
-        agent.induce_deferred(episode, result, score.success)
+        finish(score.success)
         folder.write_artifacts(trajectory, episode_artifacts(episode, before))
     except Exception as exc:  # noqa: BLE001 - the task's failure is its record (see the module docstring)
         if isinstance(exc, InputError):

@@ -36,7 +36,9 @@ def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
     """Build a chat model from a name, a `ModelConfig` or a config dict.
 
     Args:
-        spec: "local" | "openai" | "scripted", a `ModelConfig`, a dict of its fields, or None (the default model).
+        spec: "local" | "openai" | "scripted", a model string as ``--model`` takes it (``qwen3@http://host:8000/v1``,
+            ``openai/gpt-4o``, ``local:<file.gguf>``, ``scripted:<file.jsonl>``; `skilltransfer.llm.modelstring`),
+            a `ModelConfig`, a dict of its fields, or None (the default model).
         outputs: replies for "scripted" (a list or a callable), instead of ``config.script``.
         **overrides: `ModelConfig` fields that override ``spec``'s.
 
@@ -51,7 +53,10 @@ def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
     elif isinstance(spec, dict):
         data = dict(spec)
     elif isinstance(spec, str):
-        data = {"name": spec}
+        from skilltransfer.llm.modelstring import parse_model_string
+
+        plain = not any(mark in spec for mark in "@/:")  # a registry name (an unknown one lists the choices)
+        data = {"name": spec} if plain else dict(parse_model_string(spec, flag="make_model"))
     elif spec is None:
         data = {}
     else:

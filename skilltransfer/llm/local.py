@@ -332,6 +332,9 @@ class LocalModel:
         server: an already running `LocalServer` to use instead (not stopped by ``close``).
     """
 
+    embedded = True
+    """The embedded model (an agent built on it without a preset gets ``small-model``)."""
+
     def __init__(self, config: ModelConfig | None = None, *, server: LocalServer | None = None) -> None:
         config = config or ModelConfig(name="local")
         self.config = config.model_copy(update={"params": with_local_defaults(config.params)})

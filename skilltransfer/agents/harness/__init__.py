@@ -12,15 +12,18 @@ from skilltransfer.agents.harness.presets import (
     GuardSpec,
     HarnessName,
     default_preset,
+    expected_features,
     harness_label,
+    is_resolved,
     make_harness,
     preset_guards,
     resolve_agent,
+    resolve_for,
     stream_features,
 )
 
 __all__ = [
     "ACCEPT", "BY_NAME", "GUARDS", "HARNESS_NAMES", "PRESETS", "Accept", "Decision", "End", "GuardRecord", "GuardSpec",
-    "HarnessName", "Refuse", "Rewrite", "default_preset", "harness_label", "make_harness", "preset_guards",
-    "resolve_agent", "stream_features",
+    "HarnessName", "Refuse", "Rewrite", "default_preset", "expected_features", "harness_label", "is_resolved",
+    "make_harness", "preset_guards", "resolve_agent", "resolve_for", "stream_features",
 ]

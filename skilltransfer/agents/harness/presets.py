@@ -97,9 +97,19 @@ PRESETS: dict[str, tuple[str, ...]] = {"paper": (), "small-model": tuple(BY_NAME
 """Preset name -> its features (``custom`` lists its own in ``agent.guards``)."""
 
 
-def default_preset(model_name: str) -> str:
-    """The preset of a stream that names none: ``small-model`` for the embedded ``local`` model, else ``paper``."""
-    return "small-model" if model_name == "local" else "paper"
+def default_preset(model: str | object) -> str:
+    """The one default rule, for a stream or an `Agent` that names no preset: ``small-model`` for the embedded model
+    (the registry name ``local``, or a model object that is, or wraps, one with ``embedded = True``), ``paper`` for
+    any other."""
+    if isinstance(model, str):
+        return "small-model" if model == "local" else "paper"
+    seen: set[int] = set()
+    while model is not None and id(model) not in seen:
+        if getattr(model, "embedded", False) is True:
+            return "small-model"
+        seen.add(id(model))
+        model = getattr(model, "inner", None)
+    return "paper"
 
 
 def preset_guards(preset: str, listed: Sequence[str] | None) -> tuple[str, ...]:
@@ -146,6 +156,31 @@ def resolve_agent(settings: A, default: str) -> A:
     return settings.model_copy(update={**updates, "harness": preset, "guards": on + kept})
 
 
+def is_resolved(settings: AgentSettings) -> bool:
+    """Whether ``settings`` are what `resolve_agent` returns: a preset named, every agent switch and
+    ``subtask_example`` set, and ``guards`` listing exactly the agent features those switches turn on (followed by
+    any stream or env features)."""
+    if settings.harness is None or settings.guards is None or settings.subtask_example is None:
+        return False
+    agent = [spec for spec in GUARDS if spec.where == "agent"]
+    if any(getattr(settings, spec.switch) is None for spec in agent):
+        return False
+    on = [spec.name for spec in agent if spec.is_on(getattr(settings, spec.switch))]
+    return [name for name in settings.guards if name not in BY_NAME or BY_NAME[name].where == "agent"] == on
+
+
+def expected_features(preset: str, env: str) -> list[str]:
+    """The features ``preset`` turns on for a stream of ``env`` when no switch is set (in `GUARDS` order)."""
+    wanted = PRESETS.get(preset, ())
+    return [spec.name for spec in GUARDS if spec.name in wanted and (spec.where != "env" or env in spec.envs)]
+
+
+def resolve_for(settings: A, model: str | object) -> A:
+    """``settings`` unchanged when resolved (a stream's), else resolved with the default preset of ``model``
+    (`default_preset`)."""
+    return settings if is_resolved(settings) else resolve_agent(settings, default_preset(model))
+
+
 def stream_features(preset: str, listed: Sequence[str] | None, env: str, env_args: Mapping[str, Any],
                     mask: bool | None) -> tuple[dict[str, Any], bool, list[str]]:
     """The stream-side features of a preset for one env: the env arguments to add (only those the env's
@@ -176,13 +211,16 @@ def harness_label(preset: str, guards: Iterable[str], expected: Iterable[str]) -
 
 
 def make_harness(config: AgentConfig, prompts: AgentPrompts) -> Harness:
-    """One task's `Harness`: a fresh instance of each agent guard that is on (``config`` resolved with the
-    ``small-model`` default when it is not yet)."""
+    """One task's `Harness`: a fresh instance of each agent guard that is on.
+
+    Raises:
+        ValueError: ``config`` is not resolved (`resolve_agent` / `resolve_for` first).
+    """
     from skilltransfer.agents.harness.base import Harness
     from skilltransfer.util.imports import load_target
 
-    if config.harness is None:
-        config = resolve_agent(config, "small-model")
+    if not is_resolved(config):
+        raise ValueError("make_harness needs resolved agent settings (resolve_agent or resolve_for first)")
     guards = []
     for name in config.guards or ():
         spec = BY_NAME.get(name)

@@ -1,0 +1,256 @@
+"""Reading and writing skills for one task (seed §3.2): `TaskSkills`.
+
+Reading, before each (sub)task: retrieve the top-k skills by description (or what the stream's retriever chooses),
+load code skills into the episode's namespace, and render the executor prompt's skills section (or the skill actions
+of ``config.skill_exec`` / ``config.library_organization``, `skilltransfer.agents.skill_actions`). Writing, after each
+finished (sub-)trajectory: induce one skill (`skilltransfer.induction.Inducer`) and add it to the memory. Each read
+and each write is a step of the task's result (`RetrievalStep`, `InductionStep`); the task's harness may drop
+retrieved skills, refuse an induction or a skill.
+
+When the inducer needs the task's verdict (``only_successful`` or the ``contract`` variant), or writes one set of
+skills per task (``skills_per_task`` at subtask level), induction waits: the trajectories are kept here and induced
+by `TaskSkills.induce_deferred` once the caller has evaluated the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.exceptions import ContextExceeded
+from skilltransfer.agents.harness.base import GuardRecord, Harness, InductionView, Refuse
+from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.result import AgentResult
+from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
+from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, TrajectoryText
+from skilltransfer.induction.abstraction import instance_values
+from skilltransfer.induction.inducer import Induced, Inducer
+from skilltransfer.llm.context import ContextLengthError
+from skilltransfer.memory.organization import LibraryView
+from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Retrieval, SkillRetriever, SkillStore
+from skilltransfer.skill import Provenance, Skill
+
+
+@dataclass(frozen=True)
+class SkillSource:
+    """What a stream shares across tasks for reading and writing skills (`skilltransfer.agents.Agent`'s arguments).
+
+    Attributes:
+        model: the agent's model (a retriever's roles call it unless ``role_models`` names another).
+        memory: the skill memory; None: no skills.
+        inducer: writes skills into ``memory``; None (or a read-only memory): no induction.
+        retriever: chooses the skills section; None: the top-k by description.
+        organization: a frozen library organisation the retrieved skills are shown in.
+        role_models: another model for a role the retriever calls (``{"verifier": m}``).
+    """
+
+    model: ChatModel
+    memory: SkillStore | None = None
+    inducer: Inducer | None = None
+    retriever: SkillRetriever | None = None
+    organization: LibraryView | None = None
+    role_models: Mapping[str, ChatModel] = field(default_factory=dict)
+
+
+@dataclass
+class _Deferred:
+    """A finished (sub-)trajectory waiting for the task's verdict before induction."""
+
+    goal: str
+    actions: list[ActionStep]
+    index: int | None
+
+
+class _LoggedModel:
+    """A model behind the task's call log under one role (what a `SkillRetriever` calls): every call is fitted and
+    recorded like the agent's own; a prompt that cannot fit raises ``ContextLengthError``."""
+
+    def __init__(self, model: ChatModel, calls: CallLog, role: str) -> None:
+        self.model, self.calls, self.role = model, calls, role
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        try:
+            return self.calls.complete(self.model, messages, self.role, **params)
+        except ContextExceeded as exc:
+            raise ContextLengthError(exc.message) from exc
+
+
+class TaskSkills:
+    """One task's reads from and writes to the skill memory (see the module docstring).
+
+    Args:
+        source: the stream's memory, inducer and retriever.
+        config: the agent's resolved settings; prompts: its prompts.
+        episode: the running task.
+        result: where the steps go (``result.steps``) and the calls are logged (``result.calls``).
+        harness: the task's guards.
+        origin: ``stream_position`` and ``run_id`` for the provenance of the skills written.
+    """
+
+    def __init__(self, source: SkillSource, config: AgentConfig, prompts: AgentPrompts, episode: Episode,
+                 result: AgentResult, harness: Harness, origin: Mapping[str, Any]) -> None:
+        self.source, self.config, self.prompts, self.episode = source, config, prompts, episode
+        self.result, self.harness, self.origin = result, harness, dict(origin)
+        self.deferred: list[_Deferred] = []
+
+    # ----------------------------------------------------------------- reading
+    def retrieve(self, query: str, kind: str, index: int | None) -> Retrieval:
+        """Retrieve the skills for ``query``, load code skills into the namespace and record a `RetrievalStep`;
+        nothing without a memory (or with ``top_k`` 0)."""
+        memory, result = self.source.memory, self.result
+        if memory is None or self.config.top_k <= 0:
+            return Retrieval([])
+        records: list[GuardRecord] = []
+        if self.source.retriever is None:
+            shaped = self.harness.retrieved(query, Retrieval(memory.retrieve(query, k=self.config.top_k)))
+            got, records = shaped.value, shaped.records
+        else:
+            models = self.source.role_models
+            got = self.source.retriever.retrieve(query, self.config.top_k, lambda role: _LoggedModel(
+                models.get(role, self.source.model), result.calls, role))
+        step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
+                             below_min_score=sum(len(record.removed) for record in records), guards=records)
+        load_errors: dict[str, str | None] = {}
+        for skill, _ in reversed(got.hits):  # worst first, so the best-ranked definition wins a name clash
+            if skill.format == "code":
+                observation = self.episode.load_code(skill.body)
+                load_errors[skill.id] = observation.output if observation.error else None
+        for skill, score in got.hits:
+            step.skills.append({"id": skill.id, "name": skill.name, "format": skill.format, "score": round(score, 6),
+                                "source_task_id": skill.provenance.source_task_id,
+                                "source_position": skill.provenance.stream_position,
+                                "load_error": load_errors.get(skill.id)})
+        result.steps.append(step)
+        return got
+
+    def section(self, query: str, kind: str, index: int | None) -> tuple[str, SkillActions | None]:
+        """Retrieve, then the executor prompt's skills section ('' if none) and the skill actions it offers."""
+        got = self.retrieve(query, kind, index)
+        memory, cfg, calls = self.source.memory, self.config, self.result.calls
+        if memory is None or cfg.top_k <= 0:
+            return "", None
+        whole = cfg.library_exposure == "whole"
+        if cfg.skill_exec == "inline" and cfg.library_organization == "flat" and not whole:
+            blocks = got.blocks if got.blocks is not None else [skill.render() for skill, _ in got.hits]
+            calls.skills = blocks  # context fitting may cut the worst-ranked
+            if not blocks:
+                return "", None
+            return self.prompts.skills_section.render(skills="\n".join(blocks)), None
+        calls.skills = []
+        hits = [skill for skill, _ in got.hits]
+        skills = list(memory) if whole else hits  # whole: the organised library; the hits are the first view
+        if not skills:
+            return "", None
+        organized = organize_retrieved(cfg.library_organization, skills, self.source.organization)
+        if organized.nodes or whole:
+            self.result.retrievals[-1].organization = {
+                "kind": organized.kind, "built_by": organized.built_by, "nodes": len(organized.nodes),
+                "exposure": cfg.library_exposure, "skills": len(skills)}
+        workspace = getattr(self.episode, "workspace", None)
+        actions = SkillActions(cfg.skill_exec, LibraryView(organized, skills), self.prompts,
+                               Path(workspace) if workspace is not None else None, first_view=hits if whole else [])
+        return actions.section(), actions
+
+    # ----------------------------------------------------------------- writing
+    @property
+    def writes(self) -> bool:
+        """Whether skills are written (an inducer and a writable memory)."""
+        memory = self.source.memory
+        return self.source.inducer is not None and memory is not None and not memory.read_only
+
+    @property
+    def needs_verdict(self) -> bool:
+        """Whether induction waits for the task's verdict (`InductionConfig.needs_verdict`)."""
+        inducer = self.source.inducer
+        return inducer is not None and inducer.config.needs_verdict
+
+    @property
+    def writes_sets(self) -> bool:
+        """Whether one set of skills is written per task (``skills_per_task`` at subtask level)."""
+        inducer = self.source.inducer
+        return inducer is not None and inducer.config.skills_per_task is not None and self.config.level == "subtask"
+
+    def induce(self, goal: str, actions: list[ActionStep], index: int | None) -> None:
+        """Induce one skill from a finished (sub-)trajectory and store it (or keep it for the verdict); nothing
+        without `writes` or when no code was executed (there is no procedure to learn from)."""
+        if not self.writes or not any(step.action is not None for step in actions):
+            return
+        if self.writes_sets:  # the set is induced from the whole task: its gate applies to the whole task
+            self.deferred.append(_Deferred(goal, list(actions), index))
+        elif self._due(goal, actions, index):
+            if self.needs_verdict:
+                self.deferred.append(_Deferred(goal, list(actions), index))
+            else:
+                self._induce(goal, actions, index, None)
+
+    def induce_deferred(self, succeeded: bool) -> None:
+        """Induce the (sub-)trajectories kept for the verdict, each with ``succeeded``."""
+        pending, self.deferred = self.deferred, []
+        if not pending or not self.writes_sets:
+            for item in pending:
+                self._induce(item.goal, item.actions, item.index, succeeded)
+            return
+        goal = self.episode.task.instruction + "\n\nSubtasks it was carried out in:\n" + "\n".join(
+            f"{n}. {item.goal}" for n, item in enumerate(pending, start=1))
+        actions = [step for item in pending for step in item.actions]
+        if self._due(goal, actions, None):
+            self._induce(goal, actions, None, succeeded, whole_task=True)
+
+    def _due(self, goal: str, actions: list[ActionStep], index: int | None) -> bool:
+        """Ask the harness whether to induce from this trajectory; a refusal is recorded as an `InductionStep`."""
+        assert self.source.inducer is not None
+        due = self.harness.induction_due(InductionView(goal, actions, self.episode.docs()))
+        if isinstance(due.stop, Refuse):
+            self.result.steps.append(InductionStep(subtask_index=index, prompt_id=self.source.inducer.prompt_id,
+                                                   status=due.stop.reason, reason=due.stop.message,
+                                                   guards=due.records))
+        return not isinstance(due.stop, Refuse)
+
+    def _induce(self, goal: str, actions: list[ActionStep], index: int | None, succeeded: bool | None, *,
+                whole_task: bool = False) -> None:
+        """One induction call (a set of skills for ``whole_task``) and the store of what it gives."""
+        inducer, episode, calls = self.source.inducer, self.episode, self.result.calls
+        assert inducer is not None
+        instruction = episode.task.instruction
+        provenance = Provenance(source_task_id=episode.task.id, subtask_index=None if whole_task else index,
+                                **self.origin)
+        limits = inducer.config
+        trajectory = TrajectoryText(actions, limits.max_observation_chars, limits.max_trajectory_chars)
+        try:
+            if whole_task:
+                values = instance_values(instruction, trajectory.render(), episode.docs())
+                induced = inducer.induce_set(goal, trajectory, level=self.config.level, calls=calls,
+                                             provenance=provenance, succeeded=bool(succeeded), values=values)
+            else:
+                values = instance_values(f"{instruction}\n{goal}", trajectory.render(), episode.docs())
+                induced = [inducer.induce(goal, trajectory, level=self.config.level, calls=calls,
+                                          provenance=provenance, succeeded=succeeded, values=values)]
+        except ContextExceeded as exc:
+            self.result.steps.append(InductionStep(subtask_index=index, prompt_id=inducer.prompt_id,
+                                                   status="context_exceeded", reason=exc.message))
+            return
+        for one in induced:
+            self._store(one, goal, actions, index)
+
+    def _store(self, induced: Induced, goal: str, actions: list[ActionStep], index: int | None) -> None:
+        """Log one induction attempt and add its skill to memory (unless a guard refuses it)."""
+        memory = self.source.memory
+        assert memory is not None
+        step = InductionStep(subtask_index=index, prompt_id=induced.prompt_id, status=induced.status,
+                             reason=induced.error, reply=induced.reply, prompt_tokens=induced.prompt_tokens,
+                             completion_tokens=induced.completion_tokens)
+        skill: Skill | None = induced.skill
+        if skill is not None:
+            checked = self.harness.skill_induced(InductionView(goal, actions, self.episode.docs()), skill)
+            step.guards, skill = checked.records, checked.value
+            if isinstance(checked.stop, Refuse):
+                step.status, step.reason, skill = checked.stop.reason, checked.stop.message, None
+        if skill is not None:
+            added = memory.add(skill)
+            step.status, step.skill_id, step.target_id = added.action, added.skill_id, added.target_id
+            step.skill_name = skill.name
+            step.reason = "; ".join(part for part in (added.reason, induced.error) if part)
+        self.result.steps.append(step)
