@@ -1,0 +1,29 @@
+"""The docs print no author's local paths and no removed CLI spellings (the deprecated ones `--help` no longer
+lists): what a reader copies works on their machine."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from skilltransfer.commands.options import DEPRECATED
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted([*ROOT.joinpath("docs").rglob("*.md"), ROOT / "README.md"])
+LOCAL = re.compile(r"(?<![\w.])/(?:work|home|Users|root)/[\w.-]+")
+KEPT = {"changelog.md"}
+"""Pages that may name old spellings (the changelog says what changed)."""
+
+
+def test_no_local_paths_in_docs():
+    found = [f"{page.relative_to(ROOT)}:{n}: {m.group(0)}" for page in PAGES
+             for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1) for m in LOCAL.finditer(line)]
+    assert not found, "\n".join(found)
+
+
+def test_no_removed_flags_in_docs():
+    spellings = [old for old in DEPRECATED if old.startswith("--")]
+    pattern = re.compile("|".join(re.escape(old) + r"(?![\w-])" for old in spellings))
+    found = [f"{page.relative_to(ROOT)}:{n}: {m.group(0)}" for page in PAGES if page.name not in KEPT
+             for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1) for m in pattern.finditer(line)]
+    assert not found, "\n".join(found)
