@@ -50,11 +50,12 @@ def committed(out: Path) -> list[dict]:
 @pytest.mark.slow
 def test_an_overnight_grid_survives_a_failure_a_timeout_and_a_kill(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
-    with MockServer(CounterScript(TEXT_SKILL), latency_s=0.05) as server:
+    with MockServer(CounterScript(TEXT_SKILL), latency_s=0.1) as server:
         path = spec(tmp_path, server.url)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent),
                                                            os.environ.get("PYTHONPATH", "")])}
-        grid = subprocess.Popen([sys.executable, "-m", "skilltransfer", "grid", str(path), "--no-progress"],
+        grid = subprocess.Popen([sys.executable, "-m", "skilltransfer", "grid", str(path), "--no-progress",
+                                 "--max-connections", "2"],  # slow enough to be killed mid-way
                                 env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
         deadline = time.monotonic() + 240
