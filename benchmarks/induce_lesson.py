@@ -32,18 +32,23 @@ class Text:
         return STEPS
 
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--model", default="local")
-model = make_model(parser.parse_args().model)
-inducer = Inducer(model, config=InductionConfig(format="text", lessons=True))
-start = time.perf_counter()
-out = inducer.induce("Sum the Amount column of sales.xlsx and report the total.", Text(), level="task",
-                     calls=CallLog(), succeeded=False)
-print(f"{time.perf_counter() - start:.0f} s, prompt {out.prompt_id}, status {out.status}, "
-      f"{out.completion_tokens} tokens")
-print(out.reply)
-if out.skill is not None:
-    print("lesson:", out.skill.extra.get("lesson"), "|", out.skill.name, "|", out.skill.description)
-close = getattr(model, "close", None)
-if close:
-    close()
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local")
+    model = make_model(parser.parse_args().model)
+    inducer = Inducer(model, config=InductionConfig(format="text", lessons=True))
+    start = time.perf_counter()
+    out = inducer.induce("Sum the Amount column of sales.xlsx and report the total.", Text(), level="task",
+                         calls=CallLog(), succeeded=False)
+    print(f"{time.perf_counter() - start:.0f} s, prompt {out.prompt_id}, status {out.status}, "
+          f"{out.completion_tokens} tokens")
+    print(out.reply)
+    if out.skill is not None:
+        print("lesson:", out.skill.extra.get("lesson"), "|", out.skill.name, "|", out.skill.description)
+    close = getattr(model, "close", None)
+    if close:
+        close()
+
+
+if __name__ == "__main__":
+    main()
