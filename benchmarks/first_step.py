@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents import Agent
-from skilltransfer.agents.executor import parse_action
 from skilltransfer.agents.harness.stop_sequence import trim_reply
+from skilltransfer.agents.replies import parse_action
 from skilltransfer.envs.registry import get_env
 from skilltransfer.llm import make_model
 from skilltransfer.llm.local import with_local_defaults

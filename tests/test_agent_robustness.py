@@ -7,12 +7,11 @@ import pytest
 from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
 from skilltransfer.agents import PlanStep
-from skilltransfer.agents.executor import parse_action
 from skilltransfer.agents.harness.error_hints import api_hint, import_hint
 from skilltransfer.agents.harness.stop_sequence import trim_reply
-from skilltransfer.agents.roles import uncopied
+from skilltransfer.agents.harness.stuck import detect, normalise_code
+from skilltransfer.agents.replies import parse_action, uncopied
 from skilltransfer.agents.steps import ActionStep, SummaryStep
-from skilltransfer.agents.stuck import detect, normalise_code
 from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import SkillMemory
@@ -530,7 +529,7 @@ def test_a_report_claiming_a_change_no_code_made_is_refused(env):
 
 
 def test_unmade_change_reads_function_names():
-    from skilltransfer.agents.grounding import unmade_change
+    from skilltransfer.agents.harness.grounding import unmade_change
 
     reading = "events = apis.calendar.list_events(username)\nprint(events)"
     assert unmade_change("The event is now removed from the calendar.", [reading]) == "removed"
@@ -541,7 +540,7 @@ def test_unmade_change_reads_function_names():
 
 
 def test_ungrounded_lines_drops_new_lines_with_unseen_numbers_or_unmade_changes():
-    from skilltransfer.agents.grounding import ungrounded_lines
+    from skilltransfer.agents.harness.grounding import ungrounded_lines
 
     reading = "rows = apis.excel.read_file('data/s.xlsx')"
     summary = "- rows: 465, 969\n- sum_units = 3040\n- Forwarded email to Paul\n- old: 12 left"
@@ -625,7 +624,7 @@ def test_no_skill_is_induced_from_a_trajectory_whose_code_all_failed(env, hash_e
 
 
 def test_undocumented_apis_lists_the_apis_a_skill_names_that_neither_docs_nor_code_show():
-    from skilltransfer.agents.grounding import undocumented_apis
+    from skilltransfer.agents.harness.grounding import undocumented_apis
 
     docs = "excel: Excel workbooks.\n  apis.excel.read_file(file_path): rows\n  apis.excel.set_cell(...)\n" \
            "- todo: APIs: login, show_todo_items"

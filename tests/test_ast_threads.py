@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript
 
-from skilltransfer.agents.grounding import called_names
+from skilltransfer.agents.harness.grounding import called_names
 from skilltransfer.coordination.writer import parse_plan_reply
 from skilltransfer.envs.office.safe_lambda import compile_lambda
 from skilltransfer.experiments.grid import run_grid

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import DOCS, CounterScript, TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents.demonstration import (
+from skilltransfer.agents.harness.worked_example import (
     first_plan_subtask,
     plan_subtasks,
     split_demonstration,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skilltransfer.agents.demonstration import split_demonstration
+from skilltransfer.agents.harness.worked_example import split_demonstration
 from skilltransfer.envs.office import OfficeEnv, files
 from skilltransfer.envs.office.checks import CheckContext, run_check, run_checks
 from skilltransfer.envs.office.docs_example import EXAMPLES, example_for

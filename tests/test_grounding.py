@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
-from skilltransfer.agents.grounding import literal_answers, missing_numbers, missing_parts
+from skilltransfer.agents.harness.grounding import literal_answers, missing_numbers, missing_parts
 from skilltransfer.llm.testing import ScriptedModel
 
 
@@ -107,7 +107,7 @@ def _solve_as(env, model, instruction, **config):
 
 
 def test_requested_change_reads_the_instructions_verb():
-    from skilltransfer.agents.grounding import requested_change
+    from skilltransfer.agents.harness.grounding import requested_change
 
     assert requested_change("In data/sales.xlsx, change the Revenue of keyboard to 2090.") == "change"
     assert requested_change("Forward the email with the subject 'x' to Paul.") == "forward"

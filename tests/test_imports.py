@@ -206,3 +206,23 @@ def test_every_module_imports_alone() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     failed = json.loads(done.stdout.strip().splitlines()[-1])
     assert not failed, "\n".join(failed)
+
+
+LOOP_TYPES = ("steps", "result", "views", "decisions", "replies", "context", "exceptions", "config", "prompts")
+"""``skilltransfer.agents`` modules that hold the loop's types and reply parsing: the floor below the harness."""
+LOOP = ("agent", "loop", "skill_io", "executor", "roles")
+"""``skilltransfer.agents`` modules that run the loop."""
+
+
+def test_agents_floors_the_loop_types_below_the_harness_and_no_guard_imports_the_loop() -> None:
+    """Inside ``agents/``: the loop's types import nothing from ``agents/harness/``; no guard (nor a guard-only
+    helper under ``harness/``) imports a module that runs the loop."""
+    graph = import_graph()
+    harness = "skilltransfer.agents.harness"
+    up = [f"{a} -> {b}" for name in LOOP_TYPES for a in [f"skilltransfer.agents.{name}"] for b in graph[a]
+          if b == harness or b.startswith(harness + ".")]
+    assert not up, "a loop type imports the harness: " + "; ".join(up)
+    loop = {f"skilltransfer.agents.{name}" for name in LOOP}
+    down = [f"{a} -> {b}" for a, targets in graph.items() if a.startswith(harness + ".")
+            and a.rsplit(".", 1)[1] not in ("presets", "__init__") for b in targets if b in loop]
+    assert not down, "a guard imports a loop module: " + "; ".join(down)

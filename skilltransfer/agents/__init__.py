@@ -4,9 +4,10 @@ from skilltransfer.agents.agent import Agent, AgentEvent, AgentResult
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.context import ContextFit, ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded, FormatError, LimitsExceeded, Submitted
-from skilltransfer.agents.executor import Executor, ExecutorRun, parse_action
+from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.prompts import AgentPrompts
-from skilltransfer.agents.roles import Planner, Summarizer, parse_plan
+from skilltransfer.agents.replies import parse_action, parse_plan
+from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.steps import (
     ActionStep,
     CallLog,

@@ -99,7 +99,7 @@ class AgentSettings(BaseModel):
     cut from the reply before it enters the context (the step log keeps the raw reply), and the summarizer's reply
     ends before its first heading line. [] is off; None: the preset's (``["\nObservation:"]`` or [])."""
     stuck_detection: bool | None = None
-    """Harness ``stuck_detection``: detect loops (``skilltransfer.agents.stuck``): hint once, then end the (sub)task
+    """Harness ``stuck_detection``: detect loops (``agents.harness.stuck``): hint once, then end the (sub)task
     with exit status ``stuck``; a subtask the planner plans again, word for word, after it ended ``stuck`` ends the
     task (exit status ``stuck``). None: the preset's."""
     stuck_temperature: float | None = Field(default=0.8, ge=0)
@@ -150,7 +150,7 @@ class AgentSettings(BaseModel):
     always may."""
     refuse_ungrounded_answer: bool | None = None
     """Refuse once per task, without running it, a ``complete_task`` whose literal answer holds a number or word that
-    no output of the task shows (``skilltransfer.agents.grounding``): the model is told which parts it never saw."""
+    no output of the task shows (``agents.harness.grounding``): the model is told which parts it never saw."""
     refuse_ungrounded_report: bool | None = None
     """Refuse (at most twice per subtask) a ``SUBTASK DONE`` report with a number that neither an output nor the task
     message shows, or that claims a change ("removed", "sent") while no code of the task that ran called a function
@@ -173,7 +173,7 @@ class AgentSettings(BaseModel):
     ground_summary: bool | None = None
     """Subtask level: drop from the summarizer's reply each line that was not in the previous summary and holds a
     number that no output of the task (nor its instruction) shows, or claims a change ("forwarded", "added") while no
-    code of the task that ran called a function named for one (``skilltransfer.agents.grounding``); the dropped lines
+    code of the task that ran called a function named for one (``agents.harness.grounding``); the dropped lines
     are logged in the `SummaryStep`. A small summarizer writes the goal's outcome as done ("Forwarded email to
     Paul" after an empty mailbox listing) and the planner then stops."""
 

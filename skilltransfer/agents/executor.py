@@ -23,41 +23,23 @@ task (the world is submitted): the caller's run ends too.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.demonstration import SUBTASK_DONE_OBSERVATION
+from skilltransfer.agents.decisions import End, Refuse
 from skilltransfer.agents.exceptions import ContextExceeded, Ended, FormatError, LimitsExceeded, Submitted
-from skilltransfer.agents.harness.base import End, Harness, Opening, Refuse, RunContext
+from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.replies import SUBTASK_DONE, SUBTASK_DONE_OBSERVATION, parse_action
 from skilltransfer.agents.skill_actions import SkillCall, SubagentRequest, parse_skill_call
 from skilltransfer.agents.steps import ActionStep, CallLog
+from skilltransfer.agents.views import Opening, RunContext
 from skilltransfer.llm.context import count_prompt_tokens
 from skilltransfer.protocols import ChatModel, Message
 from skilltransfer.util.text import truncate
-
-CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-_OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*)\Z", re.DOTALL | re.IGNORECASE)
-SUBTASK_DONE = re.compile(r"^[ \t>*#]*SUBTASK[ _]DONE\b[ \t]*:?[ \t]*(.*)", re.MULTILINE | re.IGNORECASE | re.DOTALL)
-
-
-def parse_action(reply: str, *, complete: bool = True) -> tuple[str, str | None, int]:
-    """Split a reply into (thought, code of the first python block or None, number of code blocks).
-
-    A final ```python block without its closing fence counts as code when the reply ended normally (a stop sequence
-    cut the fence off), not when the token limit cut it (``complete=False``: the code is probably unfinished).
-    """
-    blocks = list(CODE_BLOCK.finditer(reply))
-    if blocks:
-        return reply[: blocks[0].start()].strip(), blocks[0].group(1), len(blocks)
-    opened = _OPEN_BLOCK.search(reply) if complete else None
-    if opened is None or not opened.group(1).strip():
-        return reply.strip(), None, 0
-    return reply[: opened.start()].strip(), opened.group(1), 1
 
 
 @dataclass

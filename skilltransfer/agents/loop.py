@@ -21,15 +21,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.decisions import End
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.executor import Executor, ExecutorRun
-from skilltransfer.agents.harness.base import End, RunContext, SubtaskOutcome, SummaryView, TaskView
 from skilltransfer.agents.harness.presets import make_harness
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, history_line
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_io import SkillSource, TaskSkills
 from skilltransfer.agents.steps import ActionStep, SummaryStep, new_call_log
+from skilltransfer.agents.views import RunContext, SubtaskOutcome, SummaryView, TaskView
 from skilltransfer.protocols import Episode
 
 

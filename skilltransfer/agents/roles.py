@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.harness.base import GuardRecord, Harness, PlanProposal, Refuse, SummaryView, TaskView
+from skilltransfer.agents.decisions import GuardRecord, Refuse
+from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.replies import parse_plan
 from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
+from skilltransfer.agents.views import PlanProposal, SummaryView, TaskView
 from skilltransfer.protocols import ChatModel, Message
-
-_PLAN = re.compile(r"^[ \t>*#_-]*(?:(SUBTASK)[ \t*_]*:[ \t*_]*(.*)|(DONE)\b.*)$", re.MULTILINE | re.IGNORECASE)
-
-
-def parse_plan(reply: str) -> tuple[str, str | None] | None:
-    """The planner's decision: ("subtask", text), ("done", None), or None when the reply has neither form.
-
-    The first ``SUBTASK: ...`` or ``DONE`` line wins; a ``SUBTASK:`` with an empty rest takes the next non-empty line.
-    """
-    match = _PLAN.search(reply)
-    if match is None:
-        return None
-    if match.group(3):
-        return "done", None
-    text = match.group(2).strip()
-    if not text:
-        rest = [line.strip() for line in reply[match.end():].splitlines() if line.strip()]
-        if not rest:
-            return None
-        text = rest[0]
-    return "subtask", text
-
-
-_COPIED_OUTCOME = re.compile(r"\s+->\s+(?:subtask_done|stuck|limits_exceeded|context_exceeded|submitted)\b.*\Z",
-                             re.DOTALL)
-_NUMBERED = re.compile(r"^\d+\.\s+")
-
-
-def uncopied(subtask: str) -> str:
-    """``subtask`` without the history-line form a planner imitates: a leading ``<n>. `` and a trailing
-    ``-> <exit status>: <result>`` (``"<n>. <subtask> -> <status>: <result>"`` is how the planner's history reads)."""
-    text = _COPIED_OUTCOME.sub("", subtask)
-    return _NUMBERED.sub("", text) if text != subtask else text
-
-
-def normalized_subtask(subtask: str) -> str:
-    """A subtask's text compared case- and whitespace-insensitively."""
-    return " ".join(subtask.lower().split())
 
 
 class Planner:

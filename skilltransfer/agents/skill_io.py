@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.decisions import GuardRecord, Refuse
 from skilltransfer.agents.exceptions import ContextExceeded
-from skilltransfer.agents.harness.base import GuardRecord, Harness, InductionView, Refuse
+from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentResult
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
 from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, TrajectoryText
+from skilltransfer.agents.views import InductionView
 from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Induced, Inducer
 from skilltransfer.llm.context import ContextLengthError

@@ -19,8 +19,8 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig, role_budgets
 from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note, elide_observation, elide_reply
+from skilltransfer.agents.decisions import GuardRecord
 from skilltransfer.agents.exceptions import ContextExceeded
-from skilltransfer.agents.harness.decisions import GuardRecord
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.protocols import ChatModel, Completion, Message
 from skilltransfer.util.text import truncate
@@ -289,7 +289,7 @@ class ActionStep(_Step):
 
     @property
     def stuck(self) -> str | None:
-        """The loop pattern stuck detection found after this step (``skilltransfer.agents.stuck``), if any."""
+        """The loop pattern stuck detection found after this step (``skilltransfer.agents.harness.stuck``), if any."""
         return next((r.reason for r in self.guards if r.guard == "stuck_detection"), None)
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor
-from skilltransfer.agents.harness.base import RunContext
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import EventSink, new_call_log
+from skilltransfer.agents.views import RunContext
 from skilltransfer.coordination.audit import reported_audit
 from skilltransfer.coordination.catalog import load_code_skills
 from skilltransfer.coordination.config import CoordinationConfig

@@ -46,10 +46,10 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor, ExecutorRun
-from skilltransfer.agents.harness.base import RunContext
 from skilltransfer.agents.harness.presets import resolve_for
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, EventSink, new_call_log
+from skilltransfer.agents.views import RunContext
 from skilltransfer.coordination.audit import AuditLog
 from skilltransfer.coordination.catalog import load_code_skills
 from skilltransfer.coordination.config import CoordinationConfig

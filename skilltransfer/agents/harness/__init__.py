@@ -3,7 +3,7 @@ them (``paper``, ``small-model``, ``custom``). `skilltransfer.agents.harness.bas
 `Guard` base, `Harness`), `skilltransfer.agents.harness.presets` the registry and resolution; each guard is a module
 of this package named after it."""
 
-from skilltransfer.agents.harness.decisions import ACCEPT, Accept, Decision, End, GuardRecord, Refuse, Rewrite
+from skilltransfer.agents.decisions import ACCEPT, Accept, Decision, End, GuardRecord, Refuse, Rewrite
 from skilltransfer.agents.harness.presets import (
     BY_NAME,
     GUARDS,

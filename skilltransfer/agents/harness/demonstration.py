@@ -1,4 +1,4 @@
-"""Demonstration turns: the worked example at the end of an env's docs (`skilltransfer.agents.demonstration`) is
+"""Demonstration turns: the worked example at the end of an env's docs (`agents.harness.worked_example`) is
 replayed to the executor as earlier chat turns before the task instead of prose in the system prompt (context fitting
 keeps them verbatim); the planner never sees it. A subtask executor is shown it as a subtask when
 ``agent.subtask_example`` is on: the k-th subtask of a task that may not complete the task sees the example plan's
@@ -8,9 +8,9 @@ Switch: ``agent.demonstration`` (``turns``; ``inline`` is off)."""
 
 from __future__ import annotations
 
-from skilltransfer.agents.demonstration import plan_subtasks, split_demonstration, split_plan_example
 from skilltransfer.agents.harness.base import Guard, Opening, RunContext
 from skilltransfer.agents.harness.text import asks_completion
+from skilltransfer.agents.harness.worked_example import plan_subtasks, split_demonstration, split_plan_example
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, history_line
 
 

@@ -5,8 +5,8 @@ without an error ends the subtask with that report, without running the code aga
 
 from __future__ import annotations
 
-from skilltransfer.agents.executor import CODE_BLOCK, SUBTASK_DONE
 from skilltransfer.agents.harness.base import ACCEPT, Decision, End, Guard, Rewrite, RunLike
+from skilltransfer.agents.replies import CODE_BLOCK, SUBTASK_DONE
 from skilltransfer.agents.steps import ActionStep
 
 

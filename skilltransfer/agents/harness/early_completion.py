@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilltransfer.agents.grounding import calls_complete_task
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.grounding import calls_complete_task
 from skilltransfer.agents.harness.text import asks_completion
 from skilltransfer.agents.steps import ActionStep
 

@@ -1,11 +1,11 @@
 """Example plans: an env's docs may end with the subtasks a planner would send for its worked example's task
-(``## Example plan (another task): ...``, `skilltransfer.agents.demonstration.split_plan_example`); the planner shows
+(``## Example plan (another task): ...``, `agents.harness.worked_example.split_plan_example`); the planner shows
 it after the docs, the executor never sees it. Switch: ``agent.example_plan``."""
 
 from __future__ import annotations
 
-from skilltransfer.agents.demonstration import split_plan_example
 from skilltransfer.agents.harness.base import Guard, Opening, RunContext
+from skilltransfer.agents.harness.worked_example import split_plan_example
 
 
 class ExamplePlan(Guard):

@@ -5,8 +5,8 @@ every later excel task retrieved it and called it until stuck. Switch: ``agent.g
 
 from __future__ import annotations
 
-from skilltransfer.agents.grounding import undocumented_apis
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, InductionView, Refuse
+from skilltransfer.agents.harness.grounding import undocumented_apis
 from skilltransfer.agents.harness.text import ran_code
 from skilltransfer.skill import Skill
 

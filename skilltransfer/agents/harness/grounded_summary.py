@@ -5,8 +5,8 @@ running summary (logged in ``SummaryStep.dropped``); a reply left empty keeps th
 
 from __future__ import annotations
 
-from skilltransfer.agents.grounding import ungrounded_lines
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Rewrite, SummaryView
+from skilltransfer.agents.harness.grounding import ungrounded_lines
 from skilltransfer.agents.harness.text import outputs_of, ran_code
 
 

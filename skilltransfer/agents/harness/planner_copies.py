@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, PlanProposal, Rewrite, TaskView
-from skilltransfer.agents.roles import uncopied
+from skilltransfer.agents.replies import uncopied
 
 
 class PlannerCopies(Guard):

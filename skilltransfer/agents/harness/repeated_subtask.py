@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, PlanProposal, Refuse, SubtaskOutcome, TaskView
-from skilltransfer.agents.roles import normalized_subtask
+from skilltransfer.agents.replies import normalized_subtask
 
 
 class RepeatedSubtask(Guard):

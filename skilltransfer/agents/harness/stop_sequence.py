@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from skilltransfer.agents.executor import CODE_BLOCK, SUBTASK_DONE
 from skilltransfer.agents.harness.base import Guard, RunLike
+from skilltransfer.agents.replies import CODE_BLOCK, SUBTASK_DONE
 
 SUMMARY_STOP = "\n#"
 """Where a summary ends: a summary is bullet points, and a heading after them is the model writing on into an

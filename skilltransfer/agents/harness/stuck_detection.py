@@ -1,4 +1,4 @@
-"""Stuck detection (`skilltransfer.agents.stuck`): after each step, a loop pattern over the run's steps gets a hint
+"""Stuck detection (`agents.harness.stuck`): after each step, a loop pattern over the run's steps gets a hint
 appended to the observation; after the hint the executor samples at ``stuck_temperature``; the very next step
 repeating the hinted one, or a pattern again later, ends the (sub)task with exit status ``stuck``; a subtask the
 planner plans again, word for word, after it ended ``stuck`` ends the task. Switch: ``agent.stuck_detection``."""
@@ -18,9 +18,9 @@ from skilltransfer.agents.harness.base import (
     SubtaskOutcome,
     TaskView,
 )
-from skilltransfer.agents.roles import normalized_subtask
+from skilltransfer.agents.harness.stuck import detect, repeats
+from skilltransfer.agents.replies import normalized_subtask
 from skilltransfer.agents.steps import ActionStep, PlanStep
-from skilltransfer.agents.stuck import detect, repeats
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Ungrounded answer: a ``complete_task`` whose *literal* answer holds a number or a word of 3+ letters that no
 observation of the task so far shows is refused once per task, without running the code; the executor then samples
-at ``stuck_temperature`` (`skilltransfer.agents.grounding`; it reads only what the agent saw). Switch:
+at ``stuck_temperature`` (`skilltransfer.agents.harness.grounding`; it reads only what the agent saw). Switch:
 ``agent.refuse_ungrounded_answer``."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from skilltransfer.agents.grounding import literal_answers, missing_parts
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.grounding import literal_answers, missing_parts
 from skilltransfer.agents.harness.text import outputs_of
 from skilltransfer.agents.steps import ActionStep
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from skilltransfer.agents.grounding import called_listing, missing_numbers, unmade_change
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.grounding import called_listing, missing_numbers, unmade_change
 from skilltransfer.agents.harness.text import outputs_of, ran_code
 from skilltransfer.agents.steps import ActionStep
 from skilltransfer.util.text import truncate

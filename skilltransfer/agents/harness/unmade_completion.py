@@ -1,5 +1,5 @@
 """Unmade completion: a ``complete_task`` while the task's instruction asks for a change (its first change verb:
-"change", "forward", "remove", "add" ...; `skilltransfer.agents.grounding.requested_change`) and neither that code nor
+"change", "forward", "remove", "add" ...; `agents.harness.grounding.requested_change`) and neither that code nor
 any code of the task that ran without an error called a function named for one is refused once per task, without
 running it; the refusal names the functions that were called. Switch: ``agent.refuse_unmade_completion``."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilltransfer.agents.grounding import called_listing, calls_complete_task, makes_change, requested_change
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.grounding import called_listing, calls_complete_task, makes_change, requested_change
 from skilltransfer.agents.harness.text import ran_code
 from skilltransfer.agents.steps import ActionStep
 

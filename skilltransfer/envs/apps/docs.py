@@ -89,7 +89,7 @@ complete_task(answer="Call the dentist")
 ```
 Observation: Task marked as complete.
 """
-"""The worked example at the end of the docs (the format of ``skilltransfer.agents.demonstration``): credentials ->
+"""The worked example at the end of the docs (the format of ``agents.harness.worked_example``): credentials ->
 login -> API call -> complete_task, on a task type that no template asks."""
 
 PLAN_EXAMPLE = """## Example plan (another task): "What is the title of my note about the dentist?"
@@ -99,7 +99,7 @@ SUBTASK: With that access token, search my notes for "dentist" and print the mat
 SUBTASK: call complete_task(answer=<the title printed>)
 """
 """The planner's counterpart of `EXAMPLE`: the subtasks for the same task
-(``skilltransfer.agents.demonstration.split_plan_example``)."""
+(``skilltransfer.agents.harness.worked_example.split_plan_example``)."""
 
 _PREAMBLE = [
     "You act for the main user (the supervisor) in a world of apps, through Python code.",

@@ -49,7 +49,7 @@ complete_task(answer=612.35)
 ```
 Observation: Task marked as complete.
 """
-"""The worked example at the end of the docs (the format of ``skilltransfer.agents.demonstration``): README and file
+"""The worked example at the end of the docs (the format of ``agents.harness.worked_example``): README and file
 description -> pandas cleaning by the README's conventions -> printed result -> complete_task, on a domain and a
 question that no template asks."""
 
@@ -61,7 +61,7 @@ says (repeated rows, missing values, units) and print the value the question ask
 SUBTASK: call complete_task(answer=<the value printed>)
 """
 """The planner's counterpart of `EXAMPLE`: the subtasks for the same task
-(``skilltransfer.agents.demonstration.split_plan_example``)."""
+(``skilltransfer.agents.harness.worked_example.split_plan_example``)."""
 
 
 def docs_text(*, example: bool = False) -> str:

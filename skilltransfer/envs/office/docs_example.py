@@ -1,7 +1,7 @@
 # ruff: noqa: E501 (the examples' observations are API outputs, printed verbatim on one line)
 """The office env's worked examples of API use: one per app, the task's app's example ends its docs.
 
-Each is in the format of ``skilltransfer.agents.demonstration`` (the executor replays it as earlier chat turns),
+Each is in the format of ``skilltransfer.agents.harness.worked_example`` (the executor replays it as earlier chat turns),
 with ``Report:`` lines closing its first and second subtasks, followed by its plan (``## Example plan``: the planner's subtasks
 for the same task, shown to the planner only; after the first, they say what to do in terms of "the task", since the
 1.5B planner copies an example plan, substituting names), and

@@ -41,6 +41,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from skilltransfer.agents.replies import SUBTASK_DONE_OBSERVATION
 from skilltransfer.protocols import Message
 
 _HEADER = re.compile(r'^## Example \(another task\): "(?P<task>[^"\n]+)"[ \t]*$', re.MULTILINE)
@@ -50,7 +51,6 @@ _TURN = re.compile(r"^(Thought|Observation|Report):", re.MULTILINE)
 _PLAN_SUBTASK = re.compile(r"^SUBTASK: (.+)$", re.MULTILINE)
 _CONCLUSION_TAIL = re.compile(r",\s+(?:so|which)\b.*$", re.DOTALL)
 """The part of a closing thought that says what comes next (", so I submit that number"), cut from its report."""
-SUBTASK_DONE_OBSERVATION = "(subtask marked done)"
 
 
 @dataclass(frozen=True)

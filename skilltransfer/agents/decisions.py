@@ -1,5 +1,5 @@
 """The harness's typed decisions (`Accept`, `Refuse`, `Rewrite`, `End`) and `GuardRecord`, the record of a
-non-accept decision on a step (see `skilltransfer.agents.harness.base`)."""
+non-accept decision on a step (the harness seam: `skilltransfer.agents.harness.base`)."""
 
 from __future__ import annotations
 
