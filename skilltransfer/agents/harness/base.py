@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from skilltransfer.agents.prompts import AgentPrompts
     from skilltransfer.protocols import Retrieval
     from skilltransfer.skill import Skill
+    from skilltransfer.util.prompts import Prompt
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -68,6 +69,16 @@ class Guard:
         self.prompts = prompts
         self.peers: Sequence[Guard] = ()
         """The task's guards (this one included), for a guard whose policy follows another's state."""
+        self._spent: set[str] = set()
+
+    def spent(self, what: str = "refusal") -> bool:
+        """Whether this guard's once-per-task ``what`` has been used (see `refuse_once`)."""
+        return what in self._spent
+
+    def refuse_once(self, prompt: Prompt, what: str = "refusal", **values: object) -> Refuse:
+        """A refusal with ``prompt`` (rendered with ``values``), marking ``what`` spent for the rest of the task."""
+        self._spent.add(what)
+        return Refuse(prompt.name, prompt.render(**values))
 
     def run_state(self, run: RunLike, factory: Callable[[], S]) -> S:
         """This guard's state for one executor run (created by ``factory`` on first use)."""

@@ -5,9 +5,7 @@ quotes the subtask (``prompts/early_completion.md``). A small executor copies th
 
 from __future__ import annotations
 
-from typing import Any
-
-from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, RunLike
 from skilltransfer.agents.harness.grounding import calls_complete_task
 from skilltransfer.agents.harness.text import asks_completion
 from skilltransfer.agents.steps import ActionStep
@@ -16,16 +14,10 @@ from skilltransfer.agents.steps import ActionStep
 class EarlyCompletion(Guard):
     name = "early_completion"
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.refused = False
-
     def code_proposed(self, run: RunLike, step: ActionStep, code: str, reply: str) -> Decision:
         context = run.context
-        if not context.subtask or context.subagent or self.refused or asks_completion(context.subtask):
+        if not context.subtask or context.subagent or self.spent() or asks_completion(context.subtask):
             return ACCEPT
         if not calls_complete_task(code):
             return ACCEPT
-        self.refused = True
-        prompt = self.prompts.early_completion
-        return Refuse(prompt.name, prompt.render(subtask=context.subtask.strip()))
+        return self.refuse_once(self.prompts.early_completion, subtask=context.subtask.strip())

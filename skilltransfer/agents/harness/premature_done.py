@@ -7,7 +7,6 @@ code of the subtask ran without an error (none ran: ``premature_subtask_done``; 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, PlanProposal, Refuse, RunLike, TaskView
 from skilltransfer.agents.harness.text import ran_code
@@ -22,22 +21,20 @@ class _Run:
 class PrematureDone(Guard):
     name = "premature_done"
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.refused_unfinished = False
+    @property
+    def refused_unfinished(self) -> bool:
         """Whether the task's planner already had a DONE refused as unfinished (``complete_task`` not called)."""
+        return self.spent("unfinished")
 
     def plan_proposed(self, task: TaskView, proposal: PlanProposal) -> Decision:
         if proposal.kind != "done" or not proposal.refusable:
             return ACCEPT
         if not task.history:
             prompt = self.prompts.premature_planner_done
-        elif not self.refused_unfinished:
-            prompt = self.prompts.unfinished_planner_done
-            self.refused_unfinished = True
-        else:
+            return Refuse(prompt.name, prompt.render())
+        if self.refused_unfinished:
             return ACCEPT
-        return Refuse(prompt.name, prompt.render())
+        return self.refuse_once(self.prompts.unfinished_planner_done, "unfinished")
 
     def subtask_report(self, run: RunLike, step: ActionStep, report: str) -> Decision:
         state = self.run_state(run, _Run)

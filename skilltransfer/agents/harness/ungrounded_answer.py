@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, RunLike
 from skilltransfer.agents.harness.grounding import literal_answers, missing_parts
 from skilltransfer.agents.harness.text import outputs_of
 from skilltransfer.agents.steps import ActionStep
@@ -22,10 +22,6 @@ class _Run:
 class UngroundedAnswer(Guard):
     name = "ungrounded_answer"
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.refused = False
-
     def sampling(self, role: str, params: dict[str, Any], run: RunLike | None) -> dict[str, Any]:
         if run is not None and role == "executor" and self.run_state(run, _Run).refused \
                 and self.config.stuck_temperature is not None:
@@ -33,14 +29,13 @@ class UngroundedAnswer(Guard):
         return params
 
     def code_proposed(self, run: RunLike, step: ActionStep, code: str, reply: str) -> Decision:
-        if self.refused:
+        if self.spent():
             return ACCEPT
         outputs = [*outputs_of(run.context.earlier), *outputs_of(run.steps[:-1])]
         for answer in literal_answers(code):
             missing = missing_parts(answer, outputs)
             if missing:
-                self.refused = self.run_state(run, _Run).refused = True
-                prompt = self.prompts.ungrounded_answer
-                return Refuse(prompt.name, prompt.render(answer=answer,
-                                                         missing=", ".join(f'"{part}"' for part in missing)))
+                self.run_state(run, _Run).refused = True
+                return self.refuse_once(self.prompts.ungrounded_answer, answer=answer,
+                                        missing=", ".join(f'"{part}"' for part in missing))
         return ACCEPT

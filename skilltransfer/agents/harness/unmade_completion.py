@@ -5,9 +5,7 @@ running it; the refusal names the functions that were called. Switch: ``agent.re
 
 from __future__ import annotations
 
-from typing import Any
-
-from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
+from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, RunLike
 from skilltransfer.agents.harness.grounding import called_listing, calls_complete_task, makes_change, requested_change
 from skilltransfer.agents.harness.text import ran_code
 from skilltransfer.agents.steps import ActionStep
@@ -16,18 +14,12 @@ from skilltransfer.agents.steps import ActionStep
 class UnmadeCompletion(Guard):
     name = "unmade_completion"
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.refused = False
-
     def code_proposed(self, run: RunLike, step: ActionStep, code: str, reply: str) -> Decision:
-        if self.refused or not calls_complete_task(code):
+        if self.spent() or not calls_complete_task(code):
             return ACCEPT
         verb = requested_change(run.context.episode.task.instruction)
         codes = [*ran_code(run.context.earlier), *ran_code(run.steps[:-1]), code]
         if verb is None or makes_change(codes):
             return ACCEPT
-        self.refused = True
-        prompt = self.prompts.unmade_completion
-        return Refuse(prompt.name, prompt.render(verb=verb,
-                                                 called=called_listing(codes, frozenset({"print", "complete_task"}))))
+        return self.refuse_once(self.prompts.unmade_completion, verb=verb,
+                                called=called_listing(codes, frozenset({"print", "complete_task"})))
