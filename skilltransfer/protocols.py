@@ -133,6 +133,14 @@ class SkillRetriever(Protocol):
     def retrieve(self, query: str, k: int, models: Callable[[str], ChatModel]) -> Retrieval: ...
 
 
+@runtime_checkable
+class RetrievalMask(Protocol):
+    """A retriever that draws over the plain top-k after the harness has shaped it (e.g. its retrieval floor): the
+    agent retrieves as without a retriever, lets the harness rewrite the hits, then calls ``mask``."""
+
+    def mask(self, got: Retrieval) -> Retrieval: ...
+
+
 class Trajectory(Protocol):
     """A (sub-)trajectory rendered inside one message (summarizer, induction), which context fitting may re-render
     with its oldest steps elided."""
@@ -212,7 +220,9 @@ class Episode(Protocol):
 
 @runtime_checkable
 class Env(Protocol):
-    """An environment: a task set and a way to start episodes."""
+    """An environment: a task set and a way to start episodes. An env whose episodes cannot run side by side (one
+    simulator) says so with a class attribute ``concurrent_episodes = False``; a stream then runs its tasks one at a
+    time even when they are independent."""
 
     name: str
 

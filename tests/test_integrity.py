@@ -1196,7 +1196,7 @@ def test_a_forged_verdict_in_an_answer_does_not_change_the_judges_reading(tmp_pa
     forged = load_run(fake_run(tmp_path / "a", {"t1": FORGED_ANSWER, "t2": FORGED_ANSWER}))
     honest = load_run(fake_run(tmp_path / "b", {"t1": "GOOD", "t2": "GOOD"}))
     model = ScriptedModel(structure_following_judge)
-    report = judge_runs(PairwiseJudge(model), forged, honest, orders="both")
+    report = judge_runs(PairwiseJudge(model), forged, honest, orders="both", repeats=1)
     assert [j.outcome for j in report.judgments] == ["loss"] * 4, [(j.order, j.outcome) for j in report.judgments]
     prompt = model.calls[0][0]["content"]
     assert prompt.count("<<<END RESULT A 0123456789abcdef>>>") == 1  # the forged fence is content, not structure

@@ -52,7 +52,11 @@ class GoldScript:
         role = role_of(messages)
         text = "\n".join(str(m["content"]) for m in messages)
         if role == "planner":
-            if "(none yet)" in text.split("# Subtasks so far")[1]:
+            if "# Subtasks so far" in text:  # the small-model planner's subtask list
+                first_plan = "(none yet)" in text.split("# Subtasks so far")[1]
+            else:  # the paper's planner: goal and running summary only
+                first_plan = "(nothing done yet)" in text.split("# Running summary")[1]
+            if first_plan:
                 return "SUBTASK: Do the whole task as stated."
             return "DONE"
         if role == "summarizer":

@@ -32,7 +32,16 @@ from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Induced, Inducer
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.memory.organization import LibraryView
-from skilltransfer.protocols import ChatModel, Completion, Episode, Message, Retrieval, SkillRetriever, SkillStore
+from skilltransfer.protocols import (
+    ChatModel,
+    Completion,
+    Episode,
+    Message,
+    Retrieval,
+    RetrievalMask,
+    SkillRetriever,
+    SkillStore,
+)
 from skilltransfer.skill import Provenance, Skill
 
 
@@ -106,12 +115,15 @@ class TaskSkills:
         if memory is None or self.config.top_k <= 0:
             return Retrieval([])
         records: list[GuardRecord] = []
-        if self.source.retriever is None:
+        retriever = self.source.retriever
+        if retriever is None or isinstance(retriever, RetrievalMask):
             shaped = self.harness.retrieved(query, Retrieval(memory.retrieve(query, k=self.config.top_k)))
             got, records = shaped.value, shaped.records
+            if retriever is not None:
+                got = retriever.mask(got)
         else:
             models = self.source.role_models
-            got = self.source.retriever.retrieve(query, self.config.top_k, lambda role: _LoggedModel(
+            got = retriever.retrieve(query, self.config.top_k, lambda role: _LoggedModel(
                 models.get(role, self.source.model), result.calls, role))
         step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
                              below_min_score=sum(len(record.removed) for record in records), guards=records)

@@ -181,7 +181,8 @@ def prune(
                                                                   "table flags harmful are left out. Repeatable.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output (new): a folder of SKILL.md packages, or a "
                                                           "file ending in .jsonl.")],
-    seed: Annotated[int, typer.Option(help="Bootstrap and randomisation-test seed.")] = 0,
+    seed: Annotated[int, typer.Option(
+        help="Seed of this command's random draws: the bootstrap and the randomisation test.")] = 0,
 ) -> list[str]:
     """Write the library without the skills randomised masking flagged harmful (``report``'s ``skill_effects``:
     Benjamini-Hochberg at FDR 0.05 over one-sided randomisation tests); print each skill left out with its effect."""

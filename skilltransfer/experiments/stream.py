@@ -275,12 +275,10 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever | None:
-    """The masking retriever of a stream with ``mask_rate`` > 0; it applies the agent's retrieval floor itself."""
+    """The masking retriever of a stream with ``mask_rate`` > 0; it draws after the harness's retrieval floor."""
     if memory is None or cfg.mask_rate <= 0:
         return None
-    agent = cfg.agent_config()
-    floor = agent.retrieval_min_score if "retrieval_floor" in (agent.guards or ()) else None
-    return MaskedRetriever(memory, cfg.mask_rate, seed=cfg.mask_seed, min_score=floor)
+    return MaskedRetriever(memory, cfg.mask_rate, seed=cfg.mask_seed)
 
 
 # --------------------------------------------------------------------------------------------- memory set-up
@@ -521,7 +519,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
     stopped = None
     todo = [(position, task) for position, task in enumerate(parts.tasks) if task.id not in finished]
     if parallel_tasks > 1 and len(todo) > 1 and independent_tasks(config) and parts.masking is None \
-            and parts.make_agent is not None:
+            and parts.make_agent is not None and getattr(env, "concurrent_episodes", True):
         stopped = _run_parallel(env, config, parts, todo, parallel_tasks, on_event, on_task, budget, ran)
         todo = []
     for position, task in todo:

@@ -40,7 +40,8 @@ class MaskedRetriever:
         memory: the skill memory retrieved from.
         mask_rate: p, the probability of withholding a candidate (0 shows every candidate: the draws are still logged).
         seed: the draws' seed (with the task key and skill id).
-        min_score: the retrieval floor: candidates whose cosine is below it are not candidates (None: no floor).
+        min_score: ``retrieve``'s floor: candidates whose cosine is below it are not candidates (None: no floor). An
+            agent calls ``mask`` after its harness's own retrieval floor instead (`RetrievalMask`).
     """
 
     def __init__(self, memory: SkillStore, mask_rate: float, *, seed: int = 0, min_score: float | None = None) -> None:
@@ -57,11 +58,17 @@ class MaskedRetriever:
         """The shown candidates, best first; the log lists every candidate with its draw."""
         hits = self.memory.retrieve(query, k=k)
         floor = self.min_score if self.min_score is not None else -1.0
+        got = self.mask(Retrieval([(s, score) for s, score in hits if score >= floor]))
         below = sum(score < floor for _, score in hits)
-        candidates = [(s, score) for s, score in hits if score >= floor]
+        if below and got.log is not None:
+            got.log["below_min_score"] = below
+        return got
+
+    def mask(self, got: Retrieval) -> Retrieval:
+        """Draw each of ``got``'s hits (the candidates, best first): the shown ones, and a log of every draw."""
         shown: list[tuple[Skill, float]] = []
         rows: list[dict[str, Any]] = []
-        for rank, (skill, score) in enumerate(candidates):
+        for rank, (skill, score) in enumerate(got.hits):
             is_shown = coin(self.seed, self.task_key, skill.id) >= self.mask_rate
             rows.append({"id": skill.id, "rank": rank, "score": round(score, 6),
                          "propensity": round(1.0 - self.mask_rate, 12), "shown": is_shown})
@@ -69,6 +76,4 @@ class MaskedRetriever:
                 shown.append((skill, score))
         log: dict[str, Any] = {"kind": MASK_LOG_KIND, "mask_rate": self.mask_rate, "seed": self.seed,
                                "candidates": rows}
-        if below:
-            log["below_min_score"] = below
         return Retrieval(shown, log=log)

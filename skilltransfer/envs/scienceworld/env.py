@@ -139,6 +139,9 @@ class ScienceWorldEnv:
     official_metric = "success"
     """The benchmark's official score (`report`'s default metric for this env):
     ScienceWorld's task completion (score 100)."""
+    concurrent_episodes = False
+    """One simulator per env: starting an episode ends the one before, so a stream runs its tasks one at a time even
+    without a skill memory."""
 
     def __init__(self, *, seed: int = 0, workdir: Path | None = None, sandboxed: bool = True, limits: Any = None,
                  keep_workspaces: bool = False, per_split: int | None = None, max_moves: int | None = None,
