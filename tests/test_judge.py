@@ -202,7 +202,10 @@ def test_scripted_judge_aggregates_w_t_l_and_measures_position_bias(tmp_path):
     assert {j.order for j in report.judgments if j.task_id == "t1"} == {"AB", "BA"}
     assert report.judgments[0].order == first_order(0, "t1")
     assert len(model.calls) == 6
-    assert model.params[0]["max_tokens"] == 256
+    assert "max_tokens" not in model.params[0]  # no hidden cap: the provider's default, as the study
+    capped = ScriptedModel(prefers_good)
+    judge_runs(PairwiseJudge(capped, max_tokens=300), a, b, orders="one", repeats=1, limit=1)
+    assert capped.params[0]["max_tokens"] == 300
     data = report.to_dict()
     assert data["prompt_id"] == load_judge_prompt().id
     assert data["preference"]["wins"] == 2

@@ -19,6 +19,7 @@ from skilltransfer.lens.evolve import (
     GapReport,
     ModelWriter,
     TaskOutcome,
+    WriterConfig,
     apply_edits,
     evolve,
     gap_reports,
@@ -271,3 +272,16 @@ def test_gap_reports_cover_failed_tasks_with_their_routed_units() -> None:
     assert reports[0].units == (("x2", "primitive", "REWRITE", "Attach the report file [rewritten as: Attach "
                                  "sales.xlsx]"),)
     assert "Failure: exit: max_steps" in reports[0].render()
+
+
+def test_writer_sends_no_cap_under_paper_unless_one_is_set() -> None:
+    """The ``paper`` harness sends no hidden completion cap (issue 37): `WriterConfig.uncapped` drops the default
+    400, keeps one the user set, and the writer then sends none."""
+    assert WriterConfig().max_tokens == 400
+    assert WriterConfig().uncapped().max_tokens is None
+    assert WriterConfig(max_tokens=900).uncapped().max_tokens == 900
+    report = GapReport("d1", "email Bob", "wrong address", (("x1", "primitive", "ACCEPT", "Search contacts"),))
+    for config, sent in ((WriterConfig(), {"max_tokens": 400}), (WriterConfig().uncapped(), {})):
+        model = ScriptedModel(["NOTE: check the address"])
+        ModelWriter(model, config)(email_graph(), [report])
+        assert {k: v for k, v in model.params[0].items() if k == "max_tokens"} == sent

@@ -58,8 +58,9 @@ def judge(
     api_key: ApiKey = None,
     model_name: ModelNameOld = None,
     temperature: Temperature = None,
-    max_tokens: Annotated[int, typer.Option(min=16, help="Most completion tokens per call (one judgment).",
-                                            rich_help_panel=MODEL_PANEL)] = 256,
+    max_tokens: Annotated[int | None, typer.Option(
+        min=16, help="Most completion tokens per call (one judgment); default: none sent (the provider's own, as the "
+                     "study; a reasoning model thinks before its verdict).", rich_help_panel=MODEL_PANEL)] = None,
     context_window: ContextWindow = None,
     cache: ResponseCache = None,
     cache_mode: CacheMode = None,

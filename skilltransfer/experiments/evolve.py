@@ -139,6 +139,9 @@ def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: S
             return final_test(pair, tasks)
         return run_round(pair, tasks, f"test-{which}")
 
+    writer_config = writer_config or WriterConfig()
+    if config.agent.harness == "paper":  # no hidden completion cap (docs/models.md)
+        writer_config = writer_config.uncapped()
     writer = ModelWriter(model, writer_config)
     try:
         result = evolve(graph, dev_tasks, val_tasks, run_round, writer, test_tasks=test_tasks, config=evolve_config,

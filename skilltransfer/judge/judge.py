@@ -126,18 +126,19 @@ class PairwiseJudge:
         model: the judge model.
         prompt: the judge prompt (default: the packaged one).
         max_artifact_chars: each artifact is cut to this many characters in the prompt.
-        max_tokens: completion budget of one judge call.
+        max_tokens: completion budget of one judge call (None: none sent, the provider's default, as the study).
         retries: re-asks after a reply without a verdict.
         params: other sampling parameters.
     """
 
     def __init__(self, model: ChatModel, *, prompt: Prompt | None = None, max_artifact_chars: int = 6000,
-                 max_tokens: int = 256, retries: int = 1, params: dict[str, Any] | None = None) -> None:
+                 max_tokens: int | None = None, retries: int = 1, params: dict[str, Any] | None = None) -> None:
         self.model = model
         self.prompt = prompt or load_judge_prompt()
         self.max_artifact_chars = max_artifact_chars
         self.retries = retries
-        self.params = {"max_tokens": max_tokens, **(params or {})}
+        cap = {"max_tokens": max_tokens} if max_tokens is not None else {}
+        self.params: dict[str, Any] = {**cap, **(params or {})}
 
     @property
     def prompt_id(self) -> str:

@@ -345,9 +345,14 @@ class WriterConfig(BaseModel):
     candidates: int = Field(default=1, ge=1)
     """Candidate edit sets per round (one model call each)."""
     max_edits: int = Field(default=5, ge=1)
-    max_tokens: int = Field(default=400, ge=16)
+    max_tokens: int | None = Field(default=400, ge=16)
+    """Completion cap of one writer call (None: none sent; the ``paper`` harness sends none unless set)."""
     prompt_dir: str | None = None
     model_params: dict[str, Any] = Field(default_factory=dict)
+
+    def uncapped(self) -> WriterConfig:
+        """This config without a completion cap nobody set: what an evolution under the ``paper`` harness sends."""
+        return self if "max_tokens" in self.model_fields_set else self.model_copy(update={"max_tokens": None})
 
 
 class ModelWriter:
@@ -374,7 +379,8 @@ class ModelWriter:
                         notes=notes, reports="\n\n".join(report.render() for report in reports))}]
         out = []
         for _ in range(cfg.candidates):
-            done = self.model.complete(messages, **{"max_tokens": cfg.max_tokens, **cfg.model_params})
+            cap = {"max_tokens": cfg.max_tokens} if cfg.max_tokens is not None else {}
+            done = self.model.complete(messages, **{**cap, **cfg.model_params})
             self.tokens += done.prompt_tokens + done.completion_tokens
             out.append(parse_edits(done.text, cfg.max_edits))
         return out
