@@ -377,3 +377,39 @@ def test_a_masked_runs_skill_pages_show_each_skills_effect_and_its_draws(browser
             assert not page.dialogs
         finally:
             page.close()
+
+
+def test_a_reasoning_models_replies_show_their_reasoning_folded_apart(browser, tmp_path, monkeypatch, capsys):
+    """Issue 37: a run through an endpoint that reasons first (``<think>`` in content) shows each reply without its
+    reasoning and the reasoning folded under it, marked as never sent back."""
+    from helpers_cli import main_cli
+
+    from skilltransfer.llm.mock_server import REASONING_MARKER, MockServer
+    from skilltransfer.llm.roleplay import RolePlay
+
+    run = tmp_path / "runs" / "think"
+    with MockServer(RolePlay(), reasoning="think", reasoning_tokens=60) as endpoint:
+        code, _, stderr = main_cli(
+            ["run", "--env", "apps", "--limit", "1", "--condition", "subtask+text", "--model", f"mock@{endpoint.url}",
+             "--api-key", "x", "--embedder", "hash:64", "--no-sandbox", "--no-progress", "--out", str(run)],
+            monkeypatch, capsys)
+    assert code == 0, stderr[-2000:]
+    with ViewServer(Catalog([tmp_path / "runs"])) as running:
+        page = Page(browser, running.url)
+        try:
+            page.go(f"#/run/{key_of(running, run)}/task/1")
+            prompt = page.page.locator('article[data-type="PlanStep"] details.prompt').first
+            prompt.locator("summary").click()
+            prompt.locator(".message.reply").wait_for()
+            reasoning = prompt.locator("details.message.reasoning")
+            assert reasoning.count() == 1
+            assert reasoning.get_attribute("open") is None  # folded
+            assert "never sent back to the model" in reasoning.locator("summary").inner_text()
+            reasoning.locator("summary").click()
+            assert REASONING_MARKER in reasoning.inner_text()
+            assert REASONING_MARKER not in prompt.locator(".message.reply").inner_text()
+            assert "SUBTASK" in prompt.locator(".message.reply").inner_text()
+            assert not page.errors
+            assert not page.dialogs
+        finally:
+            page.close()
