@@ -14,6 +14,9 @@ from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.llm.mock_server import MockServer
 
 TINY = "helpers_tinyenv:TinyEnv"
+ALLOW_TINY = ("--allow-import", "helpers_tinyenv")
+"""What ``grid`` and ``run`` need to import the module of `TINY` named in a spec file or a ``-c`` (a spec alone
+imports no module; ``run --env TINY`` is the user's own and needs none)."""
 
 
 def cli(*args: str) -> object:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from helpers_cli import TINY, main_cli
+from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.experiments.budget import Budget
@@ -85,22 +85,23 @@ def write_spec(tmp_path, url, *, price=True):
 def test_grid_cost_limit_stops_cleanly_resumes_and_dry_run_estimates(tmp_path, monkeypatch, capsys):
     with MockServer(CounterScript(TEXT_SKILL)) as server:
         spec = str(write_spec(tmp_path, server.url))
-        code, out, _ = main_cli(["grid", spec, "--no-progress", "--cost-limit", "0.000001"], monkeypatch, capsys)
+        code, out, _ = main_cli(["grid", spec, "--no-progress", "--cost-limit", "0.000001", *ALLOW_TINY], monkeypatch,
+                                capsys)
         assert code == 0
         stopped = [line for line in out.splitlines() if line.startswith("stopped: cost limit $0.00 reached")]
         assert len(stopped) == 1
-        assert f"resume: skilltransfer grid {spec} --cost-limit 1e-06" in stopped[0]
+        assert f"resume: skilltransfer grid {spec} --allow-import helpers_tinyenv --cost-limit 1e-06" in stopped[0]
         status = json.loads((tmp_path / "out" / "status.json").read_text())
         states = sorted(row["state"] for row in status["streams"].values())
         assert states == ["done", "stopped"] or states == ["stopped", "stopped"]
         committed = sum(len(records_of(tmp_path / "out" / run)) for run, row in status["streams"].items()
                         if (tmp_path / "out" / run / "results.jsonl").exists())
         assert 1 <= committed < 4
-        code, out, _ = main_cli(["grid", spec, "--dry-run"], monkeypatch, capsys)
+        code, out, _ = main_cli(["grid", spec, "--dry-run", *ALLOW_TINY], monkeypatch, capsys)
         assert code == 0
         assert f"estimate from {committed} earlier tasks of this spec: {4 - committed} tasks left" in out
         assert "~$" in out
-        code, out, _ = main_cli(["grid", spec, "--no-progress"], monkeypatch, capsys)
+        code, out, _ = main_cli(["grid", spec, "--no-progress", *ALLOW_TINY], monkeypatch, capsys)
         assert code == 0
     total = sum(r["cost_usd"] for run in ("a/mock/task", "b/mock/task") for r in records_of(tmp_path / "out" / run))
     assert len(records_of(tmp_path / "out" / "a/mock/task")) == 2
@@ -111,7 +112,7 @@ def test_grid_cost_limit_stops_cleanly_resumes_and_dry_run_estimates(tmp_path, m
 def test_a_cost_limit_needs_a_price(tmp_path, monkeypatch, capsys):
     with MockServer(CounterScript(TEXT_SKILL)) as server:
         spec = str(write_spec(tmp_path, server.url, price=False))
-        code, _, err = main_cli(["grid", spec, "--no-progress", "--cost-limit", "1"], monkeypatch, capsys)
+        code, _, err = main_cli(["grid", spec, "--no-progress", "--cost-limit", "1", *ALLOW_TINY], monkeypatch, capsys)
     assert code == 2
     assert "--cost-limit needs a price for every model: set models.<label>.price" in err
     assert not (tmp_path / "out").exists()

@@ -150,3 +150,83 @@ def test_cli_envs_show_unknown_env(fake_registry: None) -> None:
     assert result.exit_code != 0
     assert isinstance(result.exception, InputError)
     assert "Unknown env 'nope'. Available: fake, broken" in str(result.exception)
+
+
+# --------------------------------------------------------------------------------------------- installed plug-ins
+PLUGIN_MODULE = '''
+from skilltransfer.protocols import TaskSpec
+
+
+class PlugEnv:
+    """An installed plug-in env: ``size`` tasks; its constructor takes no seed."""
+
+    official_metric = "reward"
+
+    def __init__(self, *, size: int = 2) -> None:
+        self.size = size
+
+    def tasks(self, split=None):
+        return [TaskSpec(id=f"plug-{i}", instruction="x", difficulty=1, template="p") for i in range(self.size)]
+
+    def start(self, task):
+        raise NotImplementedError
+'''
+
+
+@pytest.fixture
+def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A distribution on ``sys.path`` (a ``.dist-info`` folder, as pip installs one) whose entry points in
+    ``skilltransfer.envs`` name an env class, a function (``notenv = os:system``) and a bundled env's name."""
+    site = tmp_path / "site"
+    info = site / "plugdist-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugdist\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{registry.PLUGIN_GROUP}]\nplugged = plugenv_mod:PlugEnv\n"
+                                           "notenv = os:system\napps = plugenv_mod:PlugEnv\n")
+    (site / "plugenv_mod.py").write_text(PLUGIN_MODULE)
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def test_an_installed_plugin_is_an_env_by_its_entry_point_name(installed_plugin: Path) -> None:
+    assert registry.plugin_envs() == {"notenv": "os:system", "plugged": "plugenv_mod:PlugEnv"}  # apps stays bundled
+    assert registry.env_target("apps") == registry.ENVS["apps"]
+    env = registry.get_env("plugged", seed=3)  # a constructor without seed gets none
+    assert [task.id for task in env.tasks()] == ["plug-0", "plug-1"]
+    assert registry.official_metric("plugged") == "reward"
+    with pytest.raises(InputError, match="'notenv' is not a class with tasks"):  # shape first: never called
+        registry.get_env("notenv", command="true")
+
+
+def test_a_spec_names_a_plugin_with_no_allow_import(installed_plugin: Path, tmp_path: Path) -> None:
+    """A spec names a plug-in like a bundled env, even where imports are gated (the CLI); the same class named as
+    ``module:Class`` needs its module allowed."""
+    from skilltransfer.experiments.build import build_env
+    from skilltransfer.experiments.spec import build_spec, env_entry
+
+    spec = build_spec({"env": {"env": "plugged", "args": {"size": 3}}, "condition": "task"}, allowed_imports=())
+    phase = spec.phases[0]
+    env = build_env(env_entry(phase, next(iter(phase.envs))), tmp_path / "work")
+    assert len(env.tasks()) == 3
+    with pytest.raises(InputError, match="field 'envs.plugenv_mod:PlugEnv'.*--allow-import plugenv_mod"):
+        build_spec({"env": "plugenv_mod:PlugEnv", "condition": "task"}, allowed_imports=())
+    build_spec({"env": "plugenv_mod:PlugEnv", "condition": "task"}, allowed_imports=["plugenv_mod"])
+    with pytest.raises(InputError, match="'notenv' is not a class"):
+        build_spec({"env": "notenv", "condition": "task"}, allowed_imports=())
+
+
+def test_cli_envs_list_shows_installed_plugins(installed_plugin: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(registry.OFFICEBENCH_ENV_VAR, raising=False)
+    result = CliRunner().invoke(app, ["envs", "list"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    plugged = next(line for line in lines if line.startswith("plugged"))
+    assert "2 tasks" in plugged, plugged
+    assert "(plug-in plugenv_mod:PlugEnv)" in plugged, plugged
+    assert any(line.startswith("notenv") and "not a class" in line for line in lines), lines
+    assert sum(line.startswith("apps ") for line in lines) == 1
+    result = CliRunner().invoke(app, ["envs", "show", "plugged", "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("plug-0\td1\tp\tx")

@@ -30,6 +30,8 @@ from skilltransfer.llm.mock_server import MockServer
 
 TESTS = Path(__file__).resolve().parent
 TINY = "helpers_tinyenv:TinyEnv"
+ALLOW_TINY = ("--allow-import", "helpers_tinyenv")
+"""What the CLI needs to import the module of a spec file's `TINY` (a spec alone imports no module)."""
 ALL = list(CONDITIONS)
 
 
@@ -399,18 +401,19 @@ def _cli(args, monkeypatch, capsys):
 
 def test_cli_runs_resumes_and_rejects_bad_input(tmp_path, server, monkeypatch, capsys):
     path = write_spec(tmp_path, spec_data(tmp_path, server.url, conditions=["task"]))
-    code, out, _ = _cli([str(path), "--out", str(tmp_path / "cli"), "-j", "2", "-c", "envs.a.args.targets=[7]"],
-                        monkeypatch, capsys)
+    code, out, _ = _cli([str(path), "--out", str(tmp_path / "cli"), "-j", "2", "-c", "envs.a.args.targets=[7]",
+                         *ALLOW_TINY], monkeypatch, capsys)
     assert code == 0
     assert "2 streams run, 0 already finished, 0 failed" in out
     assert len(results(tmp_path / "cli", "a/mock/task")) == 1
-    code, out, _ = _cli([str(path), "--out", str(tmp_path / "cli"), "--no-progress", "-c", "envs.a.args.targets=[7]"],
-                        monkeypatch, capsys)
+    code, out, _ = _cli([str(path), "--out", str(tmp_path / "cli"), "--no-progress", "-c", "envs.a.args.targets=[7]",
+                         *ALLOW_TINY], monkeypatch, capsys)
     assert "0 streams run, 2 already finished" in out
-    code, out, _ = _cli([str(path), "--dry-run", "-c", "order_seeds=[0, 1]"], monkeypatch, capsys)
+    code, out, _ = _cli([str(path), "--dry-run", "-c", "order_seeds=[0, 1]", *ALLOW_TINY], monkeypatch, capsys)
     assert "a/mock/task-seed1" in out
     assert "4 streams" in out
-    code, _, err = _cli([str(path), "--out", str(tmp_path / "bad"), "-c", "conditions=[tsk]"], monkeypatch, capsys)
+    code, _, err = _cli([str(path), "--out", str(tmp_path / "bad"), "-c", "conditions=[tsk]", *ALLOW_TINY], monkeypatch,
+                        capsys)
     assert code == 2
     assert err.startswith("error: ")
     assert "conditions[0]': unknown value 'tsk'" in err
@@ -423,12 +426,12 @@ def test_cli_exit_code_1_when_a_stream_fails(tmp_path, server, monkeypatch, caps
                      envs={"bad": {"env": "test_grid:FatalEnv", "args": {"targets": [99]}},
                            "odd": {"env": "test_grid:ExplodingEnv", "args": {"targets": [99, 3]}}})
     spec = str(write_spec(tmp_path, data))
-    code, out, _ = _cli([spec, "--no-progress", "--stream-retries", "0", "-c", "max_concurrency=3"], monkeypatch,
-                        capsys)
+    code, out, _ = _cli([spec, "--no-progress", "--stream-retries", "0", "-c", "max_concurrency=3", "--allow-import",
+                         "test_grid"], monkeypatch, capsys)
     assert code == 1
     assert "InputError: the env's data is gone" in out
     assert "1 task ended in an error or timeout (odd/mock/task: 1)" in out
-    resume = f"resume: skilltransfer grid {spec} --stream-retries 0 -c max_concurrency=3"
+    resume = f"resume: skilltransfer grid {spec} --allow-import test_grid --stream-retries 0 -c max_concurrency=3"
     assert resume in out
     status = json.loads((tmp_path / "out" / "status.json").read_text())
     assert status["resume"] == resume.removeprefix("resume: ")

@@ -101,7 +101,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("grid_report")
     with MockServer(GridScript(), latency_s=0.005) as server:
         spec = write_spec(root, spec_data(root, server.url, envs=ENVS, memory={"validate_code": False}))
-        code, output = cli("grid", str(spec), "--no-progress")
+        code, output = cli("grid", str(spec), "--no-progress", "--allow-import", "helpers_runs", "--allow-import",
+                           "helpers_tinyenv")
     assert code == 0, output
     assert "12 streams run, 0 already finished, 0 failed" in output
     code, output = cli("report", str(root / "out"), "--out", str(root / "report"), "--embedder", "hash:64")

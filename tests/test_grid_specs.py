@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import OFFICEBENCH_TASKS
-from helpers_cli import main_cli
+from helpers_cli import ALLOW_TINY, main_cli
 from helpers_tinyenv import CounterScript
 
 from skilltransfer.envs.registry import get_env
@@ -128,7 +128,8 @@ def test_a_source_phase_that_induced_nothing_gives_its_dependents_zero_skills(tm
                                                             "same_tasks": True}},
                            {"name": "split", "library_filter": "bottom",
                             "library_from": {"phase": "source", "condition": "task+text", "same_tasks": True}}]}
-        code, out, _ = main_cli(["grid", str(_write(tmp_path, data)), "--no-progress"], monkeypatch, capsys)
+        code, out, _ = main_cli(["grid", str(_write(tmp_path, data)), "--no-progress", *ALLOW_TINY], monkeypatch,
+                                capsys)
     assert code == 0, out
     status = json.loads((tmp_path / "out" / "status.json").read_text())["streams"]
     assert {run: s["state"] for run, s in status.items()} == dict.fromkeys(status, "done")

@@ -1005,8 +1005,9 @@ def test_a_tampered_worker_cannot_forge_what_the_harness_records(tmp_path: Path,
         assert not episode.evaluate().success
 
 
-def _cli(*args: str, timeout: float = 120) -> tuple[int, list[str]]:
-    """Run the ``skilltransfer`` CLI in a subprocess capped at 4 GiB of address space: (exit code, stderr lines)."""
+def _cli(*args: str, timeout: float = 120, path: tuple[Path, ...] = ()) -> tuple[int, list[str]]:
+    """Run the ``skilltransfer`` CLI in a subprocess capped at 4 GiB of address space (``path``: more folders on its
+    ``sys.path``): (exit code, stderr lines)."""
     import resource
 
     def cap() -> None:
@@ -1014,7 +1015,7 @@ def _cli(*args: str, timeout: float = 120) -> tuple[int, list[str]]:
 
     done = subprocess.run([sys.executable, "-c", "from skilltransfer.cli import main; main()", *args],
                           capture_output=True, text=True, timeout=timeout, preexec_fn=cap,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (REPO, *path)))})
     return done.returncode, done.stderr.strip().splitlines()
 
 
@@ -1659,6 +1660,41 @@ def test_a_spec_naming_a_function_as_env_never_calls_it(tmp_path: Path, variant:
     error = _one_error_line(*_cli(*args))
     assert "os:system" in error, error
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("variant", ["run --config", "run -c", "grid"])
+def test_a_spec_file_never_imports_a_module_the_user_did_not_allow(tmp_path: Path, variant: str) -> None:
+    """Class 13.3: importing a module runs its top-level code, and ``module:Class`` in a spec file (``run --config``,
+    a grid spec) or a ``-c`` imported any module on ``sys.path`` before its shape was checked. Now the spec alone
+    imports none: one ``error:`` line naming the field and ``--allow-import``, the module's code never runs; with
+    ``--allow-import MODULE`` on the command line it is imported and the env runs."""
+    marker = tmp_path / "imported"
+    plugged = tmp_path / "plugged"
+    plugged.mkdir()
+    (plugged / "sidefx_env.py").write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+                                           "from helpers_tinyenv import TinyEnv\n")
+    script = tmp_path / "done.jsonl"
+    script.write_text(DONE_REPLY + "\n")
+    entry = "{env: 'sidefx_env:TinyEnv', args: {targets: [3]}}"
+    spec = tmp_path / "spec.yaml"
+    if variant == "grid":
+        spec.write_text(f"name: g\nout: {tmp_path / 'grid'}\nenvs: {{plug: {entry}}}\nconditions: [task]\n"
+                        f"models: {{m: {{name: scripted, script: '{script}'}}}}\n")
+        args = ["grid", str(spec), "--dry-run"]
+    else:
+        spec.write_text(f"env: {entry}\n")
+        given = ["--config", str(spec)] if variant == "run --config" else ["-c", f"env={entry}"]
+        args = ["run", *given, "--condition", "task", "--model", f"scripted:{script}", "--limit", "1", "--out",
+                str(tmp_path / "run"), "--no-sandbox", "--no-progress"]
+    path = (plugged, REPO / "tests")
+    error = _one_error_line(*_cli(*args, path=path))
+    assert "field 'envs." in error, error
+    assert "sidefx_env:TinyEnv" in error, error
+    assert "--allow-import sidefx_env" in error, error
+    assert not marker.exists()
+    code, lines = _cli(*args, "--allow-import", "sidefx_env", path=path)
+    assert code == 0, lines[-5:]
+    assert marker.read_text() == "ran"
 
 
 def test_prompt_dir_files_are_read_without_following_links(tmp_path: Path) -> None:

@@ -55,7 +55,8 @@ def test_an_overnight_grid_survives_a_failure_a_timeout_and_a_kill(tmp_path, mon
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent),
                                                            os.environ.get("PYTHONPATH", "")])}
         grid = subprocess.Popen([sys.executable, "-m", "skilltransfer", "grid", str(path), "--no-progress",
-                                 "--max-connections", "2"],  # slow enough to be killed mid-way
+                                 "--max-connections", "2",  # slow enough to be killed mid-way
+                                 "--allow-import", "helpers_overnight"],
                                 env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
         deadline = time.monotonic() + 240
@@ -69,7 +70,8 @@ def test_an_overnight_grid_survives_a_failure_a_timeout_and_a_kill(tmp_path, mon
         grid.wait()
         before = len(committed(out))
         assert before < ENVS * len(CONDITIONS) * TASKS  # killed mid-way
-        code, stdout, _ = main_cli(["grid", str(path), "--no-progress"], monkeypatch, capsys)
+        code, stdout, _ = main_cli(["grid", str(path), "--no-progress", "--allow-import", "helpers_overnight"],
+                                   monkeypatch, capsys)
         assert code == 0, stdout
     rows = committed(out)
     assert len(rows) == ENVS * len(CONDITIONS) * TASKS

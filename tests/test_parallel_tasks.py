@@ -84,7 +84,7 @@ def test_streams_with_a_memory_stay_sequential(tmp_path, hash_embedder):
 
 def test_grid_max_connections_caps_the_endpoint_and_feeds_the_baselines(tmp_path, monkeypatch, capsys):
     import yaml
-    from helpers_cli import TINY, main_cli
+    from helpers_cli import ALLOW_TINY, TINY, main_cli
 
     from skilltransfer.llm.mock_server import MockServer
 
@@ -94,7 +94,8 @@ def test_grid_max_connections_caps_the_endpoint_and_feeds_the_baselines(tmp_path
                 "conditions": ["task"]}
         path = tmp_path / "p.yaml"
         path.write_text(yaml.safe_dump(spec))
-        code, _, _ = main_cli(["grid", str(path), "--no-progress", "--max-connections", "3"], monkeypatch, capsys)
+        code, _, _ = main_cli(["grid", str(path), "--no-progress", "--max-connections", "3", *ALLOW_TINY], monkeypatch,
+                              capsys)
         assert code == 0
         assert 1 < server.max_in_flight <= 3  # one stream of baselines kept several requests in flight
     records = [json.loads(line) for line in (tmp_path / "out" / "a/mock/task/results.jsonl").read_text().splitlines()]

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 import yaml
-from helpers_cli import TINY, main_cli
+from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import CounterScript
 
 from skilltransfer.errors import InputError
@@ -85,7 +85,7 @@ def test_grid_against_a_dead_endpoint_writes_nothing(tmp_path, monkeypatch, caps
             "embedder": "hash:64"}
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    code, _, err = main_cli(["grid", str(path), "--no-progress"], monkeypatch, capsys)
+    code, _, err = main_cli(["grid", str(path), "--no-progress", *ALLOW_TINY], monkeypatch, capsys)
     assert code == 2
     assert err.strip().count("\n") == 0
     assert f"qwen3@{url}" in err

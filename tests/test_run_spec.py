@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers_cli import TINY, cli, records_of
+from helpers_cli import ALLOW_TINY, TINY, cli, records_of
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
 from skilltransfer.errors import InputError
@@ -42,7 +42,7 @@ def test_run_config_then_c_then_flags(tmp_path):
     with MockServer(replies=CounterScript(TEXT_SKILL)) as server:
         cli("run", "--config", str(config), "-c", "agent.top_k=3", "-c", "limits.task_limit=2", "--condition",
             "task+text", "--model", "openai/mock", "--base-url", server.url, "--api-key", "x",
-            "--out", str(out), "--no-sandbox", "--no-progress")
+            "--out", str(out), "--no-sandbox", "--no-progress", *ALLOW_TINY)
     log = json.loads((out / "config.json").read_text())
     assert log["format_version"] == 2
     assert log["config"]["condition"] == "task+text"  # the flag beats the file
@@ -61,7 +61,7 @@ def test_run_and_grid_record_one_stream_alike(tmp_path):
         data = stream_yaml(server.url)
         (tmp_path / "one.yaml").write_text(yaml.safe_dump(data))
         cli("run", "--config", str(tmp_path / "one.yaml"), "--out", str(tmp_path / "run"), "--no-sandbox",
-            "--no-progress")
+            "--no-progress", *ALLOW_TINY)
         grid = build_spec({**data, "name": "g", "out": str(tmp_path / "grid")})
         assert run_grid(grid).counts["done"] == 1
     by_run = json.loads((tmp_path / "run" / "config.json").read_text())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers_cli import cli, main_cli, records_of, trajectory_of
+from helpers_cli import ALLOW_TINY, cli, main_cli, records_of, trajectory_of
 from helpers_skill_exec import SkillActionScript
 
 from skilltransfer.llm.mock_server import MockServer
@@ -127,7 +127,7 @@ def test_subagent_vs_skill_spec_reduced_through_the_mock_server(tmp_path, server
             phase["library_from"]["same_tasks"] = True
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    output = cli("grid", str(path), "--no-progress").output
+    output = cli("grid", str(path), "--no-progress", *ALLOW_TINY).output
     # own, contract, 3 organise, 3 x (2 modes x 2 organisations), 2 modes on the own tasks, 2 modes x 2 distractors
     assert "23 streams run, 0 already finished, 0 failed" in output
     same = [json.loads(line) for line in (tmp_path / "out" / "exec-same/tiny/mock/task+text-subagent-whole-own-task"

@@ -28,19 +28,22 @@ def _counts(counts: Mapping[Any, int]) -> str:
 def list_envs(env_seed: int = typer.Option(0, help="Env generation seed."),
               seed_old: int | None = typer.Option(None, "--seed", hidden=True, help="Deprecated here: --env-seed."),
               ) -> list[registry.EnvSummary]:
-    """Print each env with its task counts by split and difficulty (and the real OfficeBench source if found)."""
+    """Print each env with its task counts by split and difficulty (bundled ones, then installed plug-ins; and the
+    real OfficeBench source if found)."""
     seed = _env_seed(env_seed, seed_old)
-    summaries = [registry.summarize(name, seed=seed) for name in registry.ENVS]
+    summaries = [registry.summarize(name, seed=seed) for name in [*registry.ENVS, *registry.plugin_envs()]]
     root = registry.officebench_root()
     if root is not None:
         summaries.append(registry.summarize(f"{registry.OFFICEBENCH}:{root}"))
     for summary in summaries:
-        label = summary.name if summary.name in registry.ENVS else registry.OFFICEBENCH
+        label = summary.name if registry.env_target(summary.name) else registry.OFFICEBENCH
         if not summary.available:
             typer.echo(f"{label:<12} unavailable: {summary.reason}")
             continue
         typer.echo(f"{label:<12} {summary.total:>4} tasks  split: {_counts(summary.by_split)}  "
-                   f"difficulty: {_counts(summary.by_difficulty)}  ({summary.target})")
+                   f"difficulty: {_counts(summary.by_difficulty)}  "
+                   f"({'' if summary.name in registry.ENVS or label == registry.OFFICEBENCH else 'plug-in '}"
+                   f"{summary.target})")
         if summary.streams:
             typer.echo(f"{'':<12} streams: " + ", ".join(f"{k} ({v} tasks)" for k, v in summary.streams.items()))
     if root is None:
@@ -52,7 +55,8 @@ def list_envs(env_seed: int = typer.Option(0, help="Env generation seed."),
 
 
 @envs_app.command("show")
-def show_env(env: str = typer.Argument(..., help="apps, office, datasci, scienceworld or officebench[:<path>]."),
+def show_env(env: str = typer.Argument(..., help="apps, office, datasci, scienceworld, an "
+                                                  "installed plug-in or officebench[:<path>]."),
              limit: int = typer.Option(20, "--limit", "-n", min=0, help="Only the first N tasks (0: all)."),
              split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
              stream: str | None = typer.Option(None, help="A curated stream of the env: only its tasks, in its "

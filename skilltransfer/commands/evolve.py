@@ -13,6 +13,7 @@ from rich.console import Console
 from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.commands.options import (
     MODEL_PANEL,
+    AllowImport,
     ApiKey,
     BaseUrl,
     CacheMode,
@@ -26,7 +27,7 @@ from skilltransfer.commands.options import (
     ScriptOld,
     Temperature,
 )
-from skilltransfer.commands.run import FLAG_KEYS, with_endpoint_model
+from skilltransfer.commands.run import FLAG_KEYS, allowed_imports, with_endpoint_model
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import Condition
 
@@ -65,6 +66,7 @@ def evolve(
                                        "printed before running.", rich_help_panel=_EVOLVE)] = 0.1,
     config: ConfigFile = None,
     overrides: Overrides = None,
+    allow_import: AllowImport = None,
     model: ModelString = None,
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
@@ -107,7 +109,8 @@ def evolve(
                            cache=str(cache) if cache else None, cache_mode=cache_mode,
                            script=str(script) if script else None, retry_budget_s=retry_budget)
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
-    stream = with_endpoint_model(run_spec(config, overrides or [], flags, out / "evals" / "run"))
+    stream = with_endpoint_model(run_spec(config, overrides or [], flags, out / "evals" / "run",
+                                          allowed_imports=allowed_imports(allow_import, env)))
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skilltransfer.commands.options import (
+    AllowImport,
     CostLimit,
     MaxConnections,
     Overrides,
@@ -130,13 +131,15 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
 
 def resume_command(spec: str, out: str | None, config: list[str] | None, overrides: list[str] | None,
                    limit: int | None, embedder: str | None, stream_retries: int,
-                   limits: dict[str, float | None] | None = None) -> str:
+                   limits: dict[str, float | None] | None = None, allow_import: list[str] | None = None) -> str:
     """The command that resumes this grid: the spec and every option that shapes it, as given."""
     parts = ["skilltransfer", "grid", spec]
     if out is not None:
         parts += ["--out", out]
     for item in config or []:
         parts += ["--config", item]
+    for item in allow_import or []:
+        parts += ["--allow-import", item]
     if limit is not None:
         parts += ["--limit", str(limit)]
     if embedder is not None:
@@ -161,6 +164,7 @@ def grid(
     config: Annotated[list[str] | None, typer.Option("--config", help="A YAML file of spec keys merged over the "
                                                      "spec; repeatable.")] = None,
     overrides: Overrides = None,
+    allow_import: AllowImport = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of each stream.")]
     = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder: minilm, hash[:DIM] or a model folder.")] = None,
@@ -205,7 +209,7 @@ def grid(
         layers.append(item)
     flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": limit,
                              "embedder": embedder}
-    grid_spec = load_spec(spec, [*layers, *(overrides or [])], **flags)
+    grid_spec = load_spec(spec, [*layers, *(overrides or [])], allowed_imports=tuple(allow_import or ()), **flags)
     if max_connections is not None:  # every model entry of every phase
         for phase in grid_spec.phases:
             phase.models = {label: entry.model_copy(update={"max_concurrency": max_connections})
@@ -255,7 +259,7 @@ def grid(
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": token_limit, "--cost-limit": cost_limit,
-                             "--max-connections": max_connections})
+                             "--max-connections": max_connections}, allow_import)
     budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
     try:
         summary = run_grid(grid_spec, backend=backend, address=address,

@@ -30,6 +30,7 @@ VOCABULARY: dict[str, Term] = {
     "--progress": Term("Show progress"),
     "--config": Term("A YAML file of spec keys"),
     "--set": Term("Override a spec key", "-c"),
+    "--allow-import": Term("Let a spec file or -c name a module:Class env of this module"),
     "--seed": Term("Seed of this command's random draws"),
     "--env-seed": Term("Env generation seed"),
     "--order-seed": Term("Stream order seed"),
@@ -150,6 +151,9 @@ ConfigFile = Annotated[Path | None, typer.Option("--config", help="A YAML file o
 Overrides = Annotated[list[str] | None, typer.Option("--set", "-c", help="Override a spec key: key.path=value (a "
                                                      "YAML value), or a YAML file merged in; repeatable, applied "
                                                      "in order.")]
+AllowImport = Annotated[list[str] | None, typer.Option(
+    "--allow-import", metavar="MODULE", help="Let a spec file or -c name a module:Class env of this module (or a "
+    "module below this package): importing a module runs its code, so a spec alone imports none; repeatable.")]
 EmbedCache = Annotated[bool, typer.Option("--embed-cache/--no-embed-cache", help="Cache embeddings on disk "
                                           "(a rerun embeds nothing twice).", rich_help_panel="Advanced")]
 NoCacheOld = Annotated[bool, typer.Option("--no-cache", hidden=True, help="Deprecated: --no-embed-cache.")]

@@ -18,6 +18,7 @@ from skilltransfer.agents.harness import HarnessName
 from skilltransfer.commands.model_options import ModelOptions, with_served_model
 from skilltransfer.commands.options import (
     MODEL_PANEL,
+    AllowImport,
     ApiKey,
     BaseUrl,
     CacheMode,
@@ -39,6 +40,7 @@ from skilltransfer.commands.options import (
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
+from skilltransfer.experiments.build import imported_module
 from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
@@ -67,6 +69,13 @@ def with_endpoint_model(stream: StreamConfig) -> StreamConfig:
     return stream.model_copy(update={"model": stream.model.model_copy(update={"model": filled["model"]})})
 
 
+def allowed_imports(allow_import: list[str] | None, env: str | None) -> list[str]:
+    """The modules a ``module:Class`` env of the spec file or a ``-c`` may import: the ``--allow-import`` items, and
+    the module of a ``--env module:Class`` typed on the command line (the user's own argument)."""
+    module = imported_module(env) if env else None
+    return [*(allow_import or []), *([module] if module else [])]
+
+
 def env_args(items: list[str]) -> dict[str, Any]:
     """``--env-arg key=value`` items as ``env.args`` spec keys (values parsed as JSON when they parse, else kept as
     strings).
@@ -93,6 +102,7 @@ def run(
                                                              "the config).", case_sensitive=False)] = None,
     config: ConfigFile = None,
     overrides: Overrides = None,
+    allow_import: AllowImport = None,
     model: ModelString = None,
     base_url: BaseUrl = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of the stream.")]
@@ -186,7 +196,8 @@ def run(
                            script=str(script) if script else None, retry_budget_s=retry_budget)
     flags = ({FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
              | env_args(env_arg or []) | {"model.max_concurrency": max_connections})
-    stream_config = with_endpoint_model(run_spec(config, overrides or [], flags, out))
+    stream_config = with_endpoint_model(run_spec(config, overrides or [], flags, out,
+                                                 allowed_imports=allowed_imports(allow_import, env)))
     console = Console(stderr=True)
     budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
     result = run_config(stream_config, workdir=workdir, progress=progress, console=console, heartbeat_s=heartbeat,

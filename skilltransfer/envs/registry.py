@@ -1,18 +1,22 @@
 """Environments by name, the real OfficeBench source, and the canonical task-stream order.
 
 Names map to dotted class paths, imported only when asked for, so an env that fails to import does not break the
-others. ``officebench:<tasks folder>`` (or ``officebench`` alone, using ``$OFFICEBENCH_ROOT``, else
-``../shared/officebench/tasks`` relative to the working directory) selects the real OfficeBench tasks, run by the
-office env.
+others. Installed plug-ins add names: an entry point in the group ``skilltransfer.envs`` (`PLUGIN_GROUP`, e.g.
+``myenv = mypkg.envs:MyEnv`` in the package's ``[project.entry-points."skilltransfer.envs"]``) is an env of that
+name (`plugin_envs`; a registered name wins over a plug-in of the same name). ``officebench:<tasks folder>`` (or
+``officebench`` alone, using ``$OFFICEBENCH_ROOT``, else ``../shared/officebench/tasks`` relative to the working
+directory) selects the real OfficeBench tasks, run by the office env.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,9 @@ ENVS: dict[str, str] = {
     "scienceworld": "skilltransfer.envs.scienceworld:ScienceWorldEnv",
 }
 """Env name -> ``"module:Class"``."""
+
+PLUGIN_GROUP = "skilltransfer.envs"
+"""The entry-point group of installed env plug-ins (name -> ``module:Class``)."""
 
 OFFICEBENCH = "officebench"
 OFFICEBENCH_CLASS = "skilltransfer.envs.office:OfficeEnv"
@@ -63,26 +70,67 @@ def _officebench_source(name: str) -> str:
     return f"{OFFICEBENCH}:{path}"
 
 
+def plugin_envs() -> dict[str, str]:
+    """The installed env plug-ins: entry-point name -> ``module:Class``, sorted by name (names the registry or
+    OfficeBench already use, and names holding ``:``, are left out: a plug-in never shadows a bundled env)."""
+    try:
+        points = metadata.entry_points(group=PLUGIN_GROUP)
+    except Exception:  # noqa: BLE001 - broken package metadata must not break the bundled envs
+        return {}
+    return {point.name: point.value for point in sorted(points, key=lambda p: p.name)
+            if point.name not in ENVS and point.name != OFFICEBENCH and ":" not in point.name}
+
+
+def env_target(name: str) -> str | None:
+    """The ``module:Class`` behind a registered or installed (plug-in) env name; None for any other name."""
+    return ENVS.get(name) or plugin_envs().get(name)
+
+
 def env_class(name: str) -> type:
-    """The class registered under ``name``.
+    """The class registered under ``name``, or the class of the installed plug-in of that name.
 
     Raises:
         InputError: unknown name, or the env's module cannot be imported (the reason is given).
     """
-    if name not in ENVS:
-        raise InputError(f"Unknown env {name!r}. Available: {', '.join(ENVS)}")
+    target = env_target(name)
+    if target is None:
+        raise InputError(f"Unknown env {name!r}. Available: {', '.join([*ENVS, *plugin_envs()])}")
     try:
-        return resolve(ENVS[name])
-    except (ImportError, AttributeError) as exc:
-        raise InputError(f"env {name!r} ({ENVS[name]}) is not available: {type(exc).__name__}: {exc}") from exc
+        if name in ENVS:
+            return resolve(target)
+        loaded = metadata.EntryPoint(name=name, value=target, group=PLUGIN_GROUP).load()
+    except (ImportError, AttributeError, ValueError) as exc:
+        plugin = "" if name in ENVS else f"plug-in, entry point in {PLUGIN_GROUP}: "
+        raise InputError(f"env {name!r} ({plugin}{target}) is not available: {type(exc).__name__}: {exc}") from exc
+    return check_env_shape(loaded, name)
+
+
+def check_env_shape(cls: Any, spec: str) -> Any:
+    """``cls`` if it is an env class: a class with ``tasks()`` and ``start(task)`` whose constructor can be read. Shape
+    first, call later: a spec naming a function (``os:system``) must never be called with its args.
+
+    Raises:
+        InputError: anything else (``spec`` named).
+    """
+    if not inspect.isclass(cls) or not all(callable(inspect.getattr_static(cls, name, None))
+                                           for name in ("tasks", "start")):
+        raise InputError(f"env {spec!r} is not a class with tasks() and start(task) methods (an env class); "
+                         "give a registered env name or module:Class of an env class")
+    try:
+        inspect.signature(cls)
+    except (TypeError, ValueError):
+        raise InputError(f"env {spec!r} is not a class: give module:Class of an env class") from None
+    return cls
 
 
 def get_env(name: str, **kwargs: Any) -> Any:
-    """Instantiate an env by name (``apps``, ``office``, ``datasci``) or real OfficeBench (``officebench[:<path>]``).
+    """Instantiate an env by name (``apps``, ``office``, ``datasci``, an installed plug-in) or real OfficeBench
+    (``officebench[:<path>]``).
 
     Args:
-        name: a registered name or an OfficeBench source.
-        **kwargs: passed to the env's constructor (``seed``, ``workdir``, ``sandboxed``, ``limits``, ...).
+        name: a registered or plug-in name, or an OfficeBench source.
+        **kwargs: passed to the env's constructor (``seed``, ``workdir``, ``sandboxed``, ``limits``, ...; a plug-in
+            gets those its constructor takes).
     """
     if name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
         source = _officebench_source(name)
@@ -91,22 +139,25 @@ def get_env(name: str, **kwargs: Any) -> Any:
         except (ImportError, AttributeError) as exc:
             raise InputError(f"env 'officebench' ({OFFICEBENCH_CLASS}) is not available: {exc}") from exc
         return cls(source=source, **kwargs)
-    return env_class(name)(**kwargs)
+    cls = env_class(name)
+    if name not in ENVS:
+        params = inspect.signature(cls).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            kwargs = {k: v for k, v in kwargs.items() if k in params}
+    return cls(**kwargs)
 
 
 def official_metric(name: str) -> str:
     """The official score of env ``name`` (a registry name or ``officebench[:<path>]``): its class's
-    ``official_metric`` (``success`` or ``reward``); ``success`` for a plug-in ``module:Class`` (a report never
-    imports a module a run log names), a class that declares none or one that cannot be imported."""
-    if name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":"):
-        target = OFFICEBENCH_CLASS
-    elif name in ENVS:
-        target = ENVS[name]
-    else:
+    ``official_metric`` (``success`` or ``reward``; an installed plug-in's too); ``success`` for a ``module:Class``
+    (a report never imports a module a run log names), a class that declares none or one that cannot be imported."""
+    officebench = name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":")
+    if not officebench and (":" in name or env_target(name) is None):
         return "success"
     try:
-        declared = getattr(resolve(target), "official_metric", "success")
-    except (ImportError, AttributeError, ValueError):
+        declared = getattr(resolve(OFFICEBENCH_CLASS) if officebench else env_class(name), "official_metric",
+                           "success")
+    except Exception:  # noqa: BLE001 - a plug-in that fails to import must not break a report
         return "success"
     return declared if declared in ("success", "reward") else "success"
 
@@ -147,7 +198,7 @@ class EnvSummary:
 
 def summarize(name: str, **kwargs: Any) -> EnvSummary:
     """Task counts of an env by split and difficulty, or why it is unavailable (never raises for a broken env)."""
-    target = ENVS.get(name, OFFICEBENCH_CLASS)
+    target = env_target(name) or OFFICEBENCH_CLASS
     try:
         env = get_env(name, **kwargs)
         tasks = list(env.tasks())

@@ -1,10 +1,14 @@
 """Building a stream's parts from its `StreamConfig`: the env, its task stream, the model and the embedder.
 
-Env specs: a registered name (``apps``, ``office``, ``datasci``), real OfficeBench (``officebench[:<tasks folder>]``),
-or ``module:Class`` for your own env class (importable from ``sys.path``; it needs ``tasks()`` and ``start(task)``,
-see ``skilltransfer/envs/base.py``). The class gets ``seed``, ``sandboxed`` and ``workdir`` (when set) if its
-constructor accepts them, plus the ``args`` (checked against the constructor's parameters and annotations by
-`check_env_args`).
+Env specs: a registered name (``apps``, ``office``, ``datasci``), the name of an installed plug-in (an entry point in
+the group ``skilltransfer.envs``), real OfficeBench (``officebench[:<tasks folder>]``), or ``module:Class`` for your
+own env class (importable from ``sys.path``; it needs ``tasks()`` and ``start(task)``, see
+``skilltransfer/envs/base.py``). The class gets ``seed``, ``sandboxed`` and ``workdir`` (when set) if its constructor
+accepts them, plus the ``args`` (checked against the constructor's parameters and annotations by `check_env_args`).
+
+Importing a module runs its code, so the CLI imports a ``module:Class`` named in a spec file or a ``-c`` only when
+the user allowed that module on the command line (``--allow-import MODULE``; `check_env_name` with
+``allowed_imports``); Python callers (``allowed_imports=None``) are trusted code.
 """
 
 from __future__ import annotations
@@ -13,12 +17,23 @@ import inspect
 import json
 import threading
 import typing
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 
-from skilltransfer.envs.registry import ENVS, OFFICEBENCH, OFFICEBENCH_CLASS, env_class, get_env, stream_order
+from skilltransfer.envs.registry import (
+    ENVS,
+    OFFICEBENCH,
+    OFFICEBENCH_CLASS,
+    PLUGIN_GROUP,
+    check_env_shape,
+    env_class,
+    env_target,
+    get_env,
+    stream_order,
+)
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
@@ -27,7 +42,10 @@ from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.skill import Skill
 from skilltransfer.util.imports import load_target
 
-ENV_CHOICES = "apps, office, datasci, scienceworld, officebench[:<tasks folder>], or module:Class"
+ENV_CHOICES = ("apps, office, datasci, scienceworld, officebench[:<tasks folder>], an installed plug-in's name, or "
+               "module:Class")
+ALLOW_IMPORT = "--allow-import"
+"""The flag that lets a spec file or ``-c`` name a ``module:Class`` env of that module (``grid``, ``run``)."""
 
 
 # --------------------------------------------------------------------------------------------- envs
@@ -35,37 +53,57 @@ def _is_officebench(name: str) -> bool:
     return name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":")
 
 
+def imported_module(spec: str) -> str | None:
+    """The module an env spec makes the harness import of its own choosing: ``module`` of ``module:Class``; None for
+    a registered env, an installed plug-in or ``officebench[:path]`` (their code is the toolkit's or the user's)."""
+    if spec in ENVS or _is_officebench(spec) or ":" not in spec or env_target(spec) is not None:
+        return None
+    return spec.partition(":")[0].strip() or None  # no module: nothing to import
+
+
+def import_allowed(module: str, allowed: Collection[str]) -> bool:
+    """Whether ``--allow-import`` items ``allowed`` cover ``module``: the module itself or a package above it (an item
+    given as ``module:Class`` counts as its module)."""
+    names = {item.partition(":")[0].strip() for item in allowed}
+    return any(module == name or module.startswith(name + ".") for name in names if name)
+
+
 def env_class_of(spec: str) -> Any:
-    """The class (or factory) behind an env spec: a registry name, ``officebench[:path]`` or ``module:Class``.
+    """The class (or factory) behind an env spec: a registry name, an installed plug-in's name,
+    ``officebench[:path]`` or ``module:Class``; checked for its shape (a class with ``tasks`` and ``start``) before
+    anything calls it.
 
     Raises:
         InputError: an unknown name, or a target that cannot be imported or called.
     """
     if spec in ENVS:
         return env_class(spec)
-    if ":" not in spec and not _is_officebench(spec):
+    plugin = not _is_officebench(spec) and env_target(spec) is not None
+    if ":" not in spec and not _is_officebench(spec) and not plugin:
         raise InputError(f"unknown env {spec!r}; choose one of: {ENV_CHOICES}")
-    cls = load_target(OFFICEBENCH_CLASS if _is_officebench(spec) else spec, what="env class")
-    # shape first, call later: a spec naming a function (``os:system``) must never be called with its args
-    if not inspect.isclass(cls) or not all(callable(inspect.getattr_static(cls, name, None))
-                                           for name in ("tasks", "start")):
-        raise InputError(f"env {spec!r} is not a class with tasks() and start(task) methods (an env class); "
-                         "give a registered env name or module:Class of an env class")
-    try:
-        inspect.signature(cls)
-    except (TypeError, ValueError):
-        raise InputError(f"env {spec!r} is not a class: give module:Class of an env class") from None
-    return cls
+    if plugin:
+        return env_class(spec)  # checked for its shape
+    return check_env_shape(load_target(OFFICEBENCH_CLASS if _is_officebench(spec) else spec, what="env class"), spec)
 
 
-def check_env_name(name: str, where: str) -> None:
+def check_env_name(name: str, where: str, allowed_imports: Collection[str] | None = None) -> None:
     """Refuse an env spec that names no env (``where`` names the spec key), without building the env.
 
+    Args:
+        allowed_imports: the modules the user allowed on the command line (``--allow-import``): a ``module:Class``
+            of any other module is refused before it is imported. None: the caller is trusted code (the Python API),
+            any importable module may be named.
+
     Raises:
-        InputError: an unknown name, or a plug-in class that cannot be imported.
+        InputError: an unknown name, a module not allowed, or a plug-in class that cannot be imported.
     """
     if name in ENVS or _is_officebench(name):
         return
+    module = imported_module(name)
+    if module is not None and allowed_imports is not None and not import_allowed(module, allowed_imports):
+        raise InputError(f"field {where!r}: env {name!r} would import module {module!r}, which runs its code; a spec "
+                         f"file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} {module}, "
+                         f"or install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
     try:
         env_class_of(name)
     except InputError as exc:

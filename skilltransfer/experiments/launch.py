@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,15 +59,17 @@ def default_folder(config: StreamConfig, runs_dir: str | Path = "runs") -> Path:
 
 
 def run_spec(config_file: Path | None = None, overrides: Sequence[str] = (), flags: dict[str, Any] | None = None,
-             out: Path | None = None) -> StreamConfig:
+             out: Path | None = None, allowed_imports: Collection[str] | None = None) -> StreamConfig:
     """The stream ``run`` runs: `RUN_DEFAULTS`, the ``--config`` YAML, the ``-c`` overrides, then the flags (key path ->
     value; None: not given), logging to ``out``, else the spec's ``out``, else `default_folder`. Embeddings are
     cached on disk unless the spec says ``embedder_cache: false`` or the embedder is the hash test double.
+    ``allowed_imports``: the modules a ``module:Class`` env may import (`load_spec`; None: any).
 
     Raises:
         InputError: a bad file, key or value; a spec with several streams.
     """
-    grid = load_run_spec(config_file, list(overrides), dict(flags or {}), base=RUN_DEFAULTS)
+    grid = load_run_spec(config_file, list(overrides), dict(flags or {}), base=RUN_DEFAULTS,
+                         allowed_imports=allowed_imports)
     phase = grid.phases[0]
     config = one_stream(grid, Path("runs/run"))
     if "embedder_cache" not in phase.model_fields_set:

@@ -17,6 +17,7 @@ setting there is a new spec key here.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -344,19 +345,21 @@ def layered(base: dict[str, Any], overrides: list[str] | None = None, flags: dic
 
 
 # --------------------------------------------------------------------------------------------- validation
-def build_spec(data: dict[str, Any], *, source: str | Path | None = None) -> GridSpec:
+def build_spec(data: dict[str, Any], *, source: str | Path | None = None,
+               allowed_imports: Collection[str] | None = None) -> GridSpec:
     """Validate layered spec data into a `GridSpec` (one-line `InputError` naming the file and key on any problem).
 
-    Env names are checked here (registry, ``officebench[:path]``, importable ``module:Class``), not when a run's
-    config is read back.
+    Env names are checked here (registry, installed plug-in, ``officebench[:path]``, importable ``module:Class``), not
+    when a run's config is read back. ``allowed_imports``: the modules a ``module:Class`` env may come from (the CLI
+    passes those the user allowed, `check_env_name`); None: the caller is trusted code, any module may be named.
     """
     try:
-        return _build(data)
+        return _build(data, allowed_imports)
     except InputError as exc:
         raise InputError(str(exc), path=source) from None
 
 
-def _build(data: dict[str, Any]) -> GridSpec:
+def _build(data: dict[str, Any], allowed_imports: Collection[str] | None) -> GridSpec:
     allowed = (*GRID_KEYS, *(k for k in PHASE_KEYS if k != "name"))
     unknown = [key for key in data if key not in allowed]
     if unknown:
@@ -377,7 +380,8 @@ def _build(data: dict[str, Any]) -> GridSpec:
         except ValidationError as exc:
             raise InputError(validation_message(exc, prefix=where, model=PhaseSpec, rename=_singular)) from None
         for label, entry in phase.envs.items():  # type: ignore[attr-defined]
-            check_env_name(entry.name or label, f"{where + '.' if where else ''}envs.{label or entry.name}")
+            check_env_name(entry.name or label, f"{where + '.' if where else ''}envs.{label or entry.name}",
+                           allowed_imports)
         phases.append(phase)
     names = [p.name for p in phases]
     if len(set(names)) != len(names):
@@ -419,12 +423,15 @@ def _check_library_from(phase: Any, earlier: list[str], where: str) -> None:
                              f"choose one of: {', '.join(CONDITIONS)}")
 
 
-def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> GridSpec:
+def load_spec(spec: str, overrides: list[str] | None = None, *, allowed_imports: Collection[str] | None = None,
+              **flags: Any) -> GridSpec:
     """Read a grid spec (path or ready-made name), apply ``-c`` overrides, then flags (None flags are ignored).
 
     Args:
         spec: a YAML path or the name of a ready-made spec.
         overrides: ``key.path=value`` items or YAML files, in order.
+        allowed_imports: the modules a ``module:Class`` env of the spec or a ``-c`` may import (``grid``: its
+            ``--allow-import`` items); None: any (a Python caller trusts the spec it names).
         **flags: key paths set last (``out``, ``max_concurrency``, ``limits.task_limit``...); phase settings are
             also set in every phase, so a flag wins over the spec.
 
@@ -436,15 +443,15 @@ def load_spec(spec: str, overrides: list[str] | None = None, **flags: Any) -> Gr
     data = layered(_read_yaml(path, what="grid spec"), overrides, flags)
     if "name" not in data:
         raise InputError("name: required (the grid's name)", path=path)
-    grid = build_spec(data, source=path)
+    grid = build_spec(data, source=path, allowed_imports=allowed_imports)
     check_output_path(grid.out or f"runs/grid-{grid.name}", flag="out")
     return grid.model_copy(update={"source": str(path)})
 
 
 def load_run_spec(config: Path | None, overrides: list[str] | None, flags: dict[str, Any],
-                  base: dict[str, Any] | None = None) -> GridSpec:
+                  base: dict[str, Any] | None = None, allowed_imports: Collection[str] | None = None) -> GridSpec:
     """The spec of ``skilltransfer run``: ``base`` (run's defaults), then the ``--config`` YAML, the ``-c``
-    overrides and the flags, layered as for a grid.
+    overrides and the flags, layered as for a grid; ``allowed_imports`` as `load_spec`'s.
 
     Raises:
         InputError: as `load_spec`.
@@ -463,7 +470,7 @@ def load_run_spec(config: Path | None, overrides: list[str] | None, flags: dict[
             label = next(iter(entries))
             flags = {(f"{axis.plural}.{label}." + key.partition(".")[2] if key.startswith(name + ".") else key): value
                      for key, value in flags.items()}
-    return build_spec(layered(data, flags=flags), source=config)
+    return build_spec(layered(data, flags=flags), source=config, allowed_imports=allowed_imports)
 
 
 def env_entry(phase: Any, label: str) -> EnvSpec:
