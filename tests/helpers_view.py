@@ -25,6 +25,8 @@ from skilltransfer.skill import Skill
 
 XSS = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
 TARGETS = (3, 5, 2, 4)
+PRICE = {"input": 2.0, "output": 8.0}
+"""The ``task+text`` run's model price (USD per million tokens): its tasks and summary have a cost."""
 FAILS = {5}
 """Targets the executor misses (it adds one too many)."""
 
@@ -70,13 +72,15 @@ def build_lens_run(root: Path) -> Path:
 
 
 def build_view_runs(root: Path) -> dict[str, Path]:
-    """Four runs under ``root/runs/tiny``: ``task+text``, ``task``, ``subtask+code`` (over `TARGETS`) and a
-    ``metaskill`` coordinated run of `PLAN`, and a lens run outside it (`build_lens_run`); name -> run folder."""
+    """Four runs under ``root/runs/tiny``: ``task+text`` (priced: `PRICE`), ``task``, ``subtask+code`` (over
+    `TARGETS`) and a ``metaskill`` coordinated run of `PLAN`, and a lens run outside it (`build_lens_run`); name -> run
+    folder."""
     out = {}
     for condition, induction in (("task+text", XSS_SKILL), ("task", XSS_SKILL), ("subtask+code", CODE_SKILL)):
         path = root / "runs" / "tiny" / condition
+        priced = ("-c", f"model.price={json.dumps(PRICE)}") if condition == "task+text" else ()
         with MockServer(replies=MarkupScript(induction)) as server:
-            run_tiny(server, path, condition, TARGETS)
+            run_tiny(server, path, condition, TARGETS, *priced)
         out[condition] = path
     out["metaskill"] = root / "runs" / "tiny" / "metaskill"
     with MockServer(ComposeScript([plan_json(PLAN)])) as server:

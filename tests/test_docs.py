@@ -61,3 +61,23 @@ def test_every_documented_command_line_names_real_options(page: Path, line: str)
 
 def test_the_readme_is_short():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+
+
+def test_the_main_jobs_figures_in_the_readme_and_view_page_are_the_newest_measured_row():
+    """The README's "Last measured" figures and the view page's screenshot caption say what the newest dated row of
+    docs/results.md's main-job table measured (date, commit, solved, transfer events as `show` counts them)."""
+    results = (ROOT / "docs" / "results.md").read_text().split("## The main job", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in results.splitlines()
+            if line.startswith("| 20")]
+    date, commit, _, _, solved, transfers = rows[0][:6]
+    events = int(transfers.split()[0])
+    readme = re.search(r"Last measured \(([^,]+), (\w+),[^)]*\): [^()]*?(\d+/\d+) solved, (\d+) transfer events",
+                       (ROOT / "README.md").read_text().replace("\n", " "))
+    assert readme is not None
+    assert readme.groups() == (date, commit, solved, str(events))
+    view = re.search(r"transfer graph \((\w+) events", (ROOT / "docs" / "commands" / "view.md").read_text())
+    assert view is not None
+    assert WORDS.get(view[1], view[1]) == events

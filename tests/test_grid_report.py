@@ -123,9 +123,11 @@ def per_task(out: Path, env: str, condition: str) -> dict[str, float]:
 
 
 def events(out: Path, env: str, condition: str) -> list[tuple[int, int]]:
-    """(source_position, position) of each retrieval of a skill induced earlier in the same run."""
-    return [(item["source_position"], r["position"]) for r in records(out, env, condition) for item in r["retrieved"]
-            if item["source_position"] is not None and item["source_position"] <= r["position"]]
+    """(source_position, position) of each transfer event: a task retrieved a skill an earlier task of the same run
+    induced, once per task and skill (docs/metrics.md)."""
+    return [(source, r["position"]) for r in records(out, env, condition)
+            for source in {item["skill_id"]: item["source_position"] for item in r["retrieved"]}.values()
+            if source is not None and source < r["position"]]
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

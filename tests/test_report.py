@@ -191,7 +191,9 @@ def test_transfer_density_and_skill_counts(runs_dir: Path, built) -> None:
         for condition in (f"{level}+text", f"{level}+code"):
             for record in records(run_dir(runs_dir, "tiny-a", "model-x", condition)) + \
                     records(run_dir(runs_dir, "tiny-a", "model-y", condition)):
-                events += [(item["source_position"], record["position"]) for item in record["retrieved"]]
+                events += [(source, record["position"])  # transfer events: once per task and skill, from earlier
+                           for source in {i["skill_id"]: i["source_position"] for i in record["retrieved"]}.values()
+                           if source is not None and source < record["position"]]
         n = len(ENV_TARGETS["tiny-a"])
         expected = transfer_density(events, n, n)
         row = density.where(env="tiny-a", level=level)[0]

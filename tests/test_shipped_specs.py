@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,26 @@ def test_the_studies_index_counts_what_dry_run_counts(path, monkeypatch):
     plans, tasks = resolve_streams(load_spec(str(path)))
     total = sum(0 if plan.config.organize else len(tasks[plan.run]) for plan in plans)
     assert f"| {len(plans)} streams, {total} tasks |" in row, row
+
+
+STUDY_PAGES = sorted((Path(__file__).resolve().parent.parent / "docs" / "studies").glob("*.md"))
+DRY_RUN_BLOCK = re.compile(r"`grid --dry-run` on [\d-]+:\n\n```text\n(.*?)```", re.DOTALL)
+
+
+@pytest.mark.parametrize("page", [p for p in STUDY_PAGES if DRY_RUN_BLOCK.search(p.read_text())],
+                         ids=lambda p: p.stem)
+def test_a_study_pages_streams_are_what_dry_run_prints(page, tmp_path, monkeypatch, capsys):
+    """The stream list a study page prints ("`grid --dry-run` on DATE") is `grid <spec> --dry-run`'s, line for line
+    (the output folder relative to where it ran)."""
+    spec = SPEC_DIR / f"{page.stem}.yaml"
+    assert spec.is_file(), f"{page.name} prints a dry run of no shipped spec"
+    _officebench(spec, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = main_cli(["grid", page.stem, "--dry-run"], monkeypatch, capsys)
+    assert code == 0, err
+    block = DRY_RUN_BLOCK.search(page.read_text())
+    assert block is not None
+    printed = out.replace(f"{tmp_path.resolve()}/", "").splitlines()
+    documented = block[1].splitlines()
+    assert printed[:len(documented)] == documented
+    assert documented[-1].endswith(f"-> runs/grid-{page.stem}")  # the whole list, to its total

@@ -20,7 +20,7 @@ from helpers_view import XSS, build_view_runs
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import RunFolder
-from skilltransfer.experiments.summary import transfer_events
+from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.view import Catalog, ViewServer, export_site
 from skilltransfer.view.export import MARKER
 from skilltransfer.view.highlight import python_tokens
@@ -60,6 +60,11 @@ def test_payloads_follow_the_run_log(runs):
     assert XSS in skill["description"]  # untrusted text is carried as text
     assert [u["position"] for u in skill["retrieved_by"] if u["transfer"]] == [e.target_position for e in events]
     assert skill["induced_at"]["position"] == events[0].source_position
+    priced = next(r for r in index["runs"] if r["key"] == run["key"])  # cost at the model's price, as `show` sums it
+    assert priced["cost_usd"] == run["cost_usd"] == summarize_run(runs["task+text"]).cost_usd > 0
+    assert [t["cost_usd"] for t in run["tasks"]] == [r.cost_usd for r in records]
+    assert all(t["cost_usd"] > 0 for t in run["tasks"])
+    assert next(r for r in index["runs"] if r["condition"] == "task")["cost_usd"] is None  # no price, no cost
     task = catalog.task(run["key"], 1)
     assert task["prompts_recorded"]
     calls = task["trajectory"]["calls"]

@@ -20,7 +20,7 @@ import pytest
 from helpers_view import XSS, build_view_runs, large_run
 
 from skilltransfer.experiments.runlog import RunFolder
-from skilltransfer.experiments.summary import transfer_events
+from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.view import Catalog, ViewServer, export_site
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and Path(p).is_file()), None)
@@ -141,6 +141,20 @@ def test_task_list_filters_by_outcome(tab, runs, server):
     assert "failure" in rows.first.inner_text()
     tab.page.click('button[data-outcome="success"]')
     assert rows.count() == 3
+
+
+def test_cost_shows_on_the_runs_page_the_run_page_and_its_task_list(tab, runs, server):
+    cost = summarize_run(runs["task+text"]).cost_usd
+    assert cost is not None
+    assert 0 < cost < 1
+    tab.page.fill("input.filter", "tiny/task+text")
+    assert f"${cost:.4f}" in tab.page.locator("table.runs tbody tr").first.inner_text()
+    tab.go(f"#/run/{key_of(server, runs['task+text'])}")
+    assert f"cost ${cost:.4f}" in tab.page.locator("p.lede").inner_text()
+    rows = tab.page.locator("table.tasks tbody tr")
+    for row, record in zip(rows.all(), RunFolder(runs["task+text"]).read_records(), strict=True):
+        assert record.cost_usd is not None
+        assert f"${record.cost_usd:.4f}" in row.inner_text()
 
 
 def test_trajectory_skill_and_source_task_link_to_each_other(tab, runs, server):

@@ -171,6 +171,10 @@ IDENTITY_MODEL_FIELDS = ("label", "name", "model", "params", "extra_body", "cont
 """What a run records of its model: what shapes the answers (not the endpoint, key, timeouts, retries, cache)."""
 
 
+GENERIC_MODEL_LABEL = "default"
+"""The model label of the shipped specs (``models: {default: {}}``): it names run folders, not the model."""
+
+
 class ModelSpec(ModelConfig):
     """The model of a stream: a `ModelConfig` and its label."""
 
@@ -183,7 +187,18 @@ class ModelSpec(ModelConfig):
 
     @property
     def display_label(self) -> str:
+        """The label that names run folders: ``label``, else the model id, else the registry name."""
         return self.label or self.resolved_model() or self.resolved_name()
+
+    @property
+    def report_label(self) -> str:
+        """The model's name in tables (``report``'s Table 2, ``export``): `display_label`, except that the generic
+        `GENERIC_MODEL_LABEL` (the shipped specs' ``models: {default: {}}``) gives way to the recorded model id,
+        else the registry name (``-c models.default.model=qwen3`` is "qwen3" in Table 2, its folder still
+        ``.../default/...``)."""
+        if self.label == GENERIC_MODEL_LABEL:
+            return self.model or self.name or "default"
+        return self.display_label
 
     def effective_params(self) -> dict[str, Any]:
         """The sampling params calls are sent with: the config's, over the embedded model's own defaults

@@ -77,7 +77,7 @@ def task_rows(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     for (folder, log, records), setting in zip(loaded, settings, strict=True):
         config = log.config
         head: dict[str, Any] = {"run": config.run, "path": str(folder), "env": config.env.display_label,
-                                "model": config.model.display_label, "condition": config.condition_label()}
+                                "model": config.model.report_label, "condition": config.condition_label()}
         head.update({key: setting.get(key) for key in differing})
         by_task: dict[str, list[str]] = {}
         for event in transfer_events(records):

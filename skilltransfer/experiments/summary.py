@@ -16,6 +16,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import (
     FORMAT_VERSION,
+    RetrievedSkill,
     RunFolder,
     TaskRecord,
     TrajectoryLog,
@@ -29,7 +30,8 @@ CI_LEVEL = 0.95
 
 @dataclass(frozen=True)
 class TransferEvent:
-    """A task retrieved a skill that an earlier task of the same run induced (cross-task transfer)."""
+    """A task retrieved a skill that an earlier task of the same run induced (cross-task transfer; `transfer_events`
+    is the definition)."""
 
     target_position: int
     target_task_id: str
@@ -37,26 +39,36 @@ class TransferEvent:
     skill_name: str
     source_position: int
     source_task_id: str
+    skill_id: str = ""
+    score: float = 0.0
+    """The retrieval's best score in the target task (its subtasks may retrieve the skill more than once)."""
 
 
 def transfer_events(records: list[TaskRecord]) -> list[TransferEvent]:
-    """Every (task, skill) pair where the task retrieved a skill induced (added or merged into) by an earlier task of
-    the same run, in stream order; a skill retrieved by several subtasks of one task counts once."""
+    """The transfer events of a run: the one definition that ``show``, ``view``, ``report`` and ``export`` count
+    (docs/metrics.md, "transfer event").
+
+    One event per (task, skill) where the task retrieved a skill that an *earlier* task of the same run induced
+    (added, or merged into; the source is the first such task), in stream order. A skill retrieved by several
+    subtasks of one task counts once (at its best score); a skill induced and retrieved within one task is no
+    transfer; skills the run did not induce (a library it was given, a frozen memory) are none. The outcome of the
+    target task is recorded, not required (the paper's Fig. 6: a skill induced earlier is retrieved later).
+    """
     induced_by: dict[str, TaskRecord] = {}
     events: list[TransferEvent] = []
     for record in sorted(records, key=lambda r: r.position):
-        seen: set[str] = set()
+        best: dict[str, RetrievedSkill] = {}  # first-retrieval order, best score
         for hit in record.retrieved:
-            source = induced_by.get(hit.skill_id)
-            if source is None or hit.skill_id in seen:
-                continue
-            seen.add(hit.skill_id)
+            if hit.skill_id in induced_by and (hit.skill_id not in best or hit.score > best[hit.skill_id].score):
+                best[hit.skill_id] = hit
+        for skill_id, hit in best.items():
+            source = induced_by[skill_id]
             events.append(TransferEvent(record.position, record.task_id, record.success, hit.name, source.position,
-                                        source.task_id))
+                                        source.task_id, skill_id, hit.score))
         for induction in record.induced:
-            for skill_id in (induction.skill_id, induction.target_id):
-                if induction.status in ("added", "merged") and skill_id is not None:
-                    induced_by.setdefault(skill_id, record)
+            for induced_id in (induction.skill_id, induction.target_id):
+                if induction.status in ("added", "merged") and induced_id is not None:
+                    induced_by.setdefault(induced_id, record)
     return events
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
-from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows
+from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows, transfer_events
 from skilltransfer.util import trees, untrusted
 from skilltransfer.view.highlight import python_tokens
 
@@ -250,6 +250,7 @@ class Catalog:
                 "tokens_per_task": (s["prompt_tokens"] + s["completion_tokens"]) / n,
                 "latency_total_s": s["latency_total_s"], "latency_mean_s": s["latency_mean_s"],
                 "model_calls": s["model_calls"], "memory_size": s["memory_size"], "transfers": len(s["transfers"]),
+                "cost_usd": s["cost_usd"],
                 "exit_status": s["exit_status"], "reuse": stream.get("reuse"), "coordination": stream.get(
                     "coordination")}
 
@@ -279,7 +280,8 @@ class Catalog:
                 "model": summary["model"], "env": summary["env"],
                 "preset": _label(summary.get("harness")) or _preset(config), "harness": summary.get("harness") or None,
                 "success": summary["success"], "ci": list(summary["success_ci"]), "finished": summary["finished"],
-                "planned": summary["planned"], "config": config, "tasks": tasks, "transfers": transfers,
+                "planned": summary["planned"], "cost_usd": summary["cost_usd"], "config": config, "tasks": tasks,
+                "transfers": transfers,
                 "skills": skills, "skills_error": skills_error,
                 "prompts_bytes": folder.prompts.size()}
 
@@ -413,7 +415,8 @@ def _task_row(record: TaskRecord) -> dict[str, Any]:
     return {"position": record.position, "task_id": record.task_id, "finished": True, "reward": record.reward,
             "success": record.success, "exit_status": record.exit_status, "steps": record.steps,
             "subtasks": record.subtasks, "tokens": record.prompt_tokens + record.completion_tokens,
-            "model_calls": record.model_calls, "latency_s": record.latency_s, "difficulty": record.difficulty,
+            "model_calls": record.model_calls, "cost_usd": record.cost_usd, "latency_s": record.latency_s,
+            "difficulty": record.difficulty,
             "template": record.template, "retrieved": list(seen.values()),
             "induced": [{"status": i.status, "skill_id": i.skill_id, "skill_name": i.skill_name,
                          "target_id": i.target_id, "subtask_index": i.subtask_index} for i in record.induced]}
@@ -429,26 +432,13 @@ def _trajectory_status(folder: RunFolder, task_id: str) -> str:
 
 
 def transfer_edges(records: list[TaskRecord]) -> list[dict[str, Any]]:
-    """The run's transfer events (`skilltransfer.experiments.summary.transfer_events`: a task retrieved a skill that
-    an earlier task of the run induced) as edges source -> target, with the retrieval's best score."""
-    induced_by: dict[str, TaskRecord] = {}
-    edges: list[dict[str, Any]] = []
-    for record in sorted(records, key=lambda r: r.position):
-        best: dict[str, float] = {}
-        for hit in record.retrieved:
-            if hit.skill_id in induced_by:
-                best[hit.skill_id] = max(best.get(hit.skill_id, hit.score), hit.score)
-        names = {hit.skill_id: hit.name for hit in record.retrieved}
-        for skill_id, score in best.items():
-            source = induced_by[skill_id]
-            edges.append({"source": source.position, "source_task_id": source.task_id, "target": record.position,
-                          "target_task_id": record.task_id, "skill_id": skill_id, "skill_name": names[skill_id],
-                          "score": score, "success": record.success, "reward": record.reward})
-        for induction in record.induced:
-            for induced_id in (induction.skill_id, induction.target_id):
-                if induction.status in ("added", "merged") and induced_id is not None:
-                    induced_by.setdefault(induced_id, record)
-    return edges
+    """The run's transfer events (`skilltransfer.experiments.summary.transfer_events`, the one definition) as edges
+    source -> target, with the retrieval's best score and the target's outcome."""
+    reward = {r.position: r.reward for r in records}
+    return [{"source": e.source_position, "source_task_id": e.source_task_id, "target": e.target_position,
+             "target_task_id": e.target_task_id, "skill_id": e.skill_id, "skill_name": e.skill_name,
+             "score": e.score, "success": e.target_success, "reward": reward[e.target_position]}
+            for e in transfer_events(records)]
 
 
 def _skills(root: Path, records: list[TaskRecord],

@@ -35,7 +35,7 @@ def library_model(run: RunLog) -> str | None:
     if not (folder / "config.json").is_file():
         return None
     try:
-        return RunFolder(folder).read_config().config.model.display_label
+        return RunFolder(folder).read_config().config.model.report_label  # as `RunLog.model` names it
     except InputError:
         return None
 

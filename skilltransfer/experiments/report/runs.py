@@ -56,9 +56,10 @@ class RunLog:
 
     @property
     def model(self) -> str:
-        """The model label (`ModelSpec.display_label`: a grid's key, else the model id, else the registry name)."""
+        """The model label (`ModelSpec.report_label`: a grid's key, unless the generic ``default``, else the model id,
+        else the registry name)."""
         spec = self.log.config.model
-        return (spec.display_label if spec.label or spec.model or spec.name else "unknown-model") + self.model_tags
+        return (spec.report_label if spec.label or spec.model or spec.name else "unknown-model") + self.model_tags
 
     @property
     def condition(self) -> str:

@@ -10,22 +10,17 @@ import numpy as np
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import OFFICIAL, condition_order, metric_of, value_of
 from skilltransfer.experiments.report.table import Table
+from skilltransfer.experiments.summary import transfer_events
 from skilltransfer.metrics import transfer_density
 
 DEFAULT_BINS = 50
 LEVELS = ("subtask", "task")
 
 
-def transfer_events(run: RunLog) -> list[tuple[int, int]]:
-    """(induced_at, retrieved_at) stream positions of every retrieval of a skill induced earlier in the same run.
-
-    Runs over a frozen library have none (their skills come from another stream); retrieved skills with no source
-    position are skipped.
-    """
-    if run.frozen_library:
-        return []
-    return [(item.source_position, record.position) for record in run.records for item in record.retrieved
-            if item.source_position is not None and item.source_position <= record.position]
+def transfer_pairs(run: RunLog) -> list[tuple[int, int]]:
+    """(induced_at, retrieved_at) stream positions of the run's transfer events
+    (`skilltransfer.experiments.summary.transfer_events`, the definition ``show`` and ``view`` count too)."""
+    return [(event.source_position, event.target_position) for event in transfer_events(run.records)]
 
 
 def bins_for(n_items: int, bins: int = DEFAULT_BINS) -> int:
@@ -46,7 +41,7 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = OFF
     for run in sorted(runs, key=lambda r: (r.env, r.model, condition_order(r.condition), r.name)):
         statuses = Counter(item.status for record in run.records for item in record.induced)
         retrieved = [item.skill_id for record in run.records for item in record.retrieved]
-        events = transfer_events(run)
+        events = transfer_pairs(run)
         n_bins = bins_for(run.n_stream, bins)
         density = transfer_density(events, run.n_stream, n_bins).density if run.n_stream >= 2 else None
         score = 100 * float(np.mean([value_of(r, metric_of(run, metric)) for r in run.records]))
@@ -85,8 +80,9 @@ def transfer_heatmaps(runs: list[RunLog], bins: int = DEFAULT_BINS) -> tuple[Tab
     table = Table("fig6_transfer_density", "Transfer density D (Fig. 6)",
                   ["env", "level", "n_runs", "n_items", "bins", "n_events", "n_within_bin", "bin_pairs_covered",
                    "density"],
-                  note="events = (source_position, position) of every retrieved skill induced earlier in the same run "
-                       "(frozen-library runs excluded), pooled over the env's runs of a level; "
+                  note="events = (source, target) positions of the transfer events (a task retrieved a skill an "
+                       "earlier task of the same run induced; one per task and skill), pooled over the env's memory "
+                       "runs of a level (frozen-library runs excluded); "
                        "D = covered bin pairs i < j / (b(b-1)/2).")
     maps = []
     by_env: dict[str, list[RunLog]] = {}
@@ -103,8 +99,8 @@ def transfer_heatmaps(runs: list[RunLog], bins: int = DEFAULT_BINS) -> tuple[Tab
             level_runs = [run for run in members if run.level == level]
             if not level_runs:
                 continue
-            per_run = [transfer_density(transfer_events(run), n_items, n_bins) for run in level_runs]
-            pooled = transfer_density([e for run in level_runs for e in transfer_events(run)], n_items, n_bins)
+            per_run = [transfer_density(transfer_pairs(run), n_items, n_bins) for run in level_runs]
+            pooled = transfer_density([e for run in level_runs for e in transfer_pairs(run)], n_items, n_bins)
             heat.runs[level] = np.sum([(d.counts > 0).astype(np.int64) for d in per_run], axis=0)
             heat.density[level] = pooled.density
             heat.n_runs[level] = len(level_runs)

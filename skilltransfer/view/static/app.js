@@ -116,6 +116,7 @@
   const num = (x, digits = 0) => (x === null || x === undefined ? "-" : Number(x).toLocaleString("en-US", {
     maximumFractionDigits: digits, minimumFractionDigits: digits }));
   const no = (position) => Number(position) + 1;  // task numbers are 1-based where people read them (as in show)
+  const usd = (x) => (x === null || x === undefined ? "-" : "$" + Number(x).toFixed(Number(x) < 1 ? 4 : 2));
   const secs = (x) => (x === null || x === undefined ? "-" : Number(x).toFixed(Number(x) < 10 ? 2 : 1) + " s");
 
   function outcomeBadge(task) {
@@ -269,10 +270,12 @@
         cell: (r) => r.finished ? `${pct(r.success)} [${pct(r.ci[0])}, ${pct(r.ci[1])}]` : "-" },
       { label: "reward", num: true, value: (r) => r.mean_reward, cell: (r) => num(r.mean_reward, 3) },
       { label: "tokens/task", num: true, value: (r) => r.tokens_per_task, cell: (r) => num(r.tokens_per_task) },
+      { label: "cost", num: true, value: (r) => r.cost_usd, cell: (r) => usd(r.cost_usd),
+        help: "the finished tasks' cost at the model's price (- without one)" },
       { label: "latency/task", num: true, value: (r) => r.latency_mean_s, cell: (r) => secs(r.latency_mean_s) },
       { label: "calls", num: true, value: (r) => r.model_calls, cell: (r) => num(r.model_calls) },
       { label: "transfers", num: true, value: (r) => r.transfers, cell: (r) => num(r.transfers),
-        help: "retrievals of a skill induced earlier in the same run" },
+        help: "transfer events: a task retrieved a skill an earlier task of the run induced (once per task and skill)" },
       { label: "skills", num: true, value: (r) => r.memory_size, cell: (r) => num(r.memory_size) },
     ];
     const count = h("span", { class: "muted" });
@@ -314,7 +317,8 @@
     return [
       h("h1", null, run.label),
       h("p", { class: "lede", title: run.harness || null }, `${run.condition} · ${run.model} · ${run.env}` + (run.preset ? ` · preset ${run.preset}` : "") +
-        ` · success ${run.finished ? pct(run.success) + " [" + pct(run.ci[0]) + ", " + pct(run.ci[1]) + "]" : "-"}`),
+        ` · success ${run.finished ? pct(run.success) + " [" + pct(run.ci[0]) + ", " + pct(run.ci[1]) + "]" : "-"}` +
+        (run.cost_usd !== null && run.cost_usd !== undefined ? ` · cost ${usd(run.cost_usd)}` : "")),
       h("nav", { class: "tabs" }, tabs.map(([name, label]) =>
         h("a", { href: name === "tasks" ? route.run(run.key) : route.tab(run.key, name),
           class: name === tab ? "active" : null }, label))),
@@ -340,7 +344,8 @@
   }
 
   function tasksView(run) {
-    const transfers = new Set(run.transfers.map((e) => `${e.target}:${e.skill_id}`));
+    const sources = new Map(run.transfers.map((e) => [`${e.target}:${e.skill_id}`, e.source]));
+    const source = (t, r) => sources.get(`${t.position}:${r.skill_id}`);  // the inducing task of a transfer event
     const columns = [
       { label: "#", num: true, value: (t) => t.position, cell: (t) => String(no(t.position)) },
       { label: "task", value: (t) => t.task_id, cell: (t) => h("a", { href: route.task(run.key, t.position), class: "nowrap" }, t.task_id) },
@@ -349,13 +354,13 @@
       { label: "exit status", value: (t) => t.exit_status || t.status, cell: (t) => t.exit_status || "" },
       { label: "steps", num: true, value: (t) => t.steps, cell: (t) => t.finished ? String(t.steps) : "" },
       { label: "tokens", num: true, value: (t) => t.tokens, cell: (t) => t.finished ? num(t.tokens) : "" },
+      { label: "cost", num: true, value: (t) => t.cost_usd, cell: (t) => t.finished ? usd(t.cost_usd) : "" },
       { label: "latency", num: true, value: (t) => t.latency_s, cell: (t) => t.finished ? secs(t.latency_s) : "" },
       { label: "retrieved (score)", value: (t) => (t.retrieved || []).map((r) => r.name).join(" "),
         cell: (t) => h("ul", { class: "inline" }, (t.retrieved || []).map((r) => h("li", {
-          class: transfers.has(`${t.position}:${r.skill_id}`) ? "transfer" : null },
+          class: source(t, r) !== undefined ? "transfer" : null },
         skillLink(run, r.skill_id, r.name), ` ${r.score.toFixed(2)}`,
-        transfers.has(`${t.position}:${r.skill_id}`) && r.source_position !== null ? [" ← ",
-          link(route.task(run.key, r.source_position), "#" + no(r.source_position))] : null))) },
+        source(t, r) !== undefined ? [" ← ", link(route.task(run.key, source(t, r)), "#" + no(source(t, r)))] : null))) },
       { label: "induced", value: (t) => (t.induced || []).map((i) => i.skill_name || i.status).join(" "),
         cell: (t) => h("ul", { class: "inline" }, (t.induced || []).map((i) => h("li", null,
           i.skill_id && ["added", "merged"].includes(i.status) ? skillLink(run, i.target_id && i.status === "merged" ? i.target_id : i.skill_id, i.skill_name || i.skill_id) : (i.skill_name || ""),
