@@ -199,6 +199,9 @@ class StreamParts:
     """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
     own_task: OwnTaskLibrary | None = None
     """``library_scope`` own-task: each task's view of the frozen library (the agent's memory is set before it)."""
+    recorded: dict[str, Any] = field(default_factory=dict)
+    """What `_commit_task` last recorded in ``config.json`` (adaptations, served provenance): unchanged, the file is
+    neither read nor written again."""
 
 
 def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
@@ -677,11 +680,16 @@ def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
     folder = parts.folder
     folder.commit(record, parts.memory,
                   save_with_memory=parts.retriever.save if parts.retriever is not None else None)
-    folder.record_adaptations(param_changes(parts.agent.model))
+    changes = param_changes(parts.agent.model)
+    if changes != parts.recorded.get("adaptations"):
+        folder.record_adaptations(changes)
+        parts.recorded["adaptations"] = dict(changes)
     if parts.watch is not None:
         seen = parts.watch.seen()
-        before = folder.read_config().provenance
-        folder.record_provenance(merged(before, seen) if before else before)
+        if seen != parts.recorded.get("served"):
+            before = folder.read_config().provenance
+            folder.record_provenance(merged(before, seen) if before else before)
+            parts.recorded["served"] = seen
 
 
 def _one_line(exc: BaseException) -> str:

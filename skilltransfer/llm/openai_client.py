@@ -293,9 +293,12 @@ class OpenAIChatModel:
                           attempts=attempts, reasoning=reasoning, reasoning_tokens=reasoning_tokens)
 
     def _send(self, body: dict[str, Any]) -> Any:
-        kwargs = dict(body)
+        # Every field goes in the SDK's documented ``extra_body`` (merged into the JSON as given): the SDK's own
+        # per-field transform of the typed parameters walks each message and cost more CPU than the rest of a task.
+        fields = {key: value for key, value in body.items() if key not in ("model", "extra_body")}
+        extra = {**fields, **(body.get("extra_body") or {})}
         try:
-            response = self._completions.create(**kwargs)
+            response = self._completions.create(model=body["model"], messages=[], extra_body=extra)
         except openai.APITimeoutError as exc:
             raise TransientModelError("timeout", f"no answer within {self.config.timeout_s} s") from exc
         except openai.APIConnectionError as exc:
