@@ -1,5 +1,6 @@
-"""Streams of independent tasks (no skill memory) run several tasks at once and commit them in stream order: the
-records and trajectories are a sequential run's, timings aside; streams with a memory stay sequential."""
+"""Streams of independent tasks (no skill memory, or a frozen library read as it is) run several tasks at once and
+commit them in stream order: the records, trajectories and library usage counts are a sequential run's, timings
+aside; streams with a memory of their own, or state shared between tasks, stay sequential."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.stream import independent_tasks, parallel_width, run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.memory.library import export_jsonl, read_jsonl
+from skilltransfer.skill import Skill
 
 TARGETS = [3, 5, 2, 4, 7, 1, 6, 8]
 TIMING = {"latency_s", "seconds", "latency", "created", "started", "elapsed_s"}
@@ -45,11 +49,20 @@ def strip(value):
     return value
 
 
-def run(tmp_path, name, condition, parallel):
+def run(tmp_path, name, condition, parallel, **settings):
     script = CountingScript()
     env = TinyEnv(TARGETS, workdir=tmp_path / "ws" / name)
-    config = StreamConfig(run=name, runs_dir=str(tmp_path / "runs"), condition=condition)
-    summary = run_stream(env, ScriptedModel(script), config, parallel_tasks=parallel)
+    config = StreamConfig(run=name, runs_dir=str(tmp_path / "runs"), condition=condition, **settings)
+    embedder = HashEmbedder(dim=64) if config.has_memory else None
+    script.usage = []  # the memory's usage counts as each commit saved them
+
+    def committed(_record):
+        if config.has_memory:
+            script.usage.append({s.id: s.usage.times_retrieved for s, _ in read_jsonl(
+                "memory/skills.jsonl", root=tmp_path / "runs" / name)})
+
+    summary = run_stream(env, ScriptedModel(script), config, embedder=embedder, parallel_tasks=parallel,
+                         on_task=committed)
     records = [json.loads(line) for line in (summary.path / "results.jsonl").read_text().splitlines()]
     trajectories = [json.loads((summary.path / r["trajectory"]).read_text()) for r in records]
     return summary, records, trajectories, script
@@ -67,6 +80,42 @@ def test_independent_tasks_run_at_once_with_a_sequential_runs_records(tmp_path):
             a.pop("run"), b.pop("run")
             assert strip(a) == strip(b)
         assert strip(seq_traj) == strip(par_traj)
+
+
+def test_a_frozen_library_streams_tasks_run_at_once_with_a_sequential_runs_records_and_usage(tmp_path):
+    library = tmp_path / "library.jsonl"
+    export_jsonl([Skill(name="set_counter_value", description="Set the counter to a target value.",
+                        body="1. Reset the counter with apis.counter.reset().\n2. Add the target with "
+                             "apis.counter.add(n) and call complete_task()."),
+                  Skill(name="read_counter", description="Read the current counter value.",
+                        body="1. Print apis.counter.get().")], library)
+    for condition in ("task+text", "subtask"):  # a library with or without a skill format: read-only either way
+        config = StreamConfig(run="x", condition=condition, library=str(library),
+                              model={"name": "openai", "max_concurrency": 8})
+        assert independent_tasks(config)
+        assert parallel_width(config) == 8
+        _, seq, seq_traj, seq_script = run(tmp_path, f"seq-{condition}", condition, 1, library=str(library))
+        summary, par, par_traj, par_script = run(tmp_path, f"par-{condition}", condition, 4, library=str(library))
+        assert (seq_script.most, par_script.most > 1) == (1, True)  # tasks overlapped
+        assert all(r["retrieved"] for r in par)
+        assert all(not r["induced"] for r in par)  # a frozen library: nothing induced
+        for a, b in zip(seq, par, strict=True):
+            a.pop("run"), b.pop("run")
+            assert strip(a) == strip(b)
+        assert strip(seq_traj) == strip(par_traj)
+        assert par_script.usage == seq_script.usage  # each commit's saved counts: a resume counts no task twice
+        assert len(par_script.usage) == len(TARGETS)
+        assert sum(par_script.usage[-1].values()) >= len(TARGETS)
+
+
+def test_library_streams_that_share_state_between_tasks_stay_sequential(tmp_path):
+    library = str(tmp_path / "library.jsonl")
+    for settings in ({"library_scope": "own-task"}, {"skill_exec": "subagent"}, {"library_organization": "tree"},
+                     {"reuse": "lens"}, {"mask_rate": 0.5}, {"coordination": "metaskill"}):
+        config = StreamConfig.model_construct(**{**StreamConfig(run="x", condition="task+text",
+                                                                 library=library).__dict__, **settings})
+        assert not independent_tasks(config), settings
+    assert not independent_tasks(StreamConfig(run="x", condition="task+text"))  # its own memory
 
 
 def test_streams_with_a_memory_stay_sequential(tmp_path, hash_embedder):

@@ -48,7 +48,7 @@ from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import build_base_model, library_skills
+from skilltransfer.experiments.build import LockedEmbedder, build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.guard import GuardedEnv
@@ -551,9 +551,14 @@ def parallel_width(config: StreamConfig) -> int:
 
 
 def independent_tasks(config: StreamConfig) -> bool:
-    """Whether a stream's tasks are independent of each other (no skill memory, no coordination plan, flat reuse):
-    they may then run concurrently with the records of a sequential run."""
-    return (not config.has_memory and config.coordination == "none" and config.reuse == "flat"
+    """Whether a stream's tasks are independent of each other: no memory of its own (none, or a frozen library read
+    as it is: flat reuse, organisation and exposure, inline skills, the whole library for every task; a library is
+    read-only, so nothing is induced), no coordination plan, no evolution, no masking. They may then run
+    concurrently with the records of a sequential run (a frozen library's usage counts are updated at each commit,
+    in stream order)."""
+    frozen = config.library is not None and config.library_scope == "all" and config.skill_exec == "inline" \
+        and config.library_organization == "flat" and config.library_exposure == "retrieved"
+    return ((not config.has_memory or frozen) and config.coordination == "none" and config.reuse == "flat"
             and config.evolution is None and not config.organize and not config.mask_rate)
 
 
@@ -564,6 +569,8 @@ def _run_parallel(env: Env, config: StreamConfig, parts: StreamParts, todo: list
     stopped early (a reached budget), else None. An error that stops the stream stops it after the running tasks."""
     assert parts.make_agent is not None
     env = GuardedEnv(env)  # in-process episodes act one at a time
+    if parts.memory is not None and not isinstance(parts.memory.embedder, LockedEmbedder):
+        parts.memory.embedder = LockedEmbedder(parts.memory.embedder)  # the agents' retrievals embed one at a time
     agents = [parts.agent, *(parts.make_agent() for _ in range(width - 1))]
     free = list(agents)
     lock = threading.Lock()
@@ -665,9 +672,6 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         result.exit_status = TASK_TIMEOUT if isinstance(failure[0], TaskTimeout) else TASK_ERROR
         result.latency_s = time.perf_counter() - started
         score = Score(reward=0.0, success=False)
-    if memory is not None:
-        retrieved_ids = [s["id"] for step in result.retrievals for s in step.skills if s["id"] in memory]
-        memory.record_retrieval(retrieved_ids, score.success)
     live.result = result
     live.write("finished", score={"reward": score.reward, "success": score.success,
                                   "checks": [asdict(c) for c in score.checks]},
@@ -676,8 +680,12 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
 
 
 def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
-    """Commit a performed task (record, memory) and what the run learnt of its model so far."""
+    """Commit a performed task (record, memory: the retrieved skills' usage counts first, so tasks performed side by
+    side count in stream order) and what the run learnt of its model so far."""
     folder = parts.folder
+    if parts.memory is not None:
+        memory = parts.memory
+        memory.record_retrieval([hit.skill_id for hit in record.retrieved if hit.skill_id in memory], record.success)
     folder.commit(record, parts.memory,
                   save_with_memory=parts.retriever.save if parts.retriever is not None else None)
     changes = param_changes(parts.agent.model)
