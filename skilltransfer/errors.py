@@ -16,8 +16,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from skilltransfer.util import untrusted
-
 
 class InputError(Exception):
     """Bad user input (a path, a file's content, a flag). The message is one line and says what to fix."""
@@ -108,39 +106,6 @@ def validation_message(exc: ValidationError, *, prefix: str = "", model: type[Ba
 
 def _os_reason(exc: OSError) -> str:
     return "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or type(exc).__name__
-
-
-def read_text(path: str | Path, *, what: str = "file", max_bytes: int = untrusted.MAX_BYTES,
-              root: str | Path | None = None) -> str:
-    """Read a user's text file as UTF-8 through the one reader of untrusted files (`skilltransfer.util.untrusted`):
-    a regular file only (a FIFO or device is refused without blocking), at most ``max_bytes``.
-
-    Args:
-        path: the file; with ``root``, relative to it (no link below ``root`` followed, no way out of it).
-        what: names the file in errors ("grid spec", "replies file", ...).
-        max_bytes: the largest file accepted.
-        root: the folder the file must stay inside.
-
-    Raises:
-        InputError: naming the file (and line) when it is missing, a folder, not a regular file, too large,
-            unreadable, a symlink loop or not UTF-8 (binary files usually are not).
-    """
-    try:
-        data = untrusted.read_bytes(path, root=root, max_bytes=max_bytes)
-    except untrusted.UntrustedFileError as exc:
-        shown = exc.shown
-        if exc.errno == errno.ENOENT:
-            raise InputError(f"{what} does not exist", path=shown) from None
-        if exc.errno == errno.EISDIR:
-            raise InputError(f"{what} is a folder; give a file", path=shown) from None
-        if exc.errno == errno.ELOOP and root is None:
-            raise InputError(f"cannot read {what} (a symlink loop)", path=shown) from None
-        raise InputError(f"cannot read {what}: {exc.reason}", path=shown) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", path=path, line=line) from None
 
 
 def check_output_path(path: str | Path, *, flag: str, folder: bool = True) -> Path:

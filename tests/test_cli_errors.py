@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from skilltransfer.cli import main
-from skilltransfer.errors import InputError, check_output_path, read_text
+from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.util.files import read_text
 
 TINY = "helpers_tinyenv:TinyEnv"
 RUN = ["run", "--env", TINY, "--condition", "task", "--model", "scripted:{tmp}/ok.jsonl", "--embedder", "hash:64",

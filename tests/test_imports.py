@@ -226,3 +226,9 @@ def test_agents_floors_the_loop_types_below_the_harness_and_no_guard_imports_the
     down = [f"{a} -> {b}" for a, targets in graph.items() if a.startswith(harness + ".")
             and a.rsplit(".", 1)[1] not in ("presets", "__init__") for b in targets if b in loop]
     assert not down, "a guard imports a loop module: " + "; ".join(down)
+
+
+def test_errors_stay_on_the_ground_floor() -> None:
+    """``errors`` is what every part imports: it imports nothing of the package (issue 40; its file reader is
+    ``util.files.read_text``)."""
+    assert not import_graph()["skilltransfer.errors"]

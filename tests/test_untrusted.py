@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.util import trees, untrusted
-from skilltransfer.util.files import read_json
+from skilltransfer.util.files import read_json, read_text
 from skilltransfer.util.untrusted import UntrustedFileError
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from skilltransfer.coordination.plan import Plan, plan_from_json
-from skilltransfer.errors import InputError, read_text
-from skilltransfer.util.files import atomic_write_text
+from skilltransfer.errors import InputError
+from skilltransfer.util.files import atomic_write_text, read_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

@@ -49,14 +49,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.agents.steps import ModelCall
-from skilltransfer.errors import InputError, read_text, validation_message
+from skilltransfer.errors import InputError, validation_message
 from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
 from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
 from skilltransfer.util import trees, untrusted
-from skilltransfer.util.files import iter_jsonl, jsonl_lines, new_file_mode, read_json
+from skilltransfer.util.files import iter_jsonl, jsonl_lines, new_file_mode, read_json, read_text
 
 FORMAT_VERSION = 2
 CONFIG = "config.json"

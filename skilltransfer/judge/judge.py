@@ -30,11 +30,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.judge.runs import RunArtifacts
 from skilltransfer.llm.context import ContextLengthError
 from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
 from skilltransfer.protocols import ChatModel, Message
+from skilltransfer.util.files import read_text
 from skilltransfer.util.prompts import Prompt, load_prompt
 
 FORMAT_VERSION = 1

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.util import untrusted
-from skilltransfer.util.files import jsonl_lines, read_json
+from skilltransfer.util.files import jsonl_lines, read_json, read_text
 
 
 @dataclass(frozen=True)

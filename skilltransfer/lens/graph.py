@@ -26,11 +26,11 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.memory.library import MANIFEST, read_jsonl, replace_folder
 from skilltransfer.memory.library import export_jsonl as export_skills
 from skilltransfer.skill import Skill
-from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.files import atomic_write_text, read_text
 
 Layer = Literal["policy", "strategy", "procedure", "primitive"]
 LAYERS: tuple[Layer, ...] = ("policy", "strategy", "procedure", "primitive")

@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.memory.package import read_resources, write_package
 from skilltransfer.skill import INSTRUCTION_FILE, Skill
 from skilltransfer.util import untrusted
-from skilltransfer.util.files import atomic_write_text, jsonl_lines
+from skilltransfer.util.files import atomic_write_text, jsonl_lines, read_text
 from skilltransfer.util.trees import files
 
 SKILL_FILE = INSTRUCTION_FILE

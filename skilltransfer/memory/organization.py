@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.memory.library import load_library
 from skilltransfer.skill import Skill
-from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.files import atomic_write_text, read_text
 
 OrganizationKind = Literal["flat", "task-tree", "tree", "graph"]
 ORGANIZATION_KINDS: tuple[str, ...] = ("flat", "task-tree", "tree", "graph")

@@ -33,13 +33,13 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import AddResult, Skill, parse_code_signature
 from skilltransfer.util import untrusted
-from skilltransfer.util.files import atomic_write_text, jsonl_lines, parse_json_line
+from skilltransfer.util.files import atomic_write_text, jsonl_lines, parse_json_line, read_text
 
 FORMAT_VERSION = 2
 """Version 2 added skill packages (contracts, resources) to ``skills.jsonl``; version 1 folders load unchanged."""

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.errors import InputError, read_text
-from skilltransfer.util.files import iter_jsonl
+from skilltransfer.errors import InputError
+from skilltransfer.util.files import iter_jsonl, read_text
 
 TEXT_FIELDS = ("instruction", "task", "query", "text")
 """Fields tried in order when ``field`` is not given."""

@@ -11,7 +11,8 @@ What every read guarantees:
 * bounded parsing: JSON and YAML at most ``max_depth`` containers deep; YAML without anchors and aliases (no
   "billion laughs"), only the safe tags;
 * every problem raises `UntrustedFileError` (an ``OSError``) with a one-line ``path: reason``, which a command turns
-  into one ``error:`` line and exit 2 (``skilltransfer.errors.read_text`` does) and an evaluation into a failed check.
+  into one ``error:`` line and exit 2 (``skilltransfer.util.files.read_text`` does) and an evaluation into a failed
+  check.
 
 Standard library and PyYAML only; it imports nothing of the package, so every part may use it.
 """
