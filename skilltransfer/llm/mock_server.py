@@ -42,7 +42,6 @@ import asyncio
 import hashlib
 import json
 import random
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +54,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.llm.context import approx_tokens, messages_tokens
 from skilltransfer.llm.script import ReplyRule, load_replies, rules_to_fn
 from skilltransfer.protocols import Message
+from skilltransfer.util.server_thread import ServerThread
 
 if TYPE_CHECKING:
     from skilltransfer.llm.openai_client import OpenAIChatModel
@@ -168,11 +168,7 @@ class MockServer:
         """Most chat requests in progress at once (measured here, at the server)."""
         self._served = 0
         self._next_reply = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        self._server = ServerThread("mock-openai-server")
         self._script_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mock-script")
         """Runs reply callables one at a time, in arrival order, off the event loop (they need not be thread-safe)."""
 
@@ -195,20 +191,12 @@ class MockServer:
     # -- lifecycle -------------------------------------------------------------------------------------------------
     def start(self) -> MockServer:
         """Start serving in a daemon thread; returns once the port is bound."""
-        self._thread = threading.Thread(target=self._serve, name="mock-openai-server", daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-        if self._error is not None:
-            raise self._error
+        self.port = self._server.start(self._app, self.host, self.port, backlog=1024)
         return self
 
     def stop(self) -> None:
         """Stop serving (stalled "timeout" handlers are cancelled)."""
-        if self._loop is not None and self._runner is not None and self._thread is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop = None
+        self._server.stop()
         self._script_pool.shutdown(wait=False)
 
     def __enter__(self) -> MockServer:
@@ -217,29 +205,14 @@ class MockServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            app = web.Application()
-            app.router.add_post("/v1/chat/completions", self._chat)
-            app.router.add_get("/v1/models", self._models)
-            app.router.add_post("/v1/embeddings", self._embeddings)
-            app.router.add_get("/health", self._health)
-            app.router.add_get("/stats", self._stats)
-            self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-            loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
-            loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            self._loop = loop
-        except BaseException as exc:  # reported to start()
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        loop.run_forever()
-        loop.close()
+    def _app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/stats", self._stats)
+        return app
 
     # -- handlers --------------------------------------------------------------------------------------------------
     async def _health(self, _request: web.Request) -> web.Response:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from skilltransfer.errors import InputError
+from skilltransfer.util.server_thread import ServerThread
 from skilltransfer.view.assets import ASSETS, asset_bytes, page
 from skilltransfer.view.data import PNG_MAGIC, Catalog, UnsafeFile, read_figure
 
@@ -114,38 +114,11 @@ class ViewServer:
 
     def __init__(self, catalog: Catalog, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.catalog, self.host, self.port = catalog, host, port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        self._server = ServerThread("skilltransfer-view")
 
     @property
     def url(self) -> str:
         return f"http://{'localhost' if self.host in ('127.0.0.1', '::1') else self.host}:{self.port}/"
-
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            hosts: set[str] = set()  # filled once the port is bound
-            app = make_app(self.catalog, allowed_hosts=hosts)
-            runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, self.host, self.port)
-            loop.run_until_complete(site.start())
-            sockets = getattr(site._server, "sockets", None)
-            if sockets:
-                self.port = int(sockets[0].getsockname()[1])
-            hosts.update(hosts_for(self.host, self.port))
-            self._runner, self._loop = runner, loop
-        except BaseException as exc:
-            self._error = exc
-            self._ready.set()
-            loop.close()
-            return
-        self._ready.set()
-        loop.run_forever()
-        loop.close()
 
     def start(self) -> ViewServer:
         """Serve from a background thread.
@@ -153,19 +126,17 @@ class ViewServer:
         Raises:
             InputError: the address cannot be bound.
         """
-        self._thread = threading.Thread(target=self._serve, name="skilltransfer-view", daemon=True)
-        self._thread.start()
-        self._ready.wait(30)
-        if self._error is not None:
-            raise InputError(f"cannot serve on {self.host}:{self.port}: {self._error}")
+        hosts: set[str] = set()  # filled once the port is bound
+        try:
+            self.port = self._server.start(lambda: make_app(self.catalog, allowed_hosts=hosts), self.host, self.port,
+                                           on_bound=lambda port: hosts.update(hosts_for(self.host, port)),
+                                           timeout_s=30)
+        except Exception as exc:
+            raise InputError(f"cannot serve on {self.host}:{self.port}: {exc}") from None
         return self
 
     def stop(self) -> None:
-        if self._loop is not None and self._runner is not None and self._thread is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop = None
+        self._server.stop()
 
     def __enter__(self) -> ViewServer:
         return self.start()
