@@ -161,3 +161,12 @@ def test_command_table_matches_the_commands() -> None:
         command = root.get_command(None, name)
         assert command is not None
         assert command.name == name
+
+
+def test_every_run_shortcut_flag_is_a_parameter_of_run() -> None:
+    """``run`` reads its shortcut flags by the names in `FLAG_KEYS` (one list, issue 40): each is a parameter."""
+    import inspect
+
+    from skilltransfer.commands.run import FLAG_KEYS, run
+
+    assert set(FLAG_KEYS) <= set(inspect.signature(run).parameters)

@@ -56,7 +56,8 @@ FLAG_KEYS: dict[str, str] = {
     "coordination": "coordination", "skill_exec": "skill_exec", "library_organization": "library_organization",
     "reuse": "reuse", "harness": "agent.harness",
 }
-"""Flag (parameter name) -> the spec key it sets (the model flags: `ModelOptions.spec_keys`)."""
+"""Flag (parameter name of `run`) -> the spec key it sets (the model flags: `ModelOptions.spec_keys`); `run` reads
+the values of exactly these parameters."""
 
 
 def with_endpoint_model(stream: StreamConfig) -> StreamConfig:
@@ -184,12 +185,8 @@ def run(
     if seed_old is not None:
         warn_deprecated("run --seed", "--env-seed")
         env_seed = seed_old if env_seed is None else env_seed
-    given = {"env": env, "condition": condition, "limit": limit, "order_seed": order_seed, "stream": stream,
-             "embedder": embedder, "library": str(library) if library else None, "library_filter": library_filter,
-             "induction_prompt": induction_prompt, "max_steps": max_steps, "max_subtasks": max_subtasks,
-             "top_k": top_k, "env_seed": env_seed, "split": split, "sandbox": sandbox, "coordination": coordination,
-             "skill_exec": skill_exec, "library_organization": library_organization, "reuse": reuse,
-             "harness": harness}
+    given = {name: str(value) if isinstance(value, Path) else value  # the shortcut flags, named once: FLAG_KEYS
+             for name, value in locals().items() if name in FLAG_KEYS}
     options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
                            temperature=temperature, max_tokens=max_tokens, context_window=context_window,
                            cache=str(cache) if cache else None, cache_mode=cache_mode,
