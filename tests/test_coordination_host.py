@@ -152,3 +152,31 @@ def test_a_host_run_that_does_not_submit_is_retried_like_a_node(env, retries, at
     if attempts == 2:
         assert host[1]["steps"] == 1
         assert [s.index for s in result.actions] == list(range(host[0]["steps"] + 1))  # one budget, one numbering
+
+
+def test_a_once_per_task_refusal_spans_the_host_attempts(env):
+    """Guards act per task in coordinated runs (issue 40): the ungrounded answer refused in the first host attempt is
+    not refused again in the retry (one harness per task, not one per executor context)."""
+    from skilltransfer.agents.config import AgentConfig
+    from skilltransfer.coordination import CoordinationConfig
+
+    answer = "Answer.\n```python\ncomplete_task('999')\n```"
+
+    def script(messages):
+        first = str(messages[1]["content"])
+        if "An earlier attempt at this task ended with" in first:
+            return answer
+        if not any(m["role"] == "assistant" for m in messages[2:]):
+            return answer  # refused: 999 was never printed
+        return "Looking.\n```python\nprint(apis.counter.get())\n```"  # then stuck
+
+    episode = env.start(env.tasks()[0])
+    try:
+        result = run_plan("nl-sop", episode, ScriptedModel(script), counter_plan(), [ADD_SKILL],
+                          agent_config=AgentConfig(harness="small-model"),
+                          config=CoordinationConfig(step_limit=14, retries=1))
+    finally:
+        episode.close()
+    refusals = [s.refused for s in result.actions if s.refused]
+    assert refusals == ["ungrounded_answer"], refusals
+    assert [a["exit_status"] for a in result.audit.host_attempts] == ["stuck", "submitted"]

@@ -21,6 +21,7 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor
+from skilltransfer.agents.harness.presets import make_harness
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import EventSink, new_call_log
 from skilltransfer.agents.views import RunContext
@@ -58,6 +59,7 @@ def run_host(interface: str, episode: Episode, model: ChatModel, plan: Plan, cat
                                 plan_fingerprint=plan.fingerprint,
                                 prompt_ids={"host": getattr(prompts, interface.replace("-", "_")).id})
     attempts: list[dict[str, Any]] = []
+    harness = make_harness(agent_config, agent_prompts)  # one per task: a once-per-task guard spans the attempts
     try:
         load_code_skills(episode, skills)
         message = host_message(interface, prompts, plan, episode.task.instruction, skills)
@@ -70,7 +72,7 @@ def run_host(interface: str, episode: Episode, model: ChatModel, plan: Plan, cat
                 f"\n\n(An earlier attempt at this task ended with {attempts[-1]['exit_status']} after "
                 f"{attempts[-1]['steps']} steps: {attempts[-1]['message']}. The environment keeps what it did. "
                 "Start afresh.)")
-            run = Executor(model, agent_prompts, agent_config, calls).run(
+            run = Executor(model, agent_prompts, agent_config, calls, harness=harness).run(
                 RunContext(episode, message + note, budget=left, first_index=used))
             used += run.used
             result.steps.extend(run.steps)

@@ -46,7 +46,8 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.executor import Executor, ExecutorRun
-from skilltransfer.agents.harness.presets import resolve_for
+from skilltransfer.agents.harness.base import Harness
+from skilltransfer.agents.harness.presets import make_harness, resolve_for
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.steps import ActionStep, CallLog, EventSink, new_call_log
 from skilltransfer.agents.views import RunContext
@@ -170,6 +171,8 @@ class MetaSkillRuntime:
         self.agent_prompts = AgentPrompts.load(self.agent_config.prompt_dir)
         self.on_event = on_event
         self._event_lock = threading.Lock()
+        self._harness: Harness | None = None
+        """The running task's guards, shared by its node and finishing contexts (`run` makes one per task)."""
 
     # ------------------------------------------------------------------ events
     def _sink(self, node_id: str | None) -> EventSink | None:
@@ -199,6 +202,7 @@ class MetaSkillRuntime:
         check_plan(plan, set(self.catalog))
         start = time.perf_counter()
         cfg = self.config
+        self._harness = make_harness(self.agent_config, self.agent_prompts)  # once-per-task guards span the nodes
         audit = AuditLog(plan, "metaskill", cfg.max_parallel)
         budget = StepBudget(cfg.step_limit - cfg.finish_step_limit)
         env = SerialEpisode(episode, on_submit=budget.stop)  # a submission ends the plan at once
@@ -314,7 +318,8 @@ class MetaSkillRuntime:
                     instruction=env.task.instruction, node_id=node.id, instructions=node.instructions.strip(),
                     expected_output=node.expected_output.strip() or "(not specified)", retry_note=note,
                     inputs=inputs, skill=render_node_skill(self.prompts, skill))
-                run = Executor(self.model, self.agent_prompts, self.agent_config, calls, take_step=budget.take).run(
+                run = Executor(self.model, self.agent_prompts, self.agent_config, calls, harness=self._harness,
+                               take_step=budget.take).run(
                     RunContext(env, message, budget=cfg.node_step_limit, subtask_index=position, subtask_mode=True))
             except BaseException as exc:
                 audit.end(record, "error", message=f"{type(exc).__name__}: {exc}")
@@ -340,7 +345,7 @@ class MetaSkillRuntime:
         audit.mark_finish(step_limit=cfg.finish_step_limit)
         run = None
         try:
-            run = Executor(self.model, self.agent_prompts, self.agent_config, calls).run(
+            run = Executor(self.model, self.agent_prompts, self.agent_config, calls, harness=self._harness).run(
                 RunContext(env, message, budget=cfg.finish_step_limit))
         finally:
             result.calls.calls.extend(calls.calls)
