@@ -40,7 +40,7 @@ from skilltransfer.commands.options import (
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import imported_module
+from skilltransfer.experiments.build import imported_module, parse_positions
 from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
@@ -54,7 +54,7 @@ FLAG_KEYS: dict[str, str] = {
     "induction_prompt": "induction_variant", "max_steps": "limits.step_limit", "max_subtasks": "limits.subtask_limit",
     "top_k": "agent.top_k", "env_seed": "env.seed", "split": "env.split", "sandbox": "env.sandboxed",
     "coordination": "coordination", "skill_exec": "skill_exec", "library_organization": "library_organization",
-    "reuse": "reuse", "harness": "agent.harness",
+    "reuse": "reuse", "harness": "agent.harness", "only_tasks": "task_positions", "at_snapshot": "library_snapshot",
 }
 """Flag (parameter name of `run`) -> the spec key it sets (the model flags: `ModelOptions.spec_keys`); `run` reads
 the values of exactly these parameters."""
@@ -108,6 +108,13 @@ def run(
     base_url: BaseUrl = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of the stream.")]
     = None,
+    only_tasks: Annotated[str | None, typer.Option(help="Only these tasks of the stream: their numbers N[,M|A-B] "
+                                                       "(1-based, as --task elsewhere; e.g. 1,4,6-8) in the stream "
+                                                       "as ordered and limited.")] = None,
+    at_snapshot: Annotated[int | None, typer.Option(min=0, help="Use --library (another run's folder or memory "
+                                                              "folder) as it was after that run's first K tasks "
+                                                              "(0: empty; its memory/snapshots.jsonl).",
+                                                    rich_help_panel=_AGENT)] = None,
     order_seed: Annotated[int | None, typer.Option(help="Stream order seed (0, the default: the canonical order).")]
     = None,
     stream: Annotated[str | None, typer.Option(help="A curated stream of the env, in its own order (e.g. apps "
@@ -187,6 +194,8 @@ def run(
         env_seed = seed_old if env_seed is None else env_seed
     given = {name: str(value) if isinstance(value, Path) else value  # the shortcut flags, named once: FLAG_KEYS
              for name, value in locals().items() if name in FLAG_KEYS}
+    if only_tasks is not None:
+        given["only_tasks"] = parse_positions(only_tasks)
     options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
                            temperature=temperature, max_tokens=max_tokens, context_window=context_window,
                            cache=str(cache) if cache else None, cache_mode=cache_mode,

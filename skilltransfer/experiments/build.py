@@ -17,7 +17,7 @@ import inspect
 import json
 import threading
 import typing
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, load_library, read_jsonl
+from skilltransfer.memory.snapshots import snapshot_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.skill import Skill
 from skilltransfer.util.imports import load_target
@@ -196,9 +197,52 @@ def select_tasks(env: Env, *, order_seed: int = 0, limit: int | None = None, spl
 
 def stream_tasks(env: Env, config: StreamConfig) -> list[TaskSpec]:
     """The tasks of a stream, as its config selects them (`select_tasks`; an evolution stream lists its three splits,
-    `StreamConfig.stream_length`)."""
-    return select_tasks(env, order_seed=config.order_seed, limit=config.stream_length, split=config.env.split,
-                        stream=config.env.stream)
+    `StreamConfig.stream_length`; ``task_positions`` picks some of them).
+
+    Raises:
+        InputError: see `select_tasks`; a position past the stream.
+    """
+    tasks = select_tasks(env, order_seed=config.order_seed, limit=config.stream_length, split=config.env.split,
+                         stream=config.env.stream)
+    return pick_positions(tasks, config.task_positions) if config.task_positions is not None else tasks
+
+
+def pick_positions(tasks: list[TaskSpec], positions: Sequence[int]) -> list[TaskSpec]:
+    """The tasks at ``positions`` (0-based), in the order given.
+
+    Raises:
+        InputError: a position outside the stream, or a repeated one.
+    """
+    bad = [p for p in positions if not 0 <= p < len(tasks)]
+    if bad:
+        raise InputError(f"task_positions: position {bad[0]} is outside the stream's {len(tasks)} tasks (positions "
+                         f"are 0-based: 0..{len(tasks) - 1})")
+    if len(set(positions)) != len(positions):
+        raise InputError("task_positions: a position is repeated")
+    return [tasks[p] for p in positions]
+
+
+def parse_positions(text: str) -> list[int]:
+    """``run --only-tasks N[,M|A-B]...`` (1-based task numbers, ``A-B`` inclusive) as 0-based stream positions.
+
+    Raises:
+        InputError: naming ``--only-tasks`` and the bad item.
+    """
+    out: list[int] = []
+    for item in text.split(","):
+        start, dash, end = item.strip().partition("-")
+        try:
+            first = int(start)
+            last = int(end) if dash else first
+        except ValueError:
+            raise InputError(f"--only-tasks: {item.strip()!r} is not N or A-B (1-based task numbers, e.g. 1,4,6-8)"
+                             ) from None
+        if first < 1 or last < first:
+            raise InputError(f"--only-tasks: {item.strip()!r} is not a range of task numbers >= 1 (A-B with A <= B)")
+        out += range(first - 1, last)
+    if len(set(out)) != len(out):
+        raise InputError(f"--only-tasks: {text!r} names a task twice")
+    return out
 
 
 def _tasks(env: Env, split: str | None) -> Any:
@@ -243,6 +287,20 @@ def library_skills(library: str | Path) -> list[Skill]:
     if saved_memory_size(library) == 0:
         return []
     return load_library(library)
+
+
+def stream_library(config: StreamConfig) -> list[Skill] | None:
+    """A stream's frozen library (`library_skills`), or its ``library_snapshot`` (`snapshot_library`); None
+    without a library.
+
+    Raises:
+        InputError: see `library_skills` and `snapshot_library`.
+    """
+    if config.library is None:
+        return None
+    if config.library_snapshot is not None:
+        return snapshot_library(config.library, config.library_snapshot)
+    return library_skills(config.library)
 
 
 # --------------------------------------------------------------------------------------------- model, embedder

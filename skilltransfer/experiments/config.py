@@ -379,6 +379,14 @@ class StreamConfig(BaseModel):
     """A prebuilt skill graph folder (``skilltransfer library decompose`` or ``evolve``) for lens reuse of a frozen
     ``library``; None: the graph is built from the memory as it grows (lazily for a library). A resumed run reloads
     its own graph (``memory/graph``)."""
+    library_snapshot: Annotated[int | None, Axis("library_snapshots", run_tag="snap{value}",
+                                                 tag="[snapshot={value}]")] = Field(default=None, ge=0)
+    """Use ``library`` (a run's memory or run folder) as it was after the first K tasks of that run (its
+    ``snapshots.jsonl``; 0: empty) instead of its final memory (`skilltransfer.memory.snapshots`; a probe phase
+    lists several, docs/forgetting.md)."""
+    task_positions: list[int] | None = None
+    """Run only these tasks of the stream: 0-based positions in the stream as ordered and limited (``run
+    --only-tasks`` takes 1-based numbers); records number them 0.. in the order given. None: every task."""
     library: str | None = None
     """A frozen library to retrieve from instead of a growing memory: another run's memory folder, a SKILL.md folder
     or a .jsonl file. Induction is off; near-duplicates are kept as they are; usage counts start from zero."""
@@ -445,6 +453,8 @@ class StreamConfig(BaseModel):
     def _filter_needs_library(self) -> StreamConfig:
         if self.library_filter is not None and self.library is None:
             raise ValueError("library_filter needs a library")
+        if self.library_snapshot is not None and self.library is None:
+            raise ValueError("library_snapshot needs a library (a run's memory or run folder)")
         return self
 
     @model_validator(mode="after")

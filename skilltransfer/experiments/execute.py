@@ -50,10 +50,11 @@ def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
 
 def listing_key(plan: StreamPlan) -> str:
     """What selects a stream's tasks (streams with equal keys share one listing): the resolved env name, its
-    constructor arguments and seed, split, curated stream, order seed and task limit."""
+    constructor arguments and seed, split, curated stream, order seed, task limit and positions."""
     config = plan.config
     env = config.env
-    return json.dumps([env.name, env.args, env.seed, env.split, env.stream, config.order_seed, config.stream_length],
+    return json.dumps([env.name, env.args, env.seed, env.split, env.stream, config.order_seed, config.stream_length,
+                       config.task_positions],
                       sort_keys=True, default=str)
 
 

@@ -33,8 +33,8 @@ from skilltransfer.experiments.build import (
     LockedEmbedder,
     build_base_model,
     build_embedder,
-    library_skills,
     single_thread_faiss,
+    stream_library,
     stream_model,
 )
 from skilltransfer.experiments.config import axes
@@ -322,9 +322,10 @@ def resolve_streams(spec: GridSpec) -> tuple[list[StreamPlan], dict[str, list[Ta
             if config.library_filter is not None and len(tasks[plan.run]) < 2:
                 raise InputError(f"library_filter {config.library_filter!r} ranks the library against the stream's "
                                  f"tasks and needs at least 2, the stream has {len(tasks[plan.run])}")
-            if config.library is not None and plan.source is None and config.library not in libraries:
-                library_skills(config.library)
-                libraries.add(config.library)
+            library = f"{config.library}@{config.library_snapshot}"
+            if config.library is not None and plan.source is None and library not in libraries:
+                stream_library(config)
+                libraries.add(library)
         except InputError as exc:
             raise InputError(f"{_where(spec, plan)}: {exc}", path=spec.source) from None
     try:

@@ -64,8 +64,9 @@ def plan_streams(grid: GridSpec) -> list[StreamPlan]:
         mine: list[StreamPlan] = []
         for point, listed in _points(phase):
             data = {**shared, **point, "runs_dir": str(out)}
-            source = None if phase.library_from is None else _source(
-                phase, by_phase, StreamConfig.model_validate({**data, "library_filter": None}))
+            unread = {**data, "library_filter": None, "library_snapshot": None}  # the library is not resolved yet
+            source = None if phase.library_from is None else _source(phase, by_phase,
+                                                                     StreamConfig.model_validate(unread))
             if source is not None:
                 data["library"] = str(out / source.run / "memory")
             depends = source.run if source is not None else None

@@ -53,6 +53,7 @@ from skilltransfer.errors import InputError, validation_message
 from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
 from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
+from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
 from skilltransfer.util import trees, untrusted
@@ -767,7 +768,8 @@ class RunFolder:
 
     def commit(self, record: TaskRecord, memory: SkillStore | None, *,
                save_with_memory: Callable[[Path], None] | None = None) -> None:
-        """Commit a finished task (its trajectory is written): memory snapshot, results line, memory swap.
+        """Commit a finished task (its trajectory is written): memory snapshot (with the snapshot list,
+        `skilltransfer.memory.snapshots`), results line, memory swap.
 
         ``save_with_memory`` writes what belongs to the memory (a lens stream's skill graph) into the snapshot
         folder, so it is committed (and recovered) with it."""
@@ -777,6 +779,9 @@ class RunFolder:
             memory.save(self.path / "memory.next")
             if save_with_memory is not None:
                 save_with_memory(self.path / "memory.next")
+            snapshots, archive = snapshot_texts(self.memory_dir, record.position, record.task_id, memory)
+            self._write(f"memory.next/{SNAPSHOTS}", snapshots)
+            self._write(f"memory.next/{SNAPSHOT_SKILLS}", archive)
             self._write("memory.next.task", record.task_id)
         self._lines.append(record.model_dump_json() + "\n")
         self._write(RESULTS, "".join(self._lines))

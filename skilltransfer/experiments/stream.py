@@ -48,7 +48,7 @@ from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import LockedEmbedder, build_base_model, library_skills
+from skilltransfer.experiments.build import LockedEmbedder, build_base_model, pick_positions, stream_library
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.guard import GuardedEnv
@@ -168,7 +168,7 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
         InputError: settings that would be ignored (`StreamConfig.check_skill_exec`), a bad library or organisation.
     """
     config.check_skill_exec()
-    library = library_skills(config.library) if config.library is not None else None
+    library = stream_library(config)
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
     return StreamInputs(library, organization)
@@ -234,7 +234,10 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         InputError: see `prepare_stream`; a repeated task id; a run folder started with other settings.
     """
     inputs = inputs if inputs is not None else prepare_stream(config)
-    tasks = list(env.tasks() if tasks is None else tasks)
+    if tasks is None:  # the env's tasks, picked by task_positions (a caller's list is already selected)
+        listed = list(env.tasks())
+        tasks = pick_positions(listed, config.task_positions) if config.task_positions is not None else listed
+    tasks = list(tasks)
     repeated = sorted(task_id for task_id, n in Counter(t.id for t in tasks).items() if n > 1)
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
@@ -500,7 +503,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
         model: the agent's policy.
         config: the run settings.
         embedder: the retrieval embedder (required by the memory conditions and libraries).
-        tasks: the stream, in order.
+        tasks: the stream, in order (default: ``env.tasks()``, picked by ``config.task_positions``).
         induction_model: the model that induces skills (default: ``model``).
         on_task: called with each new record after it is committed.
         on_event: called with each agent event (task/subtask/step/call starts and ends) of the tasks run now.

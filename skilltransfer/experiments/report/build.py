@@ -11,6 +11,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.coordination import coordination_table
 from skilltransfer.experiments.report.cost import cost_table
 from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
+from skilltransfer.experiments.report.forgetting import forgetting_tables, has_snapshots
 from skilltransfer.experiments.report.judgments import judgment_table
 from skilltransfer.experiments.report.model_transfer import model_transfer_table
 from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
@@ -86,6 +87,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
     across = model_transfer_table(runs, metric, seed)
     if across.rows:
         tables.append(across)
+    if has_snapshots(runs):
+        tables += list(forgetting_tables(runs, metric, seed))
     if has_lens(runs):
         tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
     if evolutions:

@@ -30,6 +30,7 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
     ("Per-skill causal effects (randomised masking)", ["skill_effects"], None),
     ("Libraries across models", ["model_transfer"], None),
+    ("Backward transfer and forgetting", ["forgetting", "forgetting_matrix"], None),
     ("Retrieved, used, helped", ["skill_use"], None),
     ("Registry evolution", ["evolution_test", "evolution_rounds"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
