@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from skilltransfer.errors import InputError, read_text
+from skilltransfer.errors import InputError
 from skilltransfer.memory.library import SKILLS_JSONL, read_jsonl
 from skilltransfer.skill import Skill
 from skilltransfer.util import untrusted
-from skilltransfer.util.files import jsonl_lines
+from skilltransfer.util.files import jsonl_lines, read_text
 
 SNAPSHOTS = "snapshots.jsonl"
 """The memory folder's snapshot list: one line per stream position."""
