@@ -83,6 +83,8 @@ def _expected_tables(plans: list[StreamPlan]) -> set[str]:
         wanted.add("skills_per_run")
     if any(c.mask_rate > 0 for c in configs):
         wanted.add("skill_effects")
+    if any(c.library_snapshot is not None for c in configs):
+        wanted |= {"forgetting", "forgetting_matrix"}
     if any(p.source is not None and p.source.split("/")[-2] != p.run.split("/")[-2] for p in plans):
         wanted.add("model_transfer")  # a stream reads a library another model built
     return wanted

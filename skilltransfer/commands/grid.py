@@ -225,8 +225,10 @@ def grid(
         by_run = {e.run: e for e in estimates}
         for plan in plans:
             library = plan.source or plan.config.library
-            reads = f"  library: {library}" + (" (its final memory, after it)" if plan.source else "") \
-                if library else ""
+            snapshot = plan.config.library_snapshot
+            which = "its final memory, after it" if snapshot is None else f"snapshot {snapshot}: after its first " \
+                f"{snapshot} tasks"
+            reads = f"  library: {library}" + (f" ({which})" if plan.source else "") if library else ""
             guess = by_run[plan.run]
             spend = ""
             if basis and guess.tokens is not None:
