@@ -15,10 +15,12 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import parse_positions, pick_positions
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report import build_report, load_runs
+from skilltransfer.experiments.report.writer import write_report
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.snapshots import read_snapshots, snapshot_library
 from skilltransfer.metrics.forgetting import per_task_measures
+from skilltransfer.view.data import Catalog
 
 SOURCE = [3, 5, 2, 7]
 PROBES = [3, 5, 2, 7, 9]  # tiny/4 (9): held out (the source stream has 4 tasks)
@@ -129,3 +131,8 @@ def test_report_gives_the_matrix_and_measures_from_probe_streams(tmp_path, hash_
     assert rows["held_out_transfer"]["tasks"] == 1
     assert "forgetting" not in build_report(load_runs([source.path])).tables
     assert json.loads((source.path / "memory" / "snapshots.jsonl").read_text().splitlines()[0])["position"] == 0
+    written = write_report(report, tmp_path / "report")  # the heat map: a report figure that view lists
+    assert written.figures["forgetting_matrix"].is_file()
+    assert "figures/forgetting_matrix.png" in (tmp_path / "report" / "report.md").read_text()
+    shown = Catalog([tmp_path / "report"]).index()["figures"]
+    assert "report/figures/forgetting_matrix.png" in [f["label"] for f in shown]

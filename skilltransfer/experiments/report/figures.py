@@ -284,9 +284,48 @@ def lens_cost_figure(report: Report) -> Drawn | None:
     return Drawn("lens_cost_vs_size", "Adaptation cost against retrieved-tree size", figure, 1)
 
 
+def forgetting_figure(report: Report) -> Drawn | None:
+    """The matrix R[k][j] of each probe group (`forgetting_matrix`) as a heat map: snapshots down, probe tasks across
+    (seen tasks in source order, then held-out ones), white 0 % to dark green 100 %, each seen task's first snapshot
+    after it outlined."""
+    from matplotlib.colors import LinearSegmentedColormap
+    from matplotlib.patches import Rectangle
+
+    if "forgetting_matrix" not in report.tables or not report.table("forgetting_matrix").rows:
+        return None
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for row in report.table("forgetting_matrix").rows:
+        groups.setdefault((row["env"], row["model"], row["condition"], row["source"]), []).append(row)
+    figure, axes = _grid(len(groups), 2, width=6.0, height=4.2)
+    cmap = LinearSegmentedColormap.from_list("r", ["#ffffff", "#1b7837"])
+    for ax, ((env, model, condition, _), rows) in zip(axes, sorted(groups.items()), strict=True):
+        seen = {r["task_id"]: r["seen_at"] for r in rows}
+        tasks = sorted(seen, key=lambda t: (seen[t] is None, seen[t] if seen[t] is not None else 0, t))
+        snapshots = sorted({r["snapshot"] for r in rows})
+        grid = np.full((len(snapshots), len(tasks)), np.nan)
+        for r in rows:
+            grid[snapshots.index(r["snapshot"]), tasks.index(r["task_id"])] = r["value_pct"]
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=100, aspect="auto",
+                          interpolation="nearest")
+        for j, task in enumerate(tasks):
+            after = [i for i, k in enumerate(snapshots) if seen[task] is not None and k >= seen[task] + 1]
+            if after:
+                ax.add_patch(Rectangle((j - 0.5, after[0] - 0.5), 1, 1, fill=False, edgecolor="#d95f02",
+                                       linewidth=1.5))
+        ax.set_yticks(range(len(snapshots)), [str(k) for k in snapshots])
+        labels = [f"{t}{'' if seen[t] is not None else ' (held out)'}" for t in tasks]
+        ax.set_xticks(range(len(tasks)), labels, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("snapshot k (library after k source tasks)")
+        ax.set_title(f"{env} / {model} / {condition}", fontsize=9)
+        figure.colorbar(image, ax=ax, label="R[k][j] (%)")
+    figure.suptitle("Probe success per library snapshot (orange: first snapshot after the task was seen)",
+                    fontsize=9)
+    return Drawn("forgetting_matrix", "Probe success per library snapshot", figure, len(groups))
+
+
 FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
     budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure,
-    lens_cost_figure)
+    lens_cost_figure, forgetting_figure)
 
 
 def draw_all(report: Report) -> list[Drawn]:

@@ -19,7 +19,7 @@ from skilltransfer.experiments.report.table import Table, fmt, natural_key
 from skilltransfer.util.files import atomic_write_text, new_file_mode
 
 FIGURE_DIR = "figures"
-LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size"}
+LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size", "forgetting_matrix"}
 """Tables shown only as CSV (too long for the Markdown page)."""
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
@@ -30,7 +30,7 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
     ("Per-skill causal effects (randomised masking)", ["skill_effects"], None),
     ("Libraries across models", ["model_transfer"], None),
-    ("Backward transfer and forgetting", ["forgetting", "forgetting_matrix"], None),
+    ("Backward transfer and forgetting", ["forgetting", "forgetting_matrix"], "forgetting_matrix"),
     ("Retrieved, used, helped", ["skill_use"], None),
     ("Registry evolution", ["evolution_test", "evolution_rounds"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
