@@ -136,3 +136,33 @@ def test_report_gives_the_matrix_and_measures_from_probe_streams(tmp_path, hash_
     assert "figures/forgetting_matrix.png" in (tmp_path / "report" / "report.md").read_text()
     shown = Catalog([tmp_path / "report"]).index()["figures"]
     assert "report/figures/forgetting_matrix.png" in [f["label"] for f in shown]
+
+
+def test_run_only_tasks_and_at_snapshot_through_the_cli(tmp_path, monkeypatch, capsys):
+    from helpers_cli import TINY, main_cli, records_of, run_tiny
+
+    from skilltransfer.llm.mock_server import MockServer
+
+    with MockServer(Crowded(recipe)) as server:
+        run_tiny(server, tmp_path / "src", "task+text", SOURCE)
+        run_tiny(server, tmp_path / "one", "task+text", SOURCE, "--library", str(tmp_path / "src"), "--at-snapshot",
+                 "1", "--only-tasks", "1,3-4")
+        base = ["run", "--env", TINY, "--condition", "task+text", "--model", "openai/mock", "--base-url", server.url,
+                "--api-key", "x", "--embedder", "hash:128", "--no-sandbox", "--no-progress",
+                "--env-arg", f"targets={json.dumps(SOURCE)}"]
+        for extra, message in [(["--only-tasks", "0"], "--only-tasks: '0'"),
+                               (["--only-tasks", "2,9"], "position 8 is outside the stream's 4 tasks"),
+                               (["--library", str(tmp_path / "src"), "--at-snapshot", "7"], "snapshot 7"),
+                               (["--at-snapshot", "1"], "a snapshot needs a library")]:
+            code, _, err = main_cli([*base, "-o", str(tmp_path / "bad"), *extra], monkeypatch, capsys)
+            lines = [line for line in err.splitlines() if line.strip()]
+            assert code == 2, err
+            assert len(lines) == 1, err
+            assert lines[0].startswith("error:"), err
+            assert message in lines[0], err
+    stream = [r["task_id"] for r in records_of(tmp_path / "src")]  # the stream's order (1-based numbers below)
+    records = records_of(tmp_path / "one")
+    assert [r["task_id"] for r in records] == [stream[0], stream[2], stream[3]]
+    assert [r["success"] for r in records] == [True, False, False]  # snapshot 1: the first task's recipe only
+    assert [len(s.skill_ids) for s in read_snapshots(tmp_path / "one")] == [1, 1, 1]  # frozen
+    assert not (tmp_path / "bad").exists()

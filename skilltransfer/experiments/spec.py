@@ -128,11 +128,13 @@ def _phase_model() -> type[BaseModel]:
 
 
 def _check_library_keys(phase: Any) -> Any:
-    """A phase reads one library, and filters only a library."""
+    """A phase reads one library, and filters or takes a snapshot of a library only."""
     if phase.library is not None and phase.library_from is not None:
         raise ValueError("library and library_from: give one, not both")
     if any(f is not None for f in phase.library_filters) and phase.library is None and phase.library_from is None:
         raise ValueError("library_filters: a filter needs a library or library_from")
+    if any(k is not None for k in phase.library_snapshots) and phase.library is None and phase.library_from is None:
+        raise ValueError("library_snapshots: a snapshot needs a library (--library) or library_from")
     return phase
 
 
