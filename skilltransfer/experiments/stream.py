@@ -69,6 +69,7 @@ from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
 from skilltransfer.llm.strict import adopt_param_changes, param_changes
+from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
@@ -679,7 +680,17 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     live.write("finished", score={"reward": score.reward, "success": score.success,
                                   "checks": [asdict(c) for c in score.checks]},
                error=failure[1] if failure is not None else None)
-    return _record(config, position, task, result, score, memory, trajectory, live.plan)
+    record = _record(config, position, task, result, score, memory, trajectory, live.plan)
+    if memory is not None and memory.config.capacity is not None:
+        record.evicted = memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
+        record.memory_size = len(memory)
+    return record
+
+
+def task_outcome(record: TaskRecord) -> TaskOutcome:
+    """What the eviction policies read of a task's record (`skilltransfer.memory.capacity`)."""
+    return TaskOutcome(record.position, record.success, tuple(r.skill_id for r in record.retrieved),
+                       tuple((e.skill_id, e.propensity, e.shown) for e in record.exposures))
 
 
 def _commit_task(parts: StreamParts, record: TaskRecord) -> None:

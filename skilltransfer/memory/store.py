@@ -24,16 +24,17 @@ import os
 import re
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltransfer.errors import InputError
+from skilltransfer.memory.capacity import EVICTIONS_FILE, Eviction, TaskOutcome, victims
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import Embedder
@@ -66,6 +67,11 @@ class MemoryConfig(BaseModel):
     """Load code skills in an isolated subprocess before they enter; failures are pruned and logged."""
     load_timeout_s: float = 10.0
     """Wall-clock limit for loading one code skill."""
+    capacity: int | None = Field(default=None, ge=1)
+    """Most skills a growing stream's memory keeps (`skilltransfer.memory.capacity`): after each task the
+    ``eviction`` policy removes skills beyond it; None: unbounded."""
+    eviction: Eviction = "fifo"
+    """Which skills go first when over ``capacity``: fifo, lru, utility or effect (`skilltransfer.memory.capacity`)."""
 
 
 _FLAT_HEADER = struct.Struct("<4siqqqBiQ")
@@ -148,6 +154,8 @@ class SkillMemory:
         self.read_only = read_only
         self.dim = int(embedder.dim)
         self.prune_log: list[dict[str, Any]] = []
+        self.evictions: list[dict[str, Any]] = []
+        """Skills evicted over ``config.capacity`` (`evict`), saved as ``evictions.jsonl``."""
         self._skills: dict[str, Skill] = {}
         self._key: dict[str, int] = {}
         self._id_of_key: dict[int, str] = {}
@@ -300,6 +308,19 @@ class SkillMemory:
         self._formats[skill.format] -= 1
         self._index.remove_ids(np.array([key], dtype=np.int64))  # type: ignore[arg-type]
 
+    def evict(self, position: int, history: Sequence[TaskOutcome]) -> list[str]:
+        """Evict skills beyond ``config.capacity`` in ``config.eviction`` order (`skilltransfer.memory.capacity`),
+        logging each with the stream ``position``; returns the evicted ids (none when unbounded or read-only)."""
+        if self.read_only:
+            return []
+        out = []
+        for skill, score in victims(list(self), self.config.capacity, self.config.eviction, history):
+            self.remove(skill.id)
+            self.evictions.append({"skill_id": skill.id, "name": skill.name, "policy": self.config.eviction,
+                                   "score": round(score, 6), "position": position, "capacity": self.config.capacity})
+            out.append(skill.id)
+        return out
+
     # ----------------------------------------------------------------- retrieval
     def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[tuple[Skill, float]]]:
         """Top-``k`` skills for each precomputed, normalised query vector (k capped by the memory size)."""
@@ -346,6 +367,7 @@ class SkillMemory:
             if predicate(skill):
                 out._insert(skill.model_copy(deep=True), self.vector(skill.id))
         out.prune_log = [dict(entry) for entry in self.prune_log]
+        out.evictions = [dict(entry) for entry in self.evictions]
         out.read_only = self.read_only
         return out
 
@@ -355,7 +377,8 @@ class SkillMemory:
         return {"format_version": FORMAT_VERSION, "embedder": str(self.embedder.id), "dim": self.dim,
                 "config": self.config.model_dump(), "read_only": self.read_only,
                 "counts": {"skills": len(self), "text": self._formats["text"], "code": self._formats["code"],
-                           "pruned": len(self.prune_log)}}
+                           "pruned": len(self.prune_log),
+                           **({"evicted": len(self.evictions)} if self.evictions else {})}}
 
     def save(self, path: str | Path) -> Path:
         """Write the memory folder atomically (built in a temp sibling folder, then swapped in by renames).
@@ -371,6 +394,9 @@ class SkillMemory:
                 flat.add(matrix)
             faiss.write_index(flat, str(folder / INDEX_FILE))
             atomic_write_text(folder / PRUNE_LOG, "".join(json.dumps(entry) + "\n" for entry in self.prune_log))
+            if self.evictions:
+                atomic_write_text(folder / EVICTIONS_FILE,
+                                  "".join(json.dumps(entry) + "\n" for entry in self.evictions))
             atomic_write_text(folder / MANIFEST, json.dumps(self.manifest(), indent=2) + "\n")
 
         return replace_folder(path, write, what="skill memory")
@@ -418,6 +444,10 @@ class SkillMemory:
         if (path / PRUNE_LOG).is_file():
             text = read_text(PRUNE_LOG, what="prune log", root=path)
             memory.prune_log = [parse_json_line(line, path=path / PRUNE_LOG, number=number)
+                                for number, line in jsonl_lines(text)]
+        if (path / EVICTIONS_FILE).is_file():
+            text = read_text(EVICTIONS_FILE, what="eviction log", root=path)
+            memory.evictions = [parse_json_line(line, path=path / EVICTIONS_FILE, number=number)
                                 for number, line in jsonl_lines(text)]
         memory.read_only = saved_read_only if read_only is None else read_only
         return memory
