@@ -264,9 +264,6 @@ class TaskRecord(BaseModel):
     exposures: list[Exposure] = Field(default_factory=list)
     """Masked retrieval (``mask_rate`` > 0): one draw per candidate skill of the task (`skilltransfer.memory.masking`);
     empty otherwise."""
-    evicted: list[str] = Field(default_factory=list)
-    """Skills evicted after this task to keep the memory within ``memory.capacity`` (`skilltransfer.memory.capacity`;
-    each logged with its policy's score in the memory's ``evictions.jsonl``)."""
 
 
 TrajectoryStatus = Literal["running", "aborted", "finished"]

@@ -682,7 +682,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
                error=failure[1] if failure is not None else None)
     record = _record(config, position, task, result, score, memory, trajectory, live.plan)
     if memory is not None and memory.config.capacity is not None:
-        record.evicted = memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
+        memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
         record.memory_size = len(memory)
     return record
 
