@@ -77,14 +77,18 @@ def test_an_answer_seen_in_an_earlier_subtask_is_grounded(env):
 
 
 def test_show_marks_refused_and_stuck_steps():
+    from skilltransfer.agents.trajectory_io import read_step
     from skilltransfer.experiments.summary import format_step
 
     step = {"type": "ActionStep", "index": 2, "subtask_index": None, "action": "complete_task(answer='7')",
-            "thought": "", "observation": "REFUSED: ...", "refused": "ungrounded_answer", "stuck": None}
-    assert format_step(step).splitlines()[0] == "[step 2] refused=ungrounded_answer"
+            "thought": "", "observation": "REFUSED: ...", "refused": "ungrounded_answer", "stuck": None,
+            "reply": ""}
+    assert format_step(read_step(step)).splitlines()[0] == "[step 2] refused=ungrounded_answer"
     plan = {"type": "PlanStep", "subtask_index": 1, "decision": "subtask", "subtask": "call complete_task()",
-            "refused_reply": "DONE", "refused": "unfinished_planner_done"}
-    assert format_step(plan) == "[plan 1] call complete_task() (after a refused DONE: unfinished_planner_done)"
+            "refused_reply": "DONE", "refused": "unfinished_planner_done", "reply": "DONE",
+            "prompt_id": "planner"}
+    expected = "[plan 1] call complete_task() (after a refused DONE: unfinished_planner_done)"
+    assert format_step(read_step(plan)) == expected
 
 
 def test_zero_padded_ids_do_not_ground_a_number():

@@ -1908,16 +1908,20 @@ def test_step_to_call_matching_is_linear_in_a_crafted_trajectory() -> None:
     """Class 13.7: a 2.9 MB trajectory whose step replies match no call made ``show --prompts``, the viewer's task
     page and ``--export`` run for minutes (every step scanned every later call). Matching now looks each step's call
     up by reply id: the work grows with steps plus calls, not their product (counted, not timed)."""
+    from skilltransfer.agents.steps import ActionStep
     from skilltransfer.experiments.runlog import message_id, reply_message
     from skilltransfer.experiments.summary import step_calls
 
+    def _action(reply: str) -> ActionStep:
+        return ActionStep(index=0, subtask_index=None, reply=reply, thought="", action=None, observation="")
+
     n = 2000
-    steps = [{"type": "ActionStep", "reply": f"no call made this {i}"} for i in range(n)]
+    steps = [_action(f"no call made this {i}") for i in range(n)]
     calls = _CountingList({"role": "executor", "reply": message_id(reply_message(f"other {i}"))} for i in range(n))
     _CountingList.reads = 0
     assert step_calls(steps, calls) == {}
     assert _CountingList.reads <= 10 * n, _CountingList.reads
-    steps.append({"type": "ActionStep", "reply": "other 7"})
+    steps.append(_action("other 7"))
     assert step_calls(steps, calls) == {n: [0, 1, 2, 3, 4, 5, 6, 7]}
 
 

@@ -38,11 +38,11 @@ def show(
         raise InputError("--prompts needs --task")
     if task is not None:
         record, trajectory = load_task(run, task)
+        where = run / (record.trajectory if record is not None else f"trajectories/{trajectory.task_id}.json")
         try:  # a trajectory is the agent's or a stranger's file: a crafted field is one line, never a traceback
             text = format_trajectory(record, trajectory, max_chars=max_chars,
-                                     prompts=load_prompts(run, trajectory) if prompts else None)
+                                     prompts=load_prompts(run, trajectory) if prompts else None, path=where)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
-            where = run / (record.trajectory if record is not None else f"trajectories/{trajectory.task_id}.json")
             raise InputError(f"a field of this trajectory has an unexpected type or value ({type(exc).__name__}: "
                              f"{str(exc)[:120]}); it was not written by skilltransfer as is", path=where) from None
         typer.echo(terminal_safe(text), nl=False)  # the agent's text: no control sequence reaches the terminal

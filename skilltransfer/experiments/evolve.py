@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from skilltransfer.agents.steps import RetrievalStep
+from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_base_model, library_skills
 from skilltransfer.experiments.config import StreamConfig
@@ -62,7 +64,8 @@ def outcomes_of(folder: RunFolder, records: Sequence[TaskRecord]) -> list[TaskOu
         failed = [f"{c.get('requirement')} ({c.get('detail')})" for c in log.score.get("checks", [])
                   if not c.get("passed")]
         failure = "" if record.success else "; ".join([f"exit status {record.exit_status}", *failed])[:600]
-        routes = tuple(step["route"] for step in log.steps if step.get("type") == "RetrievalStep" and step.get("route"))
+        routes = tuple(step.route for step in read_steps(log.steps, path=folder.path / record.trajectory)
+                       if isinstance(step, RetrievalStep) and step.route)
         out.append(TaskOutcome(record.task_id, log.instruction, record.success,
                                record.prompt_tokens + record.completion_tokens, failure, routes))
     return out

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skilltransfer.agents.steps import ActionStep, InductionStep, PlanStep, RetrievalStep, SummaryStep
+from skilltransfer.agents.trajectory_io import ReadStep, read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import (
@@ -329,8 +331,8 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line for line in text.strip("\n").splitlines()) if text.strip() else f"{prefix}(empty)"
 
 
-def _where(step: dict[str, Any]) -> str:
-    index = step.get("subtask_index")
+def _where(step: RetrievalStep | ActionStep | InductionStep) -> str:
+    index = step.subtask_index
     return f" (subtask {index})" if index is not None else ""
 
 
@@ -346,47 +348,45 @@ def _route_line(route: dict[str, Any]) -> str:
             f"{route.get('retrieved_tree', 0)}-unit retrieved tree")
 
 
-def format_step(step: dict[str, Any], max_chars: int = 2000) -> str:
-    """One trajectory step as readable text."""
-    kind = step.get("type", "?")
-    if kind == "RetrievalStep":
-        skills = step.get("skills") or []
+def format_step(step: ReadStep, max_chars: int = 2000) -> str:
+    """One trajectory step (`skilltransfer.agents.trajectory_io.read_steps`) as readable text."""
+    if isinstance(step, RetrievalStep):
         found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
                           f"{s.get('source_task_id') or '?'} (task {_number(s.get('source_position'))})"
-                          + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in skills)
-        below = (f"\n    ({step['below_min_score']} more below the minimum score)"
-                 if step.get("below_min_score") else "")
-        return f"[retrieve{_where(step)}] by {step.get('query_kind')}: {step.get('query', '')[:200]!r}\n" \
-               + (found or "    (no skills)") + below + (_route_line(step["route"]) if step.get("route") else "")
-    if kind == "PlanStep":
-        what = step.get("subtask") if step.get("decision") == "subtask" else step.get("decision")
-        if step.get("decision") == "closing":
-            what = f"closing (harness): {step.get('subtask')}"
-        why = step.get("refused") or "premature_planner_done"
+                          + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in step.skills)
+        below = f"\n    ({step.below_min_score} more below the minimum score)" if step.below_min_score else ""
+        return f"[retrieve{_where(step)}] by {step.query_kind}: {step.query[:200]!r}\n" \
+               + (found or "    (no skills)") + below + (_route_line(step.route) if step.route else "")
+    if isinstance(step, PlanStep):
+        what = step.subtask if step.decision == "subtask" else step.decision
+        if step.decision == "closing":
+            what = f"closing (harness): {step.subtask}"
+        why = step.refused or "premature_planner_done"
         refused = f" (after a refused {'repeat' if why == 'repeated_subtask' else 'DONE'}: {why})" \
-            if step.get("refused_reply") is not None else ""
-        return f"[plan {step.get('subtask_index')}] {what}{refused}"
-    if kind == "ActionStep":
-        flags = [f for f in ("error", "format_error", "done") if step.get(f)]
-        flags += [f"{name}={step[name]}" for name in ("refused", "stuck") if step.get(name)]
-        head = f"[step {step.get('index')}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
+            if step.refused_reply is not None else ""
+        return f"[plan {step.subtask_index}] {what}{refused}"
+    if isinstance(step, ActionStep):
+        flags = [name for name, on in (("error", step.error), ("format_error", step.format_error),
+                                       ("done", step.done)) if on]
+        flags += [f"{name}={value}" for name, value in (("refused", step.refused), ("stuck", step.stuck)) if value]
+        head = f"[step {step.index}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
         parts = [head]
-        if step.get("thought", "").strip() and step.get("action") is not None:
-            parts.append("  thought:\n" + _indent(truncate(step["thought"], max_chars)))
-        if step.get("action") is not None:
-            parts.append("  action:\n" + _indent(step["action"]))
+        if step.thought.strip() and step.action is not None:
+            parts.append("  thought:\n" + _indent(truncate(step.thought, max_chars)))
+        if step.action is not None:
+            parts.append("  action:\n" + _indent(step.action))
         else:
-            parts.append("  reply:\n" + _indent(truncate(step.get("reply", ""), max_chars)))
-        parts.append("  observation:\n" + _indent(truncate(step.get("observation", ""), max_chars)))
+            parts.append("  reply:\n" + _indent(truncate(step.reply, max_chars)))
+        parts.append("  observation:\n" + _indent(truncate(step.observation, max_chars)))
         return "\n".join(parts)
-    if kind == "SummaryStep":
-        kept = " (context_exceeded: previous summary kept)" if step.get("status") == "context_exceeded" else ""
-        return f"[summary {step.get('subtask_index')}]{kept}\n" + _indent(truncate(step.get("summary", ""), max_chars))
-    if kind == "InductionStep":
-        name = step.get("skill_name") or "-"
-        reason = f": {step['reason']}" if step.get("reason") else ""
-        return f"[induce{_where(step)}] {step.get('status')} {name} ({step.get('skill_id') or 'no id'}){reason}"
-    return f"[{kind}] {json.dumps(step, default=str)[:max_chars]}"
+    if isinstance(step, SummaryStep):
+        kept = " (context_exceeded: previous summary kept)" if step.status == "context_exceeded" else ""
+        return f"[summary {step.subtask_index}]{kept}\n" + _indent(truncate(step.summary, max_chars))
+    if isinstance(step, InductionStep):
+        name = step.skill_name or "-"
+        reason = f": {step.reason}" if step.reason else ""
+        return f"[induce{_where(step)}] {step.status} {name} ({step.skill_id or 'no id'}){reason}"
+    return f"[{step.type}] {json.dumps(step.data, default=str)[:max_chars]}"
 
 
 def format_coordination(data: dict[str, Any]) -> str:
@@ -417,7 +417,7 @@ ROUTING_ROLES = ("verifier", "rewriter", "decomposer")
 """Roles of lens routing calls (`skilltransfer.lens.retriever`), made for a retrieval step."""
 
 
-def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[int, list[int]]:
+def step_calls(steps: Sequence[ReadStep], calls: list[dict[str, Any]]) -> dict[int, list[int]]:
     """Step index -> the indices of the model calls that made it, matched in order: an action, plan or induction
     step by its reply's content id (with the calls of the same role just before it: a refused or unparseable
     planner reply), a summary by the next summarizer call, a routed retrieval by the routing calls (verifier,
@@ -435,8 +435,8 @@ def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict
             replied.setdefault(role_j, []).append(j)
             by_reply.setdefault((role_j, reply_j), []).append(j)
     for index, step in enumerate(steps):
-        role = STEP_ROLES.get(str(step.get("type")))
-        if step.get("type") == "RetrievalStep" and step.get("route"):
+        role = STEP_ROLES.get(type(step).__name__)
+        if isinstance(step, RetrievalStep) and step.route:
             routing = []
             while start < len(calls) and calls[start].get("role") in ROUTING_ROLES:
                 routing.append(start)
@@ -446,7 +446,7 @@ def step_calls(steps: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict
                 taken.update(routing)
         if role is None:
             continue
-        reply = step.get("reply")
+        reply = step.reply if isinstance(step, ActionStep | PlanStep | InductionStep) else None
         want = message_id(reply_message(reply)) if role != "summarizer" and isinstance(reply, str) and reply else None
         if want is None and role != "summarizer":
             continue
@@ -494,10 +494,11 @@ def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], sho
 
 
 def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, max_chars: int = 2000,
-                      prompts: list[dict[str, Any]] | None = None) -> str:
+                      prompts: list[dict[str, Any]] | None = None, path: str | Path | None = None) -> str:
     """A task's record and trajectory as readable text (observations cut to ``max_chars``); without a record (an
     unfinished task), the trajectory's status and error. With ``prompts`` (`RunFolder.call_prompts`), each step is
-    followed by the prompts and replies of its model calls, and the calls no step names come last."""
+    followed by the prompts and replies of its model calls, and the calls no step names come last. ``path`` (the
+    trajectory file) is named in the error on a step that is not a step of its type."""
     score = trajectory.score
     checks = "\n".join(f"    [{'x' if c.get('passed') else ' '}] {c.get('requirement')}"
                        + (f": {c['detail']}" if c.get("detail") else "") for c in score.get("checks", []))
@@ -527,9 +528,10 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
         head.append("checks:\n" + checks)
     if trajectory.coordination:
         head.append(format_coordination(trajectory.coordination))
-    body = [format_step(step, max_chars) for step in trajectory.steps]
+    steps = read_steps(trajectory.steps, path=path)
+    body = [format_step(step, max_chars) for step in steps]
     if prompts is not None:
-        by_step, shown = step_calls(trajectory.steps, trajectory.calls), dict[str, int]()
+        by_step, shown = step_calls(steps, trajectory.calls), dict[str, int]()
         for index, numbers in sorted(by_step.items()):
             body[index] += "\n" + "\n".join(format_prompt(n, trajectory.calls[n], prompts[n], shown, max_chars)
                                              for n in numbers)

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from skilltransfer.agents.steps import ActionStep
+from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows, transfer_events
@@ -317,13 +319,14 @@ class Catalog:
             check_file(entry.path, PROMPTS)
             messages = folder.prompts.read(ids)
         recorded = any(isinstance(c.get("messages"), list) for c in calls)
-        code = {str(i): python_tokens(step["action"]) for i, step in enumerate(trajectory.steps)
-                if isinstance(step.get("action"), str) and step["action"].strip()}
+        steps = read_steps(trajectory.steps, path=entry.path / relative)
+        code = {str(i): python_tokens(step.action) for i, step in enumerate(steps)
+                if isinstance(step, ActionStep) and step.action is not None and step.action.strip()}
         data = trajectory.model_dump(mode="json", exclude={"contexts"} if recorded else set())
         return {"key": entry.key, "position": position, "task_id": trajectory.task_id,
                 "record": record.model_dump(mode="json") if record is not None else None,
                 "trajectory": data, "messages": messages, "prompts_recorded": recorded,
-                "step_calls": {str(k): v for k, v in step_calls(trajectory.steps, calls).items()},
+                "step_calls": {str(k): v for k, v in step_calls(steps, calls).items()},
                 "code": code}
 
 
