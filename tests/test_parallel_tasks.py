@@ -150,3 +150,20 @@ def test_grid_max_connections_caps_the_endpoint_and_feeds_the_baselines(tmp_path
     records = [json.loads(line) for line in (tmp_path / "out" / "a/mock/task/results.jsonl").read_text().splitlines()]
     assert [r["position"] for r in records] == list(range(len(TARGETS)))  # committed in stream order
     assert sorted(r["task_id"] for r in records) == sorted(f"tiny/{i}" for i in range(len(TARGETS)))
+
+
+def test_a_relative_run_folder_is_written_where_it_was_named_whatever_the_working_folder(tmp_path, monkeypatch):
+    """A stream's writes go through the run folder's absolute path: an in-process (test-double) episode acting in
+    another thread changes the working folder meanwhile (it ran ``runs/...: no such folder`` once under load)."""
+    from skilltransfer.experiments.runlog import RunFolder
+
+    monkeypatch.chdir(tmp_path)
+    folder = RunFolder("runs/r")
+    (tmp_path / "runs" / "r").mkdir(parents=True)
+    elsewhere = tmp_path / "workspace"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # what contextlib.chdir in the in-process runner does to the whole process
+    folder.prompts.add([{"role": "user", "content": "hello"}])
+    assert (tmp_path / "runs" / "r" / "prompts.jsonl").is_file()
+    assert not (elsewhere / "runs").exists()
+    assert str(folder.path) == "runs/r"  # shown as given

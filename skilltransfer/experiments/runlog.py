@@ -501,21 +501,25 @@ class RunFolder:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        """The folder as given (shown to the user)."""
+        self.root = self.path.absolute()
+        """The folder every read and write goes through: absolute, so a change of the working folder elsewhere in the
+        process (an in-process test-double episode acting meanwhile) cannot move it."""
         self._lines: list[str] | None = None
-        self.prompts = PromptStore(self.path / PROMPTS)
+        self.prompts = PromptStore(self.root / PROMPTS)
         """The run's messages and replies (`PromptStore`)."""
 
     @property
     def config_file(self) -> Path:
-        return self.path / CONFIG
+        return self.root / CONFIG
 
     @property
     def results_file(self) -> Path:
-        return self.path / RESULTS
+        return self.root / RESULTS
 
     @property
     def memory_dir(self) -> Path:
-        return self.path / MEMORY
+        return self.root / MEMORY
 
     @staticmethod
     def is_run(path: Path) -> bool:
@@ -534,8 +538,8 @@ class RunFolder:
             InputError: not a run folder, or a config that is not JSON or not a run config (naming the field).
         """
         if not self.exists():
-            raise InputError(f"not a run folder (no {CONFIG})", path=self.path)
-        data = read_json(CONFIG, what="run config", root=self.path)
+            raise InputError(f"not a run folder (no {CONFIG})", path=self.root)
+        data = read_json(CONFIG, what="run config", root=self.root)
         version = data.get("format_version") if isinstance(data, dict) else None
         if version == 1:
             data = upgrade_v1_config(data)
@@ -558,7 +562,7 @@ class RunFolder:
         if not self.results_file.is_file():
             return []
         records = []
-        for number, line in jsonl_lines(read_text(RESULTS, what="results file", root=self.path,
+        for number, line in jsonl_lines(read_text(RESULTS, what="results file", root=self.root,
                                                   max_bytes=MAX_RESULTS_BYTES)):
             try:
                 records.append(TaskRecord.model_validate_json(line))
@@ -588,11 +592,11 @@ class RunFolder:
         Raises:
             InputError: the file is missing or not a trajectory.
         """
-        path = self.path / relative
+        path = self.root / relative
         if not path.is_file():
             raise InputError("trajectory file is missing", path=path)
         try:  # the path comes from results.jsonl: inside the run folder, no link followed
-            return TrajectoryLog.model_validate_json(read_text(relative, what="trajectory", root=self.path))
+            return TrajectoryLog.model_validate_json(read_text(relative, what="trajectory", root=self.root))
         except ValidationError as exc:
             raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
 
@@ -622,10 +626,10 @@ class RunFolder:
         """
         texts = {}
         for record in records:
-            path = self.path / record.trajectory
+            path = self.root / record.trajectory
             if not path.is_file():
                 continue
-            data = read_json(record.trajectory, what="trajectory", root=self.path)
+            data = read_json(record.trajectory, what="trajectory", root=self.root)
             instruction = data.get("instruction") if isinstance(data, dict) else None
             if isinstance(instruction, str) and instruction.strip():
                 texts[record.task_id] = instruction
@@ -646,7 +650,7 @@ class RunFolder:
             self.refuse_links()
             self._check_resume(log)
         else:
-            self.path.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True)
             self._write(CONFIG, log.to_json())
         records = self.read_records()
         self._lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; rewritten atomically
@@ -662,25 +666,25 @@ class RunFolder:
         Raises:
             InputError: naming the first such entries.
         """
-        _, left = trees.files(self.path, max_entries=1_000_000)
+        _, left = trees.files(self.root, max_entries=1_000_000)
         if left:
             shown = "; ".join(left[:3]) + (f"; and {len(left) - 3} more" if len(left) > 3 else "")
             raise InputError(f"holds what a run folder never does ({shown}): a run folder with links or special "
                              "files is not resumed; copy its regular files to a new folder, or give another --out",
-                             path=self.path)
+                             path=self.root)
 
     def _write(self, relative: str, text: str) -> None:
         """Replace a file below the run folder atomically, never through a link (`untrusted.write_atomic`)."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         try:
-            untrusted.write_atomic(self.path, relative, text, mode=new_file_mode())
+            untrusted.write_atomic(self.root, relative, text, mode=new_file_mode())
         except untrusted.UntrustedFileError as exc:
-            raise InputError(exc.reason, path=self.path / relative) from None
+            raise InputError(exc.reason, path=self.root / relative) from None
 
     def _marker(self) -> str | None:
         """The task named by ``memory.next.task`` (None when missing or unreadable)."""
         try:
-            return untrusted.read_text("memory.next.task", root=self.path, max_bytes=4096).strip()
+            return untrusted.read_text("memory.next.task", root=self.root, max_bytes=4096).strip()
         except untrusted.UntrustedFileError:
             return None
 
@@ -776,9 +780,9 @@ class RunFolder:
         if self._lines is None:
             self._lines = [r.model_dump_json() + "\n" for r in self.read_records()]
         if memory is not None:
-            memory.save(self.path / "memory.next")
+            memory.save(self.root / "memory.next")
             if save_with_memory is not None:
-                save_with_memory(self.path / "memory.next")
+                save_with_memory(self.root / "memory.next")
             snapshots, archive = snapshot_texts(self.memory_dir, record.position, record.task_id, memory)
             self._write(f"memory.next/{SNAPSHOTS}", snapshots)
             self._write(f"memory.next/{SNAPSHOT_SKILLS}", archive)
@@ -795,8 +799,8 @@ class RunFolder:
 
     def recover_memory(self, finished: set[str]) -> None:
         """Finish an interrupted memory commit whose task is in ``finished``, or discard its snapshot."""
-        current, nxt = self.memory_dir, self.path / "memory.next"
-        old, marker = self.path / "memory.old", self.path / "memory.next.task"
+        current, nxt = self.memory_dir, self.root / "memory.next"
+        old, marker = self.root / "memory.old", self.root / "memory.next.task"
         if nxt.exists():
             committed = self._marker() in finished
             if committed:
