@@ -171,8 +171,6 @@ class MetaSkillRuntime:
         self.agent_prompts = AgentPrompts.load(self.agent_config.prompt_dir)
         self.on_event = on_event
         self._event_lock = threading.Lock()
-        self._harness: Harness | None = None
-        """The running task's guards, shared by its node and finishing contexts (`run` makes one per task)."""
 
     # ------------------------------------------------------------------ events
     def _sink(self, node_id: str | None) -> EventSink | None:
@@ -202,7 +200,7 @@ class MetaSkillRuntime:
         check_plan(plan, set(self.catalog))
         start = time.perf_counter()
         cfg = self.config
-        self._harness = make_harness(self.agent_config, self.agent_prompts)  # once-per-task guards span the nodes
+        harness = make_harness(self.agent_config, self.agent_prompts)  # one per task: shared by its contexts
         audit = AuditLog(plan, "metaskill", cfg.max_parallel)
         budget = StepBudget(cfg.step_limit - cfg.finish_step_limit)
         env = SerialEpisode(episode, on_submit=budget.stop)  # a submission ends the plan at once
@@ -221,7 +219,7 @@ class MetaSkillRuntime:
                             state[node_id] = "running"
                             self._emit("node_start", node_id)
                             running[pool.submit(self._run_node, env, plan, plan.node(node_id), dict(result.outputs),
-                                                budget, audit)] = node_id
+                                                budget, audit, harness)] = node_id
                     if not running:
                         break
                     done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -248,7 +246,7 @@ class MetaSkillRuntime:
             elif any(status == "failed" for status in state.values()):
                 result.exit_status = "node_failed"
             else:
-                self._finish(env, plan, result, audit)
+                self._finish(env, plan, result, audit, harness)
                 if result.exit_status == "submitted":
                     submitted_by = "finish"
         finally:
@@ -289,7 +287,7 @@ class MetaSkillRuntime:
 
     # ------------------------------------------------------------------ one node
     def _run_node(self, env: SerialEpisode, plan: Plan, node: PlanNode, outputs: dict[str, str], budget: StepBudget,
-                  audit: AuditLog) -> list[_Attempt]:
+                  audit: AuditLog, harness: Harness) -> list[_Attempt]:
         """Every attempt of one node (the first, and the retry after a failure)."""
         cfg = self.config
         skill = self.catalog[node.skill] if node.skill else None
@@ -318,7 +316,7 @@ class MetaSkillRuntime:
                     instruction=env.task.instruction, node_id=node.id, instructions=node.instructions.strip(),
                     expected_output=node.expected_output.strip() or "(not specified)", retry_note=note,
                     inputs=inputs, skill=render_node_skill(self.prompts, skill))
-                run = Executor(self.model, self.agent_prompts, self.agent_config, calls, harness=self._harness,
+                run = Executor(self.model, self.agent_prompts, self.agent_config, calls, harness=harness,
                                take_step=budget.take).run(
                     RunContext(env, message, budget=cfg.node_step_limit, subtask_index=position, subtask_mode=True))
             except BaseException as exc:
@@ -332,7 +330,8 @@ class MetaSkillRuntime:
         return attempts
 
     # ------------------------------------------------------------------ finishing
-    def _finish(self, env: SerialEpisode, plan: Plan, result: CoordinationResult, audit: AuditLog) -> None:
+    def _finish(self, env: SerialEpisode, plan: Plan, result: CoordinationResult, audit: AuditLog,
+                harness: Harness) -> None:
         """A fresh context with every node's output calls ``complete_task``; its exit status is the task's."""
         cfg = self.config
         parts = []
@@ -345,7 +344,7 @@ class MetaSkillRuntime:
         audit.mark_finish(step_limit=cfg.finish_step_limit)
         run = None
         try:
-            run = Executor(self.model, self.agent_prompts, self.agent_config, calls, harness=self._harness).run(
+            run = Executor(self.model, self.agent_prompts, self.agent_config, calls, harness=harness).run(
                 RunContext(env, message, budget=cfg.finish_step_limit))
         finally:
             result.calls.calls.extend(calls.calls)
