@@ -154,7 +154,7 @@ class Executor:
         self.calls.window = context.window
         completion = self.calls.complete(self.model, run.messages, "executor", head=run.head, **params)
         reply = completion.text
-        shown = self.harness.shown_reply(run, reply)
+        shown = self.harness.reply("executor", reply, run)
         run.messages.append({"role": "assistant", "content": shown})
         thought, code, n_blocks = parse_action(shown, complete=completion.finish_reason != "length")
         step = ActionStep(index=context.first_index + run.used, subtask_index=context.subtask_index, reply=reply,

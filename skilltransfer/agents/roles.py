@@ -17,7 +17,7 @@ class Planner:
 
     Args:
         harness: the task's guards: a reply may be rewritten or refused (``plan_proposed``; at most one reply per
-            call is refused, the next answer stands) and the docs shaped (``planner_docs``).
+            call is refused, the next answer stands) and the prompt's parts shaped (``planner_opening``).
     """
 
     def __init__(self, model: ChatModel, prompts: AgentPrompts, config: AgentConfig, calls: CallLog,
@@ -26,11 +26,12 @@ class Planner:
 
     def next(self, task: TaskView, summary: str, *, steps_left: int, subtasks_left: int) -> PlanStep:
         """Ask for the next subtask (re-asking after a malformed reply up to ``planner_retries`` times)."""
-        docs, example = self.harness.planner_docs(task.docs)
+        opening = self.harness.planner_opening(task)
         messages: list[Message] = [
-            {"role": "system", "content": self.prompts.planner.render(docs=docs.strip(), example=example)},
+            {"role": "system",
+             "content": self.prompts.planner.render(docs=opening.docs.strip(), example=opening.example)},
             {"role": "user", "content": self.prompts.planner_user.render(
-                instruction=task.instruction, summary=summary, history=self.harness.planner_history(task.history),
+                instruction=task.instruction, summary=summary, history=opening.history,
                 steps_left=steps_left, subtasks_left=subtasks_left)}]
         prompt_tokens = completion_tokens = 0
         reply, refused, format_errors = "", None, 0
@@ -80,7 +81,7 @@ class Summarizer:
                 trajectory=trajectory.render())}]
         params = self.harness.sampling("summarizer", dict(self.config.model_params))
         completion = self.calls.complete(self.model, messages, "summarizer", trajectory=trajectory, **params)
-        text = self.harness.summary_reply(completion.text).strip()
+        text = self.harness.reply("summarizer", completion.text).strip()
         verdict = self.harness.summary(view, text)
         dropped = [line for record in verdict.records for line in record.removed]
         return SummaryStep(index, verdict.value or view.previous, self.prompts.summarizer.id, completion.prompt_tokens,

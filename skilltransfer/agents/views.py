@@ -58,6 +58,17 @@ class Opening:
     turns: list[Message] = field(default_factory=list)
 
 
+@dataclass
+class PlannerOpening:
+    """The planner's prompt parts before they are rendered: the docs of its system prompt, the example shown after
+    them, and what its user message shows of the earlier subtasks beyond the running summary (the paper's planner:
+    nothing)."""
+
+    docs: str
+    example: str = ""
+    history: str = ""
+
+
 @dataclass(frozen=True)
 class PlanProposal:
     """A parsed planner reply: ("subtask", text) or ("done", None); ``refusable`` is False once a reply of this

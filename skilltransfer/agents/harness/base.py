@@ -29,6 +29,7 @@ from skilltransfer.agents.steps import ActionStep, PlanStep
 from skilltransfer.agents.views import (
     InductionView,
     Opening,
+    PlannerOpening,
     PlanProposal,
     RunContext,
     RunLike,
@@ -48,7 +49,8 @@ T = TypeVar("T")
 S = TypeVar("S")
 __all__ = [
     "ACCEPT", "Accept", "Decision", "End", "Guard", "GuardRecord", "Harness", "InductionView", "Opening", "Outcome",
-    "PlanProposal", "Refuse", "Rewrite", "RunContext", "RunLike", "SubtaskOutcome", "SummaryView", "TaskView",
+    "PlannerOpening", "PlanProposal", "Refuse", "Rewrite", "RunContext", "RunLike", "SubtaskOutcome", "SummaryView",
+    "TaskView",
 ]
 
 
@@ -90,26 +92,18 @@ class Guard:
         """The sampling parameters of a ``role`` call (``run``: the executor run, None for other roles)."""
         return params
 
-    def shown_reply(self, run: RunLike, reply: str) -> str:
-        """The executor reply as it enters the context (the step log keeps the raw one)."""
-        return reply
+    def reply(self, role: str, text: str, run: RunLike | None) -> str:
+        """A ``role`` model reply as it is used: the executor's as it enters the context (the step log keeps the raw
+        one), the summarizer's before it is checked (``run``: the executor run, None for other roles)."""
+        return text
 
     def opening(self, context: RunContext, opening: Opening) -> Opening:
         """The executor's opening (docs of the system prompt, turns before the task message)."""
         return opening
 
-    def planner_docs(self, docs: str, example: str) -> tuple[str, str]:
-        """The planner's docs and the example shown after them."""
-        return docs, example
-
-    def planner_history(self, history: Sequence[str], shown: str) -> str:
-        """What the planner's prompt shows of the earlier subtasks beyond the running summary (the paper's planner:
-        nothing; ``shown`` is what earlier guards chose)."""
-        return shown
-
-    def summary_reply(self, text: str) -> str:
-        """The summarizer's raw reply, before it is checked."""
-        return text
+    def planner_opening(self, task: TaskView, opening: PlannerOpening) -> PlannerOpening:
+        """The planner's prompt parts (docs, the example after them, the earlier subtasks shown)."""
+        return opening
 
     # decision hooks
     def code_form(self, run: RunLike, step: ActionStep, code: str) -> Decision:
@@ -201,32 +195,21 @@ class Harness:
             params = guard.sampling(role, params, run)
         return params
 
-    def shown_reply(self, run: RunLike, reply: str) -> str:
+    def reply(self, role: str, text: str, run: RunLike | None = None) -> str:
         for guard in self.guards:
-            reply = guard.shown_reply(run, reply)
-        return reply
+            text = guard.reply(role, text, run)
+        return text
 
     def opening(self, context: RunContext, opening: Opening) -> Opening:
         for guard in self.guards:
             opening = guard.opening(context, opening)
         return opening
 
-    def planner_docs(self, docs: str) -> tuple[str, str]:
-        example = ""
+    def planner_opening(self, task: TaskView) -> PlannerOpening:
+        opening = PlannerOpening(task.docs)
         for guard in self.guards:
-            docs, example = guard.planner_docs(docs, example)
-        return docs, example
-
-    def planner_history(self, history: Sequence[str]) -> str:
-        shown = ""
-        for guard in self.guards:
-            shown = guard.planner_history(history, shown)
-        return shown
-
-    def summary_reply(self, text: str) -> str:
-        for guard in self.guards:
-            text = guard.summary_reply(text)
-        return text
+            opening = guard.planner_opening(task, opening)
+        return opening
 
     # decisions
     def code_form(self, run: RunLike, step: ActionStep, code: str) -> Outcome[str | None]:

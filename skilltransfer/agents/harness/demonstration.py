@@ -8,7 +8,7 @@ Switch: ``agent.demonstration`` (``turns``; ``inline`` is off)."""
 
 from __future__ import annotations
 
-from skilltransfer.agents.harness.base import Guard, Opening, RunContext
+from skilltransfer.agents.harness.base import Guard, Opening, PlannerOpening, RunContext, TaskView
 from skilltransfer.agents.harness.text import asks_completion
 from skilltransfer.agents.harness.worked_example import plan_subtasks, split_demonstration, split_plan_example
 from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, history_line
@@ -46,5 +46,6 @@ class DemonstrationTurns(Guard):
         opening.turns = demo.messages(task, lambda output: self.prompts.observation.render(output=output))
         return opening
 
-    def planner_docs(self, docs: str, example: str) -> tuple[str, str]:
-        return split_demonstration(docs)[0], example
+    def planner_opening(self, task: TaskView, opening: PlannerOpening) -> PlannerOpening:
+        opening.docs = split_demonstration(opening.docs)[0]
+        return opening

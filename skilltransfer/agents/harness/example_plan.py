@@ -4,7 +4,7 @@ it after the docs, the executor never sees it. Switch: ``agent.example_plan``.""
 
 from __future__ import annotations
 
-from skilltransfer.agents.harness.base import Guard, Opening, RunContext
+from skilltransfer.agents.harness.base import Guard, Opening, PlannerOpening, RunContext, TaskView
 from skilltransfer.agents.harness.worked_example import split_plan_example
 
 
@@ -15,6 +15,8 @@ class ExamplePlan(Guard):
         opening.docs = split_plan_example(opening.docs)[0]
         return opening
 
-    def planner_docs(self, docs: str, example: str) -> tuple[str, str]:
-        docs, plan = split_plan_example(docs)
-        return docs, f"\n{plan}\n" if plan else example
+    def planner_opening(self, task: TaskView, opening: PlannerOpening) -> PlannerOpening:
+        opening.docs, plan = split_plan_example(opening.docs)
+        if plan:
+            opening.example = f"\n{plan}\n"
+        return opening

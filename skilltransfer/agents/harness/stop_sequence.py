@@ -38,8 +38,9 @@ class StopSequence(Guard):
             params.setdefault("stop", [SUMMARY_STOP])
         return params
 
-    def shown_reply(self, run: RunLike, reply: str) -> str:
-        return trim_reply(reply)
-
-    def summary_reply(self, text: str) -> str:
-        return text.split(SUMMARY_STOP, 1)[0] if not text.startswith("#") else ""
+    def reply(self, role: str, text: str, run: RunLike | None) -> str:
+        if role == "executor":
+            return trim_reply(text)
+        if role == "summarizer":
+            return text.split(SUMMARY_STOP, 1)[0] if not text.startswith("#") else ""
+        return text

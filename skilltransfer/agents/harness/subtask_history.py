@@ -5,14 +5,13 @@ otherwise re-plans finished subtasks). Switch: ``agent.subtask_history``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from skilltransfer.agents.harness.base import Guard
+from skilltransfer.agents.harness.base import Guard, PlannerOpening, TaskView
 from skilltransfer.agents.prompts import NO_HISTORY
 
 
 class SubtaskHistory(Guard):
     name = "subtask_history"
 
-    def planner_history(self, history: Sequence[str], shown: str) -> str:
-        return f"{shown}\n# Subtasks so far\n{chr(10).join(history) or NO_HISTORY}\n"
+    def planner_opening(self, task: TaskView, opening: PlannerOpening) -> PlannerOpening:
+        opening.history = f"{opening.history}\n# Subtasks so far\n{chr(10).join(task.history) or NO_HISTORY}\n"
+        return opening
