@@ -199,6 +199,9 @@ class Observation:
     error: bool = False
     done: bool = False
     """True once the agent has called the env's completion function."""
+    skill_calls: dict[str, int] = field(default_factory=dict)
+    """Calls the action made of the functions of each code skill loaded with its id (skill id -> calls), as the
+    sandbox recorded them (`skilltransfer.sandbox.runtime.skilluse`: a measurement the code under test could forge)."""
 
 
 @runtime_checkable
@@ -211,7 +214,7 @@ class Episode(Protocol):
 
     def docs(self) -> str: ...
 
-    def load_code(self, source: str) -> Observation: ...
+    def load_code(self, source: str, skill_id: str | None = None) -> Observation: ...
 
     def evaluate(self) -> Score: ...
 

@@ -187,6 +187,7 @@ class Executor:
         if n_blocks > 1:
             output += f"\n(note: only the first of your {n_blocks} code blocks was run)"
         step.observation, step.error, step.done = output, observation.error, observation.done
+        step.skill_calls = dict(observation.skill_calls)
         if observation.done:
             run.messages.append({"role": "user", "content": self.prompts.observation.render(output=output)})
             raise Submitted(output, scope="task")

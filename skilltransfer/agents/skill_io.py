@@ -130,7 +130,7 @@ class TaskSkills:
         load_errors: dict[str, str | None] = {}
         for skill, _ in reversed(got.hits):  # worst first, so the best-ranked definition wins a name clash
             if skill.format == "code":
-                observation = self.episode.load_code(skill.body)
+                observation = self.episode.load_code(skill.body, skill.id)
                 load_errors[skill.id] = observation.output if observation.error else None
         for skill, score in got.hits:
             step.skills.append({"id": skill.id, "name": skill.name, "format": skill.format, "score": round(score, 6),

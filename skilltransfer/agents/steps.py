@@ -280,6 +280,9 @@ class ActionStep(_Step):
     ``sent_tokens``, ``seed_tokens``, ``returned_tokens``."""
     guards: list[GuardRecord] = field(default_factory=list)
     """The harness's decisions on this step (a refusal, a rewritten observation, an end)."""
+    skill_calls: dict[str, int] = field(default_factory=dict)
+    """Calls the step's code made of retrieved code skills' functions (skill id -> calls), as the sandbox recorded
+    them (`skilltransfer.protocols.Observation.skill_calls`)."""
 
     @property
     def refused(self) -> str | None:

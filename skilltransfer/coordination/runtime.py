@@ -91,9 +91,9 @@ class SerialEpisode:
                     self.on_submit()
             return observation
 
-    def load_code(self, source: str) -> Observation:
+    def load_code(self, source: str, skill_id: str | None = None) -> Observation:
         with self.lock:
-            return self.episode.load_code(source)
+            return self.episode.load_code(source, skill_id)
 
     def docs(self) -> str:
         return self.episode.docs()

@@ -29,6 +29,7 @@ from skilltransfer.sandbox import (
     make_runner,
     skill_body_problem,
 )
+from skilltransfer.sandbox.runtime.skilluse import clean
 from skilltransfer.sandbox.scratch import remove_tree, scratch_dir
 from skilltransfer.sandbox.services import function
 from skilltransfer.util.text import truncate
@@ -101,6 +102,8 @@ class WorkspaceEpisode:
                              hidden_packages=tuple(hidden_packages))
         self.closed = False
         self._reserved = tuple(spec.bindings)
+        self._loaded: set[str] = set()
+        """Ids of the code skills loaded with an id: the only ones whose call counts an action's result may carry."""
         self.runner = make_runner(self.workspace, spec, self.services, sandboxed=sandboxed, limits=limits)
 
     def _complete_task(self, answer: Any = None) -> None:
@@ -118,17 +121,19 @@ class WorkspaceEpisode:
         return self.submission.done
 
     def step(self, action: str) -> Observation:
-        """Run one code action; the observation holds its printed output or the error."""
+        """Run one code action; the observation holds its printed output or the error, and the calls it made of
+        loaded code skills' functions (only ids of skills loaded here, well-formed counts: the record is forgeable)."""
         result = self.runner.execute(action)
         text = result.output
         if result.error:
             text = f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}{result.error}"
         return Observation(output=truncate(text, MAX_OUTPUT_CHARS) or "(no output)", error=result.error is not None,
-                           done=self.done)
+                           done=self.done, skill_calls=clean(result.skill_calls, allowed=self._loaded.__contains__))
 
-    def load_code(self, source: str) -> Observation:
+    def load_code(self, source: str, skill_id: str | None = None) -> Observation:
         """Load a code skill's definitions into the action namespace (bodies that would run code, or bind a name of
-        the namespace or a builtin, are refused). It loads in a namespace of its own (`loading_action`) while every
+        the namespace or a builtin, are refused); with ``skill_id``, later actions' observations count the calls of
+        its functions (`Observation.skill_calls`). It loads in a namespace of its own (`loading_action`) while every
         harness service refuses calls, so loading can neither submit nor change the world; were it to submit anyway,
         the submission is undone and the skill refused."""
         problem = skill_body_problem(source, self._reserved)
@@ -136,7 +141,9 @@ class WorkspaceEpisode:
             return Observation(output=f"SkillRefused: {problem}", error=True, done=self.done)
         before = self.submission
         with self.services.refusing("a code skill is being loaded; loading runs nothing"):
-            observation = self.step(loading_action(source))
+            if skill_id is not None:
+                self._loaded.add(skill_id)
+            observation = self.step(loading_action(source, skill_id))
         if self.submission is not before:
             self.submission = before
             return Observation(output="SkillRefused: loading the skill submitted the task (undone)", error=True,

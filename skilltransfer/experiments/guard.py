@@ -22,9 +22,9 @@ class _GuardedEpisode:
         with _IN_PROCESS_LOCK:
             return self._inner.step(action)
 
-    def load_code(self, source: str) -> Any:
+    def load_code(self, source: str, skill_id: str | None = None) -> Any:
         with _IN_PROCESS_LOCK:
-            return self._inner.load_code(source)
+            return self._inner.load_code(source, skill_id)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -54,6 +54,7 @@ from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, S
 from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
+from skilltransfer.metrics.following import USED_SHARE
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
 from skilltransfer.util import trees, untrusted
@@ -119,6 +120,17 @@ class RetrievedSkill(BaseModel):
     followed: float | None = None
     """Text skills: the share of the skill's API calls, in order, that the task's code made after this retrieval
     (`skilltransfer.metrics.following`); None for code skills, skills naming no API, and older runs."""
+    ran: int | None = None
+    """Code skills: the calls of the skill's functions that the task's code made after this retrieval, as the sandbox
+    recorded them (`skilltransfer.sandbox.runtime.skilluse`); None for text skills and older runs."""
+
+    @property
+    def used(self) -> bool | None:
+        """Whether the task used the skill: a code skill's function ran (``ran`` >= 1), a text skill was followed
+        (``followed`` >= `USED_SHARE`); None when not measured."""
+        if self.ran is not None:
+            return self.ran >= 1
+        return self.followed >= USED_SHARE if self.followed is not None else None
 
 
 class RouteRecord(BaseModel):

@@ -428,7 +428,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     retrieved = [RetrievedSkill(skill_id=s["id"], name=s["name"], format=s["format"], score=s["score"],
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
-                                load_error=s["load_error"], followed=followed(result, step, s, memory))
+                                load_error=s["load_error"], followed=followed(result, step, s, memory),
+                                ran=ran(result, step, s))
                  for step in result.retrievals for s in step.skills]
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
@@ -461,6 +462,15 @@ def followed(result: AgentResult, step: RetrievalStep, hit: dict[str, Any], memo
     after = result.steps[result.steps.index(step) + 1:] if step in result.steps else []
     code = "\n".join(s.action for s in after if isinstance(s, ActionStep) and s.action)
     return following_share(skill_calls(skill.body), api_calls(code))
+
+
+def ran(result: AgentResult, step: RetrievalStep, hit: dict[str, Any]) -> int | None:
+    """A retrieved code skill's calls, as the sandbox recorded them, from the code the task ran after this retrieval
+    (its own subtask and the later ones: `ActionStep.skill_calls`); None for other formats."""
+    if hit["format"] != "code":
+        return None
+    after = result.steps[result.steps.index(step) + 1:] if step in result.steps else []
+    return sum(s.skill_calls.get(hit["id"], 0) for s in after if isinstance(s, ActionStep))
 
 
 def exposures(result: AgentResult) -> list[Exposure]:

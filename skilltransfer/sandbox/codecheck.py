@@ -14,7 +14,9 @@ at definition time (``__init_subclass__``, ``__class_getitem__``, ``__set_name__
 builtin or a name of the episode's namespace (``complete_task``, ``apis``, ...).
 
 `loading_action` is how an episode loads a checked skill: in its own namespace (a copy of the episode's), compiled
-so that annotations are never evaluated, and only the names it defines are copied back into the episode's.
+so that annotations are never evaluated, and only the names it defines are copied back into the episode's. Given the
+skill's id, each top-level (non-async) function it defines is bound there through the episode's call counter
+(`skilltransfer.sandbox.runtime.skilluse`): the runner then reports which retrieved skills' functions ran.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import ast
 import builtins
 from collections.abc import Iterable
 
+from skilltransfer.sandbox.runtime.skilluse import HOOK
 from skilltransfer.util import pyast
 
 CLASS_HOOKS = frozenset({"__init_subclass__", "__class_getitem__", "__set_name__", "__mro_entries__", "__prepare__"})
 """Methods Python calls while a class (or an annotation naming it) is being defined."""
 
 RESERVED = frozenset({"complete_task", "apis", "services", "load_skill", "run_skill", "open_node",
-                      *(name for name in dir(builtins) if not name.startswith("_")), "__builtins__", "__name__"})
+                      *(name for name in dir(builtins) if not name.startswith("_")), "__builtins__", "__name__", HOOK})
 """Names no code skill may bind at top level (the episode's own and the builtins)."""
 
 _BUILTIN_BASES = frozenset(name for name in dir(builtins)
@@ -164,14 +167,26 @@ def defined_names(source: str) -> list[str]:
 LOADER = "__skilltransfer_load_skill__"
 
 
-def loading_action(source: str) -> str:
+def defined_functions(source: str) -> list[str]:
+    """The (non-async) functions a (checked) code skill defines at top level, in order."""
+    return [node.name for node in pyast.parse(source).body if isinstance(node, ast.FunctionDef)]
+
+
+def loading_action(source: str, skill_id: str | None = None) -> str:
     """The action that loads a checked code skill: compiled with ``from __future__ import annotations`` (no
     annotation is evaluated), run in a namespace of its own (a copy of the episode's, so its functions still see
-    ``apis`` and ``complete_task``), then only the names it defines are copied into the episode's namespace."""
+    ``apis`` and ``complete_task``), then only the names it defines are copied into the episode's namespace. With
+    ``skill_id``, its top-level functions are copied wrapped by the namespace's call counter (`HOOK`, when there is
+    one): same arguments, return values and exceptions, each call counted under the id."""
     flags = __future__.annotations.compiler_flag
     names = defined_names(source)
-    return (f"def {LOADER}(source, names):\n"
+    functions = defined_functions(source) if skill_id is not None else []
+    return (f"def {LOADER}(source, names, functions, skill_id):\n"
             "    namespace = dict(globals())\n"
             f"    exec(compile(source, '<code skill>', 'exec', {flags}, True), namespace)\n"
-            "    globals().update({name: namespace[name] for name in names if name in namespace})\n"
-            f"try:\n    {LOADER}({source!r}, {names!r})\nfinally:\n    del {LOADER}\n")
+            "    loaded = {name: namespace[name] for name in names if name in namespace}\n"
+            f"    counted = globals().get({HOOK!r})\n"
+            "    if functions and callable(counted):\n"
+            "        loaded.update({name: counted(skill_id, loaded[name]) for name in functions if name in loaded})\n"
+            "    globals().update(loaded)\n"
+            f"try:\n    {LOADER}({source!r}, {names!r}, {functions!r}, {skill_id!r})\nfinally:\n    del {LOADER}\n")

@@ -22,6 +22,7 @@ from skilltransfer.sandbox.runner import SandboxRunner
 from skilltransfer.sandbox.runtime.cell import compile_cell, run_compiled
 from skilltransfer.sandbox.runtime.channel import DirectTransport
 from skilltransfer.sandbox.runtime.explain import format_error
+from skilltransfer.sandbox.runtime.skilluse import HOOK, counter, take
 from skilltransfer.sandbox.runtime.stubs import build
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, Runner
@@ -65,6 +66,7 @@ class InProcessRunner:
         if scoped:
             self.namespace["__builtins__"] = {**vars(builtins), "print": self._print, "open": self._open}
         self.namespace.update(namespace_entries(self.workspace, spec or NamespaceSpec(), transport))
+        self.namespace[HOOK], self._skill_calls = counter()
 
     def execute(self, code: str) -> ExecResult:
         buffer = io.StringIO()
@@ -88,7 +90,7 @@ class InProcessRunner:
                 error = format_error(exc, self.namespace)
             finally:
                 self._output = None
-        return ExecResult(output=buffer.getvalue(), error=error)
+        return ExecResult(output=buffer.getvalue(), error=error, skill_calls=take(self._skill_calls))
 
     def _print(self, *values: Any, sep: str | None = " ", end: str | None = "\n", file: IO[str] | None = None,
                flush: bool = False) -> None:

@@ -81,6 +81,7 @@ from skilltransfer.sandbox.cgroups import ProcessTree, SandboxGroup
 from skilltransfer.sandbox.diskcap import WorkspaceMount
 from skilltransfer.sandbox.quota import Usage, measure
 from skilltransfer.sandbox.runtime.channel import HEADER, decode, encode
+from skilltransfer.sandbox.runtime.skilluse import clean
 from skilltransfer.sandbox.scratch import remove_tree, runtime_dir, scratch_dir
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, SandboxError
@@ -697,7 +698,8 @@ class SandboxRunner:
             return failure
         assert reply is not None
         error = reply.get("error")
-        return ExecResult(output=str(reply.get("output", "")), error=str(error) if error is not None else None)
+        return ExecResult(output=str(reply.get("output", "")), error=str(error) if error is not None else None,
+                          skill_calls=clean(reply.get("skill_calls")))  # forgeable: kept only when well-formed
 
     def check(self, source: str, function_name: str) -> str | None:
         """Load ``source`` into a fresh namespace like the episode's; None if ``function_name`` is then callable."""

@@ -1,12 +1,13 @@
 """The ``skill_use`` table (issue 39 §2): retrieved -> used -> helped, per env x model x condition label (the reuse
 mode is part of the label) and library size.
 
-Each row counts the retrievals of text skills whose following share is defined (`skilltransfer.metrics.following`:
-the skill names at least one API call; ``RetrievedSkill.followed``): ``used_pct`` is the share with a following share
-of at least 0.5, ``helped_pct`` the share used in a task that succeeded; ``success_used_pct`` and
-``success_unused_pct`` are the success rates of the tasks behind used and unused retrievals (correlational: the
-causal effect of showing a skill is the ``skill_effects`` table's). Library size: the memory size after the task, in
-bins 1-5, 6-20, 21-100, >100. The table appears when some record has a following share.
+Each row counts the retrievals whose use is measured (``RetrievedSkill.used``): code skills (``ran``: the calls of
+the skill's functions after the retrieval, as the sandbox recorded them; used when at least one) and text skills
+whose following share is defined (`skilltransfer.metrics.following`: the skill names at least one API call; used
+when the share is at least 0.5). ``used_pct`` is the share used, ``helped_pct`` the share used in a task that
+succeeded; ``success_used_pct`` and ``success_unused_pct`` are the success rates of the tasks behind used and unused
+retrievals (correlational: the causal effect of showing a skill is the ``skill_effects`` table's). Library size: the
+memory size after the task, in bins 1-5, 6-20, 21-100, >100. The table appears when some retrieval's use is measured.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.metrics.following import USED_SHARE
 
 SIZE_BINS = ((1, 5), (6, 20), (21, 100), (101, None))
-NOTE = ("over retrievals of text skills that name an API call: used = following share >= 0.5 (the share of the "
-        "skill's API calls, in order, made after the retrieval); helped = used in a task that succeeded; success "
+NOTE = ("over retrievals of code skills (used = the skill's function ran after the retrieval, as the sandbox recorded "
+        "it) and of text skills that name an API call (used = following share >= 0.5: the share of the skill's API "
+        "calls, in order, made after the retrieval); helped = used in a task that succeeded; success "
         "rates of the tasks behind used and unused retrievals are correlational (see skill_effects for causal "
         "effects). library size = skills in memory after the task (docs/skill-use.md).")
 
@@ -33,11 +34,11 @@ def _size_bin(size: int) -> str:
 
 
 def has_following(runs: list[RunLog]) -> bool:
-    return any(r.followed is not None for run in runs for record in run.records for r in record.retrieved)
+    return any(r.used is not None for run in runs for record in run.records for r in record.retrieved)
 
 
 def skill_use_table(runs: list[RunLog]) -> Table:
-    table = Table("skill_use", "Retrieved -> used -> helped (text skills)",
+    table = Table("skill_use", "Retrieved -> used -> helped (code and text skills)",
                   ["env", "model", "condition", "library_size", "retrieved", "used_pct", "helped_pct",
                    "success_used_pct", "success_unused_pct"], note=NOTE)
     for (env, model, condition), members in groups(runs).items():
@@ -45,9 +46,8 @@ def skill_use_table(runs: list[RunLog]) -> Table:
         for run in members:
             for record in run.records:
                 for hit in record.retrieved:
-                    if hit.followed is not None:
-                        cells.setdefault(_size_bin(record.memory_size), []).append(
-                            (hit.followed >= USED_SHARE, record.success))
+                    if hit.used is not None:
+                        cells.setdefault(_size_bin(record.memory_size), []).append((hit.used, record.success))
         for size in sorted(cells, key=lambda s: int(s.lstrip(">").split("-")[0])):
             pairs = cells[size]
             used = [ok for is_used, ok in pairs if is_used]

@@ -5,7 +5,8 @@ the runtime folder on ``PYTHONPATH`` (this package, plus agent-side packages suc
 ``skilltransfer`` package, the env generators, reference solutions and checks are not importable here. Frames are
 described in ``channel``. The first frame from the harness is the configuration; the worker answers
 ``{"ready": true, "n": nonce, "isolation": {...}}`` or ``{"fatal": reason}``, then serves
-``{"op": "exec", "n": nonce, "code": ...}`` -> ``{"t": "result", "n": nonce, "output": ..., "error": ...}`` and
+``{"op": "exec", "n": nonce, "code": ...}`` -> ``{"t": "result", "n": nonce, "output": ..., "error": ...,
+"skill_calls": {...}}`` (`skilluse`) and
 ``{"op": "check", "n": nonce, "code": ..., "name": ...}`` -> ``{"t": "checked", "n": nonce, "reason": ...}`` until
 the channel closes. While an action runs, its service stubs send ``call`` frames and wait for the harness's replies.
 
@@ -42,6 +43,7 @@ from .isolation import (
     set_limits,
     world_reachable,
 )
+from .skilluse import HOOK, counter, take
 from .stubs import build
 
 
@@ -90,6 +92,7 @@ class Worker:
         self.limits = config["limits"]
         self.channel = channel
         self.namespace: dict[str, Any] = new_namespace({})
+        self.namespace[HOOK], self.skill_calls = counter()  # code skills' calls (`skilluse`), not in check namespaces
         self.entries: dict[str, Any] = {}
         self.capture = os.open(os.path.join(config["tmpdir"], ".fd_output"), os.O_RDWR | os.O_CREAT | os.O_TRUNC,
                                0o600)
@@ -223,7 +226,8 @@ def main() -> None:
         elif message.get("op") == "exec":
             output, error = worker.run(message["code"], "<action>", worker.namespace, nonce,
                                        echo=bool(config["limits"].get("echo_last_expression", True)))
-            channel.send({"t": "result", "n": nonce, "output": output, "error": error})
+            channel.send({"t": "result", "n": nonce, "output": output, "error": error,
+                          "skill_calls": take(worker.skill_calls)})
 
 
 if __name__ == "__main__":

@@ -565,10 +565,12 @@
     return details;
   }
 
-  // A text skill's following share (results.jsonl retrieved[].followed): "used" at 0.5 or more.
+  // A skill's use (results.jsonl retrieved[]): a code skill's calls as the sandbox recorded them (ran: "ran ×n",
+  // used from 1), a text skill's following share (followed: "used" at 0.5 or more).
   function followedCell(payload, step, k) {
     const hits = payload.record && Array.isArray(payload.record.retrieved) ? payload.record.retrieved : [];
     const hit = hits.find((r) => r.skill_id === k.id && r.subtask_index === step.subtask_index);
+    if (hit && typeof hit.ran === "number") return hit.ran >= 1 ? h("span", { class: "used" }, `ran ×${hit.ran} used`) : "not run";
     if (!hit || hit.followed === null || hit.followed === undefined) return "-";
     const share = Number(hit.followed);
     return share >= 0.5 ? h("span", { class: "used" }, `${share.toFixed(2)} used`) : share.toFixed(2);
