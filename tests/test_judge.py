@@ -14,6 +14,7 @@ from helpers_cli import cli
 from helpers_tinyenv import CounterScript, TinyEnv
 from typer.testing import CliRunner
 
+from skilltransfer.agents.steps import ActionStep
 from skilltransfer.cli import app
 from skilltransfer.envs.artifacts import episode_artifacts, render_file, snapshot_workspace
 from skilltransfer.errors import InputError
@@ -120,9 +121,8 @@ def fake_run(path, answers, *, artifacts=True):
     lines = []
     for index, (task_id, answer) in enumerate(answers.items()):
         name = f"trajectories/t{index}.json"
-        steps = [{"type": "ActionStep", "action": "x = 1", "observation": f"found {answer}", "done": False},
-                 {"type": "ActionStep", "action": f"complete_task(answer={answer!r})", "observation": "ok",
-                  "done": True}]
+        steps = [ActionStep(0, None, "r", "t", "x = 1", f"found {answer}").to_dict(),
+                 ActionStep(1, None, "r", "t", f"complete_task(answer={answer!r})", "ok", done=True).to_dict()]
         (path / name).write_text(json.dumps({"task_id": task_id, "instruction": f"Solve {task_id}.",
                                              "steps": steps}))
         if artifacts:
@@ -156,6 +156,12 @@ def test_load_run_reads_artifacts_or_falls_back_to_the_trajectory(tmp_path):
     (tmp_path / "c" / "results.jsonl").write_text('{"task_id": "x"}\n')
     with pytest.raises(InputError, match=r"results.jsonl:1: broken results line"):
         load_run(tmp_path / "c")
+    for bad, reason in (("[]", "needs an object"), ('{"steps": {}}', "steps is not a list"),
+                        ('{"steps": [{"type": "ActionStep", "action": 3}]}', r"steps\[0\]")):
+        folder = fake_run(tmp_path / f"bad{len(bad)}", {"t1": "GOOD"}, artifacts=False)
+        (folder / "trajectories" / "t0.json").write_text(bad)  # written by whoever shared the folder
+        with pytest.raises(InputError, match=reason):
+            load_run(folder)
 
 
 def test_load_run_reads_a_real_stream_folder(tmp_path):

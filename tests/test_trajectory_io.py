@@ -10,7 +10,7 @@ import pytest
 
 from skilltransfer.agents.decisions import GuardRecord
 from skilltransfer.agents.steps import ActionStep, InductionStep, PlanStep, RetrievalStep, SummaryStep
-from skilltransfer.agents.trajectory_io import UnknownStep, read_step, read_steps
+from skilltransfer.agents.trajectory_io import STEP_TYPES, UnknownStep, read_step, read_steps
 from skilltransfer.errors import InputError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skilltransfer"
@@ -30,6 +30,9 @@ def key_reads(source: str) -> list[int]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and \
                 node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             target = node.func.value
+        if isinstance(node, ast.Compare) and any(isinstance(side, ast.Constant) and side.value in STEP_TYPES
+                                                 for side in (node.left, *node.comparators)):
+            lines.append(node.lineno)  # s.get("type") == "ActionStep": a step told apart by its logged type
         while isinstance(target, ast.Subscript):  # steps[i]["x"]
             target = target.value
         if isinstance(target, ast.Name) and target.id in STEP_NAMES or \
@@ -41,7 +44,8 @@ def key_reads(source: str) -> list[int]:
 def test_the_scan_finds_key_reads() -> None:
     """The scan below can fail: each form of a key read is found, typed reads are not."""
     assert key_reads('step["action"]\nstep.get("type")\nsteps[0]["reply"]\nlog.steps[1].get("route")\n') == [1, 2, 3, 4]
-    assert key_reads("step.action\nstep.route.get('kind')\nskill['name']\n") == []
+    assert key_reads('actions = [s for s in log if s.get("type") == "ActionStep"]\n') == [1]
+    assert key_reads("step.action\nstep.route.get('kind')\nskill['name']\nisinstance(s, ActionStep)\n") == []
 
 
 def test_no_step_is_read_by_key_outside_the_reader() -> None:

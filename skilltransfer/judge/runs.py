@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from skilltransfer.agents.steps import ActionStep
+from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.util import untrusted
 from skilltransfer.util.files import jsonl_lines, read_json, read_text
@@ -91,13 +93,18 @@ def _exists(run: Path, relative: str) -> bool:
     return os.path.lexists(run.joinpath(*parts))
 
 
-def _from_trajectory(task_id: str, trajectory: dict[str, Any]) -> TaskArtifact:
-    actions = [s for s in trajectory.get("steps", []) if s.get("type") == "ActionStep" and s.get("action")]
-    final = next((s for s in reversed(actions) if s.get("done")), None)
+def _from_trajectory(task_id: str, trajectory: dict[str, Any], path: Path) -> TaskArtifact:
+    """A task's artifact from its trajectory (steps read typed: `skilltransfer.agents.trajectory_io`): the last
+    action that finished the task and the output printed just before it."""
+    logged = trajectory.get("steps", [])
+    if not isinstance(logged, list):
+        raise InputError("not a trajectory (steps is not a list)", path=path)
+    actions = [s for s in read_steps(logged, path=path) if isinstance(s, ActionStep) and s.action]
+    final = next((s for s in reversed(actions) if s.done), None)
     before = actions[actions.index(final) - 1] if final is not None and actions.index(final) > 0 else None
     return TaskArtifact(task_id, str(trajectory.get("instruction", "")), final is not None, None, None, "trajectory",
-                        final_action=str(final.get("action", "")) if final else "",
-                        final_output=str(before.get("observation", "")) if before else "")
+                        final_action=final.action if final else "",
+                        final_output=before.observation if before else "")
 
 
 def load_run(path: str | Path) -> RunArtifacts:
@@ -119,6 +126,9 @@ def load_run(path: str | Path) -> RunArtifacts:
         except (ValueError, KeyError, TypeError, RecursionError):
             raise InputError("broken results line (needs task_id and trajectory)", path=results, line=number) from None
         trajectory = _json_file(path, trajectory_path, "trajectory file")
+        if not isinstance(trajectory, dict):
+            raise InputError("not a trajectory (needs an object with instruction and steps)",
+                             path=path / trajectory_path)
         artifacts_relative = str(record.get("artifacts") or f"artifacts/{PurePosixPath(trajectory_path).name}")
         artifacts_path = path / artifacts_relative
         if _exists(path, artifacts_relative):
@@ -129,5 +139,5 @@ def load_run(path: str | Path) -> RunArtifacts:
                                           bool(data.get("submitted")), data.get("answer"), list(data.get("files", [])),
                                           "artifacts")
         else:
-            tasks[task_id] = _from_trajectory(task_id, trajectory)
+            tasks[task_id] = _from_trajectory(task_id, trajectory, path / trajectory_path)
     return RunArtifacts(path, tasks)
