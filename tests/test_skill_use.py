@@ -12,6 +12,7 @@ from helpers_tinyenv import CODE_SKILL, CounterScript, TinyEnv
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report import build_report, load_runs
 from skilltransfer.experiments.stream import run_stream
+from skilltransfer.experiments.summary import format_trajectory, load_task
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.sandbox.runtime.skilluse import clean
@@ -91,6 +92,9 @@ def test_the_stream_records_that_a_code_skills_function_ran(tmp_path, hash_embed
     assert summary.records[1].success
     [row] = report.table("skill_use").rows
     assert (row["condition"], row["retrieved"], row["used_pct"], row["helped_pct"]) == ("task+code", 1, 100.0, 100.0)
+    shown = format_trajectory(*load_task(tmp_path / "runs" / "code", "2"))  # show --task 2: as view says it
+    assert "set_counter_to [code]" in shown
+    assert "- ran ×1 used" in shown
 
 
 def test_a_retrieved_code_skill_not_called_did_not_run(tmp_path, hash_embedder):
@@ -100,6 +104,8 @@ def test_a_retrieved_code_skill_not_called_did_not_run(tmp_path, hash_embedder):
     assert summary.records[1].success
     [row] = report.table("skill_use").rows
     assert (row["retrieved"], row["used_pct"], row["success_unused_pct"]) == (1, 0.0, 100.0)
+    assert "set_counter_to [code]" in (shown := format_trajectory(*load_task(tmp_path / "runs" / "code", "2")))
+    assert "- not run" in shown
 
 
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["in-process", "sandbox"])

@@ -207,6 +207,11 @@ def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs
     prompt.locator(".message.reply").wait_for()  # built when opened (the toggle event comes after the click)
     assert prompt.locator(".message").count() == 3  # system, user, reply
     assert "You are the PLANNER" in prompt.inner_text()
+    ran = [hit.ran for hit in RunFolder(runs["subtask+code"]).read_records()[1].retrieved]
+    shown = " ".join(tab.page.locator("table.retrieved").all_inner_texts())  # code skill use: the sandbox's record
+    assert ran
+    assert any(ran)
+    assert all((f"ran ×{n} used" if n else "not run") in shown for n in ran)
     tab.go(f"#/run/{key_of(server, runs['lens'])}/task/1")
     log = json.loads(sorted((runs["lens"] / "trajectories").glob("tiny_0*.json"))[0].read_text())
     route = next(s for s in log["steps"] if s["type"] == "RetrievalStep")["route"]

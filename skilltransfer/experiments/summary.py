@@ -348,12 +348,26 @@ def _route_line(route: dict[str, Any]) -> str:
             f"{route.get('retrieved_tree', 0)}-unit retrieved tree")
 
 
-def format_step(step: ReadStep, max_chars: int = 2000) -> str:
-    """One trajectory step (`skilltransfer.agents.trajectory_io.read_steps`) as readable text."""
+def use_label(hit: RetrievedSkill | None) -> str:
+    """How the task used a retrieved skill (as ``view``'s retrieval table says it): a code skill ``ran ×n used`` or
+    ``not run`` (the sandbox's record), a text skill its following share (``used`` from 0.5); "" when not measured."""
+    if hit is None or hit.used is None:
+        return ""
+    if hit.ran is not None:
+        return f"ran ×{hit.ran} used" if hit.used else "not run"
+    return f"followed {hit.followed:.2f}" + (" used" if hit.used else "")
+
+
+def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None = None) -> str:
+    """One trajectory step (`skilltransfer.agents.trajectory_io.read_steps`) as readable text; a retrieval step's
+    skills with their use from the task's ``record`` (`use_label`)."""
     if isinstance(step, RetrievalStep):
+        hits = {(h.skill_id, h.subtask_index): h for h in record.retrieved} if record is not None else {}
         found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
                           f"{s.get('source_task_id') or '?'} (task {_number(s.get('source_position'))})"
-                          + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "") for s in step.skills)
+                          + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "")
+                          + (f" - {label}" if (label := use_label(hits.get((s["id"], step.subtask_index)))) else "")
+                          for s in step.skills)
         below = f"\n    ({step.below_min_score} more below the minimum score)" if step.below_min_score else ""
         return f"[retrieve{_where(step)}] by {step.query_kind}: {step.query[:200]!r}\n" \
                + (found or "    (no skills)") + below + (_route_line(step.route) if step.route else "")
@@ -529,7 +543,7 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
     if trajectory.coordination:
         head.append(format_coordination(trajectory.coordination))
     steps = read_steps(trajectory.steps, path=path)
-    body = [format_step(step, max_chars) for step in steps]
+    body = [format_step(step, max_chars, record) for step in steps]
     if prompts is not None:
         by_step, shown = step_calls(steps, trajectory.calls), dict[str, int]()
         for index, numbers in sorted(by_step.items()):
