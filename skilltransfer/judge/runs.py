@@ -103,7 +103,7 @@ def _from_trajectory(task_id: str, trajectory: dict[str, Any], path: Path) -> Ta
     final = next((s for s in reversed(actions) if s.done), None)
     before = actions[actions.index(final) - 1] if final is not None and actions.index(final) > 0 else None
     return TaskArtifact(task_id, str(trajectory.get("instruction", "")), final is not None, None, None, "trajectory",
-                        final_action=final.action if final else "",
+                        final_action=(final.action or "") if final else "",
                         final_output=before.observation if before else "")
 
 
