@@ -199,7 +199,7 @@ class Observation:
     error: bool = False
     done: bool = False
     """True once the agent has called the env's completion function."""
-    skill_calls: dict[str, int] = field(default_factory=dict)
+    skill_calls: dict[str, int] = field(default_factory=dict, hash=False)
     """Calls the action made of the functions of each code skill loaded with its id (skill id -> calls), as the
     sandbox recorded them (`skilltransfer.sandbox.runtime.skilluse`: a measurement the code under test could forge)."""
 

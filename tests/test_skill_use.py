@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers_cli import cli, records_of
 from helpers_tinyenv import CODE_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report import build_report, load_runs
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.experiments.summary import format_trajectory, load_task
+from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.sandbox.runtime.skilluse import clean
@@ -95,6 +98,19 @@ def test_the_stream_records_that_a_code_skills_function_ran(tmp_path, hash_embed
     shown = format_trajectory(*load_task(tmp_path / "runs" / "code", "2"))  # show --task 2: as view says it
     assert "set_counter_to [code]" in shown
     assert "- ran ×1 used" in shown
+
+
+def test_the_cli_records_code_skill_use_in_the_sandbox_and_report_tables_it(tmp_path):
+    out = tmp_path / "apps-code"
+    with MockServer(RolePlay()) as server:  # executors call the first code skill they are shown
+        cli("run", "--env", "apps", "--condition", "task+code", "--model", "openai/mock", "--base-url", server.url,
+            "--api-key", "x", "--embedder", "hash:128", "--out", str(out), "--limit", "4", "--no-progress",
+            "-c", "agent.retrieval_min_score=-1")
+    ran = [[hit["ran"] for hit in record["retrieved"]] for record in records_of(out)]
+    assert ran == [[], [1], [1, 0], [1, 0, 0]]
+    cli("report", str(out), "-o", str(tmp_path / "report"))
+    [row] = [line.split(",") for line in (tmp_path / "report" / "skill_use.csv").read_text().splitlines()[1:]]
+    assert row[2:6] == ["task+code", "1-5", "6", "50.0"]
 
 
 def test_a_retrieved_code_skill_not_called_did_not_run(tmp_path, hash_embedder):

@@ -64,7 +64,7 @@ class ExecResult:
     timed_out: bool = False
     crashed: bool = False
     quota_exceeded: bool = False
-    skill_calls: dict[str, int] = field(default_factory=dict)
+    skill_calls: dict[str, int] = field(default_factory=dict, hash=False)
     """Calls the action made of each loaded code skill's functions (skill id -> calls,
     `skilltransfer.sandbox.runtime.skilluse`): as the agent's process reported them, so forgeable."""
 
