@@ -111,3 +111,35 @@ def large_run(source: Path, out: Path, tasks: int) -> Path:
     (out / "config.json").write_text(json.dumps(config))
     (out / "results.jsonl").write_text("\n".join(lines) + "\n")
     return out
+
+
+def distinct_text_skill(_: int, messages: list[dict[str, Any]]) -> str:
+    """A text skill of its own per target (none merges with another), naming the counter's calls."""
+    target = int(re.findall(r"[Ss]et the counter to (-?\d+)", " ".join(str(m["content"]) for m in messages))[0])
+    return (f"NAME: counter_recipe_{target}\nDESCRIPTION: Counter recipe {target} with its own words {target * 7}.\n"
+            f"BODY:\n1. Reset with apis.counter.reset().\n2. Add {target} with apis.counter.add({target}).")
+
+
+def build_study_report(root: Path) -> Path:
+    """``root/report``: the report of the forgetting and capacity studies in miniature (scripted in-process over the
+    counter world): a growing ``task+text`` source (unbounded), probes of its snapshots 0-2, and the same stream with
+    its memory capped at 1 skill under fifo and lru. It has the ``forgetting_matrix`` and ``capacity_curves``
+    figures and their tables."""
+    from skilltransfer.experiments.report import build_report, load_runs
+    from skilltransfer.experiments.report.writer import write_report
+
+    runs = root / "runs"
+
+    def stream(run: str, targets: tuple[int, ...], **cfg: Any) -> Path:
+        config = StreamConfig(run=run, runs_dir=str(runs), agent={"harness": "paper"}, **cfg)
+        return run_stream(TinyEnv(list(targets), workdir=root / "ws" / run),
+                          ScriptedModel(CounterScript(distinct_text_skill)), config, embedder=HashEmbedder(dim=64)).path
+
+    source = stream("source", TARGETS, condition="task+text", memory={"dedup_threshold": 1.01})
+    for k in range(3):
+        stream(f"probe/snap{k}", TARGETS, condition="task+text", library=str(source / "memory"), library_snapshot=k)
+    for policy in ("fifo", "lru"):
+        stream(f"cap-{policy}", TARGETS, condition="task+text",
+               memory={"dedup_threshold": 1.01, "capacity": 1, "eviction": policy})
+    write_report(build_report(load_runs([runs])), root / "report")
+    return root / "report"

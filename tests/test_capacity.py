@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, _target
+from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, _target, task_start
 from pydantic import ValidationError
 
 from skilltransfer.experiments.config import StreamConfig
@@ -111,3 +111,71 @@ def test_effect_policy_evicts_the_harmful_skill_first():
     assert eviction_scores(skills, "effect", history) == [1.0, -1.0, 0.0]
     assert [s.id for s, _ in victims(skills, 2, "effect", history)] == ["s1"]
     assert [s.id for s, _ in victims(skills, 2, "effect", [])] == ["s0"]  # nothing estimable: fifo
+
+
+# --------------------------------------------------------------------------------------------- the study's report
+def _raw_use(path, positions):
+    """(used, with a share) over the records at these positions, read from results.jsonl as JSON."""
+    shares = [hit["followed"] for row in records(path) if row["position"] in positions for hit in row["retrieved"]
+              if hit.get("followed") is not None]
+    return sum(s >= 0.5 for s in shares), len(shares)
+
+
+class Picky(CounterScript):
+    """Follows a shown skill (reset, add: success) on odd targets; on even ones only reads the counter (fails, follows
+    nothing), so success and use differ by task."""
+
+    @staticmethod
+    def execute(messages: list[dict]) -> str:
+        target = _target(messages[task_start(messages)]["content"])
+        if target % 2 == 0:
+            return "Read it.\n```python\nprint(apis.counter.get())\ncomplete_task()\n```"
+        return f"Set it.\n```python\napis.counter.reset()\napis.counter.add({target})\ncomplete_task()\n```"
+
+
+def test_report_compares_policies_at_a_capacity_against_the_unbounded_stream(tmp_path):
+    from skilltransfer.experiments.report import build_report, load_runs
+    from skilltransfer.experiments.report.writer import write_report
+    from skilltransfer.view.data import Catalog
+
+    paths = {}
+    for name, memory in [("unbounded", {}), ("fifo", {"capacity": 2, "eviction": "fifo"}),
+                         ("lru", {"capacity": 2, "eviction": "lru"})]:
+        config = StreamConfig(run=name, runs_dir=str(tmp_path / "runs"), condition="task+text",
+                              agent={"retrieval_min_score": -1}, memory={"dedup_threshold": 1.01, **memory})
+        paths[name] = run_stream(TinyEnv(TARGETS, workdir=tmp_path / "ws" / name),
+                                 ScriptedModel(Picky(distinct_skill)), config, embedder=_embedder()).path
+    report = build_report(load_runs([tmp_path / "runs"]))
+    rows = report.table("capacity").rows
+    assert {r["condition"] for r in rows} == {"task+text"}  # the memory tags are not part of the group
+    assert [(r["policy"], r["capacity"]) for r in rows[::5]] == [("fifo", 2), ("lru", 2), ("unbounded", None)]
+    assert [r["positions"] for r in rows[:5]] == ["1-1", "2-2", "3-3", "4-4", "5-5"]
+    assert [r["library_size"] for r in rows if r["policy"] == "unbounded"] == [1, 2, 3, 4, 5]
+    assert [r["library_size"] for r in rows if r["policy"] == "lru"] == [1, 2, 2, 2, 2]
+    for row in rows:
+        raw = [json.loads(line) for line in (paths[row["policy"]] / "results.jsonl").read_text().splitlines()]
+        assert row["success_pct"] == 100 * raw[row["bin"] - 1]["success"]
+        used, shared = _raw_use(paths[row["policy"]], {row["bin"] - 1})
+        assert row["retrieved"] == shared
+        assert row["use_precision_pct"] == (100 * used / shared if shared else None)
+    unbounded = [r for r in rows if r["policy"] == "unbounded"]
+    assert [r["success_pct"] for r in unbounded] == [100, 100, 0, 0, 0]  # targets 3, 5, 2, 4, 6
+    assert [r["retrieved"] for r in unbounded] == [0, 1, 2, 3, 4]  # every skill in memory is retrieved
+    assert [r["use_precision_pct"] for r in unbounded] == [None, 100, 0, 0, 0]
+    assert "capacity" not in build_report(load_runs([paths["unbounded"]])).tables  # no capped run: no table
+    written = write_report(report, tmp_path / "report")
+    assert written.figures["capacity_curves"].is_file()
+    assert "figures/capacity_curves.png" in (tmp_path / "report" / "report.md").read_text()
+    shown = Catalog([tmp_path / "report"]).index()["figures"]
+    assert "report/figures/capacity_curves.png" in [f["label"] for f in shown]
+
+
+def test_a_ratio_ci_resamples_tasks_whole():
+    from skilltransfer.metrics.stats import ratio_bootstrap_ci
+
+    ratio, low, high = ratio_bootstrap_ci([1, 0], [1, 9], seed=0)
+    assert ratio == pytest.approx(0.1)  # a ratio of sums, not the mean of the tasks' ratios (0.5)
+    assert low == 0.0
+    assert high == 1.0  # the resample of the first task twice
+    with pytest.raises(ValueError, match="positive denominator"):
+        ratio_bootstrap_ci([1], [0])

@@ -4,9 +4,9 @@ failing replies and retried transport faults mixed in), then ``skilltransfer rep
 
 Each spec: exit 0, no failed stream, the streams the spec plans, every stream's tasks taken from its own env, and the
 report tables the spec exists for (Table 2 always; ``coordination``, ``skill_exec``, ``library_organization``,
-``reuse``, ``skills_per_run``, ``skill_effects`` when its streams use them). The second variant answers the inducer
-with text no skill can be parsed from: every stream that reads an earlier phase's library then runs with none
-and says so.
+``reuse``, ``skills_per_run``, ``skill_effects``, ``forgetting``, ``capacity`` when its streams use them). The second
+variant answers the inducer with text no skill can be parsed from: every stream that reads an earlier phase's library
+then runs with none and says so.
 
 The specs are globbed, so a spec added to ``experiments/`` is covered without editing this file. Settings are the
 smallest that still run every stream kind: 2 tasks per stream, the hash embedder (a documented test double: the
@@ -85,6 +85,8 @@ def _expected_tables(plans: list[StreamPlan]) -> set[str]:
         wanted.add("skill_effects")
     if any(c.library_snapshot is not None for c in configs):
         wanted |= {"forgetting", "forgetting_matrix"}
+    if any(c.memory.capacity is not None for c in configs):
+        wanted.add("capacity")  # capped memories against the unbounded one (docs/capacity.md)
     if any(p.source is not None and p.source.split("/")[-2] != p.run.split("/")[-2] for p in plans):
         wanted.add("model_transfer")  # a stream reads a library another model built
     return wanted

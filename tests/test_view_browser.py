@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_view import TARGETS as TARGETS_OF_STUDY
 from helpers_view import XSS, build_view_runs, large_run
 
 from skilltransfer.experiments.runlog import RunFolder
@@ -432,3 +433,61 @@ def test_a_reasoning_models_replies_show_their_reasoning_folded_apart(browser, t
             assert not page.dialogs
         finally:
             page.close()
+
+
+# --------------------------------------------------------------------------------------------- report figures
+@pytest.fixture(scope="module")
+def study_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from helpers_view import build_study_report
+
+    return build_study_report(tmp_path_factory.mktemp("studies"))
+
+
+def _figure_shown(page: Page, name: str) -> Any:
+    """The viewer's figure of that report file, once loaded: its image has decoded pixels."""
+    figure = page.page.locator("div.figures figure", has_text=f"report/figures/{name}.png")
+    assert figure.count() == 1, page.text()
+    image = figure.locator("img")
+    image.scroll_into_view_if_needed()
+    page.page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle(),
+                                timeout=20000)
+    return image
+
+
+def test_view_shows_the_forgetting_heat_map(browser, study_report):
+    with ViewServer(Catalog([study_report])) as running:
+        page = Page(browser, running.url)
+        try:
+            image = _figure_shown(page, "forgetting_matrix")
+            assert image.evaluate("img => img.naturalWidth") > 400
+            assert not page.errors
+            assert not page.dialogs
+        finally:
+            page.close()
+
+
+def test_view_and_the_report_page_show_the_capacity_curves_and_table(browser, study_report):
+    with ViewServer(Catalog([study_report])) as running:
+        page = Page(browser, running.url)
+        try:
+            _figure_shown(page, "capacity_curves")
+            assert not page.errors
+        finally:
+            page.close()
+    tab = browser.new_page()
+    try:
+        tab.goto((study_report / "report.html").as_uri())
+        heading = tab.locator("h2", has_text="Growth under a budget")
+        assert heading.count() == 1
+        image = tab.locator('img[src="figures/capacity_curves.png"]')
+        tab.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+        table = tab.locator("h3", has_text="Growth under a budget").locator("xpath=following-sibling::table[1]")
+        cells = [row.locator("td").all_inner_texts() for row in table.locator("tbody tr").all()]
+        header = table.locator("thead th").all_inner_texts()
+        policies = [row[header.index("policy")] for row in cells]
+        assert sorted(set(policies)) == ["fifo", "lru", "unbounded"]
+        assert len(cells) == 3 * len(TARGETS_OF_STUDY)  # one bin per task of the 4-task stream
+        sizes = [row[header.index("library_size")] for row in cells if row[header.index("policy")] == "lru"]
+        assert sizes == ["1.0"] * len(TARGETS_OF_STUDY)  # capped at 1 from the first task on
+    finally:
+        tab.close()

@@ -42,6 +42,29 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, level: float = 0.95, n_re
     return float(data.mean()), float(low), float(high)
 
 
+
+def ratio_bootstrap_ci(numerators: Sequence[float], denominators: Sequence[float], level: float = 0.95,
+                       n_resamples: int = 10000, seed: int = 0) -> tuple[float, float, float]:
+    """Percentile bootstrap CI of a ratio of sums over tasks, ``sum(num) / sum(den)`` (e.g. used retrievals over
+    retrievals): tasks are resampled whole, so a task's retrievals stay together.
+
+    Returns:
+        (ratio, low, high).
+
+    Raises:
+        ValueError: no task, lengths differ, or a denominator that is not positive.
+    """
+    num = np.asarray(numerators, dtype=np.float64).ravel()
+    den = np.asarray(denominators, dtype=np.float64).ravel()
+    if num.size == 0 or num.size != den.size or np.any(den <= 0):
+        raise ValueError("ratio_bootstrap_ci needs one positive denominator per numerator, at least one")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    idx = np.random.default_rng(seed).integers(0, num.size, size=(n_resamples, num.size))
+    ratios = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    low, high = np.quantile(ratios, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(num.sum() / den.sum()), float(low), float(high)
+
 PAIRED_TESTS = ("sign-flip", "bootstrap")
 """One-sided tests of a paired mean gain (`paired_gain`)."""
 

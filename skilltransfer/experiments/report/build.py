@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.report.capacity import capacity_table, has_capacity
 from skilltransfer.experiments.report.coordination import coordination_table
 from skilltransfer.experiments.report.cost import cost_table
 from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
@@ -89,6 +90,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         tables.append(across)
     if has_snapshots(runs):
         tables += list(forgetting_tables(runs, metric, seed))
+    if has_capacity(runs):
+        tables.append(capacity_table(runs, metric, seed))
     if has_lens(runs):
         tables += [reuse_table(runs, metric, seed), lens_cost_table(runs)]
     if evolutions:

@@ -323,9 +323,58 @@ def forgetting_figure(report: Report) -> Drawn | None:
     return Drawn("forgetting_matrix", "Probe success per library snapshot", figure, len(groups))
 
 
+POLICY_STYLE = {"fifo": ("#1b9e77", "o"), "lru": ("#d95f02", "s"), "utility": ("#7570b3", "^"),
+                "effect": ("#e7298a", "D"), "unbounded": ("#555555", None)}
+"""Eviction policy -> (colour, marker) of the capacity curves; the unbounded reference is a dashed grey line."""
+
+
+def capacity_figure(report: Report) -> Drawn | None:
+    """The ``capacity`` table as curves: per env x model x condition and capacity, success and use precision against
+    the stream position (bin centre; the table gives each bin's library size), one line per eviction policy with 95 %
+    CIs, the unbounded stream dashed in every panel."""
+    if "capacity" not in report.tables or not report.table("capacity").rows:
+        return None
+    rows = report.table("capacity").rows
+    groups = sorted({(r["env"], r["model"], r["condition"]) for r in rows})
+    panels = [(g, c) for g in groups for c in sorted({r["capacity"] for r in rows
+                                                       if (r["env"], r["model"], r["condition"]) == g
+                                                       and r["capacity"] is not None})]
+    figure, axes = _grid(2 * len(panels), 2, width=5.0, height=3.4)
+    for row, ((env, model, condition), capacity) in enumerate(panels):
+        mine = [r for r in rows if (r["env"], r["model"], r["condition"]) == (env, model, condition)
+                and r["capacity"] in (capacity, None)]
+        for col, (value, low, high, label) in enumerate((
+                ("success_pct", "ci_low", "ci_high", f"{report.metric} (%)"),
+                ("use_precision_pct", "use_ci_low", "use_ci_high", "use precision (%)"))):
+            ax = axes[2 * row + col]
+            for policy in [p for p in POLICY_STYLE if any(r["policy"] == p for r in mine)]:
+                points = [r for r in mine if r["policy"] == policy and r[value] is not None]
+                if not points:
+                    continue
+                xs = [float(np.mean([int(x) for x in r["positions"].split("-")])) for r in points]
+                ys = [r[value] for r in points]
+                err = [[y - r[low] for y, r in zip(ys, points, strict=True)],
+                       [r[high] - y for y, r in zip(ys, points, strict=True)]]
+                color, marker = POLICY_STYLE[policy]
+                ax.errorbar(xs, ys, yerr=err, color=color, marker=marker, markersize=4, capsize=2, linewidth=1.6,
+                            linestyle="--" if policy == "unbounded" else "-", label=policy, elinewidth=0.7)
+            ax.set_xlabel("stream position (task number, bin centre)")
+            ax.set_ylabel(label)
+            ax.set_ylim(-2, 105)
+            ax.set_title(f"{env} / {model} / {condition}: capacity {capacity}", fontsize=8)
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+            else:
+                ax.text(0.5, 0.5, "no retrieval with a following share", ha="center", va="center",
+                        transform=ax.transAxes, fontsize=8, color="#777777")
+    figure.suptitle("Growth under a budget: success and use precision by eviction policy (95 % CIs)", fontsize=9)
+    return Drawn("capacity_curves", "Success and use precision by eviction policy and capacity", figure, len(axes))
+
+
 FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
     budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure,
-    lens_cost_figure, forgetting_figure)
+    lens_cost_figure, forgetting_figure, capacity_figure)
 
 
 def draw_all(report: Report) -> list[Drawn]:

@@ -32,6 +32,7 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Libraries across models", ["model_transfer"], None),
     ("Backward transfer and forgetting", ["forgetting", "forgetting_matrix"], "forgetting_matrix"),
     ("Retrieved, used, helped", ["skill_use"], None),
+    ("Growth under a budget: capacity and eviction", ["capacity"], "capacity_curves"),
     ("Registry evolution", ["evolution_test", "evolution_rounds"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),
     ("Success by difficulty (Fig. 4)", ["fig4_difficulty"], "fig4_difficulty"),
