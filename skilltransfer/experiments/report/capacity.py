@@ -1,7 +1,8 @@
 """The ``capacity`` table (issue 39 §5, docs/capacity.md): growing-memory streams capped at ``memory.capacity`` under
 each eviction policy, against the unbounded stream of the same env, model and condition, per stream-position bin:
-the success rate and the actual-use precision (shown text-skill retrievals followed with a share of at least 0.5
-over those with a share, `skilltransfer.metrics.following`), with the bin's mean library size.
+the success rate and the actual-use precision (shown retrievals used over those whose use is measured,
+``RetrievedSkill.used`` as in the ``skill_use`` table: a text skill followed with a share of at least 0.5, a code
+skill whose function ran), with the bin's mean library size.
 
 Runs are grouped by env, model and condition label without the memory settings' tags (``[memory.capacity=5]``,
 ``[memory.eviction=lru]``, which `label_differences` adds); a group is reported when one of its runs is capped. The
@@ -22,7 +23,6 @@ import numpy as np
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import condition_order, metric_of, value_of
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.metrics.following import USED_SHARE
 from skilltransfer.metrics.stats import bootstrap_ci, equal_size_bins, ratio_bootstrap_ci
 
 CAPACITY_BINS = 5
@@ -33,8 +33,8 @@ _MEMORY_TAGS = re.compile(r"\[memory\.(?:capacity|eviction)=[^\]]*\]")
 NOTE = ("growing-memory streams capped at `capacity` skills, evicting by `policy` after each task, and the unbounded "
         "stream of the same env, model and condition; per stream-position bin (the same bins for every policy): "
         "library_size = mean skills in memory after the task; success with a 95 % bootstrap CI over the bin's "
-        "tasks; use precision = shown text-skill retrievals followed with a share >= 0.5 over those with a share "
-        "(docs/skill-use.md), with a task-bootstrap CI (docs/capacity.md).")
+        "tasks; use precision = shown retrievals used over those whose use is measured (text: following share >= 0.5; "
+        "code: the function ran; docs/skill-use.md), with a task-bootstrap CI (docs/capacity.md).")
 
 
 def has_capacity(runs: list[RunLog]) -> bool:
@@ -65,9 +65,9 @@ def _groups(runs: list[RunLog]) -> dict[tuple[str, str, str], list[RunLog]]:
 
 
 def _use_counts(record: Any) -> tuple[int, int]:
-    """(used, with a share) of a record's retrievals."""
-    shares = [hit.followed for hit in record.retrieved if hit.followed is not None]
-    return sum(share >= USED_SHARE for share in shares), len(shares)
+    """(used, measured) of a record's retrievals (`RetrievedSkill.used`, as the ``skill_use`` table counts them)."""
+    measured = [hit.used for hit in record.retrieved if hit.used is not None]
+    return sum(measured), len(measured)
 
 
 def capacity_table(runs: list[RunLog], metric: str, seed: int) -> Table:
