@@ -366,7 +366,7 @@ def capacity_figure(report: Report) -> Drawn | None:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
             else:
-                ax.text(0.5, 0.5, "no retrieval with a following share", ha="center", va="center",
+                ax.text(0.5, 0.5, "no retrieval whose use is measured", ha="center", va="center",
                         transform=ax.transAxes, fontsize=8, color="#777777")
     figure.suptitle("Growth under a budget: success and use precision by eviction policy (95 % CIs)", fontsize=9)
     return Drawn("capacity_curves", "Success and use precision by eviction policy and capacity", figure, len(axes))
