@@ -37,6 +37,7 @@ from skilltransfer.experiments.grid import GridSummary, run_grid
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import build_spec
 from skilltransfer.experiments.stream import parallel_width
+from skilltransfer.llm import openai_client  # noqa: F401 - the SDK's import (once per process) is no grid's start-up
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))  # the counter env (helpers_tinyenv:TinyEnv) is plugged in as module:Class

@@ -197,20 +197,47 @@ def test_resume_after_crash_between_commit_and_memory_swap(tmp_path, hash_embedd
 
 
 def test_uncommitted_memory_snapshot_is_discarded(tmp_path, hash_embedder, monkeypatch):
-    real_write = runlog.RunFolder._write
+    real_append = runlog.RunFolder._append_result
 
-    def fail_results(self, relative, text):
-        if relative.endswith("results.jsonl"):
-            raise KeyboardInterrupt
-        real_write(self, relative, text)
+    def fail_results(self, line):
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(runlog.RunFolder, "_write", fail_results)
+    monkeypatch.setattr(runlog.RunFolder, "_append_result", fail_results)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "task+text", name="r", embedder=hash_embedder)
-    monkeypatch.setattr(runlog.RunFolder, "_write", real_write)
+    monkeypatch.setattr(runlog.RunFolder, "_append_result", real_append)
     resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     assert resumed.ran == ["tiny/0", "tiny/1", "tiny/2"]
     assert records_of(resumed.path)[0]["retrieved"] == []  # the uncommitted task-1 skill was not kept
+
+
+def test_a_commit_appends_its_line_instead_of_rewriting_the_results_file(tmp_path):
+    config = StreamConfig(run="r", runs_dir=str(tmp_path / "runs"), condition="task")
+    results = tmp_path / "runs" / "r" / "results.jsonl"
+    seen = []
+
+    def on_task(record):
+        seen.append((results.stat().st_ino, results.read_text().count("\n")))
+
+    run_stream(TinyEnv(TARGETS, workdir=tmp_path / "ws"), ScriptedModel(CounterScript(TEXT_SKILL)), config,
+               on_task=on_task)
+    assert [lines for _, lines in seen] == [1, 2, 3]
+    assert len({inode for inode, _ in seen}) == 1  # one file, appended (a rewrite per commit grows with the stream)
+
+
+def test_a_partial_results_line_is_no_committed_task(tmp_path):
+    full, _, _ = run(tmp_path / "a", "task", name="r")
+    with pytest.raises(SimulatedCrash, match="simulated crash"):
+        run(tmp_path / "b", "task", name="r", script=CounterScript(TEXT_SKILL, fail_at=2))
+    path = tmp_path / "b" / "runs" / "r"
+    whole = (full.path / "results.jsonl").read_text().splitlines()
+    with (path / "results.jsonl").open("a") as fh:
+        fh.write(whole[1][:40])  # an append cut off part-way
+    assert [r.task_id for r in runlog.RunFolder(path).read_records()] == ["tiny/0"]
+    assert runlog.RunFolder(path).committed() == 1
+    resumed, _, _ = run(tmp_path / "b", "task", name="r")
+    assert resumed.ran == ["tiny/1", "tiny/2"]
+    assert _strip(records_of(resumed.path)) == _strip(records_of(full.path))
 
 
 def test_rerun_with_other_settings_is_refused(tmp_path, hash_embedder):

@@ -82,8 +82,11 @@ def plugin_envs() -> dict[str, str]:
 
 
 def env_target(name: str) -> str | None:
-    """The ``module:Class`` behind a registered or installed (plug-in) env name; None for any other name."""
-    return ENVS.get(name) or plugin_envs().get(name)
+    """The ``module:Class`` behind a registered or installed (plug-in) env name; None for any other name (a name
+    holding ``:`` is never a plug-in's, so the installed packages' entry points are not read for it)."""
+    if name in ENVS or ":" in name:
+        return ENVS.get(name)
+    return plugin_envs().get(name)
 
 
 def env_class(name: str) -> type:

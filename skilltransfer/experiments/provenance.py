@@ -37,9 +37,18 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-@functools.cache
+_SOFTWARE_LOCK = threading.Lock()
+
+
 def software() -> dict[str, Any]:
-    """The toolkit version, git commit and dirty flag (from a checkout; else None), Python, package versions."""
+    """The toolkit version, git commit and dirty flag (from a checkout; else None), Python, package versions (read
+    once per process: streams starting side by side wait for the first read instead of each running git)."""
+    with _SOFTWARE_LOCK:
+        return _software()
+
+
+@functools.cache
+def _software() -> dict[str, Any]:
     import skilltransfer
 
     root = Path(skilltransfer.__file__).resolve().parent.parent

@@ -1,11 +1,14 @@
 """The run log: the files of one stream run, their schemas, and every read and write of them.
 
-A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, every write atomic:
+A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, every write atomic (the JSONL files
+are appended, a line per write):
 
 - ``config.json`` (`RunConfigLog`): the stream's settings (`StreamConfig.identity`: typed env, model, condition,
   every axis, limits, agent and memory settings), the derived agent/induction settings, prompt ids, the embedder id
   and the stream's task ids;
-- ``results.jsonl`` (one `TaskRecord` per finished task, in stream order): the commit point;
+- ``results.jsonl`` (one `TaskRecord` per finished task, in stream order): the commit point. A task's line is
+  appended in one write (a commit costs the same at the stream's last task as at its first); a partial last line,
+  from an append cut off, is no committed task: readers skip it and `RunFolder.start` cuts it off;
 - ``trajectories/<task_id>.json`` (`TrajectoryLog`; ids made file-name safe by `safe_task_id`), rewritten while the
   task runs (status "running"), once more if an error ends it ("aborted"), and when it is scored ("finished");
 - ``artifacts/<task file>.json``: the task's final artifacts (`skilltransfer.envs.artifacts.episode_artifacts`: the
@@ -33,6 +36,7 @@ and ``str.splitlines`` would break such a line in two.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -58,7 +62,7 @@ from skilltransfer.metrics.following import USED_SHARE
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
 from skilltransfer.util import trees, untrusted
-from skilltransfer.util.files import iter_jsonl, jsonl_lines, new_file_mode, read_json, read_text
+from skilltransfer.util.files import jsonl_lines, new_file_mode, read_json, read_text
 
 FORMAT_VERSION = 2
 CONFIG = "config.json"
@@ -452,6 +456,18 @@ class PromptStore:
         self._known = None
 
 
+def _complete_tail(tail: str) -> str | None:
+    """The text after a JSONL file's last newline when it is a whole JSON value (a last line written without its
+    newline), else None (nothing, or a partial line: an append cut off or still being written)."""
+    if not tail.strip():
+        return None
+    try:
+        json.loads(tail)
+    except ValueError:
+        return None
+    return tail
+
+
 def _stored_line(line: str) -> tuple[str | None, dict[str, Any] | None]:
     """The id and message of one ``prompts.jsonl`` line ((None, None) when it is not one)."""
     try:
@@ -517,7 +533,8 @@ class RunFolder:
         self.root = self.path.absolute()
         """The folder every read and write goes through: absolute, so a change of the working folder elsewhere in the
         process (an in-process test-double episode acting meanwhile) cannot move it."""
-        self._lines: list[str] | None = None
+        self._results_repaired = False
+        """Whether `_repair_results` ran (before the first line this object appends)."""
         self.prompts = PromptStore(self.root / PROMPTS)
         """The run's messages and replies (`PromptStore`)."""
 
@@ -574,21 +591,31 @@ class RunFolder:
         if not self.results_file.is_file():
             return []
         records = []
-        for number, line in jsonl_lines(read_text(RESULTS, what="results file", root=self.root,
-                                                  max_bytes=MAX_RESULTS_BYTES)):
+        text = read_text(RESULTS, what="results file", root=self.root, max_bytes=MAX_RESULTS_BYTES)
+        complete = text.rfind("\n") + 1
+        for number, line in jsonl_lines(text[:complete]):
             try:
                 records.append(TaskRecord.model_validate_json(line))
             except ValidationError as exc:
                 raise InputError(validation_message(exc, model=TaskRecord), path=self.results_file,
                                  line=number) from None
+        tail = _complete_tail(text[complete:])
+        if tail is not None:  # a last line without its newline (a hand-written file): read as the others
+            try:
+                records.append(TaskRecord.model_validate_json(tail))
+            except ValidationError as exc:
+                raise InputError(validation_message(exc, model=TaskRecord), path=self.results_file,
+                                 line=text.count("\n") + 1) from None
         return records
 
     def committed(self) -> int:
         """How many tasks are committed (non-blank lines of ``results.jsonl``; 0 when unreadable)."""
         try:
-            return sum(1 for _ in iter_jsonl(self.results_file))
+            text = read_text(self.results_file, what="results file")
         except InputError:
             return 0
+        complete = text.rfind("\n") + 1
+        return sum(1 for _ in jsonl_lines(text[:complete])) + (_complete_tail(text[complete:]) is not None)
 
     def trajectory_file(self, task_id: str) -> str:
         """The trajectory file of a task, relative to the run folder."""
@@ -664,8 +691,8 @@ class RunFolder:
         else:
             self.root.mkdir(parents=True, exist_ok=True)
             self._write(CONFIG, log.to_json())
+        self._repair_results()
         records = self.read_records()
-        self._lines = [r.model_dump_json() + "\n" for r in records]  # serialised once; rewritten atomically
         self.prompts.repair()
         self.recover_memory({r.task_id for r in records})
         return records
@@ -789,8 +816,8 @@ class RunFolder:
 
         ``save_with_memory`` writes what belongs to the memory (a lens stream's skill graph) into the snapshot
         folder, so it is committed (and recovered) with it."""
-        if self._lines is None:
-            self._lines = [r.model_dump_json() + "\n" for r in self.read_records()]
+        if not self._results_repaired:
+            self._repair_results()
         if memory is not None:
             memory.save(self.root / "memory.next")
             if save_with_memory is not None:
@@ -799,10 +826,38 @@ class RunFolder:
             self._write(f"memory.next/{SNAPSHOTS}", snapshots)
             self._write(f"memory.next/{SNAPSHOT_SKILLS}", archive)
             self._write("memory.next.task", record.task_id)
-        self._lines.append(record.model_dump_json() + "\n")
-        self._write(RESULTS, "".join(self._lines))
+        self._append_result(record.model_dump_json() + "\n")
         if memory is not None:
             self.swap_memory()
+
+    def _append_result(self, line: str) -> None:
+        """Append a task's line to ``results.jsonl`` in one write, never through a link; a write that fails part-way
+        (a full disk) leaves no partial line behind."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            untrusted.append(self.root, RESULTS, line.encode("utf-8"), mode=new_file_mode())
+        except untrusted.UntrustedFileError as exc:
+            raise InputError(exc.reason, path=self.results_file) from None
+        except OSError:
+            with contextlib.suppress(OSError, untrusted.UntrustedFileError):
+                untrusted.cut_partial_line(self.root, RESULTS, max_bytes=MAX_RESULTS_BYTES)
+            raise
+
+    def _repair_results(self) -> None:
+        """Cut off a partial last line of ``results.jsonl`` (an append cut off: no committed task), so the next line
+        starts a line of its own; a last line that is a whole record without its newline gets the newline."""
+        text = ""
+        if self.results_file.is_file():
+            text = read_text(RESULTS, what="results file", root=self.root, max_bytes=MAX_RESULTS_BYTES)
+        tail = text[text.rfind("\n") + 1:]
+        if tail and _complete_tail(tail) is not None:
+            self._append_result("\n")
+        elif tail:
+            try:
+                untrusted.cut_partial_line(self.root, RESULTS, max_bytes=MAX_RESULTS_BYTES)
+            except untrusted.UntrustedFileError as exc:
+                raise InputError(exc.reason, path=self.results_file) from None
+        self._results_repaired = True
 
     def swap_memory(self) -> None:
         """Make the committed snapshot the run's memory."""
