@@ -1809,6 +1809,7 @@ def test_a_deep_folder_chain_in_a_workspace_cannot_crash_view_or_report(tmp_path
     and ``report`` of the live grid die with ``RecursionError``; now runs, figures, judge reports and evolution logs
     are found by a walker that neither recurses nor follows links."""
     from skilltransfer.experiments.report import find_evolutions, find_judgments, find_runs
+    from skilltransfer.util import trees
     from skilltransfer.view.data import Catalog
 
     grid = tmp_path / "grid"
@@ -1817,13 +1818,16 @@ def test_a_deep_folder_chain_in_a_workspace_cannot_crash_view_or_report(tmp_path
     workspace = grid / ".work" / "apps" / "ws"
     workspace.mkdir(parents=True)
     _deep_chain(workspace, 1500)
-    assert [p.name for p in find_runs([grid])] == ["task"]
-    assert find_judgments([grid]) == []
-    assert find_evolutions([grid]) == []
-    catalog = Catalog([grid])
-    runs, figures = catalog.scan()
-    assert [r.label for r in runs] == ["grid/apps/m/task"]
-    assert catalog.index()["problems"] is not None
+    try:
+        assert [p.name for p in find_runs([grid])] == ["task"]
+        assert find_judgments([grid]) == []
+        assert find_evolutions([grid]) == []
+        catalog = Catalog([grid])
+        runs, figures = catalog.scan()
+        assert [r.label for r in runs] == ["grid/apps/m/task"]
+        assert catalog.index()["problems"] is not None
+    finally:  # pytest's clean-up of old base folders (shutil.rmtree) dies with RecursionError on such a chain
+        trees.remove_tree(workspace)
 
 
 def test_forged_content_ids_in_a_prompt_log_are_an_error_naming_the_file(tmp_path: Path) -> None:
