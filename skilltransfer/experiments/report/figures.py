@@ -329,47 +329,53 @@ POLICY_STYLE = {"fifo": ("#1b9e77", "o"), "lru": ("#d95f02", "s"), "utility": ("
 
 
 def capacity_figure(report: Report) -> Drawn | None:
-    """The ``capacity`` table as curves: per env x model x condition and capacity, success and use precision against
-    the stream position (bin centre; the table gives each bin's library size), one line per eviction policy with 95 %
-    CIs, the unbounded stream dashed in every panel."""
+    """The ``capacity`` table as curves against library size: per env x model x condition, success and use precision
+    against the bin's mean library size (skills in memory after the task), one line per eviction policy and capacity
+    (marker size grows with the capacity; points, set slightly apart, since a capped library's bins pile up at its
+    capacity) with 95 % CIs, the unbounded stream a dashed line: how both fall or hold as the pool grows."""
     if "capacity" not in report.tables or not report.table("capacity").rows:
         return None
     rows = report.table("capacity").rows
     groups = sorted({(r["env"], r["model"], r["condition"]) for r in rows})
-    panels = [(g, c) for g in groups for c in sorted({r["capacity"] for r in rows
-                                                       if (r["env"], r["model"], r["condition"]) == g
-                                                       and r["capacity"] is not None})]
-    figure, axes = _grid(2 * len(panels), 2, width=5.0, height=3.4)
-    for row, ((env, model, condition), capacity) in enumerate(panels):
-        mine = [r for r in rows if (r["env"], r["model"], r["condition"]) == (env, model, condition)
-                and r["capacity"] in (capacity, None)]
+    capacities = sorted({int(r["capacity"]) for r in rows if r["capacity"] is not None})
+    figure, axes = _grid(2 * len(groups), 2, width=5.0, height=3.4)
+    for row, (env, model, condition) in enumerate(groups):
+        mine = [r for r in rows if (r["env"], r["model"], r["condition"]) == (env, model, condition)]
+        lines = sorted({(r["policy"], r["capacity"]) for r in mine},
+                       key=lambda line: (list(POLICY_STYLE).index(line[0]) if line[0] in POLICY_STYLE else 99,
+                                         line[1] if line[1] is not None else 1 << 30))
         for col, (value, low, high, label) in enumerate((
                 ("success_pct", "ci_low", "ci_high", f"{report.metric} (%)"),
                 ("use_precision_pct", "use_ci_low", "use_ci_high", "use precision (%)"))):
             ax = axes[2 * row + col]
-            for policy in [p for p in POLICY_STYLE if any(r["policy"] == p for r in mine)]:
-                points = [r for r in mine if r["policy"] == policy and r[value] is not None]
+            for policy, capacity in lines:
+                points = sorted((r for r in mine if (r["policy"], r["capacity"]) == (policy, capacity)
+                                 and r[value] is not None), key=lambda r: float(r["library_size"]))
                 if not points:
                     continue
-                xs = [float(np.mean([int(x) for x in r["positions"].split("-")])) for r in points]
+                shift = 0.0 if capacity is None else 0.04 * (lines.index((policy, capacity)) - len(lines) / 2)
+                xs = [float(r["library_size"]) * (1 + shift) for r in points]  # capped points at one size apart
                 ys = [r[value] for r in points]
                 err = [[y - r[low] for y, r in zip(ys, points, strict=True)],
                        [r[high] - y for y, r in zip(ys, points, strict=True)]]
-                color, marker = POLICY_STYLE[policy]
-                ax.errorbar(xs, ys, yerr=err, color=color, marker=marker, markersize=4, capsize=2, linewidth=1.6,
-                            linestyle="--" if policy == "unbounded" else "-", label=policy, elinewidth=0.7)
-            ax.set_xlabel("stream position (task number, bin centre)")
+                color, marker = POLICY_STYLE.get(policy, ("#999999", "x"))
+                size = 3 + 2 * capacities.index(int(capacity)) if capacity is not None else 3
+                ax.errorbar(xs, ys, yerr=err, color=color, marker=marker, markersize=size, capsize=2, linewidth=1.4,
+                            linestyle="--" if capacity is None else "none", elinewidth=0.7,
+                            label=policy if capacity is None else f"{policy} @{capacity}")
+            ax.set_xlabel("library size (mean skills in memory, per stream-position bin)")
             ax.set_ylabel(label)
             ax.set_ylim(-2, 105)
-            ax.set_title(f"{env} / {model} / {condition}: capacity {capacity}", fontsize=8)
+            ax.set_title(f"{env} / {model} / {condition}", fontsize=8)
             ax.grid(alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7)
+                ax.legend(fontsize=6, ncol=2)
             else:
                 ax.text(0.5, 0.5, "no retrieval whose use is measured", ha="center", va="center",
                         transform=ax.transAxes, fontsize=8, color="#777777")
-    figure.suptitle("Growth under a budget: success and use precision by eviction policy (95 % CIs)", fontsize=9)
-    return Drawn("capacity_curves", "Success and use precision by eviction policy and capacity", figure, len(axes))
+    figure.suptitle("Growth under a budget: success and use precision against library size (95 % CIs)", fontsize=9)
+    return Drawn("capacity_curves", "Success and use precision against library size, by eviction policy and "
+                 "capacity", figure, len(axes))
 
 
 FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
