@@ -12,7 +12,7 @@ from typing import Any
 from helpers_cli import run_tiny
 from helpers_compose import ComposeScript, plan_json
 from helpers_lens import LensCounterScript
-from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, task_start
 
 from skilltransfer.coordination import Plan, PlanNode
 from skilltransfer.experiments.config import StreamConfig
@@ -141,5 +141,36 @@ def build_study_report(root: Path) -> Path:
     for policy in ("fifo", "lru"):
         stream(f"cap-{policy}", TARGETS, condition="task+text",
                memory={"dedup_threshold": 1.01, "capacity": 1, "eviction": policy})
+    write_report(build_report(load_runs([runs])), root / "report")
+    return root / "report"
+
+
+class GivesUpOnFive(CounterScript):
+    """The counter world's script, except that it submits at once when the target is 5 (a weaker model)."""
+
+    @staticmethod
+    def execute(messages: list[dict[str, Any]]) -> str:
+        if "counter to 5" in messages[task_start(messages)]["content"]:
+            return "Done.\n```python\ncomplete_task()\n```"
+        return CounterScript.execute(messages)
+
+
+def build_model_transfer_report(root: Path) -> Path:
+    """``root/report``: the model-transfer study in miniature (scripted in-process over the counter world): model
+    ``a`` builds a library, model ``b`` (which gives up on 5) runs without memory and with a's library frozen."""
+    from skilltransfer.experiments.report import build_report, load_runs
+    from skilltransfer.experiments.report.writer import write_report
+
+    runs = root / "runs"
+
+    def stream(run: str, label: str, condition: str, script: CounterScript, **cfg: Any) -> Path:
+        config = StreamConfig(run=run, runs_dir=str(runs), condition=condition, model={"label": label},
+                              agent={"harness": "paper"}, **cfg)
+        return run_stream(TinyEnv([3, 5, 2], workdir=root / "ws" / run.replace("/", "_")), ScriptedModel(script),
+                          config, embedder=HashEmbedder(dim=64)).path
+
+    build = stream("build/a", "a", "task+text", CounterScript())
+    stream("none/b", "b", "task", GivesUpOnFive())
+    stream("use/b", "b", "task+text", CounterScript(), library=str(build / "memory"))
     write_report(build_report(load_runs([runs])), root / "report")
     return root / "report"

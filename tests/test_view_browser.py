@@ -491,3 +491,29 @@ def test_view_and_the_report_page_show_the_capacity_curves_and_table(browser, st
         assert sizes == ["1.0"] * len(TARGETS_OF_STUDY)  # capped at 1 from the first task on
     finally:
         tab.close()
+
+
+def test_the_report_page_shows_the_model_transfer_matrix(browser, tmp_path):
+    """Issue 39 §4's table on the report page that ``view`` opens: library model a used frozen by model b, against
+    b without memory (b gives up on one task of three; a's library carries it)."""
+    from helpers_view import build_model_transfer_report
+
+    report = build_model_transfer_report(tmp_path)
+    tab = browser.new_page()
+    try:
+        tab.goto((report / "report.html").as_uri())
+        heading = tab.locator("h3", has_text="Libraries across models")
+        assert heading.count() >= 1, tab.inner_text("body")[:2000]
+        table = heading.first.locator("xpath=following-sibling::table[1]")
+        header = table.locator("thead th").all_inner_texts()
+        [row] = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
+        assert (row[header.index("model")], row[header.index("library_model")]) == ("b", "a")
+        assert float(row[header.index("delta_pct")]) == pytest.approx(100 / 3, abs=0.1)
+    finally:
+        tab.close()
+    with ViewServer(Catalog([report])) as running:
+        page = Page(browser, running.url)
+        try:
+            assert not page.errors
+        finally:
+            page.close()
