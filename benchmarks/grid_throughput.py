@@ -6,8 +6,10 @@ takes ``latency`` at the server, and a stream is sequential, so the endpoint's i
 (32 / 0.2 s = 160/s). Reports tasks/hour, calls/s and their share of the ideal over the whole grid run (target
 >= 0.9; also the steady-state share, from the server's request count over the middle 60% of the run), and the
 speed-up over running the streams one after another (target >= 25x; measured on the streams of
-``--sequential-sample`` envs run with max_concurrency 1, scaled to S). With mixed ``--conditions`` streams differ in
-length; ``share_of_stream_bound`` then compares the run with its longest stream's calls back to back.
+``--sequential-sample`` envs run with max_concurrency 1, scaled to S), and the grid process's CPU milliseconds per
+task (``client_cpu_ms_per_task``: the client is CPU-bound on one core by the GIL). With mixed ``--conditions``
+streams differ in length; ``share_of_stream_bound`` then compares the run with its longest stream's calls back to
+back.
 
 With ``--max-connections M`` the endpoint's limit is M instead of S and the ideal is min(M, S x W) / latency, W the
 tasks a stream runs at once (1 with a skill memory; min(M, 16) for the no-memory baselines, whose tasks are
@@ -142,17 +144,18 @@ def grid_data(out: Path, url: str, streams: int, tasks: int, conditions: list[st
             "embedder": "hash:64"}
 
 
-def run(data: dict[str, Any], envs: int | None = None) -> tuple[float, float, GridSummary]:
-    """(start, seconds, summary) of one grid run (only the first ``envs`` envs, all conditions, when given)."""
+def run(data: dict[str, Any], envs: int | None = None) -> tuple[float, float, GridSummary, float]:
+    """(start, seconds, summary, CPU seconds of this process) of one grid run (only the first ``envs`` envs, all
+    conditions, when given)."""
     spec = build_spec(data)
     if envs is not None:
         spec.phases[0].envs = dict(list(spec.phases[0].envs.items())[:envs])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     summary = run_grid(spec)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     if summary.failed:
         raise SystemExit(f"streams failed: {[(o.run, o.error) for o in summary.failed]}")
-    return start, elapsed, summary
+    return start, elapsed, summary, cpu
 
 
 def main() -> None:
@@ -177,11 +180,11 @@ def main() -> None:
         warm_up(url)
         server_stats(url, reset=True)
         with RequestSampler(url) as sampler:
-            start, seconds, grid = run(data)
+            start, seconds, grid, cpu_s = run(data)
         steady = sampler.rate(start, start + seconds)
         most = server_stats(url).get("max_in_flight")
         seq_data = grid_data(Path(tmp) / "seq", url, args.streams, args.tasks, conditions, 1, 1)  # task by task
-        _, seq_seconds, seq = run(seq_data, envs=args.sequential_sample or None)
+        _, seq_seconds, seq, _ = run(seq_data, envs=args.sequential_sample or None)
     streams, calls, tasks = len(grid.outcomes), grid.model_calls, grid.tasks_ran
     connections = args.max_connections or args.streams
     widths = [parallel_width(plan.config) for plan in plan_streams(build_spec(data))]
@@ -201,7 +204,10 @@ def main() -> None:
         "sequential_calls_per_s": round(seq.model_calls / seq_seconds, 2),
         "sequential_tasks_per_hour": round(seq.tasks_ran / seq_seconds * 3600),
         "speedup_over_sequential": round(per_stream_seq * streams / seconds, 1),
-        "max_in_flight_at_server": most, "server": "in-process" if args.in_process else "separate process",
+        "max_in_flight_at_server": most,
+        "server": "in-process" if args.in_process else "separate process",
+        # CPU of the grid's process (the server's too with --in-process): less sensitive to other load than the shares
+        "client_cpu_ms_per_task": round(cpu_s / tasks * 1000, 2),
     }
     result["targets_met"] = {"share_of_ideal>=0.9": result["share_of_ideal"] >= 0.9,
                              "speedup>=25": result["speedup_over_sequential"] >= 25}
