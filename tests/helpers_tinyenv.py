@@ -235,6 +235,16 @@ class CounterScript:
         return f"Set it.\n```python\napis.counter.reset()\napis.counter.add({target})\ncomplete_task()\n```"
 
 
+class GivesUpOnFive(CounterScript):
+    """The counter world's script, except that it submits at once when the target is 5 (a weaker model)."""
+
+    @staticmethod
+    def execute(messages: list[dict[str, Any]]) -> str:
+        if "counter to 5" in messages[task_start(messages)]["content"]:
+            return "Done.\n```python\ncomplete_task()\n```"
+        return CounterScript.execute(messages)
+
+
 class HistoryScript(CounterScript):
     """`CounterScript` whose executor first reads the long counter history ``reads`` times (long observations)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 from helpers_cli import run_tiny
 from helpers_compose import ComposeScript, plan_json
 from helpers_lens import LensCounterScript
-from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, task_start
+from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.coordination import Plan, PlanNode
 from skilltransfer.experiments.config import StreamConfig
@@ -143,16 +143,6 @@ def build_study_report(root: Path) -> Path:
                memory={"dedup_threshold": 1.01, "capacity": 1, "eviction": policy})
     write_report(build_report(load_runs([runs])), root / "report")
     return root / "report"
-
-
-class GivesUpOnFive(CounterScript):
-    """The counter world's script, except that it submits at once when the target is 5 (a weaker model)."""
-
-    @staticmethod
-    def execute(messages: list[dict[str, Any]]) -> str:
-        if "counter to 5" in messages[task_start(messages)]["content"]:
-            return "Done.\n```python\ncomplete_task()\n```"
-        return CounterScript.execute(messages)
 
 
 def build_model_transfer_report(root: Path) -> Path:

@@ -4,10 +4,8 @@ streams of the counter world."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from helpers_tinyenv import CounterScript, TinyEnv, task_start
+from helpers_tinyenv import CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import StreamConfig
@@ -18,14 +16,6 @@ from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 
 TARGETS = [3, 5, 2]
-
-
-class GivesUpOnFive(CounterScript):
-    @staticmethod
-    def execute(messages: list[dict[str, Any]]) -> str:
-        if "counter to 5" in messages[task_start(messages)]["content"]:
-            return "Done.\n```python\ncomplete_task()\n```"
-        return CounterScript.execute(messages)
 
 
 def test_the_shipped_spec_plans_every_ordered_pair():
