@@ -468,6 +468,17 @@ def _complete_tail(tail: str) -> str | None:
     return tail
 
 
+def _committed_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of each committed line of ``results.jsonl`` text: the non-blank lines before the last
+    newline, and after it a whole JSON value without its newline (a partial line is no committed task)."""
+    complete = text.rfind("\n") + 1
+    lines = list(jsonl_lines(text[:complete]))
+    tail = _complete_tail(text[complete:])
+    if tail is not None:
+        lines.append((text.count("\n") + 1, tail))
+    return lines
+
+
 def _stored_line(line: str) -> tuple[str | None, dict[str, Any] | None]:
     """The id and message of one ``prompts.jsonl`` line ((None, None) when it is not one)."""
     try:
@@ -592,20 +603,12 @@ class RunFolder:
             return []
         records = []
         text = read_text(RESULTS, what="results file", root=self.root, max_bytes=MAX_RESULTS_BYTES)
-        complete = text.rfind("\n") + 1
-        for number, line in jsonl_lines(text[:complete]):
+        for number, line in _committed_lines(text):
             try:
                 records.append(TaskRecord.model_validate_json(line))
             except ValidationError as exc:
                 raise InputError(validation_message(exc, model=TaskRecord), path=self.results_file,
                                  line=number) from None
-        tail = _complete_tail(text[complete:])
-        if tail is not None:  # a last line without its newline (a hand-written file): read as the others
-            try:
-                records.append(TaskRecord.model_validate_json(tail))
-            except ValidationError as exc:
-                raise InputError(validation_message(exc, model=TaskRecord), path=self.results_file,
-                                 line=text.count("\n") + 1) from None
         return records
 
     def committed(self) -> int:
@@ -614,8 +617,7 @@ class RunFolder:
             text = read_text(self.results_file, what="results file")
         except InputError:
             return 0
-        complete = text.rfind("\n") + 1
-        return sum(1 for _ in jsonl_lines(text[:complete])) + (_complete_tail(text[complete:]) is not None)
+        return len(_committed_lines(text))
 
     def trajectory_file(self, task_id: str) -> str:
         """The trajectory file of a task, relative to the run folder."""

@@ -428,9 +428,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     retrieved = [RetrievedSkill(skill_id=s["id"], name=s["name"], format=s["format"], score=s["score"],
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
-                                load_error=s["load_error"], followed=followed(result, step, s, memory),
-                                ran=ran(result, step, s))
-                 for step in result.retrievals for s in step.skills]
+                                load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s))
+                 for step in result.retrievals for after in [actions_after(result, step)] for s in step.skills]
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
                for s in result.inductions]
@@ -453,24 +452,29 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       exposures=exposures(result))
 
 
-def followed(result: AgentResult, step: RetrievalStep, hit: dict[str, Any], memory: SkillStore | None) -> float | None:
-    """A retrieved text skill's following share (`skilltransfer.metrics.following`) over the code the task ran after
-    this retrieval (the rest of the task: its own subtask and the later ones)."""
+def actions_after(result: AgentResult, step: RetrievalStep) -> list[ActionStep]:
+    """The action steps the task ran after this retrieval (the rest of the task: its own subtask and the later
+    ones)."""
+    after = result.steps[result.steps.index(step) + 1:] if step in result.steps else []
+    return [s for s in after if isinstance(s, ActionStep)]
+
+
+def followed(after: Sequence[ActionStep], hit: dict[str, Any], memory: SkillStore | None) -> float | None:
+    """A retrieved text skill's following share (`skilltransfer.metrics.following`) over the code of ``after``, the
+    actions after its retrieval (`actions_after`)."""
     skill = next((s for s in memory if s.id == hit["id"]), None) if memory is not None else None
     if hit["format"] != "text" or skill is None:
         return None
-    after = result.steps[result.steps.index(step) + 1:] if step in result.steps else []
-    code = "\n".join(s.action for s in after if isinstance(s, ActionStep) and s.action)
+    code = "\n".join(s.action for s in after if s.action)
     return following_share(skill_calls(skill.body), api_calls(code))
 
 
-def ran(result: AgentResult, step: RetrievalStep, hit: dict[str, Any]) -> int | None:
-    """A retrieved code skill's calls, as the sandbox recorded them, from the code the task ran after this retrieval
-    (its own subtask and the later ones: `ActionStep.skill_calls`); None for other formats."""
+def ran(after: Sequence[ActionStep], hit: dict[str, Any]) -> int | None:
+    """A retrieved code skill's calls, as the sandbox recorded them (`ActionStep.skill_calls`), in ``after``, the
+    actions after its retrieval (`actions_after`); None for other formats."""
     if hit["format"] != "code":
         return None
-    after = result.steps[result.steps.index(step) + 1:] if step in result.steps else []
-    return sum(s.skill_calls.get(hit["id"], 0) for s in after if isinstance(s, ActionStep))
+    return sum(s.skill_calls.get(hit["id"], 0) for s in after)
 
 
 def exposures(result: AgentResult) -> list[Exposure]:

@@ -65,6 +65,7 @@ def ratio_bootstrap_ci(numerators: Sequence[float], denominators: Sequence[float
     low, high = np.quantile(ratios, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(num.sum() / den.sum()), float(low), float(high)
 
+
 PAIRED_TESTS = ("sign-flip", "bootstrap")
 """One-sided tests of a paired mean gain (`paired_gain`)."""
 
