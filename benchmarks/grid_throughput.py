@@ -16,8 +16,8 @@ tasks a stream runs at once (1 with a skill memory; min(M, 16) for the no-memory
 independent): a grid of few baseline streams keeps the endpoint as busy as many streams do, e.g.
 ``--conditions task --streams 4 --tasks 128 --max-connections 32 --sequential-sample 1`` (ideal 160 calls/s).
 
-Before the timed run one client is built and closed (`warm_up`): the imports of the OpenAI SDK and its HTTP stack
-(~0.5 s, once per process: a grid of hours never sees them again) are not counted as the grid's start-up ramp.
+Before the timed run one client is built and closed (`warm_up`): the client's imports (once per process: a grid of
+hours never sees them again) are not counted as the grid's start-up ramp.
 
     python benchmarks/grid_throughput.py [--streams 32] [--tasks 4] [--latency-ms 200] [--conditions subtask+text]
         [--sequential-sample 2] [--in-process] [--max-connections M]
@@ -82,8 +82,7 @@ def counter_endpoint(latency_s: float, in_process: bool) -> Iterator[str]:
 
 
 def warm_up(url: str) -> None:
-    """Build and close one client of the endpoint: the SDK and HTTP stack are imported once per process, not in the
-    timed grid."""
+    """Build and close one client of the endpoint: its modules are imported once per process, not in the timed grid."""
     model = make_model({"name": "openai", "base_url": url, "model": "mock"})
     getattr(model, "close", lambda: None)()
 

@@ -9,10 +9,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, get_args
-
-import openai
-import pydantic
+from typing import Any, cast
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
@@ -33,6 +30,7 @@ from skilltransfer.llm.retry import (
     parse_retry_after,
 )
 from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejected_parameter
+from skilltransfer.llm.transport import HttpReply, JsonTransport, encode_json
 from skilltransfer.protocols import Completion, Message
 from skilltransfer.util import untrusted
 
@@ -47,44 +45,6 @@ def endpoint_limiter(base_url: str, max_concurrency: int) -> threading.BoundedSe
         if key not in _LIMITERS:
             _LIMITERS[key] = threading.BoundedSemaphore(max(1, max_concurrency))
         return _LIMITERS[key]
-
-
-_SDK_READY = threading.Lock()
-_sdk_ready = False
-
-
-def prepare_sdk_types() -> None:
-    """Build the pydantic schemas of the SDK's chat-completion types now, once per process.
-
-    The openai SDK defers building its models' schemas to their first validation or dump (``defer_build``). In a
-    grid the first calls of many streams reach that point together, each from its own thread, and a stream once died
-    there with "BaseModel cannot be instantiated directly" (a stress test's grid, under a 1 us switch interval).
-    Called by the thread that builds a model, before any stream starts, it leaves the streams nothing to build.
-    """
-    global _sdk_ready
-    with _SDK_READY:
-        if _sdk_ready:
-            return
-        from openai.types.chat import ChatCompletion
-
-        pending: list[type[pydantic.BaseModel]] = [ChatCompletion]
-        seen: set[type] = set()
-        while pending:
-            model = pending.pop()
-            if model in seen:
-                continue
-            seen.add(model)
-            model.model_rebuild()
-            for info in model.model_fields.values():
-                pending.extend(_models_in(info.annotation))
-        _sdk_ready = True
-
-
-def _models_in(annotation: Any) -> list[type[pydantic.BaseModel]]:
-    """The pydantic model classes named anywhere in a type annotation (``Optional[List[X]]`` -> [X])."""
-    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
-        return [annotation]
-    return [model for arg in get_args(annotation) for model in _models_in(arg)]
 
 
 class TokenCounter:
@@ -121,11 +81,24 @@ class TokenCounter:
         return sum(self.count(str(m.get("content") or "")) + 4 for m in messages)
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
+def _retry_after(headers: dict[str, str]) -> float | None:
     """The wait a 429/5xx asks for: ``retry-after-ms`` (OpenAI), else ``Retry-After`` (seconds or HTTP date)."""
-    headers = exc.response.headers if exc.response is not None else {}
     milliseconds = parse_retry_after(headers.get("retry-after-ms"))
     return milliseconds / 1000 if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
+
+
+def error_body(reply: HttpReply) -> tuple[Any, str]:
+    """(body, message) of an error answer as the OpenAI SDK reads it: the parsed JSON (else the text), and
+    ``Error code: N`` followed by the body's ``error.message`` when it has one."""
+    text = reply.text.strip()
+    message = f"Error code: {reply.status}"
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        return text, message
+    error = body.get("error", body) if isinstance(body, dict) else None
+    detail = error.get("message") if isinstance(error, dict) else None
+    return body, f"{message} - {detail}" if isinstance(detail, str) and detail else message
 
 
 class ParamRejected(Exception):
@@ -187,12 +160,10 @@ class OpenAIChatModel:
         self._window_lock = threading.Lock()
         self._sleep = sleep
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)
-        self._client = openai.OpenAI(base_url=base_url, api_key=config.resolved_api_key() or "sk-no-key",
-                                     timeout=config.timeout_s, max_retries=0)
-        self._completions = self._client.chat.completions  # the SDK imports this on first use: here, not in a stream
+        key = config.resolved_api_key() or "sk-no-key"
+        self._transport = JsonTransport(base_url, {"Authorization": f"Bearer {key}"}, config.timeout_s)
         self.adapter = ParamAdapter(model, {"max_tokens": "max_completion_tokens"} if base_url == OPENAI_URL else None)
         """The parameters this endpoint rejected and what is sent instead (`skilltransfer.llm.strict`)."""
-        prepare_sdk_types()
 
     def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
         """The full request (model, messages, params, extra_body): what is sent, logged and cache-keyed."""
@@ -271,71 +242,82 @@ class OpenAIChatModel:
         else:  # pragma: no cover (every round removes a parameter from the request)
             raise ModelCallError(f"model endpoint {self.base_url} kept refusing the request's parameters")
         latency = time.perf_counter() - start
-        choice = response.choices[0]
-        text, reasoning = split_reply(choice.message)
-        finish = choice.finish_reason
+        choice = response["choices"][0]
+        text, reasoning = split_reply(choice.get("message") if isinstance(choice.get("message"), dict) else {})
+        finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
         if "stop" in body and "stop" not in sent and self.adapter.changes.get("stop") == DROPPED:
             text, cut = cut_at_stop(text, body["stop"])  # the server no longer stops there: cut as it would
             finish = "stop" if cut else finish
-        usage = response.usage
-        if usage is not None and usage.prompt_tokens is not None:
-            prompt_tokens, completion_tokens, source = usage.prompt_tokens, usage.completion_tokens or 0, "server"
+        usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+        served_prompt = _count(usage.get("prompt_tokens"))
+        if served_prompt is not None:
+            prompt_tokens, completion_tokens, source = served_prompt, _count(usage.get("completion_tokens")) or 0, \
+                "server"
             self.prompt_counter.observe(messages, prompt_tokens)
         else:
             prompt_tokens = self.counter.count_messages(messages)
             completion_tokens, source = self.counter.count(text) + self.counter.count(reasoning), self.counter.source
-        details = getattr(usage, "completion_tokens_details", None) if usage is not None else None
-        served = getattr(details, "reasoning_tokens", None)
-        reasoning_tokens = served if isinstance(served, int) else (self.counter.count(reasoning) if reasoning else 0)
+        details = usage.get("completion_tokens_details")
+        served = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+        reasoning_tokens = served if served is not None else (self.counter.count(reasoning) if reasoning else 0)
+        model = response.get("model")
         return Completion(text=text, finish_reason=finish, prompt_tokens=prompt_tokens,
-                          completion_tokens=completion_tokens, latency_s=latency, model=response.model or self.model,
-                          usage_source=source, raw_request=sent, raw_response=response.model_dump(mode="json"),
+                          completion_tokens=completion_tokens, latency_s=latency,
+                          model=model if isinstance(model, str) and model else self.model,
+                          usage_source=source, raw_request=sent, raw_response=response,
                           attempts=attempts, reasoning=reasoning, reasoning_tokens=reasoning_tokens)
 
-    def _send(self, body: dict[str, Any]) -> Any:
-        # Every field goes in the SDK's documented ``extra_body`` (merged into the JSON as given): the SDK's own
-        # per-field transform of the typed parameters walks each message and cost more CPU than the rest of a task.
-        fields = {key: value for key, value in body.items() if key not in ("model", "extra_body")}
-        extra = {**fields, **(body.get("extra_body") or {})}
+    def _send(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST the request; the answer's JSON object, or the error its status and body mean."""
+        # As the OpenAI SDK sends ``create(model=..., extra_body=...)``: the model, then every field as given.
+        fields = {key: value for key, value in body.items() if key != "extra_body"}
+        reply = self._transport.post("/chat/completions", encode_json({**fields, **(body.get("extra_body") or {})}))
+        if reply.status >= 400:
+            raise self._refusal(reply, body)
         try:
-            response = self._completions.create(model=body["model"], messages=[], extra_body=extra)
-        except openai.APITimeoutError as exc:
-            raise TransientModelError("timeout", f"no answer within {self.config.timeout_s} s") from exc
-        except openai.APIConnectionError as exc:
-            raise TransientModelError("connection", f"cannot connect to {self.base_url} ({exc})") from exc
-        except openai.RateLimitError as exc:
-            raise TransientModelError("rate_limit", "429 Too Many Requests", retry_after_s=_retry_after(exc)) from exc
-        except openai.AuthenticationError as exc:
-            raise ModelCallError(f"model endpoint {self.base_url} rejected the API key (401): "
-                                 "set OPENAI_API_KEY or --api-key") from exc
-        except openai.PermissionDeniedError as exc:
-            raise ModelCallError(f"model endpoint {self.base_url} denied access (403): "
-                                 "check OPENAI_API_KEY / --api-key") from exc
-        except openai.NotFoundError as exc:
-            raise ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
-                                 "choose another: --model <id>@<url>, or check the URL ends in /v1") from exc
-        except openai.APIStatusError as exc:
-            param = rejected_parameter(exc.status_code, exc.body, exc.message, body)
-            if param is not None:
-                raise ParamRejected(param) from exc
-            too_long = classify_context_error(exc.status_code, exc.message, exc.body)
-            if too_long is not None:
-                self._learn_window(too_long.window)
-                raise too_long from exc
-            if exc.status_code >= 500 or exc.status_code == 408:
-                raise TransientModelError("server_error", f"HTTP {exc.status_code}",
-                                          retry_after_s=_retry_after(exc)) from exc
-            raise ModelCallError(f"model endpoint {self.base_url} refused the request "
-                                 f"(HTTP {exc.status_code}: {_short(exc.message)})") from exc
-        except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+            response = reply.json()
+        except ValueError as exc:
             raise TransientModelError("bad_response", f"unparsable response ({_short(str(exc))})") from exc
-        if isinstance(response, str) or not getattr(response, "choices", None):
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise TransientModelError("bad_response", "response has no choices")
-        return response
+        return cast(dict[str, Any], response)
+
+    def _refusal(self, reply: HttpReply, body: dict[str, Any]) -> Exception:
+        """The error an HTTP error status means (mapped as the OpenAI SDK's exception classes were)."""
+        status = reply.status
+        if status == 429:
+            return TransientModelError("rate_limit", "429 Too Many Requests", retry_after_s=_retry_after(reply.headers))
+        if status == 401:
+            return ModelCallError(f"model endpoint {self.base_url} rejected the API key (401): "
+                                  "set OPENAI_API_KEY or --api-key")
+        if status == 403:
+            return ModelCallError(f"model endpoint {self.base_url} denied access (403): "
+                                  "check OPENAI_API_KEY / --api-key")
+        if status == 404:
+            return ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
+                                  "choose another: --model <id>@<url>, or check the URL ends in /v1")
+        error, message = error_body(reply)
+        param = rejected_parameter(status, error, message, body)
+        if param is not None:
+            return ParamRejected(param)
+        too_long = classify_context_error(status, message, error)
+        if too_long is not None:
+            self._learn_window(too_long.window)
+            return too_long
+        if status >= 500 or status == 408:
+            return TransientModelError("server_error", f"HTTP {status}", retry_after_s=_retry_after(reply.headers))
+        return ModelCallError(f"model endpoint {self.base_url} refused the request "
+                              f"(HTTP {status}: {_short(message)})")
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
+        """Close the HTTP connections."""
+        self._transport.close()
+
+
+def _count(value: Any) -> int | None:
+    """A token count the server reported (an int, not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _short(text: str, limit: int = 200) -> str:
