@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import http.server
 import json
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -201,10 +204,10 @@ def test_connections_are_reused() -> None:
 
 
 class _ForwardingProxy(http.server.BaseHTTPRequestHandler):
-    seen: list[str] = []
+    seen: list[tuple[str, str | None]] = []
 
     def do_POST(self) -> None:  # noqa: N802 (the handler's API)
-        type(self).seen.append(self.path)
+        type(self).seen.append((self.path, self.headers.get("Proxy-Authorization")))
         body = self.rfile.read(int(self.headers["Content-Length"]))
         request = urllib.request.Request(self.path, data=body, headers={"Content-Type": "application/json"})
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as upstream:
@@ -227,9 +230,9 @@ def test_an_http_proxy_from_the_environment_is_used_and_no_proxy_bypasses_it(
         with MockServer(lambda _messages: "via proxy") as server:
             for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
                 monkeypatch.delenv(name, raising=False)
-            monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_address[1]}")
+            monkeypatch.setenv("http_proxy", f"http://me:p%40ss@127.0.0.1:{proxy.server_address[1]}")
             assert ours(server.url).complete(MESSAGES).text == "via proxy"
-            assert _ForwardingProxy.seen == [f"{server.url}/chat/completions"]
+            assert _ForwardingProxy.seen == [(f"{server.url}/chat/completions", "Basic bWU6cEBzcw==")]  # me:p@ss
             monkeypatch.setenv("no_proxy", "127.0.0.1")
             assert ours(server.url).complete(MESSAGES).text == "via proxy"
             assert len(_ForwardingProxy.seen) == 1
@@ -252,3 +255,44 @@ def test_the_chat_client_does_not_load_the_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+class _Answers(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:  # noqa: N802 (the handler's API)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(OK)))
+        self.end_headers()
+        self.wfile.write(OK.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_https_verifies_the_endpoint_against_ssl_cert_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}/v1"
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert ours(url).complete(MESSAGES).text == "hi"
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with pytest.raises(ModelCallError, match="CERTIFICATE_VERIFY_FAILED"):  # a certificate no store vouches for
+            ours(url, max_retries=0).complete(MESSAGES)
+    finally:
+        server.shutdown()
+        server.server_close()

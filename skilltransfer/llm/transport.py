@@ -80,6 +80,15 @@ def proxy_for(url: str) -> str | None:
     return proxy
 
 
+def _proxy_authorization(proxy: str | None) -> dict[str, str]:
+    """The Proxy-Authorization header of a proxy URL with credentials ({} without)."""
+    parts = urllib.parse.urlsplit(proxy or "")
+    if not parts.username:
+        return {}
+    user = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+    return {"Proxy-Authorization": "Basic " + base64.b64encode(user.encode()).decode()}
+
+
 class JsonTransport:
     """POSTs JSON to paths under one base URL, keeping idle connections for reuse (thread-safe).
 
@@ -96,10 +105,14 @@ class JsonTransport:
         self._host = parts.hostname or ""
         self._port = parts.port or (443 if self._https else 80)
         self._prefix = parts.path.rstrip("/")
+        self._origin = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
         self._headers = {"Accept": "application/json", "Content-Type": "application/json",
                          "User-Agent": f"skilltransfer/{__version__}", **headers}
         self._timeout_s = timeout_s
         self._proxy = proxy_for(base_url)
+        self._proxy_headers = _proxy_authorization(self._proxy)
+        if self._proxy is not None and not self._https:  # a forwarding proxy reads them from each request
+            self._headers.update(self._proxy_headers)
         self._tls = _tls_context() if self._https else None
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -111,22 +124,16 @@ class JsonTransport:
                 return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout_s, context=self._tls)
             return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout_s)
         proxy = urllib.parse.urlsplit(self._proxy)
-        proxy_headers = {}
-        if proxy.username:
-            user = f"{urllib.parse.unquote(proxy.username)}:{urllib.parse.unquote(proxy.password or '')}"
-            proxy_headers["Proxy-Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
         if self._https:  # a CONNECT tunnel through the proxy, TLS to the endpoint inside it
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                proxy.hostname or "", proxy.port or 80, timeout=self._timeout_s, context=self._tls)
-            conn.set_tunnel(self._host, self._port, headers=proxy_headers)
-            return conn
-        conn = http.client.HTTPConnection(proxy.hostname or "", proxy.port or 80, timeout=self._timeout_s)
-        conn.proxy_headers = proxy_headers  # type: ignore[attr-defined]
-        return conn
+            tunnel = http.client.HTTPSConnection(proxy.hostname or "", proxy.port or 80, timeout=self._timeout_s,
+                                                 context=self._tls)
+            tunnel.set_tunnel(self._host, self._port, headers=self._proxy_headers)
+            return tunnel
+        return http.client.HTTPConnection(proxy.hostname or "", proxy.port or 80, timeout=self._timeout_s)
 
     def _target(self, path: str) -> str:
         if self._proxy is not None and not self._https:  # a forwarding proxy is sent the absolute URL
-            return f"http://{self._host}:{self._port}{self._prefix}{path}"
+            return f"{self._origin}{self._prefix}{path}"
         return f"{self._prefix}{path}"
 
     def post(self, path: str, body: bytes) -> HttpReply:
@@ -136,8 +143,7 @@ class JsonTransport:
                 reused = bool(self._idle)
                 conn = self._idle.pop() if reused else self._connect()
             try:
-                headers = {**self._headers, **getattr(conn, "proxy_headers", {})}
-                conn.request("POST", self._target(path), body=body, headers=headers)
+                conn.request("POST", self._target(path), body=body, headers=self._headers)
                 response = conn.getresponse()
                 data = response.read()
             except _STALE as exc:
