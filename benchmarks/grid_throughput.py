@@ -20,13 +20,19 @@ Before the timed run one client is built and closed (`warm_up`): the client's im
 hours never sees them again) are not counted as the grid's start-up ramp.
 
     python benchmarks/grid_throughput.py [--streams 32] [--tasks 4] [--latency-ms 200] [--conditions subtask+text]
-        [--sequential-sample 2] [--in-process] [--max-connections M]
+        [--sequential-sample 2] [--in-process] [--max-connections M] [--cli]
+
+With ``--cli`` the timed grid is the user's command instead, ``skilltransfer grid SPEC`` in its own process with its
+defaults (live view, endpoint check, cost tracking); its share is over the server's busy span (first request to
+last answer: the interpreter's start and imports are not the grid's) and its CPU per task includes them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -38,6 +44,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from skilltransfer.experiments.execute import StreamOutcome
 from skilltransfer.experiments.grid import GridSummary, run_grid
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import build_spec
@@ -157,6 +166,27 @@ def run(data: dict[str, Any], envs: int | None = None) -> tuple[float, float, Gr
     return start, elapsed, summary, cpu
 
 
+def run_cli(data: dict[str, Any], url: str, folder: Path) -> tuple[float, float, GridSummary, float]:
+    """(start, busy seconds at the server, summary, CPU seconds of the command) of ``skilltransfer grid`` on the
+    spec ``data``, run as a user runs it."""
+    spec = folder / "bench.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    command = [sys.executable, "-m", "skilltransfer", "grid", str(spec), "--allow-import", "helpers_tinyenv"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"skilltransfer grid failed ({done.returncode}): {done.stderr[-2000:]}")
+    stats = server_stats(url)
+    busy = float(stats["last_answer_at"]) - float(stats["first_request_at"])
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    status = json.loads((Path(data["out"]) / "status.json").read_text())
+    outcomes = [StreamOutcome(**row) for row in status["streams"].values()]
+    start = float(stats["first_request_at"]) - (time.time() - time.perf_counter())  # on this process's perf clock
+    return start, busy, GridSummary(Path(data["out"]), outcomes, busy, "thread"), cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--streams", type=int, default=32)
@@ -168,6 +198,8 @@ def main() -> None:
                         help="envs whose streams (one per condition) run one after another (0: all)")
     parser.add_argument("--max-connections", type=int, default=None,
                         help="the endpoint's limit (default: --streams)")
+    parser.add_argument("--cli", action="store_true",
+                        help="time `skilltransfer grid SPEC` (the user's command, its own process) instead of run_grid")
     parser.add_argument("--in-process", action="store_true",
                         help="run the mock server in this process (it then shares the GIL with the streams)")
     args = parser.parse_args()
@@ -179,7 +211,7 @@ def main() -> None:
         warm_up(url)
         server_stats(url, reset=True)
         with RequestSampler(url) as sampler:
-            start, seconds, grid, cpu_s = run(data)
+            start, seconds, grid, cpu_s = run_cli(data, url, Path(tmp)) if args.cli else run(data)
         steady = sampler.rate(start, start + seconds)
         most = server_stats(url).get("max_in_flight")
         seq_data = grid_data(Path(tmp) / "seq", url, args.streams, args.tasks, conditions, 1, 1)  # task by task
@@ -205,6 +237,7 @@ def main() -> None:
         "speedup_over_sequential": round(per_stream_seq * streams / seconds, 1),
         "max_in_flight_at_server": most,
         "server": "in-process" if args.in_process else "separate process",
+        "timed": "skilltransfer grid (busy span at the server)" if args.cli else "run_grid",
         # CPU of the grid's process (the server's too with --in-process): less sensitive to other load than the shares
         "client_cpu_ms_per_task": round(cpu_s / tasks * 1000, 2),
     }

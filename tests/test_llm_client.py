@@ -194,3 +194,26 @@ def test_a_second_model_on_the_same_endpoint_shares_the_limit(fast: dict[str, fl
             t.join()
     assert len(server.requests) == 9
     assert server.max_in_flight == 2
+
+
+def test_the_mock_servers_stats_give_its_busy_span(fast: dict[str, float]) -> None:
+    """``/stats`` (read by benchmarks/grid_throughput.py): requests, most in flight, first request and last answer."""
+    import json
+    import urllib.request
+
+    def stats(query: str = "") -> dict[str, object]:
+        with urllib.request.urlopen(f"{server.url.removesuffix('/v1')}/stats{query}") as resp:
+            return dict(json.load(resp))
+
+    with MockServer(lambda _messages: "ok", latency_s=0.05) as server:
+        assert stats()["first_request_at"] is None
+        before = time.time()
+        model = client(server, **fast)
+        model.complete(HELLO)
+        model.complete(HELLO)
+        seen = stats("?reset=1")
+        assert seen["requests"] == 2
+        first, last = float(seen["first_request_at"]), float(seen["last_answer_at"])  # type: ignore[arg-type]
+        assert before <= first < last <= time.time()
+        assert last - first >= 0.1  # two answers of 50 ms, one after the other
+        assert stats()["first_request_at"] is None  # reset

@@ -1,8 +1,9 @@
 """A mock OpenAI-compatible chat server on 127.0.0.1 for tests and benchmarks (a documented test double).
 
-It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /stats``: requests, most in flight;
-``?reset=1`` restarts the in-flight high-water mark) with configurable latency, token rate, injected
-faults and scripted replies, so the real ``openai`` client path is exercised end to end::
+It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /stats``: requests, most in flight, the
+times of the first request and the last answer; ``?reset=1`` restarts the high-water mark and the times) with
+configurable latency, token rate, injected faults and scripted replies, so the real ``openai`` client path is
+exercised end to end::
 
     with MockServer(replies=["Thought: ...", "complete_task()"], latency_s=0.2) as server:
         model = server.model()  # or make_model("openai", base_url=server.url, model="mock")
@@ -166,6 +167,9 @@ class MockServer:
         self.in_flight = 0
         self.max_in_flight = 0
         """Most chat requests in progress at once (measured here, at the server)."""
+        self.first_request_at: float | None = None
+        self.last_answer_at: float | None = None
+        """Unix times of the first chat request and the last answer since the start (or the last stats reset)."""
         self._served = 0
         self._next_reply = 0
         self._server = ServerThread("mock-openai-server")
@@ -220,9 +224,11 @@ class MockServer:
 
     async def _stats(self, request: web.Request) -> web.Response:
         stats = {"requests": len(self.requests), "max_in_flight": self.max_in_flight, "in_flight": self.in_flight,
-                 "faults": len(self.faults)}
+                 "faults": len(self.faults), "first_request_at": self.first_request_at,
+                 "last_answer_at": self.last_answer_at}
         if request.query.get("reset"):
             self.max_in_flight = self.in_flight
+            self.first_request_at = self.last_answer_at = None
         return web.json_response(stats)
 
     async def _embeddings(self, request: web.Request) -> web.Response:
@@ -282,10 +288,13 @@ class MockServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.first_request_at is None:
+            self.first_request_at = time.time()
         try:
             return await self._answer(request)
         finally:
             self.in_flight -= 1
+            self.last_answer_at = time.time()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
