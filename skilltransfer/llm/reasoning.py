@@ -43,24 +43,18 @@ def split_think(content: str) -> tuple[str, str]:
     return content, ""
 
 
-def message_reasoning(message: Any) -> str:
-    """The reasoning field of an SDK message object or a message dict (``reasoning``, else ``reasoning_content``);
-    "" when it has none."""
+def message_reasoning(message: dict[str, Any]) -> str:
+    """The reasoning field of a chat message (``reasoning``, else ``reasoning_content``); "" when it has none."""
     for name in REASONING_FIELDS:
-        if isinstance(message, dict):
-            value = message.get(name)
-        else:
-            value = getattr(message, name, None)
-            if value is None:
-                value = (getattr(message, "model_extra", None) or {}).get(name)
+        value = message.get(name)
         if isinstance(value, str) and value.strip():
             return value.strip()
     return ""
 
 
-def split_reply(message: Any) -> tuple[str, str]:
+def split_reply(message: dict[str, Any]) -> tuple[str, str]:
     """(answer, reasoning) of a chat message: its reasoning field, and any ``<think>`` block left in its content."""
-    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+    content = message.get("content")
     answer, inline = split_think(content if isinstance(content, str) else "")
     field = message_reasoning(message)
     reasoning = "\n\n".join(part for part in (field, inline) if part)
