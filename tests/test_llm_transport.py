@@ -167,6 +167,27 @@ def test_refusals_keep_their_meaning() -> None:
                 ours(server.url).complete(MESSAGES)
 
 
+def test_a_redirect_is_one_line_naming_where_it_points() -> None:
+    class Redirects(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the handler's API)
+            self.send_response(301)
+            self.send_header("Location", "https://api.example.org/v1/chat/completions")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirects)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(ModelCallError, match=r"redirects \(HTTP 301\) to https://api.example.org/v1/chat"):
+            ours(f"http://127.0.0.1:{server.server_address[1]}/v1").complete(MESSAGES)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize("answer", [
     "not json", "[]", json.dumps({"choices": []}), json.dumps({"choices": ["x"]}), json.dumps({"choices": None}),
 ])

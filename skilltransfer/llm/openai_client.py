@@ -272,6 +272,10 @@ class OpenAIChatModel:
         # As the OpenAI SDK sends ``create(model=..., extra_body=...)``: the model, then every field as given.
         fields = {key: value for key, value in body.items() if key != "extra_body"}
         reply = self._transport.post("/chat/completions", encode_json({**fields, **(body.get("extra_body") or {})}))
+        if 300 <= reply.status < 400:  # not followed: a POST's redirect is an endpoint URL to correct
+            raise ModelCallError(f"model endpoint {self.base_url} redirects (HTTP {reply.status}) to "
+                                 f"{_short(reply.headers.get('location') or '?')}: set the endpoint URL to where it "
+                                 "points")
         if reply.status >= 400:
             raise self._refusal(reply, body)
         try:
