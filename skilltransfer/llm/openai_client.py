@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
@@ -33,6 +33,8 @@ from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejecte
 from skilltransfer.llm.transport import HttpReply, JsonTransport, encode_json
 from skilltransfer.protocols import Completion, Message
 from skilltransfer.util import untrusted
+
+_T = TypeVar("_T")
 
 _LIMITERS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _LIMITERS_LOCK = threading.Lock()
@@ -243,12 +245,12 @@ class OpenAIChatModel:
             raise ModelCallError(f"model endpoint {self.base_url} kept refusing the request's parameters")
         latency = time.perf_counter() - start
         choice = response["choices"][0]
-        text, reasoning = split_reply(choice.get("message") if isinstance(choice.get("message"), dict) else {})
-        finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
+        text, reasoning = split_reply(_typed(choice, "message", dict) or {})
+        finish = _typed(choice, "finish_reason", str)
         if "stop" in body and "stop" not in sent and self.adapter.changes.get("stop") == DROPPED:
             text, cut = cut_at_stop(text, body["stop"])  # the server no longer stops there: cut as it would
             finish = "stop" if cut else finish
-        usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+        usage = _typed(response, "usage", dict) or {}
         served_prompt = _count(usage.get("prompt_tokens"))
         if served_prompt is not None:
             prompt_tokens, completion_tokens, source = served_prompt, _count(usage.get("completion_tokens")) or 0, \
@@ -257,13 +259,11 @@ class OpenAIChatModel:
         else:
             prompt_tokens = self.counter.count_messages(messages)
             completion_tokens, source = self.counter.count(text) + self.counter.count(reasoning), self.counter.source
-        details = usage.get("completion_tokens_details")
-        served = _count(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+        served = _count((_typed(usage, "completion_tokens_details", dict) or {}).get("reasoning_tokens"))
         reasoning_tokens = served if served is not None else (self.counter.count(reasoning) if reasoning else 0)
-        model = response.get("model")
         return Completion(text=text, finish_reason=finish, prompt_tokens=prompt_tokens,
                           completion_tokens=completion_tokens, latency_s=latency,
-                          model=model if isinstance(model, str) and model else self.model,
+                          model=_typed(response, "model", str) or self.model,
                           usage_source=source, raw_request=sent, raw_response=response,
                           attempts=attempts, reasoning=reasoning, reasoning_tokens=reasoning_tokens)
 
@@ -317,6 +317,12 @@ class OpenAIChatModel:
     def close(self) -> None:
         """Close the HTTP connections."""
         self._transport.close()
+
+
+def _typed(mapping: dict[str, Any], key: str, kind: type[_T]) -> _T | None:
+    """``mapping[key]`` when it is a ``kind`` (an answer's fields are the server's to get wrong), else None."""
+    value = mapping.get(key)
+    return value if isinstance(value, kind) else None
 
 
 def _count(value: Any) -> int | None:

@@ -146,16 +146,13 @@ class JsonTransport:
                 conn.request("POST", self._target(path), body=body, headers=self._headers)
                 response = conn.getresponse()
                 data = response.read()
-            except _STALE as exc:
-                conn.close()
-                if reused and attempt == 0:
-                    continue  # the server closed the idle connection: once more on a new one
-                raise TransientModelError("connection", f"cannot connect to {self.base_url} ({exc!r})") from exc
             except TimeoutError as exc:
                 conn.close()
                 raise TransientModelError("timeout", f"no answer within {self._timeout_s} s") from exc
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
+                if isinstance(exc, _STALE) and reused and attempt == 0:
+                    continue  # the server closed the idle connection: once more on a new one
                 raise TransientModelError("connection", f"cannot connect to {self.base_url} ({exc!r})") from exc
             self._keep(conn, response.will_close)
             return HttpReply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
