@@ -8,6 +8,10 @@ description h and instructions m (the body) it may carry natural-language input 
 and resource files R (scripts, examples: relative path -> text). Resource names are relative POSIX paths checked by
 `resource_name_problem` (no ``..``, no absolute paths, no hidden or odd characters), and their sizes are capped, so a
 package can be written into any folder without escaping it.
+
+A skill read from a package folder (the Agent Skills format) also carries its `Package`: a manifest of every file of
+the folder (relative path, size, SHA-256, whether its text was loaded into ``resources`` and why not), from which an
+export copies the files byte for byte; the skill itself holds only the text the agent may be shown.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from skilltransfer.util import pyast
 
@@ -118,13 +123,55 @@ def resource_name_problem(name: str) -> str | None:
 
 
 def content_id(name: str, description: str, body: str, *, inputs: str = "", outputs: str = "",
-               resources: dict[str, str] | None = None) -> str:
+               resources: Mapping[str, str] | None = None, files: Mapping[str, str] | None = None) -> str:
     """A stable id derived from a skill's content (12 hex chars); contracts and resources count only when present,
-    so a skill without them keeps the id it had before packages existed."""
+    so a skill without them keeps the id it had before packages existed. ``files`` (relative path -> SHA-256) are a
+    package folder's files: they count, when there are any, instead of ``resources`` (the text loaded from them,
+    which depends on a limit), so a package's id does not depend on how much of it was loaded."""
     text = f"{name}\x00{description}\x00{body}"
     if inputs or outputs or resources:
         text += "\x00" + json.dumps([inputs, outputs, sorted((resources or {}).items())], ensure_ascii=False)
+    if files:
+        text += "\x00files\x00" + json.dumps(sorted(files.items()), ensure_ascii=False)
     return f"sk-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+class PackageFile(BaseModel):
+    """One file of a skill's package folder, as read."""
+
+    path: str
+    """Relative POSIX path below the package folder."""
+    size: int
+    """Bytes."""
+    sha256: str
+    """Hex SHA-256 of the bytes read; an export copies the file only if it still has this hash."""
+    loaded: bool = False
+    """Its text is in ``Skill.resources`` (what the agent can be shown)."""
+    note: str = ""
+    """Why its text was not loaded ("" when it was): binary, over a limit, a name a resource cannot have."""
+
+
+class Package(BaseModel):
+    """The files of a skill read from a package folder (`skilltransfer.memory.package.read_package`): the manifest
+    an export copies from, and what was left out of the text the agent sees."""
+
+    folder: str
+    """The package folder the skill was read from (absolute); an export copies the files' bytes from there."""
+    instruction_sha256: str
+    """Hex SHA-256 of the ``SKILL.md`` read."""
+    files: list[PackageFile] = Field(default_factory=list)
+    """Every file of the package but ``SKILL.md``, sorted by path."""
+    left_out: list[str] = Field(default_factory=list)
+    """Entries below the folder that are not part of the package, each ``"path (reason)"``: links (never
+    followed), FIFOs and other special files, hidden entries, names a file list cannot hold, files over the caps."""
+
+    def not_loaded(self) -> list[PackageFile]:
+        """The package's files whose text is not in ``Skill.resources``."""
+        return [item for item in self.files if not item.loaded]
+
+    def hashes(self) -> dict[str, str]:
+        """Relative path -> SHA-256 of every file (what `content_id` counts)."""
+        return {item.path: item.sha256 for item in self.files}
 
 
 class Skill(BaseModel):
@@ -149,6 +196,9 @@ class Skill(BaseModel):
     """Output contract (q_out): what the skill produces or returns when done ("" when none)."""
     resources: dict[str, str] = Field(default_factory=dict)
     """Resource files of the package (scripts, examples): relative path -> text (see `resource_name_problem`)."""
+    package: Package | None = None
+    """For a skill read from a package folder: every file of it (`Package`); ``resources`` then holds the text of
+    those loaded. None for induced skills and JSONL lines without it (and left out of their JSON)."""
 
     @field_validator("inputs", "outputs")
     @classmethod
@@ -180,11 +230,19 @@ class Skill(BaseModel):
             raise ValueError(f"resource {clash[0]!r} is both a file and a folder")
         return dict(sorted(value.items()))
 
+    @model_serializer(mode="wrap")
+    def _drop_absent_package(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.package is None and isinstance(data, dict):
+            data.pop("package", None)  # skills without a package serialise as before packages had files
+        return data
+
     @model_validator(mode="after")
     def _fill_derived(self) -> Skill:
         if not self.id:
+            files = self.package.hashes() if self.package is not None else None
             self.id = content_id(self.name, self.description, self.body, inputs=self.inputs, outputs=self.outputs,
-                                 resources=self.resources)
+                                 resources=None if files else self.resources, files=files)
         if self.format == "code" and self.code is None:
             try:
                 preferred = self.name if self.name.isidentifier() else None

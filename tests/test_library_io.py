@@ -31,7 +31,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def comparable(skill: Skill) -> dict:
-    data = skill.model_dump()
+    data = skill.model_dump(exclude={"package"})  # the manifest of the folder a skill was read from
     data["body"] = data["body"].strip("\n")
     return data
 

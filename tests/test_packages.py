@@ -25,8 +25,8 @@ from skilltransfer.memory import (
     load_library,
     materialize_skill,
 )
-from skilltransfer.memory.library import SKIPPED_KEY, package_dirname
-from skilltransfer.memory.package import MAX_EXAMINED, MAX_SKIPPED_SHOWN, read_resources
+from skilltransfer.memory.library import package_dirname
+from skilltransfer.memory.package import MAX_PACKAGE_FILES, left_out_summary, read_package
 from skilltransfer.memory.store import MANIFEST, SKILLS_JSONL
 from skilltransfer.skill import MAX_RESOURCE_BYTES, MAX_RESOURCES, MAX_RESOURCES_BYTES, resource_name_problem
 
@@ -37,15 +37,22 @@ PACKAGE = Skill(name="find_contact_email", description="Find a contact's email a
                            "examples/example 1.md": "Dana -> dana@example.com\r\nkept CRLF\n"})
 
 
+def without_package(skill: Skill) -> Skill:
+    """The skill as held, less the manifest of the folder it was read from."""
+    return skill.model_copy(update={"package": None})
+
+
 def test_skill_md_keeps_contracts_and_resources(tmp_path: Path) -> None:
     [written] = export_skill_md([PACKAGE], tmp_path / "lib")
     front = written.read_text().split("---")[1]
-    assert "inputs: '- the contact''s full name'" in front
-    assert "outputs:" in front
+    assert "  skilltransfer.inputs: '- the contact''s full name'" in front
+    assert "  skilltransfer.outputs:" in front
     assert (written.parent / "examples" / "example 1.md").read_bytes() == b"Dana -> dana@example.com\r\nkept CRLF\n"
     assert (written.parent / "scripts" / "lookup.py").is_file()
     [loaded] = load_library(tmp_path / "lib")
-    assert loaded == PACKAGE
+    assert without_package(loaded) == PACKAGE
+    assert loaded.package is not None
+    assert all(item.loaded for item in loaded.package.files)
 
 
 def test_jsonl_and_memory_keep_packages(tmp_path: Path, hash_embedder: HashEmbedder) -> None:
@@ -77,7 +84,7 @@ def test_packages_round_trip_everywhere(tmp_path: Path, inputs: str, outputs: st
     folder = tmp_path / "md"
     shutil.rmtree(folder, ignore_errors=True)
     [loaded] = load_library(export_skill_md([skill], folder)[0])
-    assert loaded == skill
+    assert without_package(loaded) == skill
     [from_jsonl] = load_library(export_jsonl([skill], tmp_path / "s.jsonl"))
     assert from_jsonl == skill
     memory = SkillMemory(HashEmbedder(dim=16))
@@ -175,14 +182,25 @@ def test_package_folder_import_takes_text_files_and_reports_the_rest(tmp_path: P
     (outer / "nested" / "data.txt").write_text("rows\n")
     skills = {skill.name: skill for skill in load_library(lib)}
     assert skills["outer"].resources == {"scripts/a.py": "print(1)\n"}
-    skipped = skills["outer"].extra[SKIPPED_KEY]
-    for expected in ("logo.png (not UTF-8 text)", "big.txt (", "link.txt (a symbolic link, not followed)",
-                     "linkdir/ (a symbolic link, not followed)"):
-        assert expected in skipped
-    assert ".hidden" not in skipped
-    assert "__pycache__" not in skipped
-    assert skills["nested"].resources == {"data.txt": "rows\n"}
-    assert SKIPPED_KEY not in skills["nested"].extra
+    package = skills["outer"].package
+    assert package is not None
+    assert [(f.path, f.loaded, f.note) for f in package.files] == [
+        ("big.txt", False, f"over the {MAX_RESOURCE_BYTES}-byte limit of one text file"),
+        ("logo.png", False, "binary, not UTF-8 text"), ("scripts/a.py", True, "")]
+    assert package.files[1].sha256 == hashlib.sha256(b"\x89PNG\xff\xfe").hexdigest()
+    assert package.files[1].size == 6
+    assert sorted(package.left_out) == [".hidden (hidden, not part of the package)",
+                                        "__pycache__/ (a cache folder, not part of the package)",
+                                        "link.txt (a symbolic link, not followed)",
+                                        "linkdir/ (a symbolic link, not followed)"]
+    line = left_out_summary(package)
+    assert line is not None
+    assert "2 of 3 files not loaded" in line
+    assert "link.txt" in line
+    nested = skills["nested"]
+    assert nested.resources == {"data.txt": "rows\n"}
+    assert nested.package is not None
+    assert left_out_summary(nested.package) is None
 
 
 def test_merge_takes_the_package_with_the_body(hash_embedder: HashEmbedder) -> None:
@@ -212,7 +230,7 @@ def test_materialize_writes_the_package(tmp_path: Path) -> None:
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
         "SKILL.md", "examples/example 1.md", "scripts/lookup.py"]
     assert (folder / "examples" / "example 1.md").read_bytes() == PACKAGE.resources["examples/example 1.md"].encode()
-    assert load_library(folder / "SKILL.md") == [PACKAGE]
+    assert [without_package(s) for s in load_library(folder / "SKILL.md")] == [PACKAGE]
     assert package_dirname("../evil name") == "evil-name"
 
 
@@ -266,24 +284,26 @@ def test_materialize_refuses_bad_places(tmp_path: Path) -> None:
 
 def test_a_skill_md_atop_a_big_tree_reads_a_bounded_part(tmp_path: Path) -> None:
     (tmp_path / "SKILL.md").write_text("---\nname: top\ndescription: d\n---\nbody\n")
-    for block in range(MAX_EXAMINED // 50 + 2):
+    for block in range(MAX_PACKAGE_FILES // 250 + 2):
         folder = tmp_path / f"d{block:03d}"
         folder.mkdir()
-        for index in range(50):
+        for index in range(250):
             (folder / f"f{index}.bin").write_bytes(b"\xff")
     [skill] = load_library(tmp_path / "SKILL.md")
     assert skill.resources == {}
-    skipped = skill.extra[SKIPPED_KEY].split("; ")
-    assert len(skipped) == MAX_SKIPPED_SHOWN + 2
-    assert skipped[-2] == f"and {MAX_EXAMINED - MAX_SKIPPED_SHOWN} more"
-    assert skipped[-1].startswith("the rest of the folder")
+    assert skill.package is not None
+    assert len(skill.package.files) == MAX_PACKAGE_FILES
+    assert skill.package.left_out[-1].startswith("the rest of the folder")
+    line = left_out_summary(skill.package)
+    assert line is not None
+    assert f"and {MAX_PACKAGE_FILES - 20} more" in line
 
 
-def test_a_folder_of_exactly_the_examined_limit_is_not_called_truncated(tmp_path: Path) -> None:
-    for index in range(MAX_EXAMINED):
+def test_a_folder_of_exactly_the_file_limit_is_not_called_truncated(tmp_path: Path) -> None:
+    for index in range(MAX_PACKAGE_FILES):
         (tmp_path / f"f{index:04d}.bin").write_bytes(b"\xff")
-    _, skipped = read_resources(tmp_path)
-    assert not skipped[-1].startswith("the rest of the folder")
+    package, _ = read_package(tmp_path, "", b"")
+    assert package.left_out == []
     (tmp_path / "one-more.bin").write_bytes(b"\xff")
-    _, skipped = read_resources(tmp_path)
-    assert skipped[-1].startswith("the rest of the folder")
+    package, _ = read_package(tmp_path, "", b"")
+    assert package.left_out[-1].startswith("the rest of the folder")

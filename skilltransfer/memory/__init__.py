@@ -1,9 +1,10 @@
-"""Skill memory: embedders, the FAISS-backed SkillMemory, library import/export, package writes and library
-organisations (the `Skill` model itself, a package with contracts and resources, is `skilltransfer.skill`,
-re-exported here)."""
+"""Skill memory: embedders, the FAISS-backed SkillMemory, library import/export (Agent Skills folders, JSONL, memory
+folders), package reads and writes, and library organisations (the `Skill` model itself, a package with contracts
+and resources, is `skilltransfer.skill`, re-exported here)."""
 
 from skilltransfer.memory.embedders import CachedEmbedder, HashEmbedder, make_embedder
-from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library, materialize_skill
+from skilltransfer.memory.export import export_library
+from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library, materialize_skill, read_library
 from skilltransfer.memory.organization import (
     LibraryView,
     NodeNotFound,
@@ -32,11 +33,13 @@ __all__ = [
     "Skill",
     "SkillMemory",
     "export_jsonl",
+    "export_library",
     "export_skill_md",
     "load_library",
     "load_organization",
     "make_embedder",
     "materialize_skill",
+    "read_library",
     "save_organization",
     "task_tree",
     "validate_code_skill",

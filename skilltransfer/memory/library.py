@@ -1,23 +1,33 @@
-"""Skill library import/export: Anthropic-style SKILL.md packages, JSONL files, and saved memory folders.
+"""Skill library import/export: Agent Skills folders (SKILL.md packages), JSONL files, and saved memory folders.
 
 A SKILL.md package is a folder holding ``SKILL.md``: YAML front matter between ``---`` lines with ``name`` and
-``description`` (required), optionally ``format`` (``text``/``code``), ``level``, ``id``, ``provenance``, ``usage``,
-and the contracts ``inputs`` / ``outputs`` (text, or a list of strings read as a bulleted list); any other keys are
-kept in ``Skill.extra``. The markdown after the front matter is the body; a code skill's body may be wrapped in one
-fenced ``python`` block (export writes it that way). The package folder's other files are the skill's resources
-(`skilltransfer.memory.package.read_resources`; files left out are listed in ``extra["resources_skipped"]``). A JSONL
+``description`` (required) and the toolkit's fields under ``metadata`` as ``skilltransfer.*`` entries, or at the top
+level in the toolkit's older dialect (`skilltransfer.memory.agentskills`); the contracts ``inputs`` / ``outputs`` may
+be text or a list of strings (a bulleted list). Other front-matter keys are kept in ``Skill.extra``. The markdown
+after the front matter is the body; a code skill's body may be wrapped in one fenced ``python`` block. The package
+folder's other files are the skill's package (`skilltransfer.memory.package.read_package`: every file hashed into
+``Skill.package``, the text of those that fit ``library_resource_bytes`` loaded into ``Skill.resources``). A JSONL
 library has one Skill object per line (``name``, ``description``, ``body`` required; ``format``, ``inputs``,
-``outputs``, ``resources`` and the other Skill fields optional).
+``outputs``, ``resources``, ``package`` and the other Skill fields optional).
+
+`read_library` reads any library and reports, one line each, the skills of a folder that could not be read (they
+are left out, never silently) and what of each package the agent is not shown: the commands that look at or convert
+a library (``library show|export|organize|prune``) go on without those skills, saying so. `load_library` refuses a
+library with an unreadable skill, in one line naming each: the commands that measure (``run``, ``grid``, ``score``)
+run only on the library as it is. Export to an Agent Skills folder
+is `skilltransfer.memory.export`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +35,21 @@ import yaml
 from pydantic import ValidationError
 
 from skilltransfer.errors import InputError
-from skilltransfer.memory.package import read_resources, write_package
+from skilltransfer.memory.agentskills import MAX_SKILL_FILE_BYTES, read_metadata, split_skill_md
+from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary, read_package, write_package
 from skilltransfer.skill import INSTRUCTION_FILE, Skill
 from skilltransfer.util import untrusted
 from skilltransfer.util.files import atomic_write_text, jsonl_lines, read_text
-from skilltransfer.util.trees import files
+from skilltransfer.util.trees import Entry, files
 
 SKILL_FILE = INSTRUCTION_FILE
 MANIFEST = "manifest.json"
 SKILLS_JSONL = "skills.jsonl"
-_FRONT_KEYS = ("id", "name", "description", "format", "level", "provenance", "usage", "inputs", "outputs")
 _CONTRACTS = ("inputs", "outputs")
-MAX_SKILL_FILE_BYTES = 1 << 20
-"""The largest SKILL.md read (front matter and body)."""
 MAX_JSONL_BYTES = 256 << 20
 """The largest JSONL library read."""
 MAX_LIBRARY_ENTRIES = 200_000
 """A library folder is searched for SKILL.md files through at most this many entries."""
-SKIPPED_KEY = "resources_skipped"
-"""``Skill.extra`` key listing the files of a package folder that were not imported as resources (with reasons)."""
 _FENCE = re.compile(r"\A```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 
 
@@ -138,22 +144,31 @@ def read_jsonl(path: str | Path, *, root: str | Path | None = None) -> list[tupl
     return out
 
 
-def parse_skill_md(path: str | Path, *, root: str | Path | None = None) -> Skill:
-    """Parse one SKILL.md file (front matter + markdown body) into a Skill.
+def parse_skill_md(path: str | Path, *, root: str | Path | None = None,
+                   resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> Skill:
+    """Parse one SKILL.md file (front matter + markdown body) and its package folder into a Skill.
 
     Read through `skilltransfer.util.untrusted`: a regular file of at most ``MAX_SKILL_FILE_BYTES``; the front
     matter is YAML without anchors/aliases, at most ``untrusted.MAX_DEPTH`` deep. With ``root``, ``path`` is relative
-    to it and no link below it is followed (a library folder's packages).
+    to it and no link below it is followed (a library folder's packages). The folder's other files are read by
+    `skilltransfer.memory.package.read_package` (``resource_bytes``: the text budget).
+
+    Raises:
+        InputError: one line naming the file (and line) and what is wrong.
     """
     shown = Path(root) / path if root is not None else Path(path)
-    text = read_text(path, what=SKILL_FILE, root=root, max_bytes=MAX_SKILL_FILE_BYTES)
+    try:
+        raw = untrusted.read_bytes(path, root=root, max_bytes=MAX_SKILL_FILE_BYTES)
+        text = untrusted.decode_utf8(raw, shown)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(str(exc)) from None
     path = shown
-    lines = text.replace("\r\n", "\n").split("\n")
-    if not lines or lines[0].strip() != "---":
-        raise InputError("no YAML front matter (the file must start with a '---' line)", path=path, line=1)
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-    if end is None:
+    split = split_skill_md(text)
+    if split is None:
+        if not text.replace("\r\n", "\n").split("\n")[0].strip() == "---":
+            raise InputError("no YAML front matter (the file must start with a '---' line)", path=path, line=1)
         raise InputError("front matter is not closed by a '---' line", path=path, line=1)
+    lines, end = split
     try:
         front = untrusted.parse_yaml("\n".join(lines[1:end]), path, first_line=2)
     except untrusted.UntrustedFileError as exc:
@@ -165,22 +180,21 @@ def parse_skill_md(path: str | Path, *, root: str | Path | None = None) -> Skill
         value = front.get(field)
         if not isinstance(value, str) or not value.strip():
             raise InputError(f"front matter lacks a non-empty string {field!r}", path=path, line=2)
+    fields, extra, problems = read_metadata(front)
+    if problems:
+        raise InputError(problems[0], path=path, line=2)
     body = "\n".join(lines[end + 1:]).strip("\n")
-    fmt = front.get("format", "text")
-    if fmt == "code":
+    if fields.get("format", "text") == "code":
         fenced = _FENCE.match(body.strip())
         if fenced and "\n```" not in fenced.group(1):
             body = fenced.group(1)
-    data: dict[str, Any] = {key: front[key] for key in _FRONT_KEYS if key in front}
+    data: dict[str, Any] = {"name": front["name"], "description": front["description"], **fields}
     for key in _CONTRACTS:
         if key in data:
             data[key] = _contract_text(data[key], key, path)
     data["body"] = body
-    data["resources"], skipped = read_resources(path.parent)
-    data["extra"] = {str(key): value if isinstance(value, str) else json.dumps(value, default=str)
-                     for key, value in front.items() if key not in _FRONT_KEYS}
-    if skipped:
-        data["extra"][SKIPPED_KEY] = "; ".join(skipped)
+    data["package"], data["resources"] = read_package(path.parent, text, raw, resource_bytes=resource_bytes)
+    data["extra"] = extra
     try:
         return Skill.model_validate(data)
     except ValidationError as exc:
@@ -212,16 +226,61 @@ def _check_unique(entries: list[tuple[Skill, str]], source: Path, *, names_too: 
     return [skill for skill, _ in entries]
 
 
-def load_library(path: str | Path) -> list[Skill]:
-    """Load skills from a folder of SKILL.md packages (recursive), a ``.jsonl`` file, or a saved memory folder.
+@dataclass
+class LibraryRead:
+    """A library as read: its skills, and one line per skill of a folder that could not be read."""
+
+    source: Path
+    skills: list[Skill]
+    unreadable: list[str] = dataclasses.field(default_factory=list)
+    """``path: reason (skill not read)`` for each SKILL.md left out."""
+
+    def left_out(self) -> list[str]:
+        """One line per skill that has files the agent is not shown, or entries outside its package
+        (`skilltransfer.memory.package.left_out_summary`)."""
+        return [f"{skill.name}: {line}" for skill in self.skills if skill.package is not None
+                and (line := left_out_summary(skill.package)) is not None]
+
+    def notes(self) -> list[str]:
+        """Every line a command prints about the read: the skills not read, then what each package leaves out."""
+        return [*self.unreadable, *self.left_out()]
+
+    def all_read(self) -> LibraryRead:
+        """This read, when every skill of the library could be read.
+
+        Raises:
+            InputError: one line naming each skill that could not be read (the first five, then how many more).
+        """
+        if not self.unreadable:
+            return self
+        shown = "; ".join(self.unreadable[:5])
+        more = f"; and {len(self.unreadable) - 5} more" if len(self.unreadable) > 5 else ""
+        if len(self.unreadable) == 1:
+            raise InputError(f"{shown} (fix or remove it; library export writes the readable skills)")
+        raise InputError(f"{len(self.unreadable)} skills could not be read: {shown}{more} (fix or remove them; "
+                         "library export writes the readable skills)")
+
+
+def _skip_hidden(entry: Entry) -> bool:
+    return entry.name.startswith(".") or entry.name == "__pycache__"
+
+
+def read_library(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> LibraryRead:
+    """Read skills from a folder of SKILL.md packages (any depth; hidden folders and ``__pycache__`` are not looked
+    in), a ``.jsonl`` file, a single ``SKILL.md``, or a saved memory folder.
 
     A saved memory folder (one with ``manifest.json``) is read from its ``skills.jsonl`` without the embedder, as the
     memory holds it: skills that share a name are kept (a memory tells skills apart by id; two tasks may give one name
-    to two different procedures).
+    to two different procedures). In a folder of packages, a ``SKILL.md`` that cannot be read (a link, a FIFO, bad
+    front matter, too large...) is left out with one line in ``unreadable``; the others are read.
+
+    Args:
+        path: the library.
+        resource_bytes: the most bytes of text loaded from each package for the agent (``library_resource_bytes``).
 
     Raises:
-        InputError: missing path, empty library, malformed file (naming file and line), duplicate ids, or duplicate
-            names outside a saved memory.
+        InputError: missing path, a library with no skill that could be read (naming the first problem), a malformed
+            JSONL or memory folder (naming file and line), duplicate ids, or duplicate names outside a saved memory.
     """
     path = Path(path)
     if not path.exists():
@@ -231,22 +290,44 @@ def load_library(path: str | Path) -> list[Skill]:
             skills_file = path / SKILLS_JSONL
             if not skills_file.is_file():
                 raise InputError(f"memory folder has {MANIFEST} but no {SKILLS_JSONL}", path=path)
-            return _check_unique(read_jsonl(SKILLS_JSONL, root=path), path, names_too=False)
-        found, left = files(path, max_entries=MAX_LIBRARY_ENTRIES)  # no link followed, any depth
+            return LibraryRead(path, _check_unique(read_jsonl(SKILLS_JSONL, root=path), path, names_too=False))
+        found, left = files(path, max_entries=MAX_LIBRARY_ENTRIES, skip=_skip_hidden)  # no link followed, any depth
         refused = [item for item in left if item.split(" (", 1)[0].rsplit("/", 1)[-1] == SKILL_FILE]
-        if refused:
-            raise InputError(f"{refused[0]}: a {SKILL_FILE} must be a regular file", path=path)
+        unreadable = [f"{path / item.split(' (', 1)[0]}: a {SKILL_FILE} must be a regular file, this is "
+                      f"{item.split(' (', 1)[1].split(',', 1)[0]} (skill not read)" for item in refused]
         packages = [name for name in found if name.rsplit("/", 1)[-1] == SKILL_FILE]
-        if not packages:
+        if not packages and not unreadable:
             hint = f" ({SKILLS_JSONL} without {MANIFEST}: not a saved memory)" if (path / SKILLS_JSONL).exists() else ""
             raise InputError(f"library is empty: no {SKILL_FILE} files found{hint}", path=path)
-        return _check_unique([(parse_skill_md(name, root=path), str(path / name)) for name in packages], path)
+        entries: list[tuple[Skill, str]] = []
+        first: InputError | None = None
+        for name in packages:
+            try:
+                entries.append((parse_skill_md(name, root=path, resource_bytes=resource_bytes), str(path / name)))
+            except InputError as exc:
+                first = first or exc
+                unreadable.append(f"{exc} (skill not read)")
+        if not entries:
+            if first is not None and len(unreadable) == 1:
+                raise first
+            raise InputError(f"no skill could be read ({len(unreadable)} {SKILL_FILE} files; the first: "
+                             f"{unreadable[0]})", path=path)
+        return LibraryRead(path, _check_unique(entries, path), unreadable)
     if path.name == SKILL_FILE:
-        return [parse_skill_md(path)]
+        return LibraryRead(path, [parse_skill_md(path, resource_bytes=resource_bytes)])
     if path.suffix == ".jsonl":
-        return _check_unique(read_jsonl(path), path)
+        return LibraryRead(path, _check_unique(read_jsonl(path), path))
     raise InputError("unsupported library: give a folder of SKILL.md packages, a .jsonl file or a memory folder",
                      path=path)
+
+
+def load_library(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> list[Skill]:
+    """The skills of a library (`read_library`), refusing one in which a skill could not be read.
+
+    Raises:
+        InputError: see `read_library`; a skill of the folder could not be read (the first, and how many).
+    """
+    return read_library(path, resource_bytes=resource_bytes).all_read().skills
 
 
 def skill_to_json(skill: Skill) -> str:
@@ -266,7 +347,9 @@ def _slug(name: str) -> str:
 
 
 def render_skill_md(skill: Skill) -> str:
-    """A SKILL.md document for one skill (front matter + body; code bodies in a python fence)."""
+    """The SKILL.md of the package copy an agent reads in its workspace (`materialize_skill`): the toolkit's
+    older dialect, its fields at the top level (front matter + body; code bodies in a python fence). Exports write
+    the Agent Skills format instead (`skilltransfer.memory.export`)."""
     front: dict[str, Any] = {"name": skill.name, "description": skill.description, "format": skill.format,
                              "level": skill.level, "id": skill.id}
     for key in _CONTRACTS:
@@ -296,26 +379,17 @@ def package_files(skill: Skill) -> dict[str, str]:
 
 
 def export_skill_md(skills: Iterable[Skill], folder: str | Path) -> list[Path]:
-    """Write each skill as ``folder/<slug of name>/SKILL.md`` plus its resource files (atomic per file; slugs made
-    unique; files already in a package folder are left in place).
+    """Write each skill as an Agent Skill into ``folder`` (new or empty): ``folder/<format name>/SKILL.md`` plus
+    its files (`skilltransfer.memory.export.write_agent_skills`; for a whole export at once, atomically, use
+    `skilltransfer.memory.export.export_library`).
 
     Returns:
         The written SKILL.md paths.
     """
+    from skilltransfer.memory.export import write_agent_skills
+
     folder = Path(folder)
-    used: set[str] = set()
-    written = []
-    for skill in skills:
-        slug = base = _slug(skill.name)
-        counter = 2
-        while slug in used:
-            slug = f"{base}-{counter}"
-            counter += 1
-        used.add(slug)
-        for name, text in package_files(skill).items():
-            atomic_write_text(folder / slug / name, text)
-        written.append(folder / slug / SKILL_FILE)
-    return written
+    return [folder / item.folder / SKILL_FILE for item in write_agent_skills(list(skills), folder)]
 
 
 def package_dirname(name: str) -> str:

@@ -9,9 +9,9 @@ matched on the description only; ``index_body=True`` also embeds the body). Addi
 3. If the most similar stored skill *of the same format* X has cosine >= ``dedup_threshold`` (default 0.95):
    the new skill is ``dropped`` as a duplicate of X when its body (whitespace-normalised) equals or is contained in
    X's body; otherwise it is ``merged`` into X: X keeps its id, name, description, provenance and usage, takes the
-   longer of the two bodies (for code skills with its entry-point signature; the package's contracts and resources
-   go with the body, so instructions and contracts stay matched), gains extra keys it lacked, and records the new
-   skill's id in ``extra["merged_from"]``.
+   longer of the two bodies (for code skills with its entry-point signature; the package's contracts, resources and
+   file manifest go with the body, so instructions and contracts stay matched), gains extra keys it lacked, and
+   records the new skill's id in ``extra["merged_from"]``.
 4. Otherwise it is ``added``; when another stored skill already has its name, it is stored under the first free
    ``<name>_2``, ``<name>_3``, ... (a code skill's function renamed with it): agents address skills by name
    (``load_skill``, ``run_skill``, a code skill's call), so names in a memory are unique.
@@ -265,6 +265,7 @@ class SkillMemory:
             target.body = new.body
             target.code = new.code.model_copy() if new.code else None
             target.inputs, target.outputs, target.resources = new.inputs, new.outputs, dict(new.resources)
+            target.package = new.package.model_copy(deep=True) if new.package is not None else None
         for extra_key, value in new.extra.items():
             target.extra.setdefault(extra_key, value)
         merged = [part for part in target.extra.get("merged_from", "").split(",") if part]
