@@ -507,7 +507,7 @@ def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monk
     save_organization(Organization(kind="graph", roots=["counter"], nodes=[
         RoutingNode(name="counter", description="Counter work.", skills=[skill.id])]), library)
     calls: dict[str, int] = {"library": 0, "organization": 0, "check": 0}
-    load_library, load_view, check = build.load_library, LibraryView.load, StreamConfig.check_skill_exec
+    read_library, load_view, check = build.read_library, LibraryView.load, StreamConfig.check_skill_exec
 
     def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -515,7 +515,7 @@ def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monk
             return function(*args, **kwargs)
         return wrapper
 
-    monkeypatch.setattr(build, "load_library", counted("library", load_library))
+    monkeypatch.setattr(build, "read_library", counted("library", read_library))
     monkeypatch.setattr(LibraryView, "load", staticmethod(counted("organization", load_view)))
     monkeypatch.setattr(StreamConfig, "check_skill_exec", counted("check", check))
     with MockServer(replies=CounterScript()) as server:

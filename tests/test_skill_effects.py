@@ -197,6 +197,7 @@ def test_mask_rates_axis_plans_one_stream_per_rate(tmp_path):
 
 
 def test_library_prune_harmful_leaves_out_the_flagged_skills(world, tmp_path, monkeypatch, capsys):
+    from helpers_agentskills import assert_valid_agent_skills
     from helpers_cli import main_cli
 
     from skilltransfer.memory import load_library
@@ -212,6 +213,8 @@ def test_library_prune_harmful_leaves_out_the_flagged_skills(world, tmp_path, mo
     flagged = {r["skill"] for r in build_report(load_runs([tmp_path / "runs"])).table("skill_effects").rows
                if r["harmful"]}
     kept = {s.name for s in load_library(out)}
+    assert_valid_agent_skills(out, expected=len(kept))  # what prune writes passes agentskills validate
+    assert any("success_effect" in s.extra for s in load_library(out))
     assert "alpha_two" in flagged
     assert "alpha_one" in kept
     assert kept == {"alpha_one", "alpha_two", "alpha_three", "alpha_four"} - flagged

@@ -24,8 +24,10 @@ from skilltransfer.commands.options import (
     TokenLimit,
     warn_deprecated,
 )
+from skilltransfer.errors import InputError
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
+    from skilltransfer.experiments.config import StreamConfig
     from skilltransfer.experiments.grid import GridState, GridSummary
 
 _ADVANCED = "Advanced"
@@ -256,9 +258,15 @@ def grid(
     from skilltransfer.experiments.evolve import evolution_note
     from skilltransfer.experiments.plan import plan_streams
 
+    libraries: set[tuple[str, int | None, int]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
+        key = (str(plan.config.library), plan.config.library_snapshot, plan.config.library_resource_bytes)
+        if plan.config.library is not None and plan.source is None and key not in libraries:
+            libraries.add(key)  # skills not read, files the agent is not shown: said once per library
+            for note in _library_notes(plan.config):
+                console.print(f"library {plan.config.library}: {note}", highlight=False, markup=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": token_limit, "--cost-limit": cost_limit,
                              "--max-connections": max_connections}, allow_import)
@@ -275,6 +283,17 @@ def grid(
     if summary.failed:  # SystemExit, not typer.Exit: click returns (not raises) Exit codes when not standalone
         raise SystemExit(1)
     return summary
+
+
+def _library_notes(config: StreamConfig) -> list[str]:
+    """What reading a stream's frozen library left out (none when it cannot be read: the grid's checks say why)."""
+    from skilltransfer.experiments.build import stream_library_read
+
+    try:
+        read = stream_library_read(config)
+    except InputError:
+        return []
+    return read.notes() if read is not None else []
 
 
 __all__ = ["GridView", "grid"]

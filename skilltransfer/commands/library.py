@@ -1,5 +1,6 @@
-"""``skilltransfer library organize|show|prune``: build a library organisation (flat, task tree, LLM tree or graph),
-save it with the library, and look at it; leave out the skills randomised masking flagged harmful."""
+"""``skilltransfer library organize|show|prune|export``: build a library organisation (flat, task tree, LLM tree or
+graph), save it with the library, and look at it; leave out the skills randomised masking flagged harmful; export any
+library as an Agent Skills folder."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from skilltransfer.commands.options import (
     Temperature,
 )
 from skilltransfer.errors import InputError, check_output_path
-from skilltransfer.memory.library import export_skill_md, load_library
+from skilltransfer.memory.export import ExportedSkill, ExportReport, export_library, write_agent_skills
+from skilltransfer.memory.library import LibraryRead, read_library
 from skilltransfer.memory.organization import (
     ORGANIZATION_KINDS,
     LibraryView,
@@ -35,14 +37,33 @@ from skilltransfer.memory.organization import (
     save_organization,
     task_tree,
 )
-from skilltransfer.skill import Skill
+from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary
+from skilltransfer.skill import MAX_RESOURCES_BYTES, Skill
+from skilltransfer.util.text import terminal_safe
 
 library_app = typer.Typer(no_args_is_help=True, help="Build and inspect skill libraries: organise one (flat, task "
-                                                     "tree, LLM tree or graph), decompose one into a skill graph, "
-                                                     "route a query over the graph.")
+                                                     "tree, LLM tree or graph), export one as Agent Skills, "
+                                                     "decompose one into a skill graph, route a query over the graph.")
 """The ``library`` command group; `skilltransfer.commands.library_lens` adds ``decompose`` and ``route``."""
 
 _BUILD = "Building"
+
+ResourceBytes = Annotated[int, typer.Option(
+    "--resource-bytes", min=0, max=MAX_RESOURCES_BYTES,
+    help="The most bytes of text loaded for the agent from each skill package (the setting library_resource_bytes; "
+         "files SKILL.md names first).")]
+
+
+def _read(library: Path, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> LibraryRead:
+    """Read a library; each skill that could not be read is one ``warning:`` line on stderr."""
+    read = read_library(library, resource_bytes=resource_bytes)
+    for line in read.unreadable:
+        typer.echo(f"warning: {terminal_safe(line)}", err=True)
+    return read
+
+
+def _export_lines(written: list[ExportedSkill]) -> list[str]:
+    return [terminal_safe(line) for line in ExportReport(Path(), written).lines()]
 
 
 @library_app.command("organize")
@@ -87,7 +108,7 @@ def organize(
     config = options.config()  # checks the model flags before any work
     if kind in ("tree", "graph"):
         config = with_served_model(config)
-    skills = load_library(library)
+    skills = _read(library).skills
     if kind == "flat":
         organization = flat_organization(skills)
     elif kind == "task-tree":
@@ -98,7 +119,7 @@ def organize(
         if max_tokens is not None:
             settings["max_tokens"] = max_tokens
         organization = _llm_organization(skills, config, settings)
-    folder = _write(skills, organization, out)
+    folder, written = _write(skills, organization, out)
     view = LibraryView.load(folder)  # what was written reloads and validates
     built = organization.built_by
     typer.echo(view.top(), nl=False)
@@ -106,7 +127,9 @@ def organize(
                                                     if "calls" in built else ""))
     for note in [*built.get("notes", []), *([f"fallback reason: {built['reason']}"] if "reason" in built else [])]:
         typer.echo(f"note: {note}")
-    typer.echo(f"wrote {folder} ({len(skills)} skills, organization.json)")
+    for line in _export_lines(written):
+        typer.echo(f"note: {line}")
+    typer.echo(f"wrote {folder} ({len(skills)} skills as Agent Skills folders, organization.json)")
     return organization
 
 
@@ -124,13 +147,13 @@ def _llm_organization(skills: list[Skill], config: dict[str, Any], settings: dic
             close()
 
 
-def _write(skills: list[Skill], organization: Organization, out: Path) -> Path:
-    """Write the library (SKILL.md packages) and its organisation into a temp sibling of ``out``, then move it."""
+def _write(skills: list[Skill], organization: Organization, out: Path) -> tuple[Path, list[ExportedSkill]]:
+    """Write the library (Agent Skills folders) and its organisation into a temp sibling of ``out``, then move it."""
     out = out.expanduser()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
-        export_skill_md(skills, tmp)
+        written = write_agent_skills(skills, tmp)
         save_organization(organization, tmp)
         if out.is_dir():
             out.rmdir()  # checked empty above
@@ -138,7 +161,7 @@ def _write(skills: list[Skill], organization: Organization, out: Path) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
+    return out, written
 
 
 @library_app.command("show")
@@ -149,6 +172,7 @@ def show(
     = None,
     node: Annotated[str | None, typer.Option(help="Organised libraries: open this routing node (or skill) instead "
                                                   "of the top.")] = None,
+    resource_bytes: ResourceBytes = DEFAULT_RESOURCE_BYTES,
 ) -> str:
     """List a library's skills (an organised library: its top level), or print one skill whole."""
     from skilltransfer.memory.organization import ORGANIZATION_FILE
@@ -163,11 +187,14 @@ def show(
         except NodeNotFound as exc:
             raise InputError(f"--node: {exc}", path=folder) from None
     elif skill is not None:
-        text = _skill_text(load_library(folder), skill, folder)
+        found = _found(_read(folder, resource_bytes).skills, skill, folder)
+        left = left_out_summary(found.package) if found.package is not None else None
+        text = _skill_text(found) + (f"-- left out: {terminal_safe(left)}\n" if left else "")
     elif organised:
         text = LibraryView.load(folder).top()
     else:
-        text = _listing(load_library(folder), folder)
+        read = _read(folder, resource_bytes)
+        text = _listing(read.skills, folder) + "".join(f"left out: {terminal_safe(line)}\n" for line in read.left_out())
     typer.echo(text, nl=False)
     return text
 
@@ -194,14 +221,15 @@ def prune(
     check_output_path(out, flag="--out", folder=not as_jsonl)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError("--out: exists; give a new folder or file", path=out)
-    skills = load_library(library)
+    skills = _read(library).skills
     runs = load_runs(harmful)
     if not has_draws(runs):
         raise InputError("--harmful: no masking draws in these runs; run the library with mask_rate > 0 (e.g. "
                          "-c mask_rate=0.3) first", path=harmful[0])
-    flagged = [row for row in skill_effects_table(runs, seed).rows if row["harmful"]]
+    rows = skill_effects_table(runs, seed).rows
+    flagged = [row for row in rows if row["harmful"]]
     dropped = {row["skill_id"] for row in flagged}
-    kept = [skill for skill in skills if skill.id not in dropped]
+    kept = [_with_effect(skill, rows) for skill in skills if skill.id not in dropped]
     for row in flagged:
         where = "" if any(row["skill_id"] == s.id for s in skills) else " (not in this library)"
         typer.echo(f"harmful: {row['skill']} ({row['skill_id']}) success effect {row['success_effect']:+.3f} "
@@ -210,9 +238,73 @@ def prune(
     if as_jsonl:
         export_jsonl(kept, out)
     else:
-        export_skill_md(kept, out)
+        for line in export_library(kept, out).lines():
+            typer.echo(f"note: {terminal_safe(line)}")
     typer.echo(f"wrote {out} ({len(kept)} of {len(skills)} skills; {len(skills) - len(kept)} left out as harmful)")
     return sorted(dropped)
+
+
+def _with_effect(skill: Skill, rows: list[dict[str, Any]]) -> Skill:
+    """``skill`` with its measured success effects (``extra["success_effect"]``: estimate [CI] p_harm, per report
+    group, "; "-separated), when the runs measured any."""
+    mine = [row for row in rows if row["skill_id"] == skill.id and row["success_effect"] is not None]
+    if not mine:
+        return skill
+    text = "; ".join(f"{row['success_effect']:+.4f} [{row['success_low']:+.4f}, {row['success_high']:+.4f}] "
+                     f"p_harm {row['p_harm']:.4f} ({row['env']}/{row['model']}/{row['condition']})" for row in mine)
+    return skill.model_copy(update={"extra": {**skill.extra, "success_effect": text}})
+
+
+@library_app.command("export")
+def export(
+    library: Annotated[Path, typer.Argument(help="Any library: a folder of SKILL.md packages, a skills .jsonl, or a "
+                                                 "run's memory/ folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new or empty): one Agent Skills folder per "
+                                                          "skill.")],
+) -> ExportReport:
+    """Export a library as Agent Skills folders that pass the reference validator (agentskills validate): a skill
+    read from a folder keeps every file byte for byte and its SKILL.md body, the front matter only added to under
+    metadata; the toolkit's fields travel as metadata skilltransfer.* entries. Written atomically."""
+    check_output_path(out, flag="--out")
+    if out.is_symlink() or (out.exists() and any(out.iterdir())):
+        raise InputError("--out: exists and is not an empty folder; give a new folder", path=out)
+    read = _read(library)
+    skills = _with_run_origin(read.skills, library)
+    report = export_library(skills, out)
+    for line in report.lines():
+        typer.echo(f"note: {terminal_safe(line)}")
+    kept = sum(item.kept for item in report.skills)
+    copied = sum(item.copied for item in report.skills)
+    written = sum(item.written for item in report.skills)
+    skipped = f"; {len(read.unreadable)} could not be read (above)" if read.unreadable else ""
+    typer.echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
+               f"added, {len(report.skills) - kept} written from the skills' fields); {copied} package files copied "
+               f"byte for byte, {written} resource files written from text{skipped}")
+    return report
+
+
+def _with_run_origin(skills: list[Skill], library: Path) -> list[Skill]:
+    """Induced skills of a run's ``memory/`` folder with what the run folder says of them: the inducer model
+    (``extra["inducer_model"]``, the run's model label) and the run (``provenance.run_id``), where missing."""
+    from skilltransfer.experiments.runlog import RunFolder
+
+    run = library.parent
+    if library.name != "memory" or not (run / "config.json").is_file():
+        return skills
+    try:
+        config = RunFolder(run).read_config().config
+    except (InputError, OSError):
+        return skills
+    out = []
+    for skill in skills:
+        if skill.provenance.source_task_id is None:
+            out.append(skill)
+            continue
+        extra = {**skill.extra}
+        extra.setdefault("inducer_model", config.model.report_label)
+        provenance = skill.provenance.model_copy(update={"run_id": skill.provenance.run_id or config.run})
+        out.append(skill.model_copy(update={"extra": extra, "provenance": provenance}))
+    return out
 
 
 def _listing(skills: list[Skill], folder: Path) -> str:
@@ -222,26 +314,32 @@ def _listing(skills: list[Skill], folder: Path) -> str:
     for number, item in enumerate(skills, start=1):
         source = item.provenance.source_task_id
         origin = f" from {source}" if source else ""
-        description = " ".join(item.description.split())
-        lines.append(f"{number:>3}. {item.name:<{width}}  {item.level}/{item.format}{origin}  {description[:100]}")
+        description = terminal_safe(" ".join(item.description.split()))
+        lines.append(f"{number:>3}. {terminal_safe(item.name):<{width}}  {item.level}/{item.format}"
+                     f"{terminal_safe(origin)}  {description[:100]}")
     return "\n".join(lines) + "\n"
 
 
-def _skill_text(skills: list[Skill], wanted: str, folder: Path) -> str:
-    """One skill whole: what the agent sees of it, with where it came from."""
+def _found(skills: list[Skill], wanted: str, folder: Path | None = None) -> Skill:
+    """The skill named ``wanted`` (name, id, or number in the listing)."""
     found = next((s for s in skills if wanted in (s.name, s.id)), None)
     if found is None and wanted.isdigit() and 1 <= int(wanted) <= len(skills):
         found = skills[int(wanted) - 1]
     if found is None:
         near = ", ".join(s.name for s in skills[:8]) + (", ..." if len(skills) > 8 else "")
-        raise InputError(f"--skill {wanted!r}: no such skill (skills: {near})", path=folder)
+        raise InputError(f"--skill {wanted!r}: no such skill (skills: {terminal_safe(near)})", path=folder)
+    return found
+
+
+def _skill_text(found: Skill) -> str:
+    """One skill whole: what the agent sees of it, with where it came from."""
     origin = found.provenance
     where = [f"level {found.level}, format {found.format}"]
     if origin.source_task_id:
         number = f" (task {origin.stream_position + 1} of its stream)" if origin.stream_position is not None else ""
         where.append(f"induced from {origin.source_task_id}{number}" + (f" in run {origin.run_id}"
                                                                           if origin.run_id else ""))
-    return f"{found.render()}\n-- {'; '.join(where)}\n"
+    return terminal_safe(f"{found.render()}\n-- {'; '.join(where)}\n")
 
 
 def _register_lens_commands() -> None:

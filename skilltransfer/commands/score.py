@@ -14,10 +14,11 @@ from rich.table import Table
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
-from skilltransfer.memory.library import load_library
+from skilltransfer.memory.library import read_library
 from skilltransfer.metrics.scoring import SKILL_TEXTS, ScoreReport, SkillScore, score_library, write_report
 from skilltransfer.metrics.task_texts import load_task_texts
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
+from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"
 
@@ -123,7 +124,8 @@ def score(
         raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
-    skills = load_library(library)
+    read = read_library(library).all_read()  # a library with a skill that cannot be read is refused
+    skills = read.skills
     task_texts = _task_texts(str(tasks), field, split)
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
@@ -137,6 +139,8 @@ def score(
         if close is not None:
             close()
     _print_report(report, top, Console(), rank)
+    for line in read.left_out():  # per skill, what of its package the agent would not be shown
+        Console(stderr=True).print(f"left out: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
     if out is not None:
         write_report(report, out)
         Console(stderr=True).print(f"wrote {out}")

@@ -37,7 +37,8 @@ from skilltransfer.envs.registry import (
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
-from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, load_library, read_jsonl
+from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
+from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.snapshots import snapshot_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.skill import Skill
@@ -276,31 +277,50 @@ def saved_memory_size(path: str | Path) -> int | None:
     return len(read_jsonl(SKILLS_JSONL, root=folder))
 
 
-def library_skills(library: str | Path) -> list[Skill]:
-    """The skills of a frozen library (`load_library`). A run's saved memory that holds none gives none: the stream
-    it comes from induced nothing, a result the reading stream runs with (no skills); any other empty library is
-    refused.
+def read_frozen_library(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> LibraryRead:
+    """A frozen library as read (`read_library`), every skill of it: a stream runs on the library as it is or not
+    at all. A run's saved memory that holds none gives none: the stream it comes from induced nothing, a result the
+    reading stream runs with (no skills); any other empty library is refused.
 
     Raises:
-        InputError: see `load_library`.
+        InputError: see `read_library`; a SKILL.md that cannot be read (`LibraryRead.all_read`).
     """
     if saved_memory_size(library) == 0:
-        return []
-    return load_library(library)
+        return LibraryRead(Path(library), [])
+    return read_library(library, resource_bytes=resource_bytes).all_read()
 
 
-def stream_library(config: StreamConfig) -> list[Skill] | None:
-    """A stream's frozen library (`library_skills`), or its ``library_snapshot`` (`snapshot_library`); None
-    without a library.
+def library_skills(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> list[Skill]:
+    """The skills of a frozen library (`read_frozen_library`).
 
     Raises:
-        InputError: see `library_skills` and `snapshot_library`.
+        InputError: see `read_library`.
+    """
+    return read_frozen_library(library, resource_bytes=resource_bytes).skills
+
+
+def stream_library_read(config: StreamConfig) -> LibraryRead | None:
+    """A stream's frozen library as read (`read_frozen_library`, with its ``library_resource_bytes``), or its
+    ``library_snapshot`` (`snapshot_library`); None without a library.
+
+    Raises:
+        InputError: see `read_library` and `snapshot_library`.
     """
     if config.library is None:
         return None
     if config.library_snapshot is not None:
-        return snapshot_library(config.library, config.library_snapshot)
-    return library_skills(config.library)
+        return LibraryRead(Path(config.library), snapshot_library(config.library, config.library_snapshot))
+    return read_frozen_library(config.library, resource_bytes=config.library_resource_bytes)
+
+
+def stream_library(config: StreamConfig) -> list[Skill] | None:
+    """The skills of a stream's frozen library (`stream_library_read`); None without a library.
+
+    Raises:
+        InputError: see `read_library` and `snapshot_library`.
+    """
+    read = stream_library_read(config)
+    return None if read is None else read.skills
 
 
 # --------------------------------------------------------------------------------------------- model, embedder

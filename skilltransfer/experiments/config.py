@@ -47,8 +47,9 @@ from skilltransfer.lens.power import never_commits
 from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
+from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.store import MemoryConfig
-from skilltransfer.skill import SkillFormat
+from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
 
 Condition = Literal["task", "task+text", "task+code", "subtask", "subtask+text", "subtask+code"]
 CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
@@ -390,6 +391,10 @@ class StreamConfig(BaseModel):
     library: str | None = None
     """A frozen library to retrieve from instead of a growing memory: another run's memory folder, a SKILL.md folder
     or a .jsonl file. Induction is off; near-duplicates are kept as they are; usage counts start from zero."""
+    library_resource_bytes: int = Field(default=DEFAULT_RESOURCE_BYTES, ge=0, le=MAX_RESOURCES_BYTES)
+    """The most bytes of text loaded for the agent from each skill package of a SKILL.md ``library`` (the files its
+    SKILL.md names first; `skilltransfer.memory.package`); the rest stays in the package, and ``run``/``grid`` say
+    per skill at start what was left out. At most (and by default) 1 MiB."""
     embedder: str = "minilm"
     """Retrieval embedder: minilm, hash:DIM (test double) or a sentence-transformers folder."""
     embedder_cache: bool = False

@@ -161,6 +161,8 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}"
                   f" | harness {config.harness_label()} ({len(config.agent.guards or ())} features on)",
                   highlight=False, markup=False)  # a label's [tag] is not rich markup
+    for note in inputs.library_notes:  # skills not read, files the agent is not shown: said, never recorded
+        console.print(f"library: {note}", highlight=False, markup=False, soft_wrap=True)
     existed = folder.exists()
     try:
         return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,

@@ -48,7 +48,7 @@ from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import LockedEmbedder, build_base_model, pick_positions, stream_library
+from skilltransfer.experiments.build import LockedEmbedder, build_base_model, pick_positions, stream_library_read
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.guard import GuardedEnv
@@ -159,6 +159,9 @@ class StreamInputs:
     """The frozen library's skills (a source stream's empty memory: []); None without a library."""
     organization: LibraryView | None = None
     """The frozen organisation of ``organization``, if set."""
+    library_notes: list[str] = field(default_factory=list)
+    """One line per skill of the library that could not be read or whose package the agent is not shown whole
+    (`skilltransfer.memory.library.LibraryRead.notes`): ``run`` prints them at start, records keep none."""
 
 
 def prepare_stream(config: StreamConfig) -> StreamInputs:
@@ -169,10 +172,11 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
         InputError: settings that would be ignored (`StreamConfig.check_skill_exec`), a bad library or organisation.
     """
     config.check_skill_exec()
-    library = stream_library(config)
+    read = stream_library_read(config)
+    library = read.skills if read is not None else None
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
-    return StreamInputs(library, organization)
+    return StreamInputs(library, organization, read.notes() if read is not None else [])
 
 
 @dataclass
