@@ -114,7 +114,8 @@ def write_export(frame: pd.DataFrame, out: Path, fmt: ExportFormat) -> None:
                 flat[column] = flat[column].map(json.dumps)
         atomic_write_text(out, flat.to_csv(index=False))
     elif fmt == "jsonl":
-        atomic_write_text(out, frame.to_json(orient="records", lines=True) + ("\n" if len(frame) else ""))
+        text = frame.to_json(orient="records", lines=True)  # pandas >= 3 ends it with a newline, older ones not
+        atomic_write_text(out, text + ("\n" if len(frame) and not text.endswith("\n") else ""))
     elif fmt == "parquet":
         try:
             import pyarrow  # noqa: F401 - pandas' parquet engine
