@@ -114,7 +114,8 @@ def score(
         "embedder's null last, then the knn utility, which ranks planted off-domain skills last) or utility (under "
         "--specificity; the paper's).")] = "relevance",
     top_k: Annotated[int, typer.Option("--top-k", help="Skills retrieved per query, in the retrieval counts (each "
-                                                       "task's text is the query; the run's agent.top_k).")] = DEFAULT_TOP_K,
+                                                       "task's text is the query; the run's agent.top_k).")]
+    = DEFAULT_TOP_K,
     min_score: Annotated[float | None, typer.Option(
         "--min-score", help="Retrieval floor of the counts: hits below this cosine are dropped (the run's "
         "agent.retrieval_min_score; default none, the paper's plain top-k).", rich_help_panel=_ADVANCED)] = None,
