@@ -170,6 +170,41 @@ def test_retrieval_counts_by_hand() -> None:
         retrieval_counts(skills, tasks, k=0)
 
 
+def _brute_force(skills: np.ndarray, tasks: np.ndarray, k: int, floor: float | None) -> tuple[list[int], list[int]]:
+    """Per task, skills sorted by (-cosine, library index): the definition, one task at a time."""
+    cosines = (tasks / np.linalg.norm(tasks, axis=1, keepdims=True)).astype(np.float32) @ (
+        skills / np.linalg.norm(skills, axis=1, keepdims=True)).astype(np.float32).T
+    nearest, top = [0] * len(skills), [0] * len(skills)
+    for row in cosines:
+        ranked = [j for j in sorted(range(len(row)), key=lambda j: (-row[j], j))[:k]
+                  if floor is None or row[j] >= np.float32(floor)]
+        for j in ranked:
+            top[j] += 1
+        if ranked:
+            nearest[ranked[0]] += 1
+    return nearest, top
+
+
+@pytest.mark.parametrize("floor", [None, 0.0])
+def test_retrieval_counts_equal_one_task_at_a_time_with_many_ties(floor: float | None) -> None:
+    rng = np.random.default_rng(3)
+    skills = rng.integers(-1, 2, size=(37, 3)).astype(np.float32)  # few distinct directions: many exact ties
+    skills[np.all(skills == 0, axis=1)] = [1, 0, 0]
+    tasks = rng.integers(-1, 2, size=(23, 3)).astype(np.float32)
+    tasks[np.all(tasks == 0, axis=1)] = [0, 1, 0]
+    expected = _brute_force(skills, tasks, 5, floor)
+    for block in (1, 7, 40, 1 << 20):  # tiles of 1 skill, a few skills, ..., everything at once
+        counts = retrieval_counts(skills, tasks, k=5, min_score=floor, block_elems=block)
+        assert (counts.nearest.tolist(), counts.in_top_k.tolist()) == expected, block
+    embedder = FixedEmbedder({f"s{i}": [*v, 0.0] for i, v in enumerate(skills.tolist())}
+                             | {f"t{i}": [*v, 0.0] for i, v in enumerate(tasks.tolist())})
+    library = [Skill(name=f"s{i}", description=f"s{i}", body="b") for i in range(len(skills))]
+    report = score_library(library, [f"t{i}" for i in range(len(tasks))], embedder, top_k=5, min_score=floor)
+    by_id = {row.name: row for row in report.skills}  # the utility pass's tiles give the same counts
+    assert ([by_id[f"s{i}"].nearest_tasks for i in range(len(skills))],
+            [by_id[f"s{i}"].top_k_tasks for i in range(len(skills))]) == expected
+
+
 def test_score_library_reports_the_counts_and_best_task() -> None:
     embedder = FixedEmbedder({**SKILL_VECS, **TASK_VECS})
     skills = [Skill(name=name, description=name, body="b") for name in SKILL_VECS]

@@ -15,7 +15,7 @@ import numpy as np
 
 from skilltransfer.errors import InputError
 from skilltransfer.metrics.null_texts import NULL_ID, NULL_TEXTS
-from skilltransfer.metrics.retrieval import DEFAULT_TOP_K, retrieval_counts
+from skilltransfer.metrics.retrieval import DEFAULT_TOP_K, RetrievalAccumulator
 from skilltransfer.metrics.utility import (
     DEFAULT_TAU,
     NULL_QUANTILE,
@@ -309,8 +309,10 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
         raise ValueError(f"{len(ids)} task ids for {len(task_texts)} task texts")
     skill_vecs = embedder.embed([skill_text(skill, text) for skill in skills])
     task_vecs = embedder.embed(list(task_texts))
-    scores = utility_scores(skill_vecs, task_vecs, tau=tau, specificity_mode=specificity_mode, seed=seed)
-    counts = retrieval_counts(skill_vecs, task_vecs, k=top_k, min_score=min_score)
+    retrieval = RetrievalAccumulator(len(skills), len(task_texts), k=top_k, min_score=min_score)
+    scores = utility_scores(skill_vecs, task_vecs, tau=tau, specificity_mode=specificity_mode, seed=seed,
+                            on_tile=retrieval.add)  # one pass over the cosines for both
+    counts = retrieval.counts()
     null = null_threshold(embedder.embed(list(NULL_TEXTS)), task_vecs)
     rows = [SkillScore(id=skill.id, name=skill.name, description=skill.description, level=declared(skill, "level"),
                        format=declared(skill, "format"), specificity=float(scores.specificity[i]),
