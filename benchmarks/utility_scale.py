@@ -2,7 +2,8 @@
 
 Targets on a 2-core machine: <= 60 s wall time and <= 2 GB peak RSS. Prints the timings of the passes (task-side
 reference of the mode; the k-th-neighbour reference of the off-domain flag, shared with mode "knn"; skill x task
-tiles) and the process's peak RSS.
+tiles, with the retrieval counts ``score`` takes from them: nearest skill and top-5 per task, best task per skill)
+and the process's peak RSS. ``--no-retrieval`` leaves the counts out (the utility alone).
 
     python benchmarks/utility_scale.py [--skills 100000] [--tasks 10000] [--dim 384] [--mode pairs|nearest|knn]
 """
@@ -16,6 +17,7 @@ import time
 
 import numpy as np
 
+from skilltransfer.metrics.retrieval import RetrievalAccumulator
 from skilltransfer.metrics.utility import (
     OFF_DOMAIN_QUANTILE,
     SPECIFICITY_MODES,
@@ -43,6 +45,7 @@ def main() -> None:
     parser.add_argument("--mode", choices=SPECIFICITY_MODES, default="pairs")
     parser.add_argument("--tau", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-retrieval", action="store_true", help="skip the retrieval counts")
     args = parser.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -56,7 +59,9 @@ def main() -> None:
     t_ref = time.perf_counter() - start
     domain = reference if args.mode == "knn" else task_reference(tasks, mode="knn")
     t_domain = time.perf_counter() - start - t_ref
-    best, abstract = best_match_and_abstractness(skills, tasks, tau=args.tau)
+    retrieval = None if args.no_retrieval else RetrievalAccumulator(args.skills, args.tasks, k=5)
+    best, abstract = best_match_and_abstractness(skills, tasks, tau=args.tau,
+                                                 on_tile=retrieval.add if retrieval is not None else None)
     t_skills = time.perf_counter() - start - t_ref - t_domain
     spec = reference.specificity(best.astype(np.float32))
     util = spec * abstract
@@ -67,7 +72,11 @@ def main() -> None:
     print(f"task reference: {t_ref:.1f} s ({len(reference.values):,} {kind} values of "
           f"{reference.n_pairs_total:,} pairs)")
     print(f"off-domain reference (k = {domain.k}): {t_domain:.1f} s; {int(off_domain.sum()):,} skills flagged")
-    print(f"skill x task pass: {t_skills:.1f} s ({args.skills * args.tasks / t_skills / 1e6:.0f} M cosines/s)")
+    with_counts = "" if retrieval is None else (
+        f" with the retrieval counts (top-5: {int((retrieval.counts().nearest > 0).sum()):,} skills are some task's "
+        "nearest)")
+    print(f"skill x task pass: {t_skills:.1f} s ({args.skills * args.tasks / t_skills / 1e6:.0f} M cosines/s)"
+          f"{with_counts}")
     print(f"total: {total:.1f} s (target <= 60 s); peak RSS: {peak_rss_mib():.0f} MiB (target <= 2048 MiB)")
     print(f"utility mean {util.mean():.4f}, specificity mean {spec.mean():.4f}, "
           f"abstractness mean {abstract.mean():.4f}, "

@@ -61,6 +61,8 @@ def test_export_formats_load_into_pandas(two_runs, tmp_path, monkeypatch, capsys
     assert list(loaded["task_id"]) == list(expected["task_id"])
     skills = loaded["retrieved_skills"].map(json.loads) if fmt == "csv" else loaded["retrieved_skills"].map(list)
     assert list(skills) == list(expected["retrieved_skills"])
+    if fmt == "jsonl":  # one JSON object per line, no blank line (pandas >= 3 ends its text with a newline)
+        assert all(json.loads(line) for line in out.read_text().splitlines())
 
 
 def test_export_of_nothing_is_one_error_line(tmp_path, monkeypatch, capsys):

@@ -75,6 +75,40 @@ def test_transfer_events_from_records():
     assert events == [(1, "skill-a", 0, False), (2, "skill-b", 1, True), (2, "skill-a", 0, True)]
 
 
+def test_library_transfer_events_from_records():
+    """With a frozen library, a retrieved skill no task of the run induced is a library event (once per task and
+    skill, best score, its recorded source task); a planted distractor is none; skills the run induced stay
+    within-run events."""
+    records = [
+        _record(0, retrieved=("lib", "lib", "noise"), induced="a"),
+        _record(1, retrieved=("a", "lib")),
+    ]
+    records[0].retrieved[1].score = 0.95
+    records[0].retrieved[1].source_task_id = "src/3"
+    records[0].retrieved[2].source_task_id = "distractor/cooking"
+    events = [(e.kind, e.target_position, e.skill_id, e.source_position, e.source, e.score)
+              for e in transfer_events(records, "run source/x")]
+    assert events == [("library", 0, "lib", None, "run source/x", 0.95),
+                      ("within-run", 1, "a", 0, "", 0.9), ("library", 1, "lib", None, "run source/x", 0.9)]
+    assert [e.kind for e in transfer_events(records)] == ["within-run"]  # no library: within-run events only
+    assert transfer_events(records, "run source/x")[0].source_task_id == "src/3"
+
+
+def test_library_label_names_the_source_run_or_library():
+    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.experiments.summary import library_label
+
+    base = {"run": "r", "env": {"env": "apps"}, "model": {"name": "openai", "model": "m"}, "condition": "task+text"}
+    assert library_label(StreamConfig.model_validate(base)) is None
+    grid = StreamConfig.model_validate({**base, "runs_dir": "/out",
+                                        "library": "/out/source/apps/m/subtask+text/memory"})
+    assert library_label(grid) == "run source/apps/m/subtask+text"
+    snap = StreamConfig.model_validate({**base, "library": "/elsewhere/run1/memory", "library_snapshot": 4})
+    assert library_label(snap) == "run /elsewhere/run1@4"
+    assert library_label(StreamConfig.model_validate({**base, "library": "data/demo_library"})) == (
+        "library data/demo_library")
+
+
 def test_show_lists_transfer_events(tmp_path):
     out = tmp_path / "r"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as server:

@@ -62,13 +62,15 @@ def test_cli_prints_ranked_table(library: Path, tasks: Path, monkeypatch: pytest
                                  capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli([str(library), "--tasks", str(tasks), "--embedder", "hash:64"], monkeypatch, capsys)
     assert code == 0, err
-    for header in ("rank", "name", "specificity", "abstractness", "utility", "best-match cos", "domain"):
+    for header in ("rank", "name", "relevance", "pair utility", "nearest", "top-5", "best cos", "best task",
+                   "specificity", "abstractness", "level", "format", "domain"):
         assert header in out
     for name in ("send-email", "sum-column", "bake-bread"):
         assert name in out
     assert "3 skills x 4 tasks" in out
     assert "tau 0.1" in out
-    assert "mean utility by level: subtask" in out
+    assert "mean relevance / pair utility by level: subtask" in out
+    assert "left out" not in out  # 150 columns hold every column
     assert "off-domain (OFF):" in out
 
 
@@ -130,12 +132,15 @@ def test_json_output_schema(library: Path, tasks: Path, tmp_path: Path, monkeypa
         assert 0 < row["abstractness"] <= 1
         assert row["utility"] == pytest.approx(row["specificity"] * row["abstractness"])
     utilities = [row["utility"] for row in data["skills"]]
-    assert utilities == sorted(utilities, reverse=True)
+    assert [row["rank"] for row in data["skills"]] == [1, 2, 3]
+    assert data["ranking"]["by"] == "relevance"
+    keys = [(row["null_off_domain"], -row["relevance"], row["name"]) for row in data["skills"]]
+    assert keys == sorted(keys)  # the default ranking: inside the null last, then relevance
     summary = data["summary"]
     assert summary["n_skills"] == 3
     assert summary["mean_utility"] == pytest.approx(sum(utilities) / 3)
     assert summary["by_level"]["subtask"]["n"] == 2
-    assert summary["by_level"]["task"]["n"] == 1
+    assert summary["by_level"]["unknown"]["n"] == 1  # bake-bread's SKILL.md gives no level
     assert not list(tmp_path.glob(".report.json.*"))  # no temp file left behind
 
 
@@ -264,7 +269,10 @@ def test_score_library_and_write_report(tmp_path: Path, hash_embedder: object) -
     skills = [Skill(name="a", description="send an email", body="x", level="subtask"),
               Skill(name="b", description="sum the column", body="y", format="text")]
     report = score_library(skills, TASKS, hash_embedder, tau=0.5)
-    assert report.summary["by_format"]["text"]["n"] == 2
+    assert report.summary["by_format"] == {"text": pytest.approx(report.summary["by_format"]["text"]),
+                                           "unknown": pytest.approx(report.summary["by_format"]["unknown"])}
+    assert report.summary["by_format"]["text"]["n"] == 1  # b says text; a says nothing
+    assert report.summary["by_level"]["subtask"]["n"] == 1
     assert report.tau == 0.5
     with pytest.raises(InputError, match="unknown output type"):
         write_report(report, tmp_path / "r.yaml")

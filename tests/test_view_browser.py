@@ -197,6 +197,38 @@ def test_transfer_graph_has_one_edge_per_transfer_event(tab, runs, server):
     assert tab.page.locator(".trajectory h1").inner_text().startswith(f"#{target + 1} ")
 
 
+def test_library_transfer_events_are_listed_beside_the_graph(browser, runs, tmp_path):
+    """A run over another run's frozen memory: the runs page counts its library transfers, the graph tab lists them
+    (no arc: they come from outside the stream) and the task list marks each retrieval "<- library"."""
+    from helpers_cli import run_tiny
+    from helpers_tinyenv import TEXT_SKILL, CounterScript
+
+    from skilltransfer.experiments.summary import library_label
+    from skilltransfer.llm.mock_server import MockServer
+
+    frozen = tmp_path / "runs" / "frozen"
+    with MockServer(replies=CounterScript(TEXT_SKILL)) as mock:
+        run_tiny(mock, frozen, "task+text", (3, 5), "--library", str(runs["subtask+code"] / "memory"))
+    folder = RunFolder(frozen)
+    events = transfer_events(folder.read_records(), library_label(folder.read_config().config))
+    assert events
+    assert {e.kind for e in events} == {"library"}
+    with ViewServer(Catalog([tmp_path / "runs"])) as server:
+        page = Page(browser, server.url)
+        try:
+            assert f"0 + {len(events)} library" in page.page.locator("table.runs").inner_text()
+            key = key_of(server, frozen)
+            page.go(f"#/run/{key}/graph")
+            assert page.page.locator("svg.transfer path.edge").count() == 0
+            assert f"{len(events)} library transfer events" in page.text()
+            assert page.page.locator("table.library tbody tr").count() == len(events)
+            page.go(f"#/run/{key}")
+            assert page.page.locator("li.transfer", has_text="library").count() == len(events)
+            assert not page.errors, page.errors
+        finally:
+            page.close()
+
+
 def test_trajectory_pages_render_every_step_kind_and_prompts_on_demand(tab, runs, server):
     tab.go(f"#/run/{key_of(server, runs['subtask+code'])}/task/2")
     kinds = set(tab.page.locator("article.step").evaluate_all("els => els.map(e => e.dataset.type)"))

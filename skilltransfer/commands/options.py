@@ -61,6 +61,7 @@ VOCABULARY: dict[str, Term] = {
     "--max-connections": Term("Most requests in flight per endpoint"),
     "--token-limit": Term("Stop starting tasks once this invocation's tasks used"),
     "--cost-limit": Term("Stop starting tasks once this invocation's tasks cost"),
+    "--top-k": Term("Skills retrieved per query"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""
 

@@ -1,5 +1,7 @@
-"""``skilltransfer score``: rank a skill library by relevance (the knn utility, skills inside the embedder's null
-last) or by utility (specificity x abstractness under ``--specificity``) against a task set."""
+"""``skilltransfer score``: rank a skill library against a task set, in one order on screen, in JSON and in CSV: by
+relevance (the knn utility, skills inside the embedder's null last; default) or by utility (specificity x
+abstractness under ``--specificity``), with both measures, what retrieval would do with each skill (nearest skill of
+how many tasks, in how many tasks' top-k) and its best-matching task."""
 
 from __future__ import annotations
 
@@ -9,58 +11,68 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
+from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import read_library
-from skilltransfer.metrics.scoring import SKILL_TEXTS, ScoreReport, SkillScore, score_library, write_report
-from skilltransfer.metrics.task_texts import load_task_texts
+from skilltransfer.metrics.retrieval import DEFAULT_TOP_K
+from skilltransfer.metrics.scoring import RANK_MEASURES, SKILL_TEXTS, ScoreReport, score_library, write_report
+from skilltransfer.metrics.task_texts import TaskText, load_tasks
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
 from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"
 
 
-def _domain(row: SkillScore) -> str:
-    return " ".join(flag for flag, on in (("NULL", row.null_off_domain), ("OFF", row.off_domain)) if on)
+def _groups(groups: dict[str, dict[str, float]], first: str, second: str) -> str:
+    return ", ".join(f"{name} {vals['mean_' + first]:.3f} / {vals['mean_' + second]:.3f} (n={vals['n']:g})"
+                     for name, vals in groups.items())
 
 
-def _print_report(report: ScoreReport, top: int | None, console: Console, rank: str = "relevance") -> None:
-    ranked = report.by_relevance() if rank == "relevance" else report.ranked()
-    shown = ranked[:top] if top else ranked
-    title = "by relevance: inside the null last, then knn utility" if rank == "relevance" else "by utility"
-    table = Table(title=f"Skill utility ({len(shown)} of {len(ranked)} skills, {title})")
-    table.add_column("rank", justify="right")
-    table.add_column("name", overflow="fold")
-    for column in ("relevance", "specificity", "abstractness", "utility", "best-match cos"):
-        table.add_column(column, justify="right")
-    table.add_column("domain")
-    for number, row in enumerate(shown, start=1):
-        table.add_row(str(number), row.name, f"{row.relevance:.3f}", f"{row.specificity:.3f}",
-                      f"{row.abstractness:.3f}", f"{row.utility:.3f}", f"{row.best_match:.3f}", _domain(row))
-    console.print(table)
+def _print_report(report: ScoreReport, top: int | None, console: Console) -> None:
+    rows = report.rows()
+    shown = rows[:top] if top else rows
+    console.print(Text(f"Skill ranking ({len(shown)} of {len(rows)} skills) by {report.rank_by}: "
+                       f"{report.ranking_rule()}"))
+    print_ranking(report, shown, console)
     summary = report.summary
     sample = f", {report.n_reference:,} sampled pairs" if report.sampled else ""
-    console.print(f"{summary['n_skills']} skills x {report.n_tasks} tasks | embedder {report.embedder} | "
-                  f"tau {report.tau:g} | specificity {report.specificity_mode}{sample} | "
-                  f"skill text {report.skill_text}")
-    console.print(f"utility mean {summary['mean_utility']:.3f}, median {summary['median_utility']:.3f} | "
-                  f"specificity mean {summary['mean_specificity']:.3f} | "
-                  f"abstractness mean {summary['mean_abstractness']:.3f}")
-    for key in ("by_level", "by_format"):
-        groups = ", ".join(f"{name} {vals['mean_utility']:.3f} (n={vals['n']})" for name, vals in summary[key].items())
-        console.print(f"mean utility {key.replace('_', ' ')}: {groups}")
-    console.print(f"off-domain (OFF): {summary['n_off_domain']} of {summary['n_skills']} skills have a best match "
-                  f"below {report.off_domain_threshold:.3f}, the 5th percentile of each task's cosine to its k-th "
-                  f"nearest task (k = {report.knn_k})")
-    console.print(f"inside the null (NULL): {summary['n_null_off_domain']} of {summary['n_skills']} skills have a "
-                  f"best match at or below {report.null_threshold:.3f}, the 0.95 quantile of off-topic texts' best "
-                  "matches over these tasks with this embedder")
+    ranked, other = (("relevance", "utility") if report.rank_by == "relevance" else ("utility", "relevance"))
+    names = {"relevance": "relevance", "utility": report.utility_header}
+    lines = [
+        f"{summary['n_skills']} skills x {report.n_tasks} tasks | embedder {report.embedder} | tau {report.tau:g} | "
+        f"specificity {report.specificity_mode}{sample} | skill text {report.skill_text}",
+        f"relevance = knn utility (knn specificity x abstractness); {report.utility_header} = "
+        f"{report.specificity_mode} specificity x abstractness",
+        " | ".join(f"{names[m]} mean {summary['mean_' + m]:.3f}, median {summary['median_' + m]:.3f}"
+                   for m in (ranked, other))
+        + f" | specificity mean {summary['mean_specificity']:.3f} | abstractness mean "
+          f"{summary['mean_abstractness']:.3f}",
+        *(f"mean {names[ranked]} / {names[other]} by {key[3:]}: {_groups(summary[key], ranked, other)}"
+          for key in ("by_level", "by_format")),
+    ]
+    retrieval = summary["retrieval"]
+    floor = f", cosine >= {report.min_score:g}" if report.min_score is not None else ""
+    empty = (f"; {retrieval['n_tasks_without_hit']} of {report.n_tasks} tasks retrieve none"
+             if report.min_score is not None else "")
+    lines.append(f"retrieval (each task's text as the query, top {report.top_k} by cosine with the skill's "
+                 f"{report.skill_text}{floor}): {retrieval['n_nearest_for_some_task']} of {summary['n_skills']} skills "
+                 f"are the nearest skill of some task (column nearest), {retrieval['n_in_no_top_k']} are in no task's "
+                 f"top {report.top_k} (column top-{report.top_k}){empty}")
+    lines.append(f"off-domain (OFF): {summary['n_off_domain']} of {summary['n_skills']} skills have a best match "
+                 f"below {report.off_domain_threshold:.3f}, the 5th percentile of each task's cosine to its k-th "
+                 f"nearest task (k = {report.knn_k})")
+    lines.append(f"inside the null (NULL): {summary['n_null_off_domain']} of {summary['n_skills']} skills have a "
+                 f"best match at or below {report.null_threshold:.3f}, the 0.95 quantile of off-topic texts' best "
+                 "matches over these tasks with this embedder")
+    for line in lines:
+        console.print(Text(line))
 
 
-def _task_texts(tasks: str, field: str | None, split: str | None) -> list[str]:
+def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
     """The instructions of ``--tasks``: an env's tasks when it names a registered env (and is no file here), else
     the file or folder's."""
     from skilltransfer.envs import registry
@@ -72,11 +84,11 @@ def _task_texts(tasks: str, field: str | None, split: str | None) -> list[str]:
                              f"{', '.join([*registry.ENVS, registry.OFFICEBENCH])})")
         if split is not None:
             raise InputError("--split selects an env's tasks: give --tasks an env name (apps, office, ...)")
-        return load_task_texts(tasks, field=field)
+        return load_tasks(tasks, field=field)
     if field is not None:
         raise InputError("--field reads a task file: with --tasks an env name, the tasks' instructions are used")
     env = registry.get_env(tasks)
-    return [task.instruction for task in env.tasks(split)]
+    return [TaskText(task.id, task.instruction) for task in env.tasks(split)]
 
 
 def score(
@@ -99,9 +111,15 @@ def score(
     top: Annotated[int | None, typer.Option(help="Show only the first N skills of the ranking (outputs keep all).")]
     = None,
     rank: Annotated[Literal["relevance", "utility"], typer.Option(
-        "--rank", help="The table's order: relevance (default: skills inside the embedder's null last, then the knn "
-        "utility, which ranks planted off-domain skills last) or utility (under --specificity; the paper's).")]
-    = "relevance",
+        "--rank", help="The one order of the table, the JSON and the CSV: relevance (default: skills inside the "
+        "embedder's null last, then the knn utility, which ranks planted off-domain skills last) or utility (under "
+        "--specificity; the paper's).")] = "relevance",
+    top_k: Annotated[int, typer.Option("--top-k", help="Skills retrieved per query, in the retrieval counts (each "
+                                                       "task's text is the query; the run's agent.top_k).")]
+    = DEFAULT_TOP_K,
+    min_score: Annotated[float | None, typer.Option(
+        "--min-score", help="Retrieval floor of the counts: hits below this cosine are dropped (the run's "
+        "agent.retrieval_min_score; default none, the paper's plain top-k).", rich_help_panel=_ADVANCED)] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (.json or .csv): the full report.")]
     = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the sampled task pairs (above 10^7 "
@@ -109,15 +127,20 @@ def score(
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
 ) -> ScoreReport:
-    """Rank skills by utility = specificity x abstractness against a set of task instructions (seed §6.1)."""
+    """Rank a skill library against a set of task instructions: relevance, utility = specificity x abstractness
+    (seed §6.1), retrieval counts and best-matching task per skill, in one order on screen and in the files."""
     if specificity not in SPECIFICITY_MODES:
         raise InputError(f"--specificity must be one of {', '.join(SPECIFICITY_MODES)}, got {specificity!r}")
     if skill_text not in SKILL_TEXTS:
         raise InputError(f"--skill-text must be one of {', '.join(SKILL_TEXTS)}, got {skill_text!r}")
     if not (math.isfinite(tau) and tau > 0):
         raise InputError(f"--tau must be a number > 0, got {tau}")
-    if rank not in ("relevance", "utility"):
+    if rank not in RANK_MEASURES:
         raise InputError(f"--rank must be relevance or utility, got {rank!r}")
+    if top_k < 1:
+        raise InputError(f"--top-k must be >= 1, got {top_k}")
+    if min_score is not None and not (math.isfinite(min_score) and -1 <= min_score <= 1):
+        raise InputError(f"--min-score must be a cosine in [-1, 1], got {min_score}")
     if top is not None and top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
     if out is not None and out.suffix not in (".json", ".csv"):
@@ -126,19 +149,21 @@ def score(
         check_output_path(out, flag="--out", folder=False)
     read = read_library(library).all_read()  # a library with a skill that cannot be read is refused
     skills = read.skills
-    task_texts = _task_texts(str(tasks), field, split)
+    task_set = _tasks(str(tasks), field, split)
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False
     model = make_embedder(embedder, cache=embed_cache)
     try:
-        report = score_library(skills, task_texts, model, tau=tau, specificity_mode=specificity, text=skill_text,
-                               seed=seed)
+        report = score_library(skills, [task.text for task in task_set], model, tau=tau,
+                               specificity_mode=specificity, text=skill_text, seed=seed,
+                               task_ids=[task.id for task in task_set], rank_by=rank, top_k=top_k,
+                               min_score=min_score)
     finally:
         close = getattr(model, "close", None)
         if close is not None:
             close()
-    _print_report(report, top, Console(), rank)
+    _print_report(report, top, Console())
     for line in read.left_out():  # per skill, what of its package the agent would not be shown
         Console(stderr=True).print(f"left out: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
     if out is not None:

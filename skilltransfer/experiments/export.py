@@ -6,9 +6,10 @@ the runs exported together (dotted ``config.json`` keys, e.g. ``order_seed``, ``
 ``model.params.temperature``), and the task's record: position, id, difficulty, template, success, reward, exit
 status, steps, subtasks, latency, model calls, prompt / completion / reasoning tokens, ``cost_usd`` (None without a
 price), the skills it retrieved (``retrieved_skills``, ids in order), the skills it retrieved that an earlier task of
-the run had induced (``transferred_skills``, names: the transfer events of `transfer_events`, the one definition
-``show``, ``view`` and ``report`` use), and the skills it induced (``induced_skills``). List columns are lists in
-parquet and jsonl and JSON text in CSV.
+the run had induced (``transferred_skills``, names: the within-run transfer events of `transfer_events`, the one
+definition ``show``, ``view`` and ``report`` use), the skills of the run's frozen library it retrieved
+(``library_transferred_skills``, names: its library transfer events), and the skills it induced
+(``induced_skills``). List columns are lists in parquet and jsonl and JSON text in CSV.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.runs import find_runs
 from skilltransfer.experiments.runlog import RunConfigLog, RunFolder, TaskRecord
-from skilltransfer.experiments.summary import transfer_events
+from skilltransfer.experiments.summary import LIBRARY, WITHIN_RUN, library_label, transfer_events
 
 if TYPE_CHECKING:
     import pandas as pd
 
 ExportFormat = Literal["csv", "parquet", "jsonl"]
-LIST_COLUMNS = ("retrieved_skills", "transferred_skills", "induced_skills")
+LIST_COLUMNS = ("retrieved_skills", "transferred_skills", "library_transferred_skills", "induced_skills")
 SKIPPED_SETTINGS = ("run", "runs_dir")
 """Config keys that name every run apart and are not settings (the ``run`` and ``path`` columns say them)."""
 
@@ -49,7 +50,7 @@ def _settings(log: RunConfigLog) -> dict[str, Any]:
     return flat
 
 
-def _task_row(record: TaskRecord, transferred: list[str]) -> dict[str, Any]:
+def _task_row(record: TaskRecord, transferred: list[str], from_library: list[str]) -> dict[str, Any]:
     return {"position": record.position, "task_id": record.task_id, "difficulty": record.difficulty,
             "template": record.template, "success": record.success, "reward": record.reward,
             "exit_status": record.exit_status, "steps": record.steps, "subtasks": record.subtasks,
@@ -57,7 +58,7 @@ def _task_row(record: TaskRecord, transferred: list[str]) -> dict[str, Any]:
             "completion_tokens": record.completion_tokens, "reasoning_tokens": record.reasoning_tokens,
             "tokens": record.prompt_tokens + record.completion_tokens, "cost_usd": record.cost_usd,
             "retrieved_skills": list(dict.fromkeys(s.skill_id for s in record.retrieved)),
-            "transferred_skills": transferred,
+            "transferred_skills": transferred, "library_transferred_skills": from_library,
             "induced_skills": [i.skill_id for i in record.induced if i.status == "added" and i.skill_id]}
 
 
@@ -79,10 +80,11 @@ def task_rows(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         head: dict[str, Any] = {"run": config.run, "path": str(folder), "env": config.env.display_label,
                                 "model": config.model.report_label, "condition": config.condition_label()}
         head.update({key: setting.get(key) for key in differing})
-        by_task: dict[str, list[str]] = {}
-        for event in transfer_events(records):
-            by_task.setdefault(event.target_task_id, []).append(event.skill_name)
-        rows += [{**head, **_task_row(record, by_task.get(record.task_id, []))} for record in records]
+        by_task: dict[tuple[str, str], list[str]] = {}
+        for event in transfer_events(records, library_label(config)):
+            by_task.setdefault((event.kind, event.target_task_id), []).append(event.skill_name)
+        rows += [{**head, **_task_row(record, by_task.get((WITHIN_RUN, record.task_id), []),
+                                      by_task.get((LIBRARY, record.task_id), []))} for record in records]
     return rows
 
 
@@ -114,7 +116,8 @@ def write_export(frame: pd.DataFrame, out: Path, fmt: ExportFormat) -> None:
                 flat[column] = flat[column].map(json.dumps)
         atomic_write_text(out, flat.to_csv(index=False))
     elif fmt == "jsonl":
-        atomic_write_text(out, frame.to_json(orient="records", lines=True) + ("\n" if len(frame) else ""))
+        text = frame.to_json(orient="records", lines=True)  # pandas >= 3 ends it with a newline, older ones not
+        atomic_write_text(out, text + ("\n" if len(frame) and not text.endswith("\n") else ""))
     elif fmt == "parquet":
         try:
             import pyarrow  # noqa: F401 - pandas' parquet engine

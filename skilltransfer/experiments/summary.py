@@ -25,48 +25,91 @@ from skilltransfer.experiments.runlog import (
     message_id,
     reply_message,
 )
+from skilltransfer.memory.distractors import DISTRACTOR_SOURCE
 from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
 
 
+WITHIN_RUN = "within-run"
+"""A transfer event of a skill an earlier task of the same run induced."""
+LIBRARY = "library"
+"""A transfer event of a skill from a frozen library: another run's memory or a library the run was given."""
+
+
 @dataclass(frozen=True)
 class TransferEvent:
-    """A task retrieved a skill that an earlier task of the same run induced (cross-task transfer; `transfer_events`
-    is the definition)."""
+    """A task retrieved a skill that an earlier task of the same run induced (``kind`` within-run), or a skill from
+    the run's frozen library (``kind`` library); `transfer_events` is the definition."""
 
     target_position: int
     target_task_id: str
     target_success: bool
     skill_name: str
-    source_position: int
-    source_task_id: str
+    source_position: int | None
+    """Within-run: the stream position of the task that induced the skill; library: None (the skill came from
+    outside this run's stream)."""
+    source_task_id: str | None
+    """Within-run: the inducing task; library: the task the skill names as its source in the run it was induced in
+    (None when it names none, e.g. a hand-written library)."""
     skill_id: str = ""
     score: float = 0.0
     """The retrieval's best score in the target task (its subtasks may retrieve the skill more than once)."""
+    kind: str = WITHIN_RUN
+    """`WITHIN_RUN` or `LIBRARY`."""
+    source: str = ""
+    """Library events: the library (`library_label`); within-run events: ""."""
 
 
-def transfer_events(records: list[TaskRecord]) -> list[TransferEvent]:
+def library_label(config: StreamConfig) -> str | None:
+    """The frozen library of a run as transfer events name it, or None when the run has none: ``run X`` for another
+    run's memory folder (``X/memory``; X relative to the runs folder when inside it), else ``library PATH``; a
+    snapshot adds ``@K`` (its first K tasks)."""
+    if config.library is None:
+        return None
+    path = Path(config.library)
+    if config.runs_dir is not None and path.is_absolute() and path.is_relative_to(config.runs_dir):
+        path = path.relative_to(config.runs_dir)
+    snapshot = f"@{config.library_snapshot}" if config.library_snapshot is not None else ""
+    if path.name == "memory" and path.parent != path:
+        return f"run {path.parent.as_posix()}{snapshot}"
+    return f"library {path.as_posix()}{snapshot}"
+
+
+def transfer_events(records: list[TaskRecord], library: str | None = None) -> list[TransferEvent]:
     """The transfer events of a run: the one definition that ``show``, ``view``, ``report`` and ``export`` count
     (docs/metrics.md, "transfer event").
 
-    One event per (task, skill) where the task retrieved a skill that an *earlier* task of the same run induced
-    (added, or merged into; the source is the first such task), in stream order. A skill retrieved by several
-    subtasks of one task counts once (at its best score); a skill induced and retrieved within one task is no
-    transfer; skills the run did not induce (a library it was given, a frozen memory) are none. The outcome of the
-    target task is recorded, not required (the paper's Fig. 6: a skill induced earlier is retrieved later).
+    One event per (task, skill) where the task retrieved
+
+    * a skill that an *earlier* task of the same run induced (added, or merged into; the source is the first such
+      task): a **within-run** event; a skill induced and retrieved within one task is none;
+    * a skill of the run's frozen library (``library``: `library_label` of its config; another run's memory or a
+      library it was given), i.e. one no task of this run induced: a **library** event, source the library (and the
+      skill's own source task, when it records one). A planted distractor (``distractors``, source
+      ``distractor/...``) is none: it is noise added to the library, not a skill anyone induced or curated.
+
+    In stream order; a skill retrieved by several subtasks of one task counts once (at its best score). Without
+    ``library`` (a growing memory, or an older caller), only within-run events. The outcome of the target task is
+    recorded, not required (the paper's Fig. 6: a skill induced earlier is retrieved later).
     """
     induced_by: dict[str, TaskRecord] = {}
     events: list[TransferEvent] = []
     for record in sorted(records, key=lambda r: r.position):
         best: dict[str, RetrievedSkill] = {}  # first-retrieval order, best score
         for hit in record.retrieved:
-            if hit.skill_id in induced_by and (hit.skill_id not in best or hit.score > best[hit.skill_id].score):
+            counts = hit.skill_id in induced_by or (
+                library is not None and not (hit.source_task_id or "").startswith(DISTRACTOR_SOURCE))
+            if counts and (hit.skill_id not in best or hit.score > best[hit.skill_id].score):
                 best[hit.skill_id] = hit
         for skill_id, hit in best.items():
-            source = induced_by[skill_id]
-            events.append(TransferEvent(record.position, record.task_id, record.success, hit.name, source.position,
-                                        source.task_id, skill_id, hit.score))
+            source = induced_by.get(skill_id)
+            if source is not None:
+                events.append(TransferEvent(record.position, record.task_id, record.success, hit.name,
+                                            source.position, source.task_id, skill_id, hit.score))
+            else:
+                events.append(TransferEvent(record.position, record.task_id, record.success, hit.name, None,
+                                            hit.source_task_id, skill_id, hit.score, LIBRARY, library or ""))
         for induction in record.induced:
             for induced_id in (induction.skill_id, induction.target_id):
                 if induction.status in ("added", "merged") and induced_id is not None:
@@ -129,7 +172,8 @@ class RunSummary:
     """The run log's format version (an older one is shown and reported, not resumed)."""
     tokens_by_role: dict[str, dict[str, int]] = field(default_factory=dict)
     transfers: list[TransferEvent] = field(default_factory=list)
-    """Retrievals of skills induced earlier in the same run (see `transfer_events`)."""
+    """Retrievals of skills induced earlier in the same run and of skills from its frozen library (`transfer_events`;
+    ``kind`` tells them apart)."""
     coordination: dict[str, int] = field(default_factory=dict)
     """A coordinated run's totals (`coordination_totals`); empty otherwise."""
     reasoning_tokens: int = 0
@@ -213,7 +257,7 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {}),
                   **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
         format_version=log.format_version, harness=_harness(log.config),
-        transfers=transfer_events(records), coordination=coordination_totals(records))
+        transfers=transfer_events(records, library_label(log.config)), coordination=coordination_totals(records))
 
 
 def run_cost(records: Sequence[TaskRecord]) -> float | None:
@@ -284,18 +328,32 @@ def _number(position: Any) -> str:
 
 
 def _transfer_text(events: list[TransferEvent], shown: int = 5) -> str:
-    if not events:
-        return "no task retrieved a skill induced earlier in this run"
-    targets = {e.target_position: e.target_success for e in events}
-    lines = [f"{len(events)} events in {len(targets)} tasks ({sum(targets.values())} solved): "
-             "later tasks retrieved skills induced earlier in this run"]
-    for e in events[:shown]:
-        lines.append(f"  task {e.target_position + 1} {e.target_task_id} "
+    within = [e for e in events if e.kind == WITHIN_RUN]
+    library = [e for e in events if e.kind == LIBRARY]
+    lines = [_events_line(within, "events", "later tasks retrieved skills induced earlier in this run") if within
+             else "no task retrieved a skill induced earlier in this run"]
+    for e in within[:shown]:
+        lines.append(f"  task {_number(e.target_position)} {e.target_task_id} "
                      f"[{'success' if e.target_success else 'failure'}] <- {e.skill_name!r} from task "
-                     f"{e.source_position + 1} {e.source_task_id}")  # task numbers are 1-based where people read them
-    if len(events) > shown:
-        lines.append(f"  ... {len(events) - shown} more (show --json lists all)")
+                     f"{_number(e.source_position)} {e.source_task_id}")  # 1-based where people read them
+    if len(within) > shown:
+        lines.append(f"  ... {len(within) - shown} more (show --json lists all)")
+    if library:
+        sources = ", ".join(dict.fromkeys(e.source for e in library))
+        lines.append(_events_line(library, "library transfer events",
+                                  f"tasks retrieved skills of the frozen library ({sources})"))
+        for e in library[:shown]:
+            origin = f" (induced on {e.source_task_id} there)" if e.source_task_id else ""
+            lines.append(f"  task {_number(e.target_position)} {e.target_task_id} "
+                         f"[{'success' if e.target_success else 'failure'}] <- {e.skill_name!r}{origin}")
+        if len(library) > shown:
+            lines.append(f"  ... {len(library) - shown} more (show --json lists all)")
     return "\n".join(lines)
+
+
+def _events_line(events: list[TransferEvent], name: str, what: str) -> str:
+    targets = {e.target_position: e.target_success for e in events}
+    return f"{len(events)} {name} in {len(targets)} tasks ({sum(targets.values())} solved): {what}"
 
 
 # --------------------------------------------------------------------------------------------- trajectories

@@ -73,6 +73,11 @@ _DOMAINS: list[tuple[str, list[tuple[str, str, str, str]]]] = [
 ]
 
 
+DISTRACTOR_SOURCE = "distractor/"
+"""The start of a distracting skill's ``provenance.source_task_id`` (``distractor/<domain>``): what tells it apart in
+the records (a retrieval of one is no transfer event)."""
+
+
 def distractor_skills(n: int) -> list[Skill]:
     """The first ``n`` distracting skills.
 
@@ -92,7 +97,7 @@ def distractor_skills(n: int) -> list[Skill]:
                         f"3. Check the result and note {outputs}.")
                 pool.append(Skill(name=f"{name}{suffix}", description=what, body=body, inputs=inputs.capitalize(),
                                   outputs=outputs.capitalize(),
-                                  provenance=Provenance(source_task_id=f"distractor/{domain}")))
+                                  provenance=Provenance(source_task_id=f"{DISTRACTOR_SOURCE}{domain}")))
     return pool[:n]
 
 

@@ -1,4 +1,5 @@
-"""Score a skill library against a task set: per-skill utility rows, a summary, and JSON/CSV reports."""
+"""Score a skill library against a task set: per-skill utility, relevance and retrieval counts in one ranking, a
+summary, and JSON/CSV reports that list the skills in the order the screen shows."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from skilltransfer.errors import InputError
 from skilltransfer.metrics.null_texts import NULL_ID, NULL_TEXTS
+from skilltransfer.metrics.retrieval import DEFAULT_TOP_K, RetrievalAccumulator
 from skilltransfer.metrics.utility import (
     DEFAULT_TAU,
     NULL_QUANTILE,
@@ -26,10 +28,20 @@ from skilltransfer.protocols import Embedder
 from skilltransfer.skill import Skill
 from skilltransfer.util.files import atomic_write_text
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION = 2
+"""Version 2: ``skills`` in the order of ``ranking`` (with ``rank``), retrieval counts, best-matching task, unknown
+level/format; version 1 listed skills by utility whatever the screen showed."""
 SKILL_TEXTS = ("description", "description+body")
 """What of a skill is embedded: its description (default; it is what retrieval matches, seed §3.2) or
 description + body (long bodies are truncated by the embedder, 256 word pieces for MiniLM)."""
+RANK_MEASURES = ("relevance", "utility")
+"""What ``score`` ranks by: relevance (default) or the utility of ``--specificity``."""
+UNKNOWN = "unknown"
+"""The level or format of a skill whose source does not give one (the skill model's defaults are not reported)."""
+SHORT_INSTRUCTION_CHARS = 120
+"""The best-matching task's instruction in JSON/CSV: whitespace collapsed, at most this many characters."""
+UTILITY_HEADERS = {"pairs": "pair utility", "nearest": "nearest utility", "knn": "knn utility"}
+"""The screen header of the ``utility`` column under each specificity mode."""
 
 
 def skill_text(skill: Skill, text: str = "description") -> str:
@@ -41,25 +53,70 @@ def skill_text(skill: Skill, text: str = "description") -> str:
     raise ValueError(f"unknown skill text {text!r}; choose one of {', '.join(SKILL_TEXTS)}")
 
 
+def declared(skill: Skill, field_name: str) -> str:
+    """The skill's ``level`` or ``format`` as its source gave it, or `UNKNOWN` when the source did not say (a SKILL.md
+    without that key: the skill model then holds its default, task / text, which is no finding about the skill)."""
+    return str(getattr(skill, field_name)) if field_name in skill.model_fields_set else UNKNOWN
+
+
+def short_instruction(text: str, limit: int = SHORT_INSTRUCTION_CHARS) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "\u2026"
+
+
 @dataclass(frozen=True)
 class SkillScore:
-    """One skill's utility components."""
+    """One skill's utility components, relevance and retrieval counts."""
 
     id: str
     name: str
     description: str
     level: str
+    """As the source gave it, or "unknown" (`declared`)."""
     format: str
+    """As the source gave it, or "unknown" (`declared`)."""
     specificity: float
     abstractness: float
     utility: float
+    """specificity x abstractness under the report's specificity mode ("pairs": the paper's utility)."""
     best_match: float
     off_domain: bool = False
     """Best match below the task set's own 5th-percentile k-th-neighbour cosine (see ``metrics.utility``)."""
     relevance: float = 0.0
-    """The "knn" utility, whatever the mode: the ranking ``score`` shows first."""
+    """The "knn" utility, whatever the mode (the default ranking, with skills inside the null last)."""
     null_off_domain: bool = False
     """Best match inside the embedder's null: at or below `ScoreReport.null_threshold`."""
+    nearest_tasks: int = 0
+    """Tasks whose nearest skill this is (`skilltransfer.metrics.retrieval`)."""
+    top_k_tasks: int = 0
+    """Tasks whose top-k retrieved skills include this one."""
+    best_task_id: str = ""
+    """The task this skill matches best (its cosine is ``best_match``)."""
+    best_task_instruction: str = ""
+    """That task's instruction, short (`short_instruction`)."""
+
+
+@dataclass(frozen=True)
+class ScoreColumn:
+    """One column of a skill row: its JSON key and CSV column, its screen header, and whether and how long it stays
+    on a narrow screen. Adding a measure to ``score`` is adding a `SkillScore` field and a column here."""
+
+    key: str
+    header: str
+    priority: int | None = None
+    """Screen: columns with the largest priority go first when the table is too wide; None: files only."""
+    numeric: bool = True
+    files: bool = True
+    """Whether the JSON and CSV carry it (False: a screen-only view of other columns)."""
+
+    def cell(self, value: Any) -> str:
+        """The screen text of a value of this column."""
+        if isinstance(value, bool):
+            return "yes" if value else ""
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        return str(value)
 
 
 @dataclass
@@ -76,6 +133,7 @@ class ScoreReport:
     sampled: bool
     seed: int
     skills: list[SkillScore]
+    """In library order; `ranking` gives the report's one order."""
     summary: dict[str, Any] = field(default_factory=dict)
     knn_k: int = 0
     """Neighbour rank k of the off-domain reference (and of "knn" specificity)."""
@@ -83,6 +141,12 @@ class ScoreReport:
     """Best matches below this cosine are flagged off-domain."""
     null_threshold: float = float("nan")
     """The embedder's null: the 0.95 quantile of off-topic texts' best matches over these tasks."""
+    rank_by: str = "relevance"
+    """The one ranking of the screen, the JSON and the CSV: relevance or utility (`RANK_MEASURES`)."""
+    top_k: int = DEFAULT_TOP_K
+    """Skills retrieved per task in the retrieval counts."""
+    min_score: float | None = None
+    """The retrieval floor of the counts (None: plain top-k)."""
 
     def ranked(self) -> list[SkillScore]:
         """Skills by descending utility (ties: by name)."""
@@ -91,6 +155,50 @@ class ScoreReport:
     def by_relevance(self) -> list[SkillScore]:
         """Skills inside the embedder's null last, then by descending relevance ("knn" utility; ties: by name)."""
         return sorted(self.skills, key=lambda row: (row.null_off_domain, -row.relevance, row.name))
+
+    def ranking(self) -> list[SkillScore]:
+        """The report's one order (``rank_by``): what the screen, the JSON and the CSV list."""
+        return self.by_relevance() if self.rank_by == "relevance" else self.ranked()
+
+    def ranking_rule(self) -> str:
+        """The ranking in words."""
+        if self.rank_by == "relevance":
+            return ("skills whose best match lies inside the embedder's null last, then by descending relevance "
+                    "(the knn utility); ties by name")
+        return (f"by descending utility ({self.specificity_mode} specificity x abstractness); ties by name")
+
+    @property
+    def utility_header(self) -> str:
+        """The name of the ``utility`` column on screen (it says which specificity made it)."""
+        return UTILITY_HEADERS.get(self.specificity_mode, f"{self.specificity_mode} utility")
+
+    def columns(self) -> list[ScoreColumn]:
+        """A skill row's columns in screen order (the ranked measure first); JSON keys and CSV columns follow it."""
+        measures = {"relevance": ScoreColumn("relevance", "relevance", 0),
+                    "utility": ScoreColumn("utility", self.utility_header, 0)}
+        ranked, other = measures[self.rank_by], measures["utility" if self.rank_by == "relevance" else "relevance"]
+        return [ScoreColumn("rank", "rank", 0), ScoreColumn("name", "name", 0, numeric=False), ranked,
+                ScoreColumn(other.key, other.header, 1),
+                ScoreColumn("nearest_tasks", "nearest", 2), ScoreColumn("top_k_tasks", f"top-{self.top_k}", 2),
+                ScoreColumn("best_match", "best cos", 4), ScoreColumn("best_task_id", "best task", 5, numeric=False),
+                ScoreColumn("specificity", "specificity", 6), ScoreColumn("abstractness", "abstractness", 6),
+                ScoreColumn("level", "level", 7, numeric=False), ScoreColumn("format", "format", 7, numeric=False),
+                ScoreColumn("domain", "domain", 3, numeric=False, files=False),
+                ScoreColumn("off_domain", "off-domain"), ScoreColumn("null_off_domain", "inside null"),
+                ScoreColumn("id", "id", numeric=False), ScoreColumn("description", "description", numeric=False),
+                ScoreColumn("best_task_instruction", "best task instruction", numeric=False)]
+
+    def rows(self, *, files: bool = False) -> list[dict[str, Any]]:
+        """One dict per skill in `ranking` order, keyed by `columns` (``domain``: "NULL", "OFF", both or ""); with
+        ``files``, only the columns the JSON and CSV carry."""
+        columns = [column for column in self.columns() if column.files or not files]
+        out = []
+        for rank, row in enumerate(self.ranking(), start=1):
+            values = {**asdict(row), "rank": rank,
+                      "domain": " ".join(flag for flag, on in (("NULL", row.null_off_domain),
+                                                                ("OFF", row.off_domain)) if on)}
+            out.append({column.key: values[column.key] for column in columns})
+        return out
 
     def null_rule(self) -> dict[str, Any]:
         """How the absolute off-domain flag was decided (recorded in the JSON report)."""
@@ -104,29 +212,34 @@ class ScoreReport:
                         "nearest other task", "k": self.knn_k, "quantile": OFF_DOMAIN_QUANTILE,
                 "threshold": self.off_domain_threshold}
 
+    def retrieval_rule(self) -> dict[str, Any]:
+        """How the retrieval counts were made (recorded in the JSON report)."""
+        floor = f", hits below cosine {self.min_score:g} dropped" if self.min_score is not None else ""
+        return {"rule": f"each task's text is the query; skills ranked by cosine with their {self.skill_text} (the "
+                        f"run's embedding retrieval), top {self.top_k}{floor}; ties by library order",
+                "top_k": self.top_k, "min_score": self.min_score}
+
     def to_dict(self) -> dict[str, Any]:
-        keys = ("id", "name", "description", "level", "format", "specificity", "abstractness", "utility", "best_match",
-                "off_domain", "relevance", "null_off_domain")
         return {"format_version": REPORT_FORMAT_VERSION, "embedder": self.embedder, "tau": self.tau,
                 "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                 "n_reference": self.n_reference, "sampled": self.sampled, "seed": self.seed,
+                "ranking": {"by": self.rank_by, "rule": self.ranking_rule()},
                 "off_domain_rule": self.off_domain_rule(), "null_rule": self.null_rule(),
-                "skills": [{key: asdict(row)[key] for key in keys} for row in self.ranked()],
-                "summary": self.summary}
+                "retrieval_rule": self.retrieval_rule(), "skills": self.rows(files=True), "summary": self.summary}
 
     def to_csv(self) -> str:
-        """One row per skill (ranked), with the settings repeated on every row so each row stands alone."""
+        """One row per skill in `ranking` order, with the settings repeated on every row so each row stands alone."""
+        keys = [column.key for column in self.columns() if column.files]
+        settings = {"ranked_by": self.rank_by, "embedder": self.embedder, "tau": self.tau,
+                    "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
+                    "top_k": self.top_k, "min_score": "" if self.min_score is None else self.min_score,
+                    "off_domain_threshold": self.off_domain_threshold, "null_threshold": self.null_threshold}
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["rank", "id", "name", "level", "format", "specificity", "abstractness", "utility",
-                         "best_match", "off_domain", "description", "embedder", "tau", "specificity_mode", "skill_text",
-                         "n_tasks", "off_domain_threshold", "relevance", "null_off_domain", "null_threshold"])
-        for rank, row in enumerate(self.ranked(), start=1):
-            writer.writerow([rank, row.id, row.name, row.level, row.format, row.specificity, row.abstractness,
-                             row.utility, row.best_match, str(row.off_domain).lower(), row.description, self.embedder,
-                             self.tau, self.specificity_mode, self.skill_text, self.n_tasks,
-                             self.off_domain_threshold, row.relevance, str(row.null_off_domain).lower(),
-                             self.null_threshold])
+        writer.writerow([*keys, *settings])
+        for row in self.rows(files=True):
+            writer.writerow([str(row[key]).lower() if isinstance(row[key], bool) else row[key] for key in keys]
+                            + list(settings.values()))
         return buffer.getvalue()
 
 
@@ -135,28 +248,38 @@ def _group_means(rows: list[SkillScore], key: str) -> dict[str, dict[str, float]
     for row in rows:
         groups.setdefault(getattr(row, key), []).append(row)
     return {name: {"n": len(members),
+                   "mean_relevance": float(np.mean([r.relevance for r in members])),
                    "mean_utility": float(np.mean([r.utility for r in members])),
                    "mean_specificity": float(np.mean([r.specificity for r in members])),
                    "mean_abstractness": float(np.mean([r.abstractness for r in members]))}
             for name, members in sorted(groups.items())}
 
 
-def summarize(rows: list[SkillScore], n_tasks: int) -> dict[str, Any]:
-    """Library-level summary: counts, mean/median utility, component means, and means by level and by format."""
+def summarize(rows: list[SkillScore], n_tasks: int, tasks_without_hit: int = 0) -> dict[str, Any]:
+    """Library-level summary: counts, mean/median relevance and utility, component means, means by level and by
+    format, and what retrieval does with the library."""
     utilities = np.array([r.utility for r in rows])
+    relevances = np.array([r.relevance for r in rows])
     return {"n_skills": len(rows), "n_tasks": n_tasks,
+            "mean_relevance": float(relevances.mean()), "median_relevance": float(np.median(relevances)),
             "mean_utility": float(utilities.mean()), "median_utility": float(np.median(utilities)),
             "mean_specificity": float(np.mean([r.specificity for r in rows])),
             "mean_abstractness": float(np.mean([r.abstractness for r in rows])),
             "mean_best_match": float(np.mean([r.best_match for r in rows])),
             "n_off_domain": sum(r.off_domain for r in rows),
             "n_null_off_domain": sum(r.null_off_domain for r in rows),
+            "retrieval": {"n_nearest_for_some_task": sum(r.nearest_tasks > 0 for r in rows),
+                          "n_in_no_top_k": sum(r.top_k_tasks == 0 for r in rows),
+                          "n_tasks_without_hit": tasks_without_hit},
             "by_level": _group_means(rows, "level"), "by_format": _group_means(rows, "format")}
 
 
 def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: Embedder, *, tau: float = DEFAULT_TAU,
-                  specificity_mode: str = "pairs", text: str = "description", seed: int = 0) -> ScoreReport:
-    """Embed skills and tasks with ``embedder`` and compute every skill's utility (seed §6.1).
+                  specificity_mode: str = "pairs", text: str = "description", seed: int = 0,
+                  task_ids: Sequence[str] | None = None, rank_by: str = "relevance", top_k: int = DEFAULT_TOP_K,
+                  min_score: float | None = None) -> ScoreReport:
+    """Embed skills and tasks with ``embedder`` and compute every skill's utility (seed §6.1), relevance and
+    retrieval counts (`skilltransfer.metrics.retrieval`).
 
     Args:
         skills: the library (at least one skill).
@@ -166,6 +289,10 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
         specificity_mode: "pairs" (paper), "nearest" or "knn".
         text: "description" (default; what retrieval matches) or "description+body".
         seed: pair-sampling seed (used only above 10^7 task pairs).
+        task_ids: the tasks' ids, as the report names a skill's best-matching task (default: 1, 2, ...).
+        rank_by: the report's one ranking, "relevance" or "utility".
+        top_k: skills retrieved per task in the retrieval counts.
+        min_score: the retrieval floor of the counts (None: plain top-k).
     """
     if not skills:
         raise ValueError("no skills to score")
@@ -175,20 +302,32 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
         raise ValueError(f"unknown specificity mode {specificity_mode!r}")
     if not tau > 0:
         raise ValueError(f"tau must be > 0, got {tau}")
+    if rank_by not in RANK_MEASURES:
+        raise ValueError(f"unknown ranking {rank_by!r}; choose one of {', '.join(RANK_MEASURES)}")
+    ids = [str(n) for n in range(1, len(task_texts) + 1)] if task_ids is None else [str(i) for i in task_ids]
+    if len(ids) != len(task_texts):
+        raise ValueError(f"{len(ids)} task ids for {len(task_texts)} task texts")
     skill_vecs = embedder.embed([skill_text(skill, text) for skill in skills])
     task_vecs = embedder.embed(list(task_texts))
-    scores = utility_scores(skill_vecs, task_vecs, tau=tau, specificity_mode=specificity_mode, seed=seed)
+    retrieval = RetrievalAccumulator(len(skills), len(task_texts), k=top_k, min_score=min_score)
+    scores = utility_scores(skill_vecs, task_vecs, tau=tau, specificity_mode=specificity_mode, seed=seed,
+                            on_tile=retrieval.add)  # one pass over the cosines for both
+    counts = retrieval.counts()
     null = null_threshold(embedder.embed(list(NULL_TEXTS)), task_vecs)
-    rows = [SkillScore(id=skill.id, name=skill.name, description=skill.description, level=skill.level,
-                       format=skill.format, specificity=float(scores.specificity[i]),
+    rows = [SkillScore(id=skill.id, name=skill.name, description=skill.description, level=declared(skill, "level"),
+                       format=declared(skill, "format"), specificity=float(scores.specificity[i]),
                        abstractness=float(scores.abstractness[i]), utility=float(scores.utility[i]),
                        best_match=float(scores.best_match[i]), off_domain=bool(scores.off_domain[i]),
-                       relevance=float(scores.relevance[i]), null_off_domain=bool(scores.best_match[i] <= null))
+                       relevance=float(scores.relevance[i]), null_off_domain=bool(scores.best_match[i] <= null),
+                       nearest_tasks=int(counts.nearest[i]), top_k_tasks=int(counts.in_top_k[i]),
+                       best_task_id=ids[int(counts.best_task[i])],
+                       best_task_instruction=short_instruction(task_texts[int(counts.best_task[i])]))
             for i, skill in enumerate(skills)]
     return ScoreReport(embedder=str(embedder.id), tau=float(tau), specificity_mode=specificity_mode, skill_text=text,
                        n_tasks=len(task_texts), n_reference=scores.n_reference, sampled=scores.sampled, seed=seed,
-                       skills=rows, summary=summarize(rows, len(task_texts)), knn_k=scores.knn_k,
-                       off_domain_threshold=scores.off_domain_threshold, null_threshold=null)
+                       skills=rows, summary=summarize(rows, len(task_texts), counts.tasks_without_hit),
+                       knn_k=scores.knn_k, off_domain_threshold=scores.off_domain_threshold, null_threshold=null,
+                       rank_by=rank_by, top_k=top_k, min_score=min_score)
 
 
 def write_report(report: ScoreReport, path: str | Path) -> Path:

@@ -1,9 +1,11 @@
-"""Load task instructions (the N texts skill utility is measured against) from the common on-disk layouts."""
+"""Load task instructions (the N texts skill utility is measured against) from the common on-disk layouts, each with
+an id (`TaskText`) that reports can name."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,27 @@ from skilltransfer.util.files import iter_jsonl, read_text
 
 TEXT_FIELDS = ("instruction", "task", "query", "text")
 """Fields tried in order when ``field`` is not given."""
+ID_FIELDS = ("id", "task_id")
+"""Fields a record's id is read from (the first present that is a string or an integer)."""
+
+
+@dataclass(frozen=True)
+class TaskText:
+    """One task instruction and the id a report names it by."""
+
+    id: str
+    text: str
+
+
+def _record_id(record: Any, fallback: str) -> str:
+    if isinstance(record, dict):
+        for name in ID_FIELDS:
+            value = record.get(name)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            if isinstance(value, int) and not isinstance(value, bool):
+                return str(value)
+    return fallback
 
 
 def _pick_field(record: dict[str, Any], field: str | None, path: Path, line: int | None) -> str:
@@ -43,7 +66,7 @@ def _text_of(record: Any, field: str | None, path: Path, line: int | None) -> st
     return text.strip()
 
 
-def _load_jsonl(path: Path, field: str | None) -> list[str]:
+def _load_jsonl(path: Path, field: str | None) -> list[TaskText]:
     texts = []
     for number, raw in iter_jsonl(path):
         try:
@@ -54,24 +77,27 @@ def _load_jsonl(path: Path, field: str | None) -> list[str]:
             raise InputError(f"expected a JSON object, got {type(record).__name__}", path=path, line=number)
         if field is None:  # the first record decides the field; every later record must have it
             field = _pick_field(record, None, path, number)
-        texts.append(_text_of(record, field, path, number))
+        texts.append(TaskText(_record_id(record, f"line {number}"), _text_of(record, field, path, number)))
     return texts
 
 
-def _load_json(path: Path, field: str | None) -> list[str]:
+def _load_json(path: Path, field: str | None, name: str | None = None) -> list[TaskText]:
+    """The tasks of a ``.json`` file; ``name`` (the file's id in a task folder) names a record without an id."""
     try:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     records = data if isinstance(data, list) else [data]
-    return [_text_of(record, field, path, None) for record in records]
+    stem = name if name is not None else path.stem
+    return [TaskText(_record_id(record, stem if len(records) == 1 else f"{stem}#{index}"),
+                     _text_of(record, field, path, None)) for index, record in enumerate(records, start=1)]
 
 
 def _natural_key(path: Path) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.as_posix())]
 
 
-def _load_hf_dataset(path: Path, field: str | None) -> list[str]:
+def _load_hf_dataset(path: Path, field: str | None) -> list[TaskText]:
     import datasets
 
     try:
@@ -85,10 +111,22 @@ def _load_hf_dataset(path: Path, field: str | None) -> list[str]:
         dataset = next(iter(dataset.values()))
     columns = list(dataset.column_names)
     chosen = _pick_field(dict.fromkeys(columns), field, path, None)
-    return [_text_of({chosen: value}, chosen, path, row + 1) for row, value in enumerate(dataset[chosen])]
+    id_column = next((name for name in ID_FIELDS if name in columns), None)
+    ids = dataset[id_column] if id_column is not None else None
+    return [TaskText(_record_id({"id": ids[row]} if ids is not None else {}, f"row {row + 1}"),
+                     _text_of({chosen: value}, chosen, path, row + 1)) for row, value in enumerate(dataset[chosen])]
 
 
-def _load_folder(path: Path, field: str | None) -> list[str]:
+def _folder_task_id(file: Path, folder: Path) -> str:
+    """A task file's id: its path below the folder without ``.json``; OfficeBench's ``<n>-<id>/subtasks/<k>.json``
+    is ``<n>-<id>/<k>``, the id the ``officebench`` env gives that task."""
+    parts = list(file.relative_to(folder).with_suffix("").parts)
+    if len(parts) == 3 and parts[1] == "subtasks":
+        del parts[1]
+    return "/".join(parts)
+
+
+def _load_folder(path: Path, field: str | None) -> list[TaskText]:
     if any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json")):
         return _load_hf_dataset(path, field)
     files = sorted(path.rglob("*.json"), key=_natural_key)
@@ -96,12 +134,17 @@ def _load_folder(path: Path, field: str | None) -> list[str]:
         raise InputError("folder holds no *.json task files (nor a saved HF dataset)", path=path)
     texts = []
     for file in files:
-        texts.extend(_load_json(file, field))
+        texts.extend(_load_json(file, field, _folder_task_id(file, path)))
     return texts
 
 
 def load_task_texts(path: str | Path, field: str | None = None) -> list[str]:
-    """Read task instructions from a file or folder.
+    """Read task instructions from a file or folder (`load_tasks` without the ids)."""
+    return [task.text for task in load_tasks(path, field)]
+
+
+def load_tasks(path: str | Path, field: str | None = None) -> list[TaskText]:
+    """Read task instructions, each with an id, from a file or folder.
 
     Accepted layouts: a ``.jsonl`` file (one object per line); a ``.txt`` file (one task per line, blank lines
     skipped); a ``.json`` file (an object or a list of objects/strings); a folder saved by HF ``datasets``
@@ -112,6 +155,10 @@ def load_task_texts(path: str | Path, field: str | None = None) -> list[str]:
         path: the file or folder.
         field: the text field; default the first of instruction, task, query, text present (for JSONL: in the first
             record, then required in every record).
+
+    Ids: a record's ``id`` or ``task_id`` (string or integer); else ``line N`` (JSONL, ``.txt``), ``row N`` (HF
+    dataset), the file's path below the folder without ``.json`` (a task folder; OfficeBench ``1-1/0``, as the
+    ``officebench`` env names that task), ``<file stem>`` or ``<file stem>#N`` (a ``.json`` file).
 
     Raises:
         InputError: missing path, unknown suffix, broken JSON(L) line, missing field, non-UTF-8, fewer than 2 tasks.
@@ -126,7 +173,8 @@ def load_task_texts(path: str | Path, field: str | None = None) -> list[str]:
     elif path.suffix == ".json":
         texts = _load_json(path, field)
     elif path.suffix == ".txt":
-        texts = [line.strip() for line in read_text(path).split("\n") if line.strip()]
+        texts = [TaskText(f"line {number}", line.strip())
+                 for number, line in enumerate(read_text(path).split("\n"), start=1) if line.strip()]
     else:
         raise InputError(f"unknown task file type {path.suffix!r}: use .jsonl, .json, .txt or a folder", path=path)
     if len(texts) < 2:

@@ -33,6 +33,7 @@ time with a streaming log-sum-exp, so memory stays bounded for 100,000 skills x 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -195,7 +196,9 @@ def task_reference(task_vecs: np.ndarray, *, mode: str = "pairs", max_pairs: int
 
 def best_match_and_abstractness(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float = DEFAULT_TAU,
                                 skill_block: int | None = None, task_block: int | None = None,
-                                block_elems: int = DEFAULT_BLOCK_ELEMS) -> tuple[np.ndarray, np.ndarray]:
+                                block_elems: int = DEFAULT_BLOCK_ELEMS,
+                                on_tile: Callable[[int, int, np.ndarray], None] | None = None,
+                                ) -> tuple[np.ndarray, np.ndarray]:
     """One streaming pass over skill x task cosine tiles: each skill's best-match cosine and its abstractness.
 
     The entropy uses a running log-sum-exp: per skill we keep the running max m of z = c / tau,
@@ -208,6 +211,8 @@ def best_match_and_abstractness(skill_vecs: np.ndarray, task_vecs: np.ndarray, *
         skill_block: skills per tile (default from ``block_elems``).
         task_block: tasks per tile (default: all tasks, if they fit in ``block_elems``).
         block_elems: tile size budget when the block sizes are not given.
+        on_tile: called with (first skill, first task, cosines) for every tile, skill blocks in order, before the
+            tile is reused (`skilltransfer.metrics.retrieval.RetrievalAccumulator` counts retrieval from them).
 
     Returns:
         (best_match, abstractness), float64 arrays of length M.
@@ -229,6 +234,8 @@ def best_match_and_abstractness(skill_vecs: np.ndarray, task_vecs: np.ndarray, *
     for s0, s1 in _row_blocks(m_count, skill_block):
         for t0, t1 in _row_blocks(n, task_block):
             z = skills[s0:s1] @ tasks[t0:t1].T
+            if on_tile is not None:
+                on_tile(s0, t0, z)
             tile_max = z.max(axis=1).astype(np.float64)
             best[s0:s1] = np.maximum(best[s0:s1], tile_max)
             z *= inv_tau
@@ -278,7 +285,8 @@ def utility_scores(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float 
                    specificity_mode: str = "pairs", max_pairs: int = DEFAULT_MAX_PAIRS, seed: int = 0,
                    reference: TaskReference | None = None, domain_reference: TaskReference | None = None,
                    skill_block: int | None = None, task_block: int | None = None,
-                   block_elems: int = DEFAULT_BLOCK_ELEMS) -> UtilityScores:
+                   block_elems: int = DEFAULT_BLOCK_ELEMS,
+                   on_tile: Callable[[int, int, np.ndarray], None] | None = None) -> UtilityScores:
     """Specificity, abstractness, utility, best-match cosine and off-domain flag of every skill against one task set.
 
     Args:
@@ -292,6 +300,7 @@ def utility_scores(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float 
         domain_reference: a precomputed "knn" :func:`task_reference` for the off-domain flag (computed when absent;
             the same object as ``reference`` under "knn").
         skill_block: skills per tile; task_block: tasks per tile; block_elems: tile budget otherwise.
+        on_tile: sees every skill x task cosine tile (`best_match_and_abstractness`).
     """
     if reference is None:
         reference = task_reference(task_vecs, mode=specificity_mode, max_pairs=max_pairs, seed=seed,
@@ -304,7 +313,7 @@ def utility_scores(skill_vecs: np.ndarray, task_vecs: np.ndarray, *, tau: float 
     elif domain_reference.mode != "knn" or domain_reference.n_tasks != len(task_vecs):
         raise ValueError("domain_reference must be a 'knn' reference for the same task set")
     best, abstract = best_match_and_abstractness(skill_vecs, task_vecs, tau=tau, skill_block=skill_block,
-                                                 task_block=task_block, block_elems=block_elems)
+                                                 task_block=task_block, block_elems=block_elems, on_tile=on_tile)
     spec = reference.specificity(best.astype(np.float32))
     threshold = domain_reference.quantile_floor(OFF_DOMAIN_QUANTILE)
     return UtilityScores(specificity=spec, abstractness=abstract, utility=spec * abstract, best_match=best,

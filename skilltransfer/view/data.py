@@ -33,7 +33,14 @@ from skilltransfer.agents.steps import ActionStep
 from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
-from skilltransfer.experiments.summary import step_calls, summarize_run, summary_rows, transfer_events
+from skilltransfer.experiments.summary import (
+    LIBRARY,
+    library_label,
+    step_calls,
+    summarize_run,
+    summary_rows,
+    transfer_events,
+)
 from skilltransfer.util import trees, untrusted
 from skilltransfer.view.highlight import python_tokens
 
@@ -251,7 +258,9 @@ class Catalog:
                 "tokens": s["prompt_tokens"] + s["completion_tokens"],
                 "tokens_per_task": (s["prompt_tokens"] + s["completion_tokens"]) / n,
                 "latency_total_s": s["latency_total_s"], "latency_mean_s": s["latency_mean_s"],
-                "model_calls": s["model_calls"], "memory_size": s["memory_size"], "transfers": len(s["transfers"]),
+                "model_calls": s["model_calls"], "memory_size": s["memory_size"],
+                "transfers": sum(e["kind"] != LIBRARY for e in s["transfers"]),
+                "library_transfers": sum(e["kind"] == LIBRARY for e in s["transfers"]),
                 "cost_usd": s["cost_usd"],
                 "exit_status": s["exit_status"], "reuse": stream.get("reuse"), "coordination": stream.get(
                     "coordination")}
@@ -275,7 +284,7 @@ class Catalog:
             if isinstance(task_id, str) and task_id not in done:
                 tasks.append({"position": position, "task_id": task_id, "finished": False,
                               "status": _trajectory_status(folder, task_id)})
-        transfers = transfer_edges(records)
+        transfers = transfer_edges(records, library_label(folder.read_config().config))
         skills, skills_error = _skills(entry.path, records, transfers)
         return {"key": entry.key, "label": entry.label, "grid": entry.grid, "path": str(entry.path),
                 "summary": summary["rows"], "run": summary["run"], "condition": summary["condition"],
@@ -434,14 +443,16 @@ def _trajectory_status(folder: RunFolder, task_id: str) -> str:
     return status if status in ("running", "aborted") else "pending"
 
 
-def transfer_edges(records: list[TaskRecord]) -> list[dict[str, Any]]:
-    """The run's transfer events (`skilltransfer.experiments.summary.transfer_events`, the one definition) as edges
-    source -> target, with the retrieval's best score and the target's outcome."""
+def transfer_edges(records: list[TaskRecord], library: str | None = None) -> list[dict[str, Any]]:
+    """The run's transfer events (`skilltransfer.experiments.summary.transfer_events`, the one definition; ``library``:
+    the run's `library_label`) as edges source -> target, with the retrieval's best score and the target's outcome.
+    A library event's ``source`` is None and ``library`` names where the skill came from."""
     reward = {r.position: r.reward for r in records}
-    return [{"source": e.source_position, "source_task_id": e.source_task_id, "target": e.target_position,
-             "target_task_id": e.target_task_id, "skill_id": e.skill_id, "skill_name": e.skill_name,
-             "score": e.score, "success": e.target_success, "reward": reward[e.target_position]}
-            for e in transfer_events(records)]
+    return [{"kind": e.kind, "source": e.source_position, "source_task_id": e.source_task_id,
+             "library": e.source or None, "target": e.target_position, "target_task_id": e.target_task_id,
+             "skill_id": e.skill_id, "skill_name": e.skill_name, "score": e.score, "success": e.target_success,
+             "reward": reward[e.target_position]}
+            for e in transfer_events(records, library)]
 
 
 def _skills(root: Path, records: list[TaskRecord],
@@ -479,13 +490,15 @@ def _skills(root: Path, records: list[TaskRecord],
                 if induced_id is not None and induction.status in ("added", "merged"):
                     induced_at.setdefault(induced_id, {"position": record.position, "task_id": record.task_id,
                                                      "status": induction.status})
-    transferred = {(e["skill_id"], e["target"]) for e in transfers}
+    transferred = {(e["skill_id"], e["target"]): e["kind"] for e in transfers}
     effects = _effects(records)
     out = []
     for skill in library:
         uses = retrieved_by.get(skill.id, [])
         for use in uses:
-            use["transfer"] = (skill.id, use["position"]) in transferred
+            kind = transferred.get((skill.id, use["position"]))
+            use["transfer"] = kind is not None
+            use["transfer_kind"] = kind
         score = scores.get(skill.id)
         out.append({"id": skill.id, "name": skill.name, "description": skill.description, "body": skill.body,
                     "format": skill.format, "level": skill.level, "provenance": skill.provenance.model_dump(),

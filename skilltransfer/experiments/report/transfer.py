@@ -10,17 +10,24 @@ import numpy as np
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import OFFICIAL, condition_order, metric_of, value_of
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.summary import transfer_events
+from skilltransfer.experiments.summary import LIBRARY, WITHIN_RUN, TransferEvent, library_label, transfer_events
 from skilltransfer.metrics import transfer_density
 
 DEFAULT_BINS = 50
 LEVELS = ("subtask", "task")
 
 
+def run_transfer_events(run: RunLog) -> list[TransferEvent]:
+    """The run's transfer events, within-run and library (`skilltransfer.experiments.summary.transfer_events`, the
+    definition ``show`` and ``view`` count too)."""
+    return transfer_events(run.records, library_label(run.log.config))
+
+
 def transfer_pairs(run: RunLog) -> list[tuple[int, int]]:
-    """(induced_at, retrieved_at) stream positions of the run's transfer events
-    (`skilltransfer.experiments.summary.transfer_events`, the definition ``show`` and ``view`` count too)."""
-    return [(event.source_position, event.target_position) for event in transfer_events(run.records)]
+    """(induced_at, retrieved_at) stream positions of the run's within-run transfer events (a library event has no
+    source position in this stream)."""
+    return [(event.source_position, event.target_position) for event in run_transfer_events(run)
+            if event.kind == WITHIN_RUN and event.source_position is not None]
 
 
 def bins_for(n_items: int, bins: int = DEFAULT_BINS) -> int:
@@ -35,13 +42,18 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = OFF
                   ["run", "path", "env", "model", "condition", "tasks", "success_pct", "written", "merged",
                    "dropped", "pruned", "unparseable", "skipped", "ungrounded", "retrievals", "distinct_retrieved",
                    "memory_size",
-                   "transfer_events", "transfer_density"],
+                   "transfer_events", "transfer_density", "library_transfer_events", "library_transfer_tasks"],
                   note="counts of the 'induced' statuses and 'retrieved' items of results.jsonl; memory_size is the "
-                       "last task's; transfer_density is D over min(50, stream length) bins of this run alone.")
+                       "last task's; transfer_events: retrievals of skills an earlier task of the run induced, "
+                       "transfer_density is their D over min(50, stream length) bins of this run alone; "
+                       "library_transfer_events: retrievals of skills of the run's frozen library (another run's "
+                       "memory or a given library; one per task and skill, distractors excluded), "
+                       "library_transfer_tasks: the tasks with at least one.")
     for run in sorted(runs, key=lambda r: (r.env, r.model, condition_order(r.condition), r.name)):
         statuses = Counter(item.status for record in run.records for item in record.induced)
         retrieved = [item.skill_id for record in run.records for item in record.retrieved]
         events = transfer_pairs(run)
+        library = [event for event in run_transfer_events(run) if event.kind == LIBRARY]
         n_bins = bins_for(run.n_stream, bins)
         density = transfer_density(events, run.n_stream, n_bins).density if run.n_stream >= 2 else None
         score = 100 * float(np.mean([value_of(r, metric_of(run, metric)) for r in run.records]))
@@ -52,7 +64,9 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = OFF
             "pruned": statuses["pruned"], "unparseable": statuses["unparseable"], "skipped": statuses["skipped"],
             "ungrounded": statuses["ungrounded"], "retrievals": len(retrieved),
             "distinct_retrieved": len(set(retrieved)), "memory_size": run.records[-1].memory_size,
-            "transfer_events": len(events), "transfer_density": density if run.skill_format or events else None})
+            "transfer_events": len(events), "transfer_density": density if run.skill_format or events else None,
+            "library_transfer_events": len(library) if run.frozen_library else None,
+            "library_transfer_tasks": len({e.target_position for e in library}) if run.frozen_library else None})
     return table
 
 

@@ -274,8 +274,9 @@
         help: "the finished tasks' cost at the model's price (- without one)" },
       { label: "latency/task", num: true, value: (r) => r.latency_mean_s, cell: (r) => secs(r.latency_mean_s) },
       { label: "calls", num: true, value: (r) => r.model_calls, cell: (r) => num(r.model_calls) },
-      { label: "transfers", num: true, value: (r) => r.transfers, cell: (r) => num(r.transfers),
-        help: "transfer events: a task retrieved a skill an earlier task of the run induced (once per task and skill)" },
+      { label: "transfers", num: true, value: (r) => r.transfers + (r.library_transfers || 0),
+        cell: (r) => (r.library_transfers ? `${num(r.transfers)} + ${num(r.library_transfers)} library` : num(r.transfers)),
+        help: "transfer events (once per task and skill): a task retrieved a skill an earlier task of the run induced; + library: a skill of the run's frozen library (another run's memory or a given library)" },
       { label: "skills", num: true, value: (r) => r.memory_size, cell: (r) => num(r.memory_size) },
     ];
     const count = h("span", { class: "muted" });
@@ -344,8 +345,14 @@
   }
 
   function tasksView(run) {
-    const sources = new Map(run.transfers.map((e) => [`${e.target}:${e.skill_id}`, e.source]));
-    const source = (t, r) => sources.get(`${t.position}:${r.skill_id}`);  // the inducing task of a transfer event
+    const events = new Map(run.transfers.map((e) => [`${e.target}:${e.skill_id}`, e]));
+    const event = (t, r) => events.get(`${t.position}:${r.skill_id}`);  // the transfer event of a retrieval, if any
+    const from = (t, r) => {  // where a transferred skill came from: the inducing task, or the frozen library
+      const e = event(t, r);
+      if (!e) return null;
+      if (e.kind === "library") return [" ← ", h("span", { title: e.library || "" }, "library")];
+      return [" ← ", link(route.task(run.key, e.source), "#" + no(e.source))];
+    };
     const columns = [
       { label: "#", num: true, value: (t) => t.position, cell: (t) => String(no(t.position)) },
       { label: "task", value: (t) => t.task_id, cell: (t) => h("a", { href: route.task(run.key, t.position), class: "nowrap" }, t.task_id) },
@@ -358,9 +365,8 @@
       { label: "latency", num: true, value: (t) => t.latency_s, cell: (t) => t.finished ? secs(t.latency_s) : "" },
       { label: "retrieved (score)", value: (t) => (t.retrieved || []).map((r) => r.name).join(" "),
         cell: (t) => h("ul", { class: "inline" }, (t.retrieved || []).map((r) => h("li", {
-          class: source(t, r) !== undefined ? "transfer" : null },
-        skillLink(run, r.skill_id, r.name), ` ${r.score.toFixed(2)}`,
-        source(t, r) !== undefined ? [" ← ", link(route.task(run.key, source(t, r)), "#" + no(source(t, r)))] : null))) },
+          class: event(t, r) ? "transfer" : null },
+        skillLink(run, r.skill_id, r.name), ` ${r.score.toFixed(2)}`, from(t, r)))) },
       { label: "induced", value: (t) => (t.induced || []).map((i) => i.skill_name || i.status).join(" "),
         cell: (t) => h("ul", { class: "inline" }, (t.induced || []).map((i) => h("li", null,
           i.skill_id && ["added", "merged"].includes(i.status) ? skillLink(run, i.target_id && i.status === "merged" ? i.target_id : i.skill_id, i.skill_name || i.skill_id) : (i.skill_name || ""),
@@ -449,7 +455,7 @@
       { label: "score", num: true, value: (u) => u.score, cell: (u) => u.score.toFixed(3) },
       { label: "outcome", value: (u) => u.success, cell: (u) => outcomeBadge({ finished: true, success: u.success }) },
       { label: "reward", num: true, value: (u) => u.reward, cell: (u) => num(u.reward, 2) },
-      { label: "transfer", value: (u) => u.transfer, cell: (u) => (u.transfer ? "yes" : "") },
+      { label: "transfer", value: (u) => u.transfer, cell: (u) => (!u.transfer ? "" : u.transfer_kind === "library" ? "library" : "yes") },
       { label: "subtask", num: true, value: (u) => u.subtask_index, cell: (u) => (u.subtask_index === null ? "" : String(u.subtask_index)) },
     ], skill.retrieved_by, { cls: "uses", sort: 0 });
     const source = skill.induced_at ? h("p", null, "Induced by task ", link(route.task(run.key, skill.induced_at.position),
@@ -471,17 +477,19 @@
 
   // ------------------------------------------------------------------------------------------- transfer graph
   function graphView(run) {
+    const within = run.transfers.filter((e) => e.kind !== "library");  // older payloads have no kind: within-run
+    const library = run.transfers.filter((e) => e.kind === "library");
     const tasks = run.tasks.slice().sort((a, b) => a.position - b.position);
     const n = Math.max(tasks.length, 1);
     const step = Math.max(8, Math.min(60, 900 / n));
     const left = 30, width = left * 2 + step * (n - 1);
-    const reach = Math.max(0, ...run.transfers.map((e) => (step * (e.target - e.source)) / 2));
+    const reach = Math.max(0, ...within.map((e) => (step * (e.target - e.source)) / 2));
     const base = Math.max(70, Math.min(240, reach + 30));  // tall enough for the widest arc
     const byPosition = new Map(tasks.map((t) => [t.position, t]));
     const x = (position) => left + step * position;
     const svg = s("svg", { class: "transfer", width, height: base + 50, viewBox: `0 0 ${width} ${base + 50}`,
-      role: "img", "aria-label": `transfer graph: ${run.transfers.length} edges between ${tasks.length} tasks` });
-    for (const edge of run.transfers) {
+      role: "img", "aria-label": `transfer graph: ${within.length} edges between ${tasks.length} tasks` });
+    for (const edge of within) {
       const x1 = x(edge.source), x2 = x(edge.target);
       const rx = Math.max((x2 - x1) / 2, 1), ry = Math.min(rx, base - 20);
       const path = s("path", { d: `M ${x1} ${base} A ${rx} ${ry} 0 0 1 ${x2} ${base}`,
@@ -512,9 +520,22 @@
       { label: "target", num: true, value: (e) => e.target, cell: (e) => link(route.task(run.key, e.target), `#${no(e.target)} ${e.target_task_id}`) },
       { label: "score", num: true, value: (e) => e.score, cell: (e) => e.score.toFixed(3) },
       { label: "target outcome", value: (e) => e.success, cell: (e) => outcomeBadge({ finished: true, success: e.success }) },
-    ], run.transfers, { cls: "edges", sort: 2 });
-    if (!run.transfers.length) return h("section", null, h("p", { class: "muted" }, "No task retrieved a skill induced earlier in this run."), h("div", { class: "graphwrap" }, svg));
-    return h("section", null, legend, h("div", { class: "graphwrap" }, svg), h("h3", null, `${run.transfers.length} transfer events`), edges);
+    ], within, { cls: "edges", sort: 2 });
+    const parts = within.length ? [legend, h("div", { class: "graphwrap" }, svg), h("h3", null, `${within.length} transfer events`), edges]
+      : [h("p", { class: "muted" }, "No task retrieved a skill induced earlier in this run."), h("div", { class: "graphwrap" }, svg)];
+    if (library.length) {
+      const sources = [...new Set(library.map((e) => e.library))].join(", ");
+      parts.push(h("h3", null, `${library.length} library transfer events`),
+        h("p", { class: "legend" }, `Tasks retrieved skills of the run's frozen library (${sources}): skills no task of this run induced. Source task: where the skill was induced, in the run it came from.`),
+        dataTable([
+          { label: "skill", value: (e) => e.skill_name, cell: (e) => skillLink(run, e.skill_id, e.skill_name) },
+          { label: "source task", value: (e) => e.source_task_id, cell: (e) => e.source_task_id || "-" },
+          { label: "target", num: true, value: (e) => e.target, cell: (e) => link(route.task(run.key, e.target), `#${no(e.target)} ${e.target_task_id}`) },
+          { label: "score", num: true, value: (e) => e.score, cell: (e) => e.score.toFixed(3) },
+          { label: "target outcome", value: (e) => e.success, cell: (e) => outcomeBadge({ finished: true, success: e.success }) },
+        ], library, { cls: "edges library", sort: 2 }));
+    }
+    return h("section", null, parts);
   }
 
   // ------------------------------------------------------------------------------------------- trajectories
