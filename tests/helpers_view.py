@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from helpers_cli import run_tiny
+from helpers_cli import cli, run_tiny
 from helpers_compose import ComposeScript, plan_json
 from helpers_lens import LensCounterScript
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, GivesUpOnFive, TinyEnv
@@ -164,3 +164,35 @@ def build_model_transfer_report(root: Path) -> Path:
     stream("use/b", "b", "task+text", CounterScript(), library=str(build / "memory"))
     write_report(build_report(load_runs([runs])), root / "report")
     return root / "report"
+
+
+LONG_SKILLS = Path(__file__).parent / "data" / "long_skills"
+"""Two Agent Skills with a 64-character name and a 1,000-character description (its README)."""
+DEMO_LIBRARY = Path(__file__).parents[1] / "data" / "demo_library"
+STUDY_RUNS = {"none": ("task",), "induced": ("task+text",), "demo": ("task+text", "--library", str(DEMO_LIBRARY)),
+              "long": ("task+text", "--library", str(LONG_SKILLS)),
+              "top": ("task+text", "--library", str(DEMO_LIBRARY), "--library-filter", "top")}
+"""The library study's runs: name -> condition and library flags."""
+
+
+def build_library_study(root: Path) -> dict[str, Path]:
+    """A library study on the bundled office env (3 tasks), run by ``skilltransfer run`` through the mock server's
+    role play with a third of its replies failing: no skills, the agent's own induced skills, two frozen libraries
+    (`DEMO_LIBRARY`, `LONG_SKILLS`: their runs differ only in it, so ``report`` tags the condition with it) and the
+    top half of the demo library by utility (`STUDY_RUNS`), beside a cross-level grid on apps (2 tasks: two
+    induced-skill streams and two over their frozen libraries); name -> run folder under ``root/study`` ("grid": the
+    grid's folder)."""
+    from skilltransfer.llm.roleplay import RolePlay
+
+    out = {}
+    with MockServer(RolePlay(fail_rate=0.3, seed=1)) as server:
+        for name, (condition, *flags) in STUDY_RUNS.items():
+            out[name] = root / "study" / f"office-{name}"
+            cli("run", "--env", "office", "--condition", condition, "--model", "openai/mock", "--base-url",
+                server.url, "--api-key", "x", "--embedder", "hash:64", "--limit", "3", "--out", str(out[name]),
+                "--no-progress", *flags)
+        out["grid"] = root / "study" / "grid-cross-level"
+        cli("grid", str(Path(__file__).parents[1] / "experiments" / "cross-level.yaml"), "-c", "envs=[apps]",
+            "--limit", "2", "-c", "models.default.model=mock", "-c", f"models.default.base_url={server.url}",
+            "-c", "models.default.api_key=x", "--embedder", "hash:64", "--out", str(out["grid"]), "--no-progress")
+    return out

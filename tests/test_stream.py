@@ -287,6 +287,11 @@ def test_library_filtered_by_utility(tmp_path, hash_embedder):
         summary, _, _ = run(tmp_path, "task", name=half, embedder=hash_embedder, library=str(library),
                             library_filter=half, agent={"top_k": 10, "retrieval_min_score": -1})
         retrieved[half] = {r["skill_id"] for r in records_of(summary.path)[0]["retrieved"]}
+        ranking = runlog.RunFolder(summary.path).read_config().library_utility  # config.json records the ranking
+        assert ranking is not None
+        assert ranking.utility == pytest.approx(utility)
+        assert set(ranking.kept) == retrieved[half]
+        assert (ranking.tasks, ranking.specificity) == (len(TARGETS), "pairs")
     assert retrieved["top"].isdisjoint(retrieved["bottom"])
     assert retrieved["top"] | retrieved["bottom"] == {s.id for s in skills}
     assert min(utility[i] for i in retrieved["top"]) >= max(utility[i] for i in retrieved["bottom"])

@@ -4,6 +4,7 @@ themselves are tested in a real browser in ``test_view_browser.py``)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -16,11 +17,12 @@ from pathlib import Path
 
 import pytest
 from helpers_cli import cli
-from helpers_view import XSS, build_view_runs
+from helpers_view import DEMO_LIBRARY, XSS, build_library_study, build_view_runs
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.summary import summarize_run, transfer_events
+from skilltransfer.memory.library import read_library
 from skilltransfer.view import Catalog, ViewServer, export_site
 from skilltransfer.view.export import MARKER
 from skilltransfer.view.highlight import python_tokens
@@ -48,7 +50,7 @@ def test_payloads_follow_the_run_log(runs):
     root = runs["task"].parent.parent
     catalog = Catalog([root])
     index = catalog.index()
-    assert {r["condition"] for r in index["runs"]} == {"task+text", "task", "subtask+code"}
+    assert {r["condition"] for r in index["runs"]} == {"task+text", "task", "subtask+code", "task[metaskill]"}
     assert not index["problems"]
     run = catalog.run(_key(catalog, runs["task+text"]))
     records = RunFolder(runs["task+text"]).read_records()
@@ -223,6 +225,11 @@ def test_skill_scores_from_a_score_report_in_the_run_folder(runs, tmp_path):
     skills = catalog.run(_key(catalog, run))["skills"]
     assert [s["scores"]["utility"] for s in skills] == [row["utility"] for row in report["skills"]]
     assert set(skills[0]["scores"]) == {"utility", "specificity", "abstractness", "best_match", "off_domain"}
+    utility = catalog.index()["runs"][0]["library_utility"]  # the runs page: the library's mean utility
+    assert utility["source"] == "scores.json"
+    assert utility["skills"] == len(report["skills"])
+    assert utility["tasks"] == 3
+    assert utility["mean"] == pytest.approx(sum(row["utility"] for row in report["skills"]) / len(report["skills"]))
 
 
 def test_a_memory_with_two_skills_of_one_name_shows_both(runs, tmp_path):
@@ -247,3 +254,45 @@ def test_a_run_written_before_a_setting_was_renamed_still_reads(runs, tmp_path):
     (run / "config.json").write_text(json.dumps(config))
     assert RunFolder(run).read_config().config.composition.retries == composition["node_retries"]
     assert not Catalog([run]).index()["problems"]
+
+
+@pytest.mark.slow
+def test_a_library_studys_runs_are_labelled_as_report_labels_them_with_the_utility_a_run_recorded(tmp_path):
+    study = build_library_study(tmp_path)
+    cli("report", str(tmp_path / "study"), "--out", str(tmp_path / "report"))
+    with (tmp_path / "report" / "skills_per_run.csv").open() as table:  # the report's condition of each run
+        reported = {Path(row["path"]).resolve(): (row["condition"], row["env"]) for row in csv.DictReader(table)}
+    catalog = Catalog([tmp_path / "study"])
+    runs, _ = catalog.scan()
+    rows = {row["key"]: row for row in catalog.index()["runs"]}
+    assert {entry.path: (rows[entry.key]["condition"], rows[entry.key]["env_label"]) for entry in runs} == reported
+    assert len(reported) == 9
+    assert len({condition for condition, _ in reported.values()}) == 9
+    by_path = {entry.path: rows[entry.key] for entry in runs}
+    assert by_path[study["demo"].resolve()]["condition"].startswith("task+text+library[library=")
+    assert by_path[study["top"].resolve()]["condition"] == "task+text+library(top)"
+    assert by_path[study["none"].resolve()]["library"] is None
+    assert by_path[study["induced"].resolve()]["library"] == "own memory"
+    assert by_path[study["demo"].resolve()]["env"].startswith("office {")  # its settings, folded on the page
+
+    ranking = json.loads((study["top"] / "config.json").read_text())["library_utility"]  # recorded by the run
+    memory = [skill.id for skill in read_library(study["top"] / "memory").skills]
+    library = read_library(DEMO_LIBRARY).skills
+    assert set(ranking["utility"]) == {skill.id for skill in library}
+    assert ranking["kept"] == memory
+    assert len(memory) == (len(library) + 1) // 2
+    assert ranking["tasks"] == 3
+    dropped = [v for i, v in ranking["utility"].items() if i not in memory]
+    assert min(ranking["utility"][i] for i in memory) >= max(dropped)
+    utility = by_path[study["top"].resolve()]["library_utility"]
+    assert utility["source"] == "library_filter"
+    assert utility["filter"] == "top"
+    assert (utility["skills"], utility["library_skills"]) == (len(memory), len(library))
+    assert utility["mean"] == pytest.approx(sum(ranking["utility"][i] for i in memory) / len(memory))
+    run = catalog.run(by_path[study["top"].resolve()]["key"])
+    assert run["condition"] == "task+text+library(top)"
+    assert run["library_utility"] == utility
+    assert {s["id"]: s["library_utility"] for s in run["skills"]} == {i: ranking["utility"][i] for i in memory}
+    for name in ("none", "induced", "demo", "long"):  # only a filtered run ranks its library; the others record none
+        assert "library_utility" not in json.loads((study[name] / "config.json").read_text())
+        assert by_path[study[name].resolve()]["library_utility"] is None

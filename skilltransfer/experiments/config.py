@@ -308,7 +308,8 @@ class StreamConfig(BaseModel):
     library_filter: Annotated[LibraryFilter | None, Axis("library_filters", report="part")] = None
     """Keep only the top or bottom half of ``library`` by utility (``skilltransfer.metrics.score_library`` against
     this stream's task instructions with the run's embedder): skills ranked by utility (ties by id), the top half is
-    the first ceil(n/2) (so it holds the median skill when n is odd), the bottom half the rest."""
+    the first ceil(n/2) (so it holds the median skill when n is odd), the bottom half the rest; ``config.json``
+    records each skill's utility and the half kept (``library_utility``)."""
     coordination: Annotated[Coordination, Axis("coordinations", tag="[{value}]")] = "none"
     """none (the agent), or nl-sop, prompt-graph, metaskill: each task is carried out from its frozen plan (written
     once by the plan writer, see ``plans``) under that coordination interface instead of by the agent."""

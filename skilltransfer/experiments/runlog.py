@@ -5,7 +5,8 @@ are appended, a line per write):
 
 - ``config.json`` (`RunConfigLog`): the stream's settings (`StreamConfig.identity`: typed env, model, condition,
   every axis, limits, agent and memory settings), the derived agent/induction settings, prompt ids, the embedder id
-  and the stream's task ids;
+  and the stream's task ids; a ``library_filter`` stream adds the utility it ranked its library by
+  (`LibraryUtility`);
 - ``results.jsonl`` (one `TaskRecord` per finished task, in stream order): the commit point. A task's line is
   appended in one write (a commit costs the same at the stream's last task as at its first); a partial last line,
   from an append cut off, is no committed task: readers skip it and `RunFolder.start` cuts it off;
@@ -78,6 +79,24 @@ MAX_PROMPTS_BYTES = 2 << 30
 
 
 # --------------------------------------------------------------------------------------------- schemas
+class LibraryUtility(BaseModel):
+    """The utility of each skill of a frozen library as a ``library_filter`` stream ranked it when it started (the
+    paper's utility, specificity x abstractness: `skilltransfer.metrics.score_library` of the library as read against
+    the stream's task instructions, with the run's embedder ``embedder_id``); what ``view`` shows as the library's
+    utility."""
+
+    utility: dict[str, float]
+    """Skill id -> utility, every skill of the library as read (kept or not)."""
+    kept: list[str]
+    """The ids of the skills the stream kept (its half of the ranking, in rank order): its memory's skills."""
+    tasks: int
+    """The task instructions scored against (the stream's)."""
+    tau: float
+    """The abstractness temperature."""
+    specificity: str
+    """The specificity mode (``pairs``: the paper's)."""
+
+
 class RunConfigLog(BaseModel):
     """``config.json`` of a run."""
 
@@ -96,6 +115,9 @@ class RunConfigLog(BaseModel):
     """Request parameters the model's endpoint rejected (HTTP 400) and what the run sends instead
     (``max_completion_tokens`` for ``max_tokens``, else ``dropped``): learnt during the run, sent from the first
     request when it resumes (`skilltransfer.llm.strict`)."""
+    library_utility: LibraryUtility | None = None
+    """A ``library_filter`` stream's ranking of its library (None for every other stream; not a setting: never
+    compared on resume)."""
     provenance: dict[str, Any] = Field(default_factory=dict)
     """What the run ran on (`skilltransfer.experiments.provenance`): toolkit version, git commit and dirty flag,
     Python and package versions, the seed sent, the model ids and ``system_fingerprint`` values the endpoint answered
@@ -106,6 +128,8 @@ class RunConfigLog(BaseModel):
         that does not change results (no endpoint, key, cache, sandboxing)."""
         transport = set(ModelSpec.model_fields) - set(IDENTITY_MODEL_FIELDS)
         exclude: Any = {"config": {"model": transport, "embedder_cache": True, "env": {"sandboxed"}}}
+        if self.library_utility is None:  # the file of every other stream is as it was
+            exclude["library_utility"] = True
         return self.model_dump_json(indent=2, exclude=exclude) + "\n"
 
 
@@ -775,6 +799,12 @@ class RunFolder:
         merged = {**before.model_adaptations, **changes}
         if merged != before.model_adaptations:
             self._write(CONFIG, before.model_copy(update={"model_adaptations": merged}).to_json())
+
+    def record_library_utility(self, ranking: LibraryUtility) -> None:
+        """Add a ``library_filter`` stream's ranking of its library to ``config.json`` (`LibraryUtility`)."""
+        before = self.read_config()
+        if before.library_utility != ranking:
+            self._write(CONFIG, before.model_copy(update={"library_utility": ranking}).to_json())
 
     def record_provenance(self, provenance: Mapping[str, Any]) -> None:
         """Replace ``config.json``'s provenance (rewritten only when it changed)."""

@@ -57,6 +57,7 @@ from skilltransfer.experiments.runlog import (
     CoordinationRecord,
     Exposure,
     InducedSkill,
+    LibraryUtility,
     RetrievedSkill,
     RouteRecord,
     RunConfigLog,
@@ -265,7 +266,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     records = folder.start(log)
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
-    memory = _open_memory(config, inputs, embedder, tasks, folder.memory_dir)
+    memory = _open_memory(config, inputs, embedder, tasks, folder)
     retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
     own_verifier = None
     if verifier is None and config.verifier_model is not None and retriever is not None:
@@ -294,7 +295,7 @@ def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever |
 
 # --------------------------------------------------------------------------------------------- memory set-up
 def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
-                    tasks: Sequence[TaskSpec]) -> SkillMemory:
+                    tasks: Sequence[TaskSpec], folder: RunFolder) -> SkillMemory:
     if cfg.library_filter is not None and skills:  # half of no skills is none
         from skilltransfer.metrics import score_library
 
@@ -305,6 +306,8 @@ def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
         ranked = sorted(skills, key=lambda s: (-utility[s.id], s.id))
         cut = (len(ranked) + 1) // 2
         skills = ranked[:cut] if cfg.library_filter == "top" else ranked[cut:]  # may be empty: runs with none
+        folder.record_library_utility(LibraryUtility(utility=utility, kept=[s.id for s in skills], tasks=len(tasks),
+                                                     tau=report.tau, specificity=report.specificity_mode))
     skills = [s.model_copy(update={"usage": UsageStats()}, deep=True) for s in skills]
     if cfg.distractors:
         skills += distractor_skills(cfg.distractors)
@@ -315,15 +318,16 @@ def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
 
 
 def _open_memory(cfg: StreamConfig, inputs: StreamInputs, embedder: Embedder | None, tasks: Sequence[TaskSpec],
-                 saved: Path) -> SkillMemory | None:
+                 folder: RunFolder) -> SkillMemory | None:
     if not cfg.has_memory:
         return None
     if embedder is None:
         raise InputError(f"condition {cfg.condition!r} needs an embedder for its skill memory")
+    saved = folder.memory_dir
     if saved.is_dir():
         return SkillMemory.load(saved, embedder)
     if inputs.library is not None:
-        return _frozen_library(cfg, inputs.library, embedder, tasks)
+        return _frozen_library(cfg, inputs.library, embedder, tasks, folder)
     return SkillMemory(embedder, config=cfg.memory)
 
 

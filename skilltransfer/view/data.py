@@ -3,11 +3,13 @@
 `Catalog` finds the runs under the paths it is given (run folders, grid outputs, report folders), keys each by a hash
 of its path, and builds three payloads that the local server and the static export both serve:
 
-- `Catalog.index`: every run's summary row (condition, model, preset, env, tasks, success with CI, tokens, latency),
-  the grids (``grid.json`` / ``status.json``) and report figures (``figures/*.png``) found, and what could not be
-  read;
-- `Catalog.run`: one run's summary, task list, transfer events and skill library (with each skill's retrievals and,
-  when a ``scores.json`` from ``skilltransfer score --out`` lies in the run folder, its utility);
+- `Catalog.index`: every run's summary row (its condition as ``report`` labels it among the viewer's runs, model,
+  preset, env, the library it read and that library's utility when the run has it, tasks, success with CI, tokens,
+  latency), the grids (``grid.json`` / ``status.json``) and report figures (``figures/*.png``) found, and what could
+  not be read;
+- `Catalog.run`: one run's summary, task list, transfer events and skill library (with each skill's retrievals and
+  its utility: from a ``scores.json`` of ``skilltransfer score --out`` in the run folder, and as a ``library_filter``
+  run ranked its library, from ``config.json``'s ``library_utility``);
 - `Catalog.task`: one task's record and trajectory, its calls' prompts (the messages they name in ``prompts.jsonl``),
   which calls made which step, and its code as highlighting tokens.
 
@@ -21,7 +23,9 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
+import statistics
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +36,8 @@ from typing import Any
 from skilltransfer.agents.steps import ActionStep
 from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
+from skilltransfer.experiments.report.runs import RunLog, label_runs
+from skilltransfer.experiments.report.skill_exec import library_label as library_name
 from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.experiments.summary import (
     LIBRARY,
@@ -140,6 +146,11 @@ class Catalog:
                 raise InputError("no such run folder", path=path)
         self._lock = threading.Lock()
         self._summaries: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._logs: dict[str, tuple[Any, RunLog]] = {}
+        self._labelled: dict[str, dict[str, Any]] = {}
+        self._labelling = threading.Lock()
+        """Held while labelling (`label_runs` labels the cached run logs in place)."""
+        """Key -> labels as the last `index` (or a run page opened first) gave them."""
         self._found: dict[str, RunEntry | FigureEntry] = {}
         """Key -> run or figure as last scanned (a key not found is looked up by scanning again)."""
 
@@ -220,6 +231,9 @@ class Catalog:
                 rows.append(self._row(entry))
             except (InputError, OSError, ValueError) as exc:
                 problems.append({"path": entry.label, "error": str(exc)})
+        labels = self._labels(runs)
+        for row in rows:
+            row.update(labels.get(row["key"], {}))
         grids: dict[str, dict[str, Any]] = {}
         for entry in runs:
             if entry.grid is not None and entry.grid not in grids:
@@ -245,6 +259,41 @@ class Catalog:
             self._summaries[entry.key] = (signature, data)
         return data
 
+    def _run_log(self, entry: RunEntry) -> RunLog:
+        """The run as ``report`` loads it (config and records), cached until its config or results change."""
+        folder = RunFolder(entry.path)
+        signature = _signature(folder.config_file, folder.results_file)
+        with self._lock:
+            cached = self._logs.get(entry.key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        check_file(entry.path, CONFIG)
+        if folder.results_file.exists():
+            check_file(entry.path, RESULTS)
+        run = RunLog(entry.path, folder.read_config(), sorted(folder.read_records(), key=lambda r: r.position))
+        with self._lock:
+            self._logs[entry.key] = (signature, run)
+        return run
+
+    def _labels(self, entries: Iterable[RunEntry]) -> dict[str, dict[str, Any]]:
+        """Key -> the run's labels as ``report`` gives them over these runs (`label_runs`, the one definition: a run
+        with no finished task, which no report holds, labelled alone): ``condition``, ``env_label``."""
+        logs: dict[str, RunLog] = {}
+        for entry in entries:
+            try:
+                logs[entry.key] = self._run_log(entry)
+            except (InputError, OSError, ValueError):
+                continue  # the row's own reading names the problem
+        with self._labelling:
+            label_runs([run for run in logs.values() if run.records])
+            for run in logs.values():
+                if not run.records:
+                    run.harness_differs, run.model_tags, run.condition_tags = None, "", ""
+            labels = {key: {"condition": run.condition, "env_label": run.env} for key, run in logs.items()}
+        with self._lock:
+            self._labelled = labels
+        return labels
+
     def _row(self, entry: RunEntry) -> dict[str, Any]:
         s = self._summary(entry)
         config = _read_json(entry.path, CONFIG)
@@ -263,7 +312,14 @@ class Catalog:
                 "library_transfers": sum(e["kind"] == LIBRARY for e in s["transfers"]),
                 "cost_usd": s["cost_usd"],
                 "exit_status": s["exit_status"], "reuse": stream.get("reuse"), "coordination": stream.get(
-                    "coordination")}
+                    "coordination"), **self._library(entry)}
+
+    def _library(self, entry: RunEntry) -> dict[str, Any]:
+        """The library a run read (`library_name`, as the report's tables name it; None without a skill memory) and
+        its utility when the run has it (`library_utility`)."""
+        config = self._run_log(entry).log.config
+        return {"library": library_name(config) if config.has_memory else None,
+                "library_utility": library_utility(entry.path, self._run_log(entry))}
 
     # ----------------------------------------------------------------- one run
     def run(self, key: str) -> dict[str, Any]:
@@ -285,9 +341,14 @@ class Catalog:
                 tasks.append({"position": position, "task_id": task_id, "finished": False,
                               "status": _trajectory_status(folder, task_id)})
         transfers = transfer_edges(records, library_label(folder.read_config().config))
-        skills, skills_error = _skills(entry.path, records, transfers)
+        skills, skills_error = _skills(entry.path, records, transfers, self._run_log(entry))
+        with self._lock:
+            labels = self._labelled.get(entry.key)
+        if labels is None:  # a run page opened before the runs page: label it among all runs
+            labels = self._labels(self.scan()[0]).get(entry.key, {})
         return {"key": entry.key, "label": entry.label, "grid": entry.grid, "path": str(entry.path),
-                "summary": summary["rows"], "run": summary["run"], "condition": summary["condition"],
+                "summary": summary["rows"], "run": summary["run"],
+                "condition": labels.get("condition", summary["condition"]), **self._library(entry),
                 "model": summary["model"], "env": summary["env"],
                 "preset": _label(summary.get("harness")) or _preset(config), "harness": summary.get("harness") or None,
                 "success": summary["success"], "ci": list(summary["success_ci"]), "finished": summary["finished"],
@@ -455,9 +516,50 @@ def transfer_edges(records: list[TaskRecord], library: str | None = None) -> lis
             for e in transfer_events(records, library)]
 
 
-def _skills(root: Path, records: list[TaskRecord],
-            transfers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
-    """The run's final skill memory, each skill with its retrievals and scores; (skills, why none could be read)."""
+def _scores(root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The rows of the run folder's `SCORES` by skill id, and the report's other fields ({}, {} when there is none or
+    it cannot be read)."""
+    if not (root / SCORES).is_file():
+        return {}, {}
+    try:
+        report = _read_json(root, SCORES)
+    except InputError:
+        return {}, {}
+    rows = report.get("skills")
+    return ({str(row.get("id")): row for row in rows if isinstance(row, dict)} if isinstance(rows, list) else {},
+            {k: v for k, v in report.items() if k != "skills"})
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(
+        value) else None
+
+
+def library_utility(root: Path, run: RunLog) -> dict[str, Any] | None:
+    """The utility of the library a run read, when the run has it (never computed here): as a ``library_filter`` run
+    ranked its library (``config.json``'s ``library_utility``: the mean over the skills it kept and over the whole
+    library), else from a `SCORES` in the run folder (``skilltransfer score RUN/memory --tasks ... --out``: the mean
+    over its skills); None otherwise."""
+    ranking = run.log.library_utility
+    if ranking is not None:  # a value that is no finite number (a hand-edited file) is left out of the means
+        utility = {i: v for i, v in ranking.utility.items() if _number(v) is not None}
+        kept = [utility[i] for i in ranking.kept if i in utility]
+        return {"source": "library_filter", "filter": run.log.config.library_filter,
+                "mean": statistics.fmean(kept) if kept else None, "skills": len(ranking.kept),
+                "library_mean": statistics.fmean(utility.values()) if utility else None,
+                "library_skills": len(ranking.utility), "tasks": ranking.tasks}
+    rows, report = _scores(root)
+    values = [v for row in rows.values() if (v := _number(row.get("utility"))) is not None]
+    if not values:
+        return None
+    return {"source": SCORES, "mean": statistics.fmean(values), "skills": len(values),
+            "tasks": report.get("n_tasks") if isinstance(report.get("n_tasks"), int) else None}
+
+
+def _skills(root: Path, records: list[TaskRecord], transfers: list[dict[str, Any]],
+            run: RunLog) -> tuple[list[dict[str, Any]], str | None]:
+    """The run's final skill memory, each skill with its retrievals, scores (`SCORES`) and utility as a
+    ``library_filter`` run ranked it; (skills, why none could be read)."""
     from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, read_jsonl
 
     if not (root / "memory" / MANIFEST).is_file():
@@ -466,13 +568,8 @@ def _skills(root: Path, records: list[TaskRecord],
         library = [skill for skill, _ in read_jsonl(f"memory/{SKILLS_JSONL}", root=root)]
     except InputError as exc:
         return [], str(exc)
-    scores: dict[str, dict[str, Any]] = {}
-    if (root / SCORES).is_file():
-        try:
-            report = _read_json(root, SCORES)
-            scores = {str(row.get("id")): row for row in report.get("skills", []) if isinstance(row, dict)}
-        except InputError:
-            scores = {}
+    scores, _ = _scores(root)
+    ranked = run.log.library_utility.utility if run.log.library_utility is not None else {}
     retrieved_by: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         best: dict[str, Any] = {}
@@ -508,7 +605,8 @@ def _skills(root: Path, records: list[TaskRecord],
                     "code": python_tokens(skill.body) if skill.format == "code" else None,
                     "induced_at": induced_at.get(skill.id), "retrieved_by": uses, "effect": effects.get(skill.id),
                     "scores": {k: score.get(k) for k in ("utility", "specificity", "abstractness", "best_match",
-                                                         "off_domain")} if score is not None else None})
+                                                         "off_domain")} if score is not None else None,
+                    "library_utility": _number(ranked.get(skill.id))})
     return out, None
 
 

@@ -199,9 +199,18 @@ def load_runs(paths: list[Path]) -> list[RunLog]:
     if not kept:
         raise InputError(f"none of the {len(runs)} runs found has a finished task",
                          path=paths[0] if len(paths) == 1 else None)
+    return label_runs(kept)
+
+
+def label_runs(runs: list[RunLog]) -> list[RunLog]:
+    """Label ``runs`` as one report groups them (the report's runs: those with a finished task): the harness in the
+    condition of runs of one env and model that differ in it, and the tags of `label_differences`. The one
+    definition of the report's labels (``view`` labels its runs with it). Returns ``runs``, labelled in place."""
     harnesses: dict[tuple[str, str], set[str]] = {}
-    for run in kept:
+    for run in runs:
+        run.model_tags = run.condition_tags = ""  # labelled afresh (a run labelled before among other runs)
+    for run in runs:
         harnesses.setdefault((run.env, run.model), set()).add(run.log.config.harness_label())
-    for run in kept:
+    for run in runs:
         run.harness_differs = len(harnesses[(run.env, run.model)]) > 1
-    return label_differences(kept)
+    return label_differences(runs)

@@ -259,20 +259,25 @@
         });
         return box;
       } },
-      { label: "run", value: (r) => r.label, cell: (r) => h("a", { href: route.run(r.key), class: "nowrap" }, r.label) },
-      { label: "grid", value: (r) => r.grid || "", cell: (r) => r.grid || "" },
-      { label: "condition", value: (r) => r.condition, cell: (r) => r.condition },
+      { label: "run", value: (r) => r.label, cell: (r) => h("a", { href: route.run(r.key), class: "path" }, breakable(r.label)),
+        help: "the run folder, from the folder given (a grid's runs under its folder)" },
+      { label: "condition", value: (r) => r.condition, cell: (r) => h("span", { class: "path" }, breakable(r.condition)),
+        help: "the condition as report labels it among these runs: +library(top) a frozen (filtered) library, " +
+          "[setting=value] what sets runs of the same labels apart" },
       { label: "model", value: (r) => r.model, cell: (r) => r.model },
       { label: "preset", value: (r) => r.preset || "", cell: (r) => h("span", { title: r.harness || null }, r.preset || "-") },
-      { label: "env", value: (r) => r.env, cell: (r) => r.env },
+      { label: "env", value: (r) => r.env, cell: envCell },
+      { label: "library", value: (r) => r.library || "", cell: libraryCell,
+        help: "the skills the run retrieved from: a frozen library (as report's tables name it) or its own memory; " +
+          "the library's mean utility when the run has it (a --library-filter run's ranking, or a scores.json)" },
       { label: "tasks", num: true, value: (r) => r.finished, cell: (r) => `${r.finished}/${r.planned}` },
       { label: "success [95% CI]", num: true, value: (r) => r.success,
-        cell: (r) => r.finished ? `${pct(r.success)} [${pct(r.ci[0])}, ${pct(r.ci[1])}]` : "-" },
+        cell: (r) => r.finished ? [pct(r.success), h("span", { class: "ci" }, ` [${pct(r.ci[0])}, ${pct(r.ci[1])}]`)] : "-" },
       { label: "reward", num: true, value: (r) => r.mean_reward, cell: (r) => num(r.mean_reward, 3) },
-      { label: "tokens/task", num: true, value: (r) => r.tokens_per_task, cell: (r) => num(r.tokens_per_task) },
+      { label: breakable("tokens/task"), num: true, value: (r) => r.tokens_per_task, cell: (r) => num(r.tokens_per_task) },
       { label: "cost", num: true, value: (r) => r.cost_usd, cell: (r) => usd(r.cost_usd),
         help: "the finished tasks' cost at the model's price (- without one)" },
-      { label: "latency/task", num: true, value: (r) => r.latency_mean_s, cell: (r) => secs(r.latency_mean_s) },
+      { label: breakable("latency/task"), num: true, value: (r) => r.latency_mean_s, cell: (r) => secs(r.latency_mean_s) },
       { label: "calls", num: true, value: (r) => r.model_calls, cell: (r) => num(r.model_calls) },
       { label: "transfers", num: true, value: (r) => r.transfers + (r.library_transfers || 0),
         cell: (r) => (r.library_transfers ? `${num(r.transfers)} + ${num(r.library_transfers)} library` : num(r.transfers)),
@@ -308,6 +313,36 @@
           h("figcaption", null, f.label)))));
     }
     add(clear(main), parts);
+  }
+
+  // Text with a line break allowed after each / + | , = and before each [ (run folders, labels, library paths).
+  function breakable(text) {
+    return String(text ?? "").split(/(?<=[/+|,=])|(?=\[)/).flatMap((part, i) => (i ? [h("wbr"), part] : [part]));
+  }
+
+  // The env's label (as report names it), its settings folded under it.
+  function envCell(r) {
+    const label = r.env_label || r.env;
+    if (!r.env || r.env === label) return label;
+    return h("details", { class: "env" }, h("summary", null, label), h("span", { class: "path muted" }, breakable(r.env)));
+  }
+
+  // The library a run read, and its mean utility when the run has it (never computed by the viewer).
+  function libraryCell(r) {
+    if (!r.library) return h("span", { class: "muted" }, "-");
+    const u = r.library_utility;
+    let line = null;
+    if (u && u.mean !== null && u.mean !== undefined) {
+      const what = u.source === "library_filter"
+        ? `${u.filter} ${u.skills} of ${u.library_skills}` + (u.library_mean !== null ? `; all ${u.library_mean.toFixed(3)}` : "")
+        : `${u.skills} skills, ${u.source}`;
+      const help = u.source === "library_filter"
+        ? `mean utility of the ${u.skills} skills the run kept (--library-filter ${u.filter}), as it ranked the ` +
+          `${u.library_skills} of the library against its ${u.tasks} tasks when it started (config.json); all: the whole library's mean`
+        : `mean utility of the ${u.skills} skills of the run folder's ${u.source} (skilltransfer score)`;
+      line = h("div", { class: "utility muted", title: help }, `utility ${u.mean.toFixed(3)} (${what})`);
+    }
+    return [h("span", { class: "path" }, breakable(r.library)), line];
   }
 
   // ------------------------------------------------------------------------------------------- run page
@@ -402,7 +437,7 @@
     if (run.skills_error) return h("p", { class: "error" }, run.skills_error);
     if (!run.skills.length) return h("p", { class: "muted" }, "This run has no skill memory.");
     const columns = [
-      { label: "skill", value: (s) => s.name, cell: (s) => link(route.skill(run.key, s.id), s.name) },
+      { label: "skill", value: (s) => s.name, cell: (s) => h("a", { href: route.skill(run.key, s.id), class: "skillname" }, s.name) },
       { label: "format", value: (s) => s.format, cell: (s) => s.format },
       { label: "level", value: (s) => s.level, cell: (s) => s.level },
       { label: "source task", value: (s) => (s.induced_at ? s.induced_at.position : s.provenance.stream_position),
@@ -413,15 +448,33 @@
         cell: (s) => String(s.retrieved_by.filter((u) => u.transfer).length) },
       { label: "solved when retrieved", num: true, value: (s) => s.retrieved_by.filter((u) => u.success).length,
         cell: (s) => `${s.retrieved_by.filter((u) => u.success).length}/${s.retrieved_by.length}` },
-      { label: "utility", num: true, value: (s) => (s.scores ? s.scores.utility : null),
-        cell: (s) => (s.scores && s.scores.utility !== null ? Number(s.scores.utility).toFixed(3) : "-") },
+      { label: "utility", num: true, value: utilityOf, cell: (s) => (utilityOf(s) !== null ? utilityOf(s).toFixed(3) : "-"),
+        help: "from the run folder's scores.json (skilltransfer score), else as the run's --library-filter ranked its library" },
       { label: "effect on success", num: true, value: (s) => (s.effect && s.effect.success ? s.effect.success[0] : null),
         cell: (s) => effectCell(s.effect) },
-      { label: "description", value: (s) => s.description, cell: (s) => s.description },
+      { label: "description", value: (s) => s.description, cell: (s) => h("div", { class: "desc" }, foldLine(s.description, 320)) },
     ];
     const table = dataTable(columns, run.skills, { cls: "skills" });
     return h("section", null, h("div", { class: "toolbar" }, filterBox("filter skills", (text) =>
       table.refilter((s) => !text || rowText(columns, s).includes(text)))), table);
+  }
+
+  function utilityOf(skill) {
+    const value = skill.scores && typeof skill.scores.utility === "number" ? skill.scores.utility : skill.library_utility;
+    return typeof value === "number" ? value : null;
+  }
+
+  // A long line shown up to ``limit`` characters, the rest on demand.
+  function foldLine(text, limit) {
+    text = String(text ?? "");
+    if (text.length <= limit) return text;
+    const shown = h("span", null, text.slice(0, limit) + "… ");
+    const button = h("button", { class: "small", type: "button" }, `${num(text.length)} characters: show all`);
+    button.addEventListener("click", () => {
+      shown.textContent = text;
+      button.remove();
+    });
+    return [shown, button];
   }
 
   // A skill's causal effect from randomised masking (report table skill_effects): success estimate, CI, flag.
@@ -471,6 +524,8 @@
       h("h3", null, `Retrieved by ${skill.retrieved_by.length} tasks`), uses,
       h("h3", null, "Causal effect (randomised masking)"), effectView(skill.effect),
       h("h3", null, "Scores"), scores,
+      typeof skill.library_utility === "number" ? h("p", null, `Utility as the run's --library-filter ranked its library ` +
+        `(against the run's tasks, config.json): ${skill.library_utility.toFixed(3)}`) : null,
       h("h3", null, "Usage and provenance"), fields({ ...skill.usage, ...skill.provenance }),
       Object.keys(skill.extra || {}).length ? [h("h3", null, "Other fields"), fields(skill.extra)] : null);
   }
