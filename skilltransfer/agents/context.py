@@ -17,13 +17,19 @@ The policy (deterministic: the same messages, window and counts give the same pr
    c. then the elided older steps are **dropped**, oldest first, in blocks of 4; the task message then ends with
       one line saying how many earlier steps were dropped;
    d. then the kept steps are elided too, oldest first, and then dropped, down to the last step alone;
-   e. then retrieved **skills** are cut, worst-ranked first, to their heading line.
+   e. then retrieved **skills** are shortened in rounds, worst-ranked first within a round (`SkillBlock`): each
+      round cuts every skill's body to the next of `BODY_CAPS` (32,000 characters, halving down to 250; a body
+      already shorter is left as it is) with a marker line saying how much is shown and how to see the rest
+      (``load_skill("name")`` where the agent has that action); the round after the last cap leaves the body out
+      (the skill's card: heading, description, contracts, marker); only the last round cuts a skill to its heading
+      line. So no description is dropped while any skill still shows body text, and a skill is a bare name only
+      when the prompt with its card does not fit.
    A rendered (sub-)trajectory inside one message (the summarizer's and the inducer's prompts) is fitted the same
    way, step by step (blocks of 1), down to its last step, whose observation may finally be elided too.
 3. If no variant fits, `ContextExceeded` is raised: the caller ends the (sub)task with status ``context_exceeded``.
 
 Each call is logged as ``context_fit`` (window, budget, tokens before/after, elided and dropped steps, elided
-replies, cut skills, how tokens were counted) in the call's record in the trajectory.
+replies, shortened and cut skills, how tokens were counted) in the call's record in the trajectory.
 """
 
 from __future__ import annotations
@@ -79,6 +85,65 @@ def cut_skill(text: str) -> str:
     return _shorter(text, f"{head} [cut to fit the context]\n")
 
 
+BODY_CAPS = (32_000, 16_000, 8_000, 4_000, 2_000, 1_000, 500, 250)
+"""The body lengths (characters) a skill is cut to, one per fitting round (see the module docstring)."""
+SKILL_LEVELS = len(BODY_CAPS) + 2
+"""Shortening levels of a skill beyond its full text: one per cap, the card (no body), the heading line."""
+
+
+@dataclass(frozen=True)
+class SkillBlock:
+    """A skill as it stands in a prompt, with the parts fitting may shorten (a plain string is a block whose only
+    shorter form is its heading line).
+
+    ``text`` is the exact rendering (fitting finds it in the messages); ``card`` the part kept when the body is left
+    out (heading, description, contracts, notes); ``before`` + ``body`` + ``after`` the rest (``before``/``after``
+    wrap the body, e.g. a code fence); ``more`` says where the whole body can be seen (``'load_skill("x") shows
+    it all'``; "" where the agent has no such action); in it ``{end}`` stands for the character where the shown
+    part ends, counted from ``offset`` (a page of a longer text starts there).
+    """
+
+    text: str
+    card: str = ""
+    body: str = ""
+    before: str = ""
+    after: str = ""
+    more: str = ""
+    offset: int = 0
+
+    def forms(self) -> list[str]:
+        """The text at each level 0..`SKILL_LEVELS` (full, each cap, card, heading line), never growing."""
+        out = [self.text]
+        for cap in BODY_CAPS:
+            out.append(self._cut(cap) if self.body and len(self.body) > cap else out[-1])
+        out.append(self._left_out() if self.body else out[-1])
+        out.append(cut_skill(self.text))
+        for level in range(1, len(out)):
+            out[level] = _shorter(out[level - 1], out[level])
+        return out
+
+    def _note(self, text: str, shown: int) -> str:
+        more = self.more.replace("{end}", str(self.offset + shown))
+        return f"[{text}{'; ' + more if more else ''}]\n"
+
+    def _cut(self, cap: int) -> str:
+        head = self.body[:cap]
+        line_end = head.rfind("\n")
+        if line_end >= cap // 2:  # end at a line break when one is near
+            head = head[:line_end]
+        note = self._note(f"text cut to fit the context: {len(head):,} of {len(self.body):,} characters shown",
+                          len(head))
+        return f"{self.card}{self.before}{head.rstrip()}\n{self.after}{note}"
+
+    def _left_out(self) -> str:
+        return f"{self.card}{self._note(f'text ({len(self.body):,} characters) left out to fit the context', 0)}"
+
+
+def as_block(skill: str | SkillBlock) -> SkillBlock:
+    """A skill of the prompt as a `SkillBlock` (a plain string: its text alone)."""
+    return skill if isinstance(skill, SkillBlock) else SkillBlock(skill)
+
+
 def dropped_note(n: int) -> str:
     """The line that stands for ``n`` dropped steps."""
     return f"[{n} earlier step{'s' if n != 1 else ''} dropped to fit the context]"
@@ -99,6 +164,9 @@ class ContextFit:
     dropped_steps: int = 0
     """Oldest steps left out altogether."""
     cut_skills: int = 0
+    """Skills cut to their heading line."""
+    shortened_skills: int = 0
+    """Skills whose body was shortened or left out, their description kept."""
     counted_by: str = "model"
     """How tokens were counted: "server" (the model server's tokenizer), "tokenizer" (a local tokenizer.json),
     "estimate" (`skilltransfer.llm.context.estimate_tokens`), "approx" (a test double's chars / 4)."""
@@ -108,12 +176,22 @@ class ContextFit:
 
     @property
     def changed(self) -> bool:
-        return bool(self.elided_steps or self.elided_replies or self.dropped_steps or self.cut_skills)
+        return bool(self.elided_steps or self.elided_replies or self.dropped_steps or self.cut_skills
+                    or self.shortened_skills)
 
 
 Variant = tuple[int, int, int, int]
-"""(steps dropped, steps with elided observations, steps with elided replies, skills cut); steps count from the
-oldest."""
+"""(steps dropped, steps with elided observations, steps with elided replies, skill shortenings); steps count from
+the oldest; the skill shortenings are taken one skill and level at a time (`skill_levels`)."""
+
+
+def skill_levels(shortenings: int, n_skills: int) -> list[int]:
+    """Each skill's level (best-ranked first) after ``shortenings`` steps of the ladder: rounds over all skills,
+    worst-ranked first within a round, each raising a skill one level (0: full ... `SKILL_LEVELS`: heading line)."""
+    if not n_skills:
+        return []
+    rounds, rest = divmod(shortenings, n_skills)
+    return [rounds + (1 if index >= n_skills - rest else 0) for index in range(n_skills)]
 
 
 def _blocked(limit: int, block: int) -> list[int]:
@@ -127,7 +205,7 @@ def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
     Args:
         n_steps: steps after the verbatim head.
         keep_steps: the last steps kept verbatim while older ones are elided and dropped.
-        n_skills: retrieved skills that may be cut.
+        n_skills: retrieved skills that may be shortened (`SKILL_LEVELS` steps each).
         block: older steps are elided and dropped this many at a time.
         elide_last_observation: finally elide the last step's observation too (a trajectory to summarise or learn
             from; never the executor's own conversation, which must see its last observation).
@@ -143,7 +221,7 @@ def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
     if elide_last_observation and n_steps:
         ladder.append((last, n_steps, last, 0))
     final = ladder[-1]
-    ladder += [(*final[:3], c) for c in range(1, n_skills + 1)]
+    ladder += [(*final[:3], c) for c in range(1, n_skills * SKILL_LEVELS + 1)]
     return ladder
 
 
@@ -161,20 +239,36 @@ def _split_conversation(messages: Sequence[Message], head: int | None = None) ->
     return head, steps
 
 
-def _apply_skills(messages: list[Message], skills: Sequence[str], cut: int) -> list[Message]:
-    if not cut:
+def _apply_skills(messages: list[Message], skills: Sequence[SkillBlock], shortenings: int) -> list[Message]:
+    if not shortenings:
         return messages
+    levels = skill_levels(shortenings, len(skills))
+    changes = [(block.text, block.forms()[level]) for block, level in zip(skills, levels, strict=True) if level]
     out = []
     for message in messages:
         content = str(message.get("content") or "")
-        for skill in list(skills)[len(skills) - cut:]:
-            if skill and skill in content:
-                content = content.replace(skill, cut_skill(skill))
+        for text, shorter in changes:
+            if text in content:
+                content = content.replace(text, shorter)
         out.append({**message, "content": content})
     return out
 
 
-def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[str],
+def _skill_counts(skills: Sequence[SkillBlock], shortenings: int) -> tuple[int, int]:
+    """(skills shortened with their description kept, skills cut to their heading line) at ``shortenings``."""
+    shortened = cut = 0
+    for block, level in zip(skills, skill_levels(shortenings, len(skills)), strict=True):
+        if not level:
+            continue
+        forms = block.forms()
+        if forms[level] == forms[-1] and forms[-1] != forms[0]:
+            cut += 1
+        elif forms[level] != forms[0]:
+            shortened += 1
+    return shortened, cut
+
+
+def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[SkillBlock],
                           head: int | None = None) -> list[Message]:
     dropped, elided_obs, elided_replies, cut = variant
     head, steps = _split_conversation(messages, head)
@@ -224,10 +318,12 @@ class ContextFitter:
         return {**params, "max_tokens": budget}, budget
 
     def fit(self, model: Any, messages: list[Message], budget: int | None, *, trajectory: Trajectory | None = None,
-            skills: Sequence[str] = (), head: int | None = None) -> tuple[list[Message], ContextFit | None]:
+            skills: Sequence[str | SkillBlock] = (),
+            head: int | None = None) -> tuple[list[Message], ContextFit | None]:
         """The messages to send and what was done (None when the model's window is unknown).
 
-        ``head``: how many leading messages stay verbatim (default: up to the first user message).
+        ``skills``: the skills in the prompt, best-ranked first (a string: its rendering, shortened only to its
+        heading line). ``head``: how many leading messages stay verbatim (default: up to the first user message).
 
         Raises:
             ContextExceeded: no variant fits (``fit`` holds the log of the attempt).
@@ -241,7 +337,9 @@ class ContextFitter:
         fit = ContextFit(window, reserved, before, before, counted_by=counted_by)
         if before <= available:
             return messages, fit
-        build, ladder = self._ladder(messages, trajectory, skills, head)
+        present = [block for block in map(as_block, skills)
+                   if block.text and any(block.text in str(m.get("content") or "") for m in messages)]
+        build, ladder = self._ladder(messages, trajectory, present, head)
 
         def size(index: int) -> int:
             return count_prompt_tokens(model, build(ladder[index]))[0]
@@ -249,18 +347,19 @@ class ContextFitter:
         found = _first_fitting(len(ladder), size, available)
         if found is None:
             fit.tokens_after = size(len(ladder) - 1) if len(ladder) > 1 else before
-            fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[-1]
+            fit.dropped_steps, fit.elided_steps, fit.elided_replies, _ = ladder[-1]
+            fit.shortened_skills, fit.cut_skills = _skill_counts(present, ladder[-1][3])
             raise ContextExceeded(f"the prompt needs {fit.tokens_after:,} tokens even with everything elidable elided; "
                                   f"the window leaves {available:,} (window {window:,} - completion {reserved:,} - "
                                   f"margin {margin_tokens(window)})", fit=fit.to_dict())
         fitted = build(ladder[found])
         fit.tokens_after = count_prompt_tokens(model, fitted)[0]
-        fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[found]
+        fit.dropped_steps, fit.elided_steps, fit.elided_replies, _ = ladder[found]
+        fit.shortened_skills, fit.cut_skills = _skill_counts(present, ladder[found][3])
         return fitted, fit
 
-    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, skills: Sequence[str],
+    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, present: Sequence[SkillBlock],
                 head: int | None = None) -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
-        present = [s for s in skills if s and any(s in str(m.get("content") or "") for m in messages)]
         full = trajectory.render() if trajectory is not None else None
         if trajectory is not None and full and any(full in str(m.get("content") or "") for m in messages):
             def build_trajectory(variant: Variant) -> list[Message]:

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skilltransfer.agents.config import AgentConfig, role_budgets
-from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note, elide_observation, elide_reply
+from skilltransfer.agents.context import (
+    ContextFitter,
+    SkillBlock,
+    Trajectory,
+    dropped_note,
+    elide_observation,
+    elide_reply,
+)
 from skilltransfer.agents.decisions import GuardRecord
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.llm.context import ContextLengthError
@@ -80,13 +87,14 @@ class CallLog:
         calls: the calls so far.
         fitter: fits each prompt to the model's window and adds the role's ``max_tokens`` (None: neither).
         on_event: receives call and step events (progress display, step-by-step trajectory writes).
-        skills: the retrieved skills currently in the prompts, rendered, best first (fitting may cut the worst).
+        skills: the retrieved skills currently in the prompts, rendered (or as `SkillBlock`s), best first (fitting may
+            shorten them, the worst first).
     """
 
     calls: list[ModelCall] = field(default_factory=list)
     fitter: ContextFitter | None = None
     on_event: EventSink | None = None
-    skills: Sequence[str] = ()
+    skills: Sequence[str | SkillBlock] = ()
     window: int = 0
     """The context window calls are recorded under now (`ModelCall.window`)."""
     windows: int = 0
@@ -145,7 +153,7 @@ class CallLog:
     @property
     def fitted_calls(self) -> int:
         """Calls whose prompt fitting changed."""
-        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills")
+        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills", "shortened_skills")
         return sum(1 for c in self.calls if c.context_fit and any(c.context_fit.get(k) for k in keys))
 
     @property
