@@ -37,7 +37,7 @@ from skilltransfer.envs.registry import (
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
-from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, load_library, read_jsonl
+from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, load_library, read_jsonl
 from skilltransfer.memory.snapshots import snapshot_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.skill import Skill
@@ -287,6 +287,23 @@ def library_skills(library: str | Path) -> list[Skill]:
     if saved_memory_size(library) == 0:
         return []
     return load_library(library)
+
+
+def external_library(config: StreamConfig) -> bool:
+    """Whether the stream's library is an external one: a SKILL.md folder or file, or a .jsonl; not a run's saved
+    memory (``manifest.json``) nor a ``library_snapshot`` of a run. Only an external library is disclosed
+    progressively by default (`skilltransfer.agents.disclosure`): induced skills are shown as the paper shows them."""
+    if config.library is None or config.library_snapshot is not None:
+        return False
+    return not (Path(config.library) / MANIFEST).is_file()
+
+
+def library_name(library: str | Path) -> str:
+    """A library's name as the agent is told it: its folder or file name (a SKILL.md file: its folder's)."""
+    path = Path(library)
+    if path.name == SKILL_FILE:
+        path = path.parent
+    return path.resolve().name if path.name in ("", ".", "..") else path.name
 
 
 def stream_library(config: StreamConfig) -> list[Skill] | None:

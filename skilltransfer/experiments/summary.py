@@ -211,6 +211,9 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
         settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {}),
+                  **({"disclosure": "progressive"} if log.agent.skill_disclosure == "progressive" else {}),
+                  **({"library_min_score": log.agent.library_min_score}
+                     if log.agent.library_min_score is not None else {}),
                   **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
         format_version=log.format_version, harness=_harness(log.config),
         transfers=transfer_events(records), coordination=coordination_totals(records))
