@@ -16,7 +16,7 @@ from helpers_skill_exec import block
 from helpers_tinyenv import TinyEnv, task_start
 
 from skilltransfer.agents import Agent, ContextFitter
-from skilltransfer.agents.context import SKILL_LEVELS, SkillBlock, skill_levels, variants
+from skilltransfer.agents.context import CARD_LEVEL, SKILL_LEVELS, SkillBlock, skill_levels, variants
 from skilltransfer.agents.disclosure import DESCRIPTION_CHARS, Disclosure, full_block, one_line
 from skilltransfer.agents.skill_actions import SkillCall, parse_skill_call
 from skilltransfer.experiments.build import external_library, library_name
@@ -311,9 +311,10 @@ def test_skill_levels_shorten_every_body_before_any_description():
     assert skill_levels(0, 3) == [0, 0, 0]
     assert skill_levels(1, 3) == [0, 0, 1]  # worst-ranked first
     assert skill_levels(4, 3) == [1, 1, 2]
-    card_round = (SKILL_LEVELS - 1) * 3
-    assert skill_levels(card_round, 3) == [SKILL_LEVELS - 1] * 3  # all cards before any heading line
-    assert skill_levels(card_round + 1, 3) == [SKILL_LEVELS - 1, SKILL_LEVELS - 1, SKILL_LEVELS]
+    card_round = CARD_LEVEL * 3
+    assert skill_levels(card_round, 3) == [CARD_LEVEL] * 3  # all cards before any description is cut
+    assert skill_levels(card_round + 3, 3) == [CARD_LEVEL + 1] * 3  # all descriptions short before a heading line
+    assert skill_levels(card_round + 4, 3) == [CARD_LEVEL + 1, CARD_LEVEL + 1, SKILL_LEVELS]
     assert len(variants(0, 4, 3, 4)) == 1 + 3 * SKILL_LEVELS
     forms = Disclosure("x").inline(skills()["calendar-basics"]).forms()
     assert [len(f) for f in forms] == sorted((len(f) for f in forms), reverse=True)
@@ -324,7 +325,7 @@ def fitted_prompt(blocks: list[SkillBlock], spare: int) -> tuple[str, object]:
     its card and a bare heading for none."""
     system = {"role": "system", "content": "You solve tasks."}
     task = {"role": "user", "content": "# Task\nSet the counter.\n" + "\n".join(b.text for b in blocks)}
-    cards = {"role": "user", "content": "# Task\nSet the counter.\n" + "\n".join(b.forms()[SKILL_LEVELS - 1]
+    cards = {"role": "user", "content": "# Task\nSet the counter.\n" + "\n".join(b.forms()[CARD_LEVEL]
                                                                               for b in blocks)}
     budget = 64
     prompt = messages_tokens([system, cards]) + spare
@@ -354,17 +355,28 @@ def test_fitting_cuts_bodies_then_leaves_them_out_and_keeps_every_description():
     assert blocks[-1].text.splitlines()[0] + " [cut to fit the context]" in content
 
 
+def test_a_long_description_is_shortened_before_a_skill_is_cut_to_its_name():
+    skill = Skill(name="long-one", description="Use it for everything. " * 60, body="Step one.\n" * 600)
+    forms = Disclosure("lib").inline(skill).forms()
+    short = forms[CARD_LEVEL + 1]
+    assert short.startswith("### Skill: long-one\nUse it for everything. Use it")
+    assert "… [description cut to fit the context]\n" in short
+    assert len(short) < len(forms[CARD_LEVEL]) - 700  # 1,024 characters down to 200
+    assert forms[SKILL_LEVELS] == "### Skill: long-one [cut to fit the context]\n"
+
+
 def test_a_paper_skill_is_shortened_with_its_description_kept():
     skill = Skill(name="set-counter", description="Set the counter to a target.", body="1. reset\n2. add\n" * 200)
     forms = full_block(skill).forms()
     assert forms[0] == skill.render()
     assert forms[1] == forms[0]  # shorter than the first caps
-    shortened = forms[SKILL_LEVELS - 3]  # the 500-character cap
+    shortened = forms[CARD_LEVEL - 2]  # the 500-character cap
     assert shortened.startswith(skill.render_card())
     assert re.search(r"\[text cut to fit the context: 4\d\d of 3,199 characters shown\]\n$", shortened)
-    assert forms[SKILL_LEVELS - 1] == skill.render_card() + "[text (3,199 characters) left out to fit the context]\n"
+    assert forms[CARD_LEVEL] == skill.render_card() + "[text (3,199 characters) left out to fit the context]\n"
+    assert forms[CARD_LEVEL + 1] == forms[CARD_LEVEL]  # a short description stays whole
     code = Skill(name="add_n", description="Add n.", format="code", body="def add_n(apis, n):\n" + "    x = 1\n" * 80)
-    cut = full_block(code).forms()[SKILL_LEVELS - 2]
+    cut = full_block(code).forms()[CARD_LEVEL - 1]
     assert "```python\ndef add_n" in cut
     assert cut.count("```") == 2
     assert "defined in your interpreter" in cut

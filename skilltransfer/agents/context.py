@@ -21,9 +21,10 @@ The policy (deterministic: the same messages, window and counts give the same pr
       round cuts every skill's body to the next of `BODY_CAPS` (32,000 characters, halving down to 250; a body
       already shorter is left as it is) with a marker line saying how much is shown and how to see the rest
       (``load_skill("name")`` where the agent has that action); the round after the last cap leaves the body out
-      (the skill's card: heading, description, contracts, marker); only the last round cuts a skill to its heading
-      line. So no description is dropped while any skill still shows body text, and a skill is a bare name only
-      when the prompt with its card does not fit.
+      (the skill's card: heading, description, contracts, marker); the next cuts a description longer than 200
+      characters to that; only the last round cuts a skill to its heading line. So no description is shortened
+      while any skill still shows body text, and a skill is a bare name only when the prompt with its shortest card
+      does not fit.
    A rendered (sub-)trajectory inside one message (the summarizer's and the inducer's prompts) is fitted the same
    way, step by step (blocks of 1), down to its last step, whose observation may finally be elided too.
 3. If no variant fits, `ContextExceeded` is raised: the caller ends the (sub)task with status ``context_exceeded``.
@@ -87,8 +88,13 @@ def cut_skill(text: str) -> str:
 
 BODY_CAPS = (32_000, 16_000, 8_000, 4_000, 2_000, 1_000, 500, 250)
 """The body lengths (characters) a skill is cut to, one per fitting round (see the module docstring)."""
-SKILL_LEVELS = len(BODY_CAPS) + 2
-"""Shortening levels of a skill beyond its full text: one per cap, the card (no body), the heading line."""
+CARD_LEVEL = len(BODY_CAPS) + 1
+"""The level at which a skill is its card (its body left out)."""
+SHORT_DESCRIPTION = 200
+"""At the level after the card, a description longer than this is cut to it (characters)."""
+SKILL_LEVELS = CARD_LEVEL + 2
+"""Shortening levels of a skill beyond its full text: one per cap, the card (no body), the card with its description
+cut to `SHORT_DESCRIPTION` characters, the heading line."""
 
 
 @dataclass(frozen=True)
@@ -110,13 +116,17 @@ class SkillBlock:
     after: str = ""
     more: str = ""
     offset: int = 0
+    description: str = ""
+    """The description as ``card`` holds it (cut to `SHORT_DESCRIPTION` characters at the level after the card)."""
 
     def forms(self) -> list[str]:
-        """The text at each level 0..`SKILL_LEVELS` (full, each cap, card, heading line), never growing."""
+        """The text at each level 0..`SKILL_LEVELS` (full, each cap, card, card with a short description, heading
+        line), never growing."""
         out = [self.text]
         for cap in BODY_CAPS:
             out.append(self._cut(cap) if self.body and len(self.body) > cap else out[-1])
         out.append(self._left_out() if self.body else out[-1])
+        out.append(self._short(out[-1]))
         out.append(cut_skill(self.text))
         for level in range(1, len(out)):
             out[level] = _shorter(out[level - 1], out[level])
@@ -134,6 +144,13 @@ class SkillBlock:
         note = self._note(f"text cut to fit the context: {len(head):,} of {len(self.body):,} characters shown",
                           len(head))
         return f"{self.card}{self.before}{head.rstrip()}\n{self.after}{note}"
+
+    def _short(self, text: str) -> str:
+        """``text`` with the description cut to `SHORT_DESCRIPTION` characters (unchanged when it is not longer)."""
+        if len(self.description) <= SHORT_DESCRIPTION or self.description not in text:
+            return text
+        cut = self.description[: SHORT_DESCRIPTION - 1].rstrip() + "…"
+        return text.replace(self.description, f"{cut} [description cut to fit the context]", 1)
 
     def _left_out(self) -> str:
         return f"{self.card}{self._note(f'text ({len(self.body):,} characters) left out to fit the context', 0)}"
@@ -166,7 +183,7 @@ class ContextFit:
     cut_skills: int = 0
     """Skills cut to their heading line."""
     shortened_skills: int = 0
-    """Skills whose body was shortened or left out, their description kept."""
+    """Skills whose body was shortened or left out (and a long description cut), their description kept."""
     counted_by: str = "model"
     """How tokens were counted: "server" (the model server's tokenizer), "tokenizer" (a local tokenizer.json),
     "estimate" (`skilltransfer.llm.context.estimate_tokens`), "approx" (a test double's chars / 4)."""

@@ -73,8 +73,9 @@ def full_block(skill: Skill) -> SkillBlock:
     if skill.format == "code":
         call = f"Callable as `{skill.code.signature}`.\n" if skill.code else ""
         return SkillBlock(skill.render(), card=skill.render_card(), body=body, before=f"{call}```python\n",
-                          after="```\n", more="the whole function is defined in your interpreter")
-    return SkillBlock(skill.render(), card=skill.render_card(), body=body)
+                          after="```\n", more="the whole function is defined in your interpreter",
+                          description=skill.description)
+    return SkillBlock(skill.render(), card=skill.render_card(), body=body, description=skill.description)
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,8 @@ class Disclosure:
             line = f"Instructions: {_chars(size)}, not shown; {call_text('load_skill', name)} shows them"
         files = len(skill.resources)
         line += f". Files: {files}.\n" if files else ".\n"
-        text = f"{_heading(skill)}{one_line(skill.description, DESCRIPTION_CHARS)}\n{_contracts(skill)}{line}"
-        return SkillBlock(text)
+        description = one_line(skill.description, DESCRIPTION_CHARS)
+        return SkillBlock(f"{_heading(skill)}{description}\n{_contracts(skill)}{line}", description=description)
 
     def inline(self, skill: Skill) -> SkillBlock:
         """A skill within ``inline_body_chars`` shown whole (card and body), else its card with ``load_skill``."""
@@ -122,14 +123,15 @@ class Disclosure:
             return self.card(skill, "load")
         files = len(skill.resources)
         note = f"Files: {files}; {call_text('read_skill_file', skill.name, '.')} lists them.\n" if files else ""
-        card = f"{_heading(skill)}{one_line(skill.description, DESCRIPTION_CHARS)}\n{_contracts(skill)}{note}"
+        description = one_line(skill.description, DESCRIPTION_CHARS)
+        card = f"{_heading(skill)}{description}\n{_contracts(skill)}{note}"
         if skill.format == "code":
             call = f"Callable as `{skill.code.signature}`.\n" if skill.code else ""
             return SkillBlock(f"{card}{call}```python\n{body}\n```\n", card=card, body=body,
                               before=f"{call}```python\n", after="```\n",
-                              more="the whole function is defined in your interpreter")
+                              more="the whole function is defined in your interpreter", description=description)
         return SkillBlock(f"{card}{body}\n", card=card, body=body,
-                          more=f"{call_text('load_skill', skill.name)} shows them all")
+                          more=f"{call_text('load_skill', skill.name)} shows them all", description=description)
 
     # ------------------------------------------------------------------ what the actions show
     def page(self, text: str, start: int, again: tuple[str, str]) -> Page:
