@@ -15,7 +15,7 @@ from helpers_cli import cli, records_of, trajectory_of
 from helpers_skill_exec import block
 from helpers_tinyenv import TinyEnv, task_start
 
-from skilltransfer.agents import Agent, ContextFitter
+from skilltransfer.agents import Agent, ContextExceeded, ContextFitter
 from skilltransfer.agents.context import CARD_LEVEL, SKILL_LEVELS, SkillBlock, skill_levels, variants
 from skilltransfer.agents.disclosure import DESCRIPTION_CHARS, Disclosure, full_block, one_line
 from skilltransfer.agents.skill_actions import SkillCall, parse_skill_call
@@ -465,3 +465,23 @@ def test_the_public_library_keeps_every_description_within_the_window(hash_embed
         if len(skill.body.strip()) > 4000:
             assert skill.body.strip()[-300:] not in first
     assert result.calls.calls[0].prompt_tokens < 8192
+
+
+def test_the_section_is_left_out_whole_only_when_even_bare_names_do_not_fit():
+    shown = Disclosure("lib")
+    blocks = [shown.inline(s) for s in skills().values()]
+    section = "# Skills from the library `lib`\nThe library holds 4 skills.\n\n" + "\n".join(b.text for b in blocks) \
+        + "\n## Skill actions\n- `load_skill(\"skill name\")`: shows it.\n"
+    system = {"role": "system", "content": "You solve tasks. " * 40}
+    task = {"role": "user", "content": f"# Task\nSet the counter.\n{section}\nBegin."}
+    bare = {"role": "user", "content": "# Task\nSet the counter.\n\nBegin."}
+    budget = 64
+    prompt = messages_tokens([system, bare]) + 5
+    window = next(w for w in range(prompt + budget, 4 * (prompt + budget)) if w - budget - 16 - w // 64 >= prompt)
+    model = ScriptedModel(["x"], context_window=window)
+    fitted, fit = ContextFitter({"executor": budget}).fit(model, [system, task], budget, skills=blocks,
+                                                          section=section)
+    assert fit.dropped_skills_section
+    assert fitted[1]["content"] == "# Task\nSet the counter.\n\nBegin."
+    with pytest.raises(ContextExceeded):  # without a section to leave out, bare names do not fit either
+        ContextFitter({"executor": budget}).fit(model, [system, task], budget, skills=blocks)

@@ -24,7 +24,8 @@ The policy (deterministic: the same messages, window and counts give the same pr
       (the skill's card: heading, description, contracts, marker); the next cuts a description longer than 200
       characters to that; only the last round cuts a skill to its heading line. So no description is shortened
       while any skill still shows body text, and a skill is a bare name only when the prompt with its shortest card
-      does not fit.
+      does not fit. Last, a skills section the caller names (``section``: progressive disclosure's header, cards and
+      actions) is left out whole.
    A rendered (sub-)trajectory inside one message (the summarizer's and the inducer's prompts) is fitted the same
    way, step by step (blocks of 1), down to its last step, whose observation may finally be elided too.
 3. If no variant fits, `ContextExceeded` is raised: the caller ends the (sub)task with status ``context_exceeded``.
@@ -181,7 +182,9 @@ class ContextFit:
     dropped_steps: int = 0
     """Oldest steps left out altogether."""
     cut_skills: int = 0
-    """Skills cut to their heading line."""
+    """Skills cut to their heading line (or left out with the skills section)."""
+    dropped_skills_section: bool = False
+    """The skills section was left out whole (the last resort; progressive disclosure only)."""
     shortened_skills: int = 0
     """Skills whose body was shortened or left out (and a long description cut), their description kept."""
     counted_by: str = "model"
@@ -194,7 +197,7 @@ class ContextFit:
     @property
     def changed(self) -> bool:
         return bool(self.elided_steps or self.elided_replies or self.dropped_steps or self.cut_skills
-                    or self.shortened_skills)
+                    or self.shortened_skills or self.dropped_skills_section)
 
 
 Variant = tuple[int, int, int, int]
@@ -216,7 +219,7 @@ def _blocked(limit: int, block: int) -> list[int]:
 
 
 def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
-             elide_last_observation: bool = False) -> list[Variant]:
+             elide_last_observation: bool = False, section: bool = False) -> list[Variant]:
     """The fitting ladder, least changed first (see the module docstring).
 
     Args:
@@ -226,6 +229,7 @@ def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
         block: older steps are elided and dropped this many at a time.
         elide_last_observation: finally elide the last step's observation too (a trajectory to summarise or learn
             from; never the executor's own conversation, which must see its last observation).
+        section: finally leave the skills section out (one more step).
     """
     older = max(0, n_steps - keep_steps)
     last = max(0, n_steps - 1)
@@ -238,7 +242,7 @@ def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
     if elide_last_observation and n_steps:
         ladder.append((last, n_steps, last, 0))
     final = ladder[-1]
-    ladder += [(*final[:3], c) for c in range(1, n_skills * SKILL_LEVELS + 1)]
+    ladder += [(*final[:3], c) for c in range(1, n_skills * SKILL_LEVELS + 1 + int(section))]
     return ladder
 
 
@@ -256,23 +260,32 @@ def _split_conversation(messages: Sequence[Message], head: int | None = None) ->
     return head, steps
 
 
-def _apply_skills(messages: list[Message], skills: Sequence[SkillBlock], shortenings: int) -> list[Message]:
+def _apply_skills(messages: list[Message], skills: Sequence[SkillBlock], shortenings: int,
+                  section: str = "") -> list[Message]:
     if not shortenings:
         return messages
-    levels = skill_levels(shortenings, len(skills))
+    levels = skill_levels(min(shortenings, len(skills) * SKILL_LEVELS), len(skills))
     changes = [(block.text, block.forms()[level]) for block, level in zip(skills, levels, strict=True) if level]
+    drop = section if section and shortenings > len(skills) * SKILL_LEVELS else ""
+    for text, shorter in changes:
+        drop = drop.replace(text, shorter)
     out = []
     for message in messages:
         content = str(message.get("content") or "")
         for text, shorter in changes:
             if text in content:
                 content = content.replace(text, shorter)
+        if drop:
+            content = content.replace(drop, "")
         out.append({**message, "content": content})
     return out
 
 
-def _skill_counts(skills: Sequence[SkillBlock], shortenings: int) -> tuple[int, int]:
-    """(skills shortened with their description kept, skills cut to their heading line) at ``shortenings``."""
+def _skill_counts(skills: Sequence[SkillBlock], shortenings: int) -> tuple[int, int, bool]:
+    """(skills shortened with their description kept, skills cut to their heading line, section left out) at
+    ``shortenings``."""
+    if shortenings > len(skills) * SKILL_LEVELS:
+        return 0, len(skills), True
     shortened = cut = 0
     for block, level in zip(skills, skill_levels(shortenings, len(skills)), strict=True):
         if not level:
@@ -282,11 +295,11 @@ def _skill_counts(skills: Sequence[SkillBlock], shortenings: int) -> tuple[int, 
             cut += 1
         elif forms[level] != forms[0]:
             shortened += 1
-    return shortened, cut
+    return shortened, cut, False
 
 
 def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[SkillBlock],
-                          head: int | None = None) -> list[Message]:
+                          head: int | None = None, section: str = "") -> list[Message]:
     dropped, elided_obs, elided_replies, cut = variant
     head, steps = _split_conversation(messages, head)
     out = [dict(m) for m in messages]
@@ -302,7 +315,7 @@ def _conversation_variant(messages: Sequence[Message], variant: Variant, skills:
         gone = {index for indices in steps[:dropped] for index in indices}
         out[head - 1]["content"] = f"{out[head - 1].get('content') or ''}\n\n{dropped_note(dropped)}"
         out = [m for index, m in enumerate(out) if index not in gone]
-    return _apply_skills(out, skills, cut)
+    return _apply_skills(out, skills, cut, section)
 
 
 @dataclass
@@ -335,12 +348,13 @@ class ContextFitter:
         return {**params, "max_tokens": budget}, budget
 
     def fit(self, model: Any, messages: list[Message], budget: int | None, *, trajectory: Trajectory | None = None,
-            skills: Sequence[str | SkillBlock] = (),
-            head: int | None = None) -> tuple[list[Message], ContextFit | None]:
+            skills: Sequence[str | SkillBlock] = (), head: int | None = None,
+            section: str = "") -> tuple[list[Message], ContextFit | None]:
         """The messages to send and what was done (None when the model's window is unknown).
 
         ``skills``: the skills in the prompt, best-ranked first (a string: its rendering, shortened only to its
         heading line). ``head``: how many leading messages stay verbatim (default: up to the first user message).
+        ``section``: a skills section (as rendered, holding ``skills``) that may be left out as the last resort.
 
         Raises:
             ContextExceeded: no variant fits (``fit`` holds the log of the attempt).
@@ -356,7 +370,9 @@ class ContextFitter:
             return messages, fit
         present = [block for block in map(as_block, skills)
                    if block.text and any(block.text in str(m.get("content") or "") for m in messages)]
-        build, ladder = self._ladder(messages, trajectory, present, head)
+        if section and not any(section in str(m.get("content") or "") for m in messages):
+            section = ""
+        build, ladder = self._ladder(messages, trajectory, present, head, section)
 
         def size(index: int) -> int:
             return count_prompt_tokens(model, build(ladder[index]))[0]
@@ -365,29 +381,31 @@ class ContextFitter:
         if found is None:
             fit.tokens_after = size(len(ladder) - 1) if len(ladder) > 1 else before
             fit.dropped_steps, fit.elided_steps, fit.elided_replies, _ = ladder[-1]
-            fit.shortened_skills, fit.cut_skills = _skill_counts(present, ladder[-1][3])
+            fit.shortened_skills, fit.cut_skills, fit.dropped_skills_section = _skill_counts(present, ladder[-1][3])
             raise ContextExceeded(f"the prompt needs {fit.tokens_after:,} tokens even with everything elidable elided; "
                                   f"the window leaves {available:,} (window {window:,} - completion {reserved:,} - "
                                   f"margin {margin_tokens(window)})", fit=fit.to_dict())
         fitted = build(ladder[found])
         fit.tokens_after = count_prompt_tokens(model, fitted)[0]
         fit.dropped_steps, fit.elided_steps, fit.elided_replies, _ = ladder[found]
-        fit.shortened_skills, fit.cut_skills = _skill_counts(present, ladder[found][3])
+        fit.shortened_skills, fit.cut_skills, fit.dropped_skills_section = _skill_counts(present, ladder[found][3])
         return fitted, fit
 
     def _ladder(self, messages: list[Message], trajectory: Trajectory | None, present: Sequence[SkillBlock],
-                head: int | None = None) -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
+                head: int | None = None,
+                section: str = "") -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
         full = trajectory.render() if trajectory is not None else None
         if trajectory is not None and full and any(full in str(m.get("content") or "") for m in messages):
             def build_trajectory(variant: Variant) -> list[Message]:
                 text = trajectory.render(variant[1], variant[2], dropped=variant[0])
                 out = [{**m, "content": str(m.get("content") or "").replace(full, text)} for m in messages]
-                return _apply_skills(out, present, variant[3])
+                return _apply_skills(out, present, variant[3], section)
 
-            return build_trajectory, variants(trajectory.n_steps, 1, len(present), 1, elide_last_observation=True)
+            return build_trajectory, variants(trajectory.n_steps, 1, len(present), 1, elide_last_observation=True,
+                                              section=bool(section))
         _, steps = _split_conversation(messages, head)
-        return (lambda v: _conversation_variant(messages, v, present, head),
-                variants(len(steps), self.keep_steps, len(present), CONVERSATION_BLOCK))
+        return (lambda v: _conversation_variant(messages, v, present, head, section),
+                variants(len(steps), self.keep_steps, len(present), CONVERSATION_BLOCK, section=bool(section)))
 
 
 def _first_fitting(n: int, size: Callable[[int], int], available: int) -> int | None:

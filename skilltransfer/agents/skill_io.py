@@ -155,6 +155,7 @@ class TaskSkills:
         """Retrieve, then the executor prompt's skills section ('' if none) and the skill actions it offers."""
         got = self.retrieve(query, kind, index)
         memory, cfg, calls = self.source.memory, self.config, self.result.calls
+        calls.section = ""
         if memory is None or cfg.top_k <= 0:
             return "", None
         whole = cfg.library_exposure == "whole"
@@ -167,7 +168,8 @@ class TaskSkills:
                 return "", None
             listing = "\n".join(b if isinstance(b, str) else b.text for b in blocks)
             if disclosure is not None:  # routed units of an external library: its header, no actions
-                return self._disclosed_header(disclosure, listing, len(blocks)), None
+                calls.section = self._disclosed_header(disclosure, listing, len(blocks))
+                return calls.section, None
             return self.prompts.skills_section.render(skills=listing), None
         calls.skills = []
         hits = [skill for skill, _ in got.hits]
@@ -187,6 +189,7 @@ class TaskSkills:
         section = actions.section()
         if disclosure is not None:
             calls.skills = list(actions.blocks)  # context fitting may shorten them, the worst-ranked first
+            calls.section = section  # and, as its last resort, leave the section out
         return section, actions
 
     def disclosure(self) -> Disclosure | None:

@@ -95,6 +95,9 @@ class CallLog:
     fitter: ContextFitter | None = None
     on_event: EventSink | None = None
     skills: Sequence[str | SkillBlock] = ()
+    section: str = ""
+    """The skills section in the prompts when fitting may leave it out whole as its last resort (progressive
+    disclosure); '' otherwise."""
     window: int = 0
     """The context window calls are recorded under now (`ModelCall.window`)."""
     windows: int = 0
@@ -127,7 +130,7 @@ class CallLog:
             params, budget = self.fitter.params(model, role, params)
             try:
                 messages, fitted = self.fitter.fit(model, messages, budget, trajectory=trajectory, skills=self.skills,
-                                                   head=head)
+                                                   head=head, section=self.section)
             except ContextExceeded as exc:
                 self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}",
                                             self.window, messages=[dict(m) for m in messages]))
@@ -153,7 +156,8 @@ class CallLog:
     @property
     def fitted_calls(self) -> int:
         """Calls whose prompt fitting changed."""
-        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills", "shortened_skills")
+        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills", "shortened_skills",
+                "dropped_skills_section")
         return sum(1 for c in self.calls if c.context_fit and any(c.context_fit.get(k) for k in keys))
 
     @property

@@ -534,7 +534,7 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
         ]
     fitted = [c["context_fit"] for c in trajectory.calls if c.get("context_fit")]
     changed = [f for f in fitted if f.get("elided_steps") or f.get("dropped_steps") or f.get("cut_skills")
-               or f.get("shortened_skills")]
+               or f.get("shortened_skills") or f.get("dropped_skills_section")]
     if changed:
         head.append(f"context: {len(changed)} of {len(trajectory.calls)} calls shortened to fit the "
                     f"{fitted[0]['window']:,}-token window (up to {max(f['elided_steps'] for f in changed)} steps "
