@@ -485,3 +485,29 @@ def test_the_section_is_left_out_whole_only_when_even_bare_names_do_not_fit():
     assert fitted[1]["content"] == "# Task\nSet the counter.\n\nBegin."
     with pytest.raises(ContextExceeded):  # without a section to leave out, bare names do not fit either
         ContextFitter({"executor": budget}).fit(model, [system, task], budget, skills=blocks)
+
+
+def test_a_folder_started_before_progressive_disclosure_resumes_in_full(tmp_path):
+    """A run folder over an external library whose config.json records no disclosure (written before it existed)
+    resumes as it ran: in full; a new one discloses progressively."""
+    out = tmp_path / "run"
+
+    def run(limit: int) -> None:
+        cli("run", "--env", "office", "--condition", "task+text", "--library", str(LIBRARY), "--model", "openai/mock",
+            "--base-url", server.url, "--api-key", "x", "--embedder", "hash:64", "--limit", str(limit),
+            "--no-sandbox", "--no-progress", "--out", str(out))
+
+    with MockServer(RolePlay()) as server:
+        run(1)
+        config = json.loads((out / "config.json").read_text())
+        assert config["agent"]["skill_disclosure"] == "progressive"
+        config["agent"]["skill_disclosure"] = None  # as a folder written before the setting existed
+        config["prompt_ids"] = {k: v for k, v in config["prompt_ids"].items() if not k.startswith("disclosure_")}
+        (out / "config.json").write_text(json.dumps(config, indent=2))
+        run(2)
+    second = trajectory_of(out, records_of(out)[1])
+    prompts = {row["id"]: row["message"]["content"] for row in map(json.loads, (out / "prompts.jsonl").open())}
+    sent = "\n".join(prompts[i] for i in second.calls[0]["messages"])
+    assert "# Skills from earlier tasks" in sent
+    assert "# Skills from the library" not in sent
+    assert json.loads((out / "config.json").read_text())["agent"]["skill_disclosure"] is None

@@ -59,7 +59,7 @@ class SkillSource:
         organization: a frozen library organisation the retrieved skills are shown in.
         role_models: another model for a role the retriever calls (``{"verifier": m}``).
         library: the name of the frozen library ``memory`` holds (its folder or file name: the header of progressive
-            disclosure names it); None: the memory's own name ("skills").
+            disclosure names it); None: "memory".
     """
 
     model: ChatModel

@@ -186,11 +186,15 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     return StreamInputs(library, organization, external_library(config))
 
 
-def stream_agent_config(config: StreamConfig, inputs: StreamInputs) -> AgentConfig:
+def stream_agent_config(config: StreamConfig, inputs: StreamInputs,
+                        recorded: AgentConfig | None = None) -> AgentConfig:
     """The agent's settings (`StreamConfig.agent_config`) with ``skill_disclosure`` resolved: ``progressive`` for an
-    external library when unset (what ``config.json`` records under ``agent``)."""
+    external library when unset (what ``config.json`` records under ``agent``), unless ``recorded`` (the settings
+    of the run folder being resumed) says it started without (a folder started before progressive disclosure existed
+    resumes as it ran: in full)."""
     agent = config.agent_config()
-    if agent.skill_disclosure is None and inputs.external:
+    started_in_full = recorded is not None and recorded.skill_disclosure is None
+    if agent.skill_disclosure is None and inputs.external and not started_in_full:
         agent = agent.model_copy(update={"skill_disclosure": "progressive"})
     return agent
 
@@ -265,7 +269,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     repeated = sorted(task_id for task_id, n in Counter(t.id for t in tasks).items() if n > 1)
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
-    agent_cfg = stream_agent_config(config, inputs)
+    folder = RunFolder(config.path)
+    agent_cfg = stream_agent_config(config, inputs, folder.read_config().agent if folder.exists() else None)
     induction = config.induction_config()
     clock = TaskClock(config.agent.task_timeout_s)
     watch = ServedWatch(model)
@@ -280,7 +285,6 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
                        embedder_id=str(embedder.id) if embedder is not None else None,
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"),
                        provenance=run_provenance(config.model.effective_params()))
-    folder = RunFolder(config.path)
     records = folder.start(log)
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
