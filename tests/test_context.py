@@ -7,7 +7,7 @@ import pytest
 from helpers_tinyenv import CounterScript, HistoryScript, TinyEnv
 
 from skilltransfer.agents import Agent, CallLog, ContextExceeded, ContextFitter
-from skilltransfer.agents.context import CONVERSATION_BLOCK, margin_tokens, variants
+from skilltransfer.agents.context import CONVERSATION_BLOCK, SKILL_LEVELS, margin_tokens, variants
 from skilltransfer.agents.steps import ActionStep, TrajectoryText
 from skilltransfer.llm.cache import CachedModel, ResponseCache
 from skilltransfer.llm.context import (
@@ -58,7 +58,7 @@ def test_ladder_order_and_blocks():
     assert ladder[5:7] == [(4, 7, 7, 0), (7, 7, 7, 0)]  # then the older steps are dropped
     assert ladder[7:10] == [(7, 8, 8, 0), (7, 9, 9, 0), (7, 10, 10, 0)]  # then kept steps elided...
     assert ladder[10:13] == [(8, 10, 10, 0), (9, 10, 10, 0), (10, 10, 10, 0)]  # ... and dropped, but the last
-    assert ladder[13:] == [(10, 10, 10, 1), (10, 10, 10, 2)]  # then skills, worst first
+    assert ladder[13:] == [(10, 10, 10, s) for s in range(1, 2 * SKILL_LEVELS + 1)]  # then skills (skill_levels)
     assert variants(0, 4, 0, 4) == [(0, 0, 0, 0)]
     trajectory = variants(3, 1, 0, 1, elide_last_observation=True)
     assert trajectory == [(0, 0, 0, 0), (0, 1, 0, 0), (0, 2, 0, 0), (0, 2, 1, 0), (0, 2, 2, 0), (1, 2, 2, 0),

@@ -59,10 +59,8 @@ def check_run(out: Path, mode: str, organization: str) -> None:
     trajectory = trajectory_of(out, record)
     actions = [s["skill_action"]["action"] for s in trajectory.steps if s.get("skill_action")]
     account = record["context_account"]
-    if mode == "inline" and organization == "flat":
-        assert actions == []
-    elif organization == "flat" or mode == "subagent":
-        assert actions[0] == {"inline": "none", "agent-skill": "load_skill"}.get(mode, "run_skill")
+    if organization == "flat" or mode == "subagent":  # a SKILL.md folder is disclosed progressively: inline loads
+        assert actions[0] == {"inline": "load_skill", "agent-skill": "load_skill"}.get(mode, "run_skill")
         assert account["subagent_calls"] >= (mode in ("subagent", "hybrid"))
     else:
         assert actions[0] == "open_node"
@@ -100,6 +98,7 @@ def test_show_prints_the_axes(tmp_path, server, library):
     shown = cli("show", str(tmp_path / "run")).output
     assert "skill_exec=hybrid" in shown
     assert "library_organization=task-tree" in shown
+    assert "disclosure=progressive" in shown  # a SKILL.md folder is an external library
 
 
 # --------------------------------------------------------------------------------------------- the grid spec

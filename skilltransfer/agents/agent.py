@@ -47,17 +47,20 @@ class Agent:
         retriever: chooses each (sub)task's skills section from ``memory``; None: the top-k skills by description
             (flat reuse). The agent does not know how it chooses.
         role_models: another model for a role the retriever calls (``{"verifier": m}``); unlisted roles use ``model``.
+        library: the name of the frozen library ``memory`` holds (its folder or file name), shown in the header of
+            progressive disclosure (``skill_disclosure: progressive``, `skilltransfer.agents.disclosure`).
     """
 
     def __init__(self, model: ChatModel, *, memory: SkillStore | None = None, inducer: Inducer | None = None,
                  config: AgentConfig | None = None, on_event: Callable[[AgentEvent], None] | None = None,
                  organization: LibraryView | None = None, retriever: SkillRetriever | None = None,
-                 role_models: Mapping[str, ChatModel] | None = None, **kwargs: Any) -> None:
+                 role_models: Mapping[str, ChatModel] | None = None, library: str | None = None,
+                 **kwargs: Any) -> None:
         given = config or AgentConfig()
         if kwargs:
             given = AgentConfig.model_validate({**given.model_dump(), **kwargs})
         self.config = resolve_for(given, model)
-        self.source = SkillSource(model, memory, inducer, retriever, organization, dict(role_models or {}))
+        self.source = SkillSource(model, memory, inducer, retriever, organization, dict(role_models or {}), library)
         self.prompts = AgentPrompts.load(self.config.prompt_dir)
         self.on_event = on_event
 

@@ -13,6 +13,8 @@ SkillExec = Literal["inline", "agent-skill", "subagent", "hybrid"]
 LibraryOrganization = Literal["flat", "task-tree", "tree", "graph"]
 LibraryExposure = Literal["retrieved", "whole"]
 """How retrieved skills are organised for the agent (``skilltransfer.memory.organization``)."""
+SkillDisclosure = Literal["full", "progressive"]
+"""How much of each retrieved skill the agent is shown (``skilltransfer.agents.disclosure``)."""
 ROLE_MAX_TOKENS: dict[str, int] = {"executor": 1024, "planner": 96, "summarizer": 256, "induction": 768}
 """Completion budget per role (tokens) of the ``small-model`` and ``custom`` presets (``paper`` sends none)."""
 
@@ -48,6 +50,22 @@ class AgentSettings(BaseModel):
     top-k. With all-MiniLM-L6-v2, skills of another app score about -0.1-0.2 against a query, skills of the same
     procedure 0.25-0.8. -1 keeps every top-k hit (the paper's plain top-5); None: the preset's (0.2 or -1). Routed
     retrieval (a ``retriever``) is left alone."""
+    library_min_score: float | None = Field(default=None, ge=-1, le=1)
+    """Similarity floor for retrieval from a frozen library (``--library``; a read-only memory): of the top-k, skills
+    whose cosine with the query is below this are not shown (counted in `RetrievalStep.below_min_score` with those
+    of ``retrieval_min_score``). Unlike ``retrieval_min_score`` it is no harness feature: no preset sets it, and it
+    leaves a run's own memory alone. None: no floor. Routed retrieval (a ``retriever``) is left alone."""
+    skill_disclosure: SkillDisclosure | None = None
+    """How much of each retrieved skill the agent is shown (`skilltransfer.agents.disclosure`): ``full`` (each skill
+    whole, the paper's agent) or ``progressive`` (the Agent Skills way: name and description always, the instructions
+    when the agent loads the skill, its files when it reads them). None: ``full``; a stream that reads an external
+    library (a SKILL.md folder or a .jsonl, not a run's memory) resolves it to ``progressive`` and records that."""
+    inline_body_chars: int = Field(default=4000, ge=0)
+    """Progressive disclosure with ``skill_exec: inline``: a skill whose instructions (body) have at most this many
+    characters is shown whole; a longer one as its card (name, description, how to load it). 0: cards only."""
+    skill_page_chars: int = Field(default=8000, ge=500)
+    """Progressive disclosure: the most characters of a skill's instructions or of one of its files that one
+    ``load_skill`` or ``read_skill_file`` shows (the page ends with the call that shows the next)."""
     retrieval_query: RetrievalQuery = "subtask"
     """Subtask level: query memory with the subtask text (default; it names the sub-procedure that subtask-level skills
     describe) or with the task instruction. The task-level agent always queries once with the instruction; the closing

@@ -17,13 +17,21 @@ The policy (deterministic: the same messages, window and counts give the same pr
    c. then the elided older steps are **dropped**, oldest first, in blocks of 4; the task message then ends with
       one line saying how many earlier steps were dropped;
    d. then the kept steps are elided too, oldest first, and then dropped, down to the last step alone;
-   e. then retrieved **skills** are cut, worst-ranked first, to their heading line.
+   e. then retrieved **skills** are shortened in rounds, worst-ranked first within a round (`SkillBlock`): each
+      round cuts every skill's body to the next of `BODY_CAPS` (32,000 characters, halving down to 250; a body
+      already shorter is left as it is) with a marker line saying how much is shown and how to see the rest
+      (``load_skill("name")`` where the agent has that action); the round after the last cap leaves the body out
+      (the skill's card: heading, description, contracts, marker); the next cuts a description longer than 200
+      characters to that; only the last round cuts a skill to its heading line. So no description is shortened
+      while any skill still shows body text, and a skill is a bare name only when the prompt with its shortest card
+      does not fit. Last, a skills section the caller names (``section``: progressive disclosure's header, cards and
+      actions) is left out whole.
    A rendered (sub-)trajectory inside one message (the summarizer's and the inducer's prompts) is fitted the same
    way, step by step (blocks of 1), down to its last step, whose observation may finally be elided too.
 3. If no variant fits, `ContextExceeded` is raised: the caller ends the (sub)task with status ``context_exceeded``.
 
 Each call is logged as ``context_fit`` (window, budget, tokens before/after, elided and dropped steps, elided
-replies, cut skills, how tokens were counted) in the call's record in the trajectory.
+replies, shortened and cut skills, how tokens were counted) in the call's record in the trajectory.
 """
 
 from __future__ import annotations
@@ -79,6 +87,81 @@ def cut_skill(text: str) -> str:
     return _shorter(text, f"{head} [cut to fit the context]\n")
 
 
+BODY_CAPS = (32_000, 16_000, 8_000, 4_000, 2_000, 1_000, 500, 250)
+"""The body lengths (characters) a skill is cut to, one per fitting round (see the module docstring)."""
+CARD_LEVEL = len(BODY_CAPS) + 1
+"""The level at which a skill is its card (its body left out)."""
+SHORT_DESCRIPTION = 200
+"""At the level after the card, a description longer than this is cut to it (characters)."""
+SKILL_LEVELS = CARD_LEVEL + 2
+"""Shortening levels of a skill beyond its full text: one per cap, the card (no body), the card with its description
+cut to `SHORT_DESCRIPTION` characters, the heading line."""
+
+
+@dataclass(frozen=True)
+class SkillBlock:
+    """A skill as it stands in a prompt, with the parts fitting may shorten (a plain string is a block whose only
+    shorter form is its heading line).
+
+    ``text`` is the exact rendering (fitting finds it in the messages); ``card`` the part kept when the body is left
+    out (heading, description, contracts, notes); ``before`` + ``body`` + ``after`` the rest (``before``/``after``
+    wrap the body, e.g. a code fence); ``more`` says where the whole body can be seen (``'load_skill("x") shows
+    it all'``; "" where the agent has no such action); in it ``{end}`` stands for the character where the shown
+    part ends, counted from ``offset`` (a page of a longer text starts there).
+    """
+
+    text: str
+    card: str = ""
+    body: str = ""
+    before: str = ""
+    after: str = ""
+    more: str = ""
+    offset: int = 0
+    description: str = ""
+    """The description as ``card`` holds it (cut to `SHORT_DESCRIPTION` characters at the level after the card)."""
+
+    def forms(self) -> list[str]:
+        """The text at each level 0..`SKILL_LEVELS` (full, each cap, card, card with a short description, heading
+        line), never growing."""
+        out = [self.text]
+        for cap in BODY_CAPS:
+            out.append(self._cut(cap) if self.body and len(self.body) > cap else out[-1])
+        out.append(self._left_out() if self.body else out[-1])
+        out.append(self._short(out[-1]))
+        out.append(cut_skill(self.text))
+        for level in range(1, len(out)):
+            out[level] = _shorter(out[level - 1], out[level])
+        return out
+
+    def _note(self, text: str, shown: int) -> str:
+        more = self.more.replace("{end}", str(self.offset + shown))
+        return f"[{text}{'; ' + more if more else ''}]\n"
+
+    def _cut(self, cap: int) -> str:
+        head = self.body[:cap]
+        line_end = head.rfind("\n")
+        if line_end >= cap // 2:  # end at a line break when one is near
+            head = head[:line_end]
+        note = self._note(f"text cut to fit the context: {len(head):,} of {len(self.body):,} characters shown",
+                          len(head))
+        return f"{self.card}{self.before}{head.rstrip()}\n{self.after}{note}"
+
+    def _short(self, text: str) -> str:
+        """``text`` with the description cut to `SHORT_DESCRIPTION` characters (unchanged when it is not longer)."""
+        if len(self.description) <= SHORT_DESCRIPTION or self.description not in text:
+            return text
+        cut = self.description[: SHORT_DESCRIPTION - 1].rstrip() + "…"
+        return text.replace(self.description, f"{cut} [description cut to fit the context]", 1)
+
+    def _left_out(self) -> str:
+        return f"{self.card}{self._note(f'text ({len(self.body):,} characters) left out to fit the context', 0)}"
+
+
+def as_block(skill: str | SkillBlock) -> SkillBlock:
+    """A skill of the prompt as a `SkillBlock` (a plain string: its text alone)."""
+    return skill if isinstance(skill, SkillBlock) else SkillBlock(skill)
+
+
 def dropped_note(n: int) -> str:
     """The line that stands for ``n`` dropped steps."""
     return f"[{n} earlier step{'s' if n != 1 else ''} dropped to fit the context]"
@@ -99,6 +182,11 @@ class ContextFit:
     dropped_steps: int = 0
     """Oldest steps left out altogether."""
     cut_skills: int = 0
+    """Skills cut to their heading line (or left out with the skills section)."""
+    dropped_skills_section: bool = False
+    """The skills section was left out whole (the last resort; progressive disclosure only)."""
+    shortened_skills: int = 0
+    """Skills whose body was shortened or left out (and a long description cut), their description kept."""
     counted_by: str = "model"
     """How tokens were counted: "server" (the model server's tokenizer), "tokenizer" (a local tokenizer.json),
     "estimate" (`skilltransfer.llm.context.estimate_tokens`), "approx" (a test double's chars / 4)."""
@@ -108,12 +196,22 @@ class ContextFit:
 
     @property
     def changed(self) -> bool:
-        return bool(self.elided_steps or self.elided_replies or self.dropped_steps or self.cut_skills)
+        return bool(self.elided_steps or self.elided_replies or self.dropped_steps or self.cut_skills
+                    or self.shortened_skills or self.dropped_skills_section)
 
 
 Variant = tuple[int, int, int, int]
-"""(steps dropped, steps with elided observations, steps with elided replies, skills cut); steps count from the
-oldest."""
+"""(steps dropped, steps with elided observations, steps with elided replies, skill shortenings); steps count from
+the oldest; the skill shortenings are taken one skill and level at a time (`skill_levels`)."""
+
+
+def skill_levels(shortenings: int, n_skills: int) -> list[int]:
+    """Each skill's level (best-ranked first) after ``shortenings`` steps of the ladder: rounds over all skills,
+    worst-ranked first within a round, each raising a skill one level (0: full ... `SKILL_LEVELS`: heading line)."""
+    if not n_skills:
+        return []
+    rounds, rest = divmod(shortenings, n_skills)
+    return [rounds + (1 if index >= n_skills - rest else 0) for index in range(n_skills)]
 
 
 def _blocked(limit: int, block: int) -> list[int]:
@@ -121,16 +219,17 @@ def _blocked(limit: int, block: int) -> list[int]:
 
 
 def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
-             elide_last_observation: bool = False) -> list[Variant]:
+             elide_last_observation: bool = False, section: bool = False) -> list[Variant]:
     """The fitting ladder, least changed first (see the module docstring).
 
     Args:
         n_steps: steps after the verbatim head.
         keep_steps: the last steps kept verbatim while older ones are elided and dropped.
-        n_skills: retrieved skills that may be cut.
+        n_skills: retrieved skills that may be shortened (`SKILL_LEVELS` steps each).
         block: older steps are elided and dropped this many at a time.
         elide_last_observation: finally elide the last step's observation too (a trajectory to summarise or learn
             from; never the executor's own conversation, which must see its last observation).
+        section: finally leave the skills section out (one more step).
     """
     older = max(0, n_steps - keep_steps)
     last = max(0, n_steps - 1)
@@ -143,7 +242,7 @@ def variants(n_steps: int, keep_steps: int, n_skills: int, block: int, *,
     if elide_last_observation and n_steps:
         ladder.append((last, n_steps, last, 0))
     final = ladder[-1]
-    ladder += [(*final[:3], c) for c in range(1, n_skills + 1)]
+    ladder += [(*final[:3], c) for c in range(1, n_skills * SKILL_LEVELS + 1 + int(section))]
     return ladder
 
 
@@ -161,21 +260,46 @@ def _split_conversation(messages: Sequence[Message], head: int | None = None) ->
     return head, steps
 
 
-def _apply_skills(messages: list[Message], skills: Sequence[str], cut: int) -> list[Message]:
-    if not cut:
+def _apply_skills(messages: list[Message], skills: Sequence[SkillBlock], shortenings: int,
+                  section: str = "") -> list[Message]:
+    if not shortenings:
         return messages
+    levels = skill_levels(min(shortenings, len(skills) * SKILL_LEVELS), len(skills))
+    changes = [(block.text, block.forms()[level]) for block, level in zip(skills, levels, strict=True) if level]
+    drop = section if section and shortenings > len(skills) * SKILL_LEVELS else ""
+    for text, shorter in changes:
+        drop = drop.replace(text, shorter)
     out = []
     for message in messages:
         content = str(message.get("content") or "")
-        for skill in list(skills)[len(skills) - cut:]:
-            if skill and skill in content:
-                content = content.replace(skill, cut_skill(skill))
+        for text, shorter in changes:
+            if text in content:
+                content = content.replace(text, shorter)
+        if drop:
+            content = content.replace(drop, "")
         out.append({**message, "content": content})
     return out
 
 
-def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[str],
-                          head: int | None = None) -> list[Message]:
+def _skill_counts(skills: Sequence[SkillBlock], shortenings: int) -> tuple[int, int, bool]:
+    """(skills shortened with their description kept, skills cut to their heading line, section left out) at
+    ``shortenings``."""
+    if shortenings > len(skills) * SKILL_LEVELS:
+        return 0, len(skills), True
+    shortened = cut = 0
+    for block, level in zip(skills, skill_levels(shortenings, len(skills)), strict=True):
+        if not level:
+            continue
+        forms = block.forms()
+        if forms[level] == forms[-1] and forms[-1] != forms[0]:
+            cut += 1
+        elif forms[level] != forms[0]:
+            shortened += 1
+    return shortened, cut, False
+
+
+def _conversation_variant(messages: Sequence[Message], variant: Variant, skills: Sequence[SkillBlock],
+                          head: int | None = None, section: str = "") -> list[Message]:
     dropped, elided_obs, elided_replies, cut = variant
     head, steps = _split_conversation(messages, head)
     out = [dict(m) for m in messages]
@@ -191,7 +315,7 @@ def _conversation_variant(messages: Sequence[Message], variant: Variant, skills:
         gone = {index for indices in steps[:dropped] for index in indices}
         out[head - 1]["content"] = f"{out[head - 1].get('content') or ''}\n\n{dropped_note(dropped)}"
         out = [m for index, m in enumerate(out) if index not in gone]
-    return _apply_skills(out, skills, cut)
+    return _apply_skills(out, skills, cut, section)
 
 
 @dataclass
@@ -224,10 +348,13 @@ class ContextFitter:
         return {**params, "max_tokens": budget}, budget
 
     def fit(self, model: Any, messages: list[Message], budget: int | None, *, trajectory: Trajectory | None = None,
-            skills: Sequence[str] = (), head: int | None = None) -> tuple[list[Message], ContextFit | None]:
+            skills: Sequence[str | SkillBlock] = (), head: int | None = None,
+            section: str = "") -> tuple[list[Message], ContextFit | None]:
         """The messages to send and what was done (None when the model's window is unknown).
 
-        ``head``: how many leading messages stay verbatim (default: up to the first user message).
+        ``skills``: the skills in the prompt, best-ranked first (a string: its rendering, shortened only to its
+        heading line). ``head``: how many leading messages stay verbatim (default: up to the first user message).
+        ``section``: a skills section (as rendered, holding ``skills``) that may be left out as the last resort.
 
         Raises:
             ContextExceeded: no variant fits (``fit`` holds the log of the attempt).
@@ -241,7 +368,11 @@ class ContextFitter:
         fit = ContextFit(window, reserved, before, before, counted_by=counted_by)
         if before <= available:
             return messages, fit
-        build, ladder = self._ladder(messages, trajectory, skills, head)
+        present = [block for block in map(as_block, skills)
+                   if block.text and any(block.text in str(m.get("content") or "") for m in messages)]
+        if section and not any(section in str(m.get("content") or "") for m in messages):
+            section = ""
+        build, ladder = self._ladder(messages, trajectory, present, head, section)
 
         def size(index: int) -> int:
             return count_prompt_tokens(model, build(ladder[index]))[0]
@@ -249,29 +380,32 @@ class ContextFitter:
         found = _first_fitting(len(ladder), size, available)
         if found is None:
             fit.tokens_after = size(len(ladder) - 1) if len(ladder) > 1 else before
-            fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[-1]
+            fit.dropped_steps, fit.elided_steps, fit.elided_replies, _ = ladder[-1]
+            fit.shortened_skills, fit.cut_skills, fit.dropped_skills_section = _skill_counts(present, ladder[-1][3])
             raise ContextExceeded(f"the prompt needs {fit.tokens_after:,} tokens even with everything elidable elided; "
                                   f"the window leaves {available:,} (window {window:,} - completion {reserved:,} - "
                                   f"margin {margin_tokens(window)})", fit=fit.to_dict())
         fitted = build(ladder[found])
         fit.tokens_after = count_prompt_tokens(model, fitted)[0]
-        fit.dropped_steps, fit.elided_steps, fit.elided_replies, fit.cut_skills = ladder[found]
+        fit.dropped_steps, fit.elided_steps, fit.elided_replies, _ = ladder[found]
+        fit.shortened_skills, fit.cut_skills, fit.dropped_skills_section = _skill_counts(present, ladder[found][3])
         return fitted, fit
 
-    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, skills: Sequence[str],
-                head: int | None = None) -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
-        present = [s for s in skills if s and any(s in str(m.get("content") or "") for m in messages)]
+    def _ladder(self, messages: list[Message], trajectory: Trajectory | None, present: Sequence[SkillBlock],
+                head: int | None = None,
+                section: str = "") -> tuple[Callable[[Variant], list[Message]], list[Variant]]:
         full = trajectory.render() if trajectory is not None else None
         if trajectory is not None and full and any(full in str(m.get("content") or "") for m in messages):
             def build_trajectory(variant: Variant) -> list[Message]:
                 text = trajectory.render(variant[1], variant[2], dropped=variant[0])
                 out = [{**m, "content": str(m.get("content") or "").replace(full, text)} for m in messages]
-                return _apply_skills(out, present, variant[3])
+                return _apply_skills(out, present, variant[3], section)
 
-            return build_trajectory, variants(trajectory.n_steps, 1, len(present), 1, elide_last_observation=True)
+            return build_trajectory, variants(trajectory.n_steps, 1, len(present), 1, elide_last_observation=True,
+                                              section=bool(section))
         _, steps = _split_conversation(messages, head)
-        return (lambda v: _conversation_variant(messages, v, present, head),
-                variants(len(steps), self.keep_steps, len(present), CONVERSATION_BLOCK))
+        return (lambda v: _conversation_variant(messages, v, present, head, section),
+                variants(len(steps), self.keep_steps, len(present), CONVERSATION_BLOCK, section=bool(section)))
 
 
 def _first_fitting(n: int, size: Callable[[int], int], available: int) -> int | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.context import SkillBlock
 from skilltransfer.agents.decisions import End, Refuse
 from skilltransfer.agents.exceptions import ContextExceeded, Ended, FormatError, LimitsExceeded, Submitted
 from skilltransfer.agents.harness.base import Harness
@@ -235,9 +236,14 @@ class Executor:
             step.error, answer = True, call
         else:
             step.skill_action = {"action": call.action, "target": call.target}
+            if call.path:
+                step.skill_action.update(path=call.path, start=call.start)
             handled = actions.handle(call)
             if isinstance(handled, SubagentRequest):
                 answer = self._subagent(run, step, handled)
+            elif isinstance(handled, SkillBlock):  # a page of a skill: context fitting may shorten it
+                answer = handled.text
+                self.calls.skills = [*self.calls.skills, handled]
             else:
                 answer = handled
                 step.error = " error: " in answer.partition("\n")[0]

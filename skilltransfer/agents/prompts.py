@@ -13,6 +13,9 @@ SKILL_EXEC_PROMPTS = ("skills_library", "action_load_skill", "action_run_skill",
                       "subagent_rules")
 """The prompts only the skill execution modes use (a default stream leaves them out of its recorded prompt ids, so
 run folders written before they existed still resume)."""
+DISCLOSURE_PROMPTS = ("disclosure_section", "disclosure_actions", "disclosure_load_skill", "disclosure_read_skill_file")
+"""The prompts only progressive disclosure uses (`skilltransfer.agents.disclosure`; recorded only by a stream that
+discloses progressively)."""
 
 NO_SUMMARY = "(nothing done yet)"
 """The progress summary before the first subtask."""
@@ -60,4 +63,8 @@ class AgentPrompts(PromptSet):
     action_open_node: Prompt
     subagent_task: Prompt
     subagent_rules: Prompt
+    disclosure_section: Prompt
+    disclosure_actions: Prompt
+    disclosure_load_skill: Prompt
+    disclosure_read_skill_file: Prompt
 

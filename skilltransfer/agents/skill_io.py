@@ -2,7 +2,8 @@
 
 Reading, before each (sub)task: retrieve the top-k skills by description (or what the stream's retriever chooses),
 load code skills into the episode's namespace, and render the executor prompt's skills section (or the skill actions
-of ``config.skill_exec`` / ``config.library_organization``, `skilltransfer.agents.skill_actions`). Writing, after each
+of ``config.skill_exec`` / ``config.library_organization``, `skilltransfer.agents.skill_actions`; under progressive
+disclosure of a library, `skilltransfer.agents.disclosure`, always the latter). Writing, after each
 finished (sub-)trajectory: induce one skill (`skilltransfer.induction.Inducer`) and add it to the memory. Each read
 and each write is a step of the task's result (`RetrievalStep`, `InductionStep`); the task's harness may drop
 retrieved skills, refuse an induction or a skill.
@@ -21,6 +22,7 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.decisions import GuardRecord, Refuse
+from skilltransfer.agents.disclosure import Disclosure, full_block, one_line
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
@@ -30,7 +32,7 @@ from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, Retri
 from skilltransfer.agents.views import InductionView
 from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Induced, Inducer
-from skilltransfer.llm.context import ContextLengthError
+from skilltransfer.llm.context import ContextLengthError, context_window
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import (
     ChatModel,
@@ -56,6 +58,8 @@ class SkillSource:
         retriever: chooses the skills section; None: the top-k by description.
         organization: a frozen library organisation the retrieved skills are shown in.
         role_models: another model for a role the retriever calls (``{"verifier": m}``).
+        library: the name of the frozen library ``memory`` holds (its folder or file name: the header of progressive
+            disclosure names it); None: "memory".
     """
 
     model: ChatModel
@@ -64,6 +68,7 @@ class SkillSource:
     retriever: SkillRetriever | None = None
     organization: LibraryView | None = None
     role_models: Mapping[str, ChatModel] = field(default_factory=dict)
+    library: str | None = None
 
 
 @dataclass
@@ -116,8 +121,14 @@ class TaskSkills:
             return Retrieval([])
         records: list[GuardRecord] = []
         retriever = self.source.retriever
+        below = 0
         if retriever is None or isinstance(retriever, RetrievalMask):
-            shaped = self.harness.retrieved(query, Retrieval(memory.retrieve(query, k=self.config.top_k)))
+            hits = memory.retrieve(query, k=self.config.top_k)
+            floor = self.config.library_min_score
+            if floor is not None and memory.read_only:  # a frozen library's floor, before the harness sees the hits
+                kept = [(skill, score) for skill, score in hits if score >= floor]
+                below, hits = len(hits) - len(kept), kept
+            shaped = self.harness.retrieved(query, Retrieval(hits))
             got, records = shaped.value, shaped.records
             if retriever is not None:
                 got = retriever.mask(got)
@@ -126,7 +137,7 @@ class TaskSkills:
             got = retriever.retrieve(query, self.config.top_k, lambda role: _LoggedModel(
                 models.get(role, self.source.model), result.calls, role))
         step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
-                             below_min_score=sum(len(record.removed) for record in records), guards=records)
+                             below_min_score=below + sum(len(record.removed) for record in records), guards=records)
         load_errors: dict[str, str | None] = {}
         for skill, _ in reversed(got.hits):  # worst first, so the best-ranked definition wins a name clash
             if skill.format == "code":
@@ -144,15 +155,22 @@ class TaskSkills:
         """Retrieve, then the executor prompt's skills section ('' if none) and the skill actions it offers."""
         got = self.retrieve(query, kind, index)
         memory, cfg, calls = self.source.memory, self.config, self.result.calls
+        calls.section = ""
         if memory is None or cfg.top_k <= 0:
             return "", None
         whole = cfg.library_exposure == "whole"
-        if cfg.skill_exec == "inline" and cfg.library_organization == "flat" and not whole:
-            blocks = got.blocks if got.blocks is not None else [skill.render() for skill, _ in got.hits]
-            calls.skills = blocks  # context fitting may cut the worst-ranked
+        disclosure = self.disclosure()
+        if got.blocks is not None or (disclosure is None and cfg.skill_exec == "inline"
+                                      and cfg.library_organization == "flat" and not whole):
+            blocks = got.blocks if got.blocks is not None else [full_block(skill) for skill, _ in got.hits]
+            calls.skills = blocks  # context fitting may shorten them, the worst-ranked first
             if not blocks:
                 return "", None
-            return self.prompts.skills_section.render(skills="\n".join(blocks)), None
+            listing = "\n".join(b if isinstance(b, str) else b.text for b in blocks)
+            if disclosure is not None:  # routed units of an external library: its header, no actions
+                calls.section = self._disclosed_header(disclosure, listing, len(blocks))
+                return calls.section, None
+            return self.prompts.skills_section.render(skills=listing), None
         calls.skills = []
         hits = [skill for skill, _ in got.hits]
         skills = list(memory) if whole else hits  # whole: the organised library; the hits are the first view
@@ -165,8 +183,34 @@ class TaskSkills:
                 "exposure": cfg.library_exposure, "skills": len(skills)}
         workspace = getattr(self.episode, "workspace", None)
         actions = SkillActions(cfg.skill_exec, LibraryView(organized, skills), self.prompts,
-                               Path(workspace) if workspace is not None else None, first_view=hits if whole else [])
-        return actions.section(), actions
+                               Path(workspace) if workspace is not None else None, first_view=hits if whole else [],
+                               disclosure=disclosure, library_size=len(memory),
+                               below_floor=self.result.retrievals[-1].below_min_score if self.result.retrievals else 0)
+        section = actions.section()
+        if disclosure is not None:
+            calls.skills = list(actions.blocks)  # context fitting may shorten them, the worst-ranked first
+            calls.section = section  # and, as its last resort, leave the section out
+        return section, actions
+
+    def disclosure(self) -> Disclosure | None:
+        """Progressive disclosure of the library (None under ``full``, the default outside a stream's external
+        library). A page of ``load_skill`` / ``read_skill_file`` is ``skill_page_chars`` characters, at most half as
+        many as the model's window has tokens (about an eighth of the window), at least 500."""
+        cfg = self.config
+        if cfg.skill_disclosure != "progressive":
+            return None
+        name = one_line(self.source.library or "memory", 100)
+        window = context_window(self.source.model)
+        page = cfg.skill_page_chars if window is None else max(500, min(cfg.skill_page_chars, window // 2))
+        return Disclosure(name, inline_body_chars=cfg.inline_body_chars, page_chars=page)
+
+    def _disclosed_header(self, disclosure: Disclosure, listing: str, shown: int) -> str:
+        memory = self.source.memory
+        size = len(memory) if memory is not None else 0
+        summary = (f"The library holds {size} skill{'s' if size != 1 else ''}; the parts of them routed to this task "
+                   f"are shown ({shown}).")
+        return self.prompts.disclosure_section.render(library=f"`{disclosure.library}`", summary=summary,
+                                                      listing=listing, actions="")
 
     # ----------------------------------------------------------------- writing
     @property

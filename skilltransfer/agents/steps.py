@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skilltransfer.agents.config import AgentConfig, role_budgets
-from skilltransfer.agents.context import ContextFitter, Trajectory, dropped_note, elide_observation, elide_reply
+from skilltransfer.agents.context import (
+    ContextFitter,
+    SkillBlock,
+    Trajectory,
+    dropped_note,
+    elide_observation,
+    elide_reply,
+)
 from skilltransfer.agents.decisions import GuardRecord
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.llm.context import ContextLengthError
@@ -80,13 +87,17 @@ class CallLog:
         calls: the calls so far.
         fitter: fits each prompt to the model's window and adds the role's ``max_tokens`` (None: neither).
         on_event: receives call and step events (progress display, step-by-step trajectory writes).
-        skills: the retrieved skills currently in the prompts, rendered, best first (fitting may cut the worst).
+        skills: the retrieved skills currently in the prompts, rendered (or as `SkillBlock`s), best first (fitting may
+            shorten them, the worst first).
     """
 
     calls: list[ModelCall] = field(default_factory=list)
     fitter: ContextFitter | None = None
     on_event: EventSink | None = None
-    skills: Sequence[str] = ()
+    skills: Sequence[str | SkillBlock] = ()
+    section: str = ""
+    """The skills section in the prompts when fitting may leave it out whole as its last resort (progressive
+    disclosure); '' otherwise."""
     window: int = 0
     """The context window calls are recorded under now (`ModelCall.window`)."""
     windows: int = 0
@@ -119,7 +130,7 @@ class CallLog:
             params, budget = self.fitter.params(model, role, params)
             try:
                 messages, fitted = self.fitter.fit(model, messages, budget, trajectory=trajectory, skills=self.skills,
-                                                   head=head)
+                                                   head=head, section=self.section)
             except ContextExceeded as exc:
                 self.calls.append(ModelCall(role, 0, 0, 0.0, "none", exc.fit, f"context_exceeded: {exc.message}",
                                             self.window, messages=[dict(m) for m in messages]))
@@ -145,7 +156,8 @@ class CallLog:
     @property
     def fitted_calls(self) -> int:
         """Calls whose prompt fitting changed."""
-        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills")
+        keys = ("elided_steps", "elided_replies", "dropped_steps", "cut_skills", "shortened_skills",
+                "dropped_skills_section")
         return sum(1 for c in self.calls if c.context_fit and any(c.context_fit.get(k) for k in keys))
 
     @property

@@ -37,7 +37,7 @@ from skilltransfer.envs.registry import (
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
-from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
+from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.snapshots import snapshot_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
@@ -288,6 +288,23 @@ def read_frozen_library(library: str | Path, *, resource_bytes: int = DEFAULT_RE
     if saved_memory_size(library) == 0:
         return LibraryRead(Path(library), [])
     return read_library(library, resource_bytes=resource_bytes).all_read()
+
+
+def external_library(config: StreamConfig) -> bool:
+    """Whether the stream's library is an external one: a SKILL.md folder or file, or a .jsonl; not a run's saved
+    memory (``manifest.json``) nor a ``library_snapshot`` of a run. Only an external library is disclosed
+    progressively by default (`skilltransfer.agents.disclosure`): induced skills are shown as the paper shows them."""
+    if config.library is None or config.library_snapshot is not None:
+        return False
+    return not (Path(config.library) / MANIFEST).is_file()
+
+
+def library_name(library: str | Path) -> str:
+    """A library's name as the agent is told it: its folder or file name (a SKILL.md file: its folder's)."""
+    path = Path(library)
+    if path.name == SKILL_FILE:
+        path = path.parent
+    return path.resolve().name if path.name in ("", ".", "..") else path.name
 
 
 def library_skills(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> list[Skill]:

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.agent import Agent
-from skilltransfer.agents.prompts import SKILL_EXEC_PROMPTS, AgentPrompts
+from skilltransfer.agents.config import AgentConfig
+from skilltransfer.agents.prompts import DISCLOSURE_PROMPTS, SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.steps import ActionStep, RetrievalStep
 from skilltransfer.coordination import CoordinationResult
@@ -48,7 +49,14 @@ from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import LockedEmbedder, build_base_model, pick_positions, stream_library_read
+from skilltransfer.experiments.build import (
+    LockedEmbedder,
+    build_base_model,
+    external_library,
+    library_name,
+    pick_positions,
+    stream_library_read,
+)
 from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.guard import GuardedEnv
@@ -163,6 +171,9 @@ class StreamInputs:
     library_notes: list[str] = field(default_factory=list)
     """One line per skill of the library that could not be read or whose package the agent is not shown whole
     (`skilltransfer.memory.library.LibraryRead.notes`): ``run`` prints them at start, records keep none."""
+    external: bool = False
+    """The library is an external one (a SKILL.md folder or a .jsonl, not a run's memory; `external_library`): the
+    agent discloses it progressively unless ``agent.skill_disclosure`` says otherwise."""
 
 
 def prepare_stream(config: StreamConfig) -> StreamInputs:
@@ -177,7 +188,20 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     library = read.skills if read is not None else None
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
-    return StreamInputs(library, organization, read.notes() if read is not None else [])
+    return StreamInputs(library, organization, read.notes() if read is not None else [], external_library(config))
+
+
+def stream_agent_config(config: StreamConfig, inputs: StreamInputs,
+                        recorded: AgentConfig | None = None) -> AgentConfig:
+    """The agent's settings (`StreamConfig.agent_config`) with ``skill_disclosure`` resolved: ``progressive`` for an
+    external library when unset (what ``config.json`` records under ``agent``), unless ``recorded`` (the settings
+    of the run folder being resumed) says it started without (a folder started before progressive disclosure existed
+    resumes as it ran: in full)."""
+    agent = config.agent_config()
+    started_in_full = recorded is not None and recorded.skill_disclosure is None
+    if agent.skill_disclosure is None and inputs.external and not started_in_full:
+        agent = agent.model_copy(update={"skill_disclosure": "progressive"})
+    return agent
 
 
 @dataclass
@@ -210,11 +234,14 @@ class StreamParts:
     neither read nor written again."""
 
 
-def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None) -> dict[str, str]:
-    """The ids of every prompt the stream uses (agent, induction, lens, coordination), as ``config.json`` records."""
+def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None, *, disclosed: bool = False) -> dict[str, str]:
+    """The ids of every prompt the stream uses (agent, induction, lens, coordination), as ``config.json`` records
+    (``disclosed``: the agent discloses its library progressively)."""
     prompt_ids = AgentPrompts.load(config.agent.prompt_dir).ids()
     if (config.skill_exec, config.library_organization) == ("inline", "flat"):
         prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
+    if not disclosed:
+        prompt_ids = {k: v for k, v in prompt_ids.items() if k not in DISCLOSURE_PROMPTS}
     if inducer is not None:
         prompt_ids["induction"] = inducer.prompt_id
         if inducer.set_system is not None:
@@ -247,7 +274,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     repeated = sorted(task_id for task_id, n in Counter(t.id for t in tasks).items() if n > 1)
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
-    agent_cfg = config.agent_config()
+    folder = RunFolder(config.path)
+    agent_cfg = stream_agent_config(config, inputs, folder.read_config().agent if folder.exists() else None)
     induction = config.induction_config()
     clock = TaskClock(config.agent.task_timeout_s)
     watch = ServedWatch(model)
@@ -256,13 +284,12 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         model = TimedModel(model, clock)
         induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
-    prompt_ids = stream_prompt_ids(config, inducer)
+    prompt_ids = stream_prompt_ids(config, inducer, disclosed=agent_cfg.skill_disclosure == "progressive")
     log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,
                        agent=agent_cfg, induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id) if embedder is not None else None,
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"),
                        provenance=run_provenance(config.model.effective_params()))
-    folder = RunFolder(config.path)
     records = folder.start(log)
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
@@ -276,7 +303,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
 
     def make_agent() -> Agent:
         return Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
-                     retriever=masking or retriever, role_models=role_models)
+                     retriever=masking or retriever, role_models=role_models,
+                     library=library_name(config.library) if config.library is not None else None)
 
     agent = make_agent()
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
@@ -398,7 +426,8 @@ def _coordination_record(result: AgentResult, plan: dict[str, Any] | None) -> Co
 
 def context_account(result: AgentResult) -> ContextAccount:
     """The task's context windows: the main agent's executor calls, then one window per ``run_skill`` subagent
-    (its executor calls, the inputs sent, its seed prompt and the output returned); loads and opened nodes.
+    (its executor calls, the inputs sent, its seed prompt and the output returned); loads, opened nodes and file
+    reads.
     Planner, summarizer and induction calls are not in a window (``tokens_by_role`` has them)."""
     account = ContextAccount()
     windows: dict[int, ContextWindow] = {0: account.main}
@@ -410,6 +439,8 @@ def context_account(result: AgentResult) -> ContextAccount:
             account.skill_loads += 1
         elif action["action"] == "open_node":
             account.nodes_opened += 1
+        elif action["action"] == "read_skill_file":
+            account.file_reads += 1
         elif "window" in action:
             window = account.open_subagent(action["target"], sent_tokens=action["sent_tokens"],
                                            seed_tokens=action["seed_tokens"])

@@ -255,6 +255,9 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
         distinct_retrieved=len({s.skill_id for r in records for s in r.retrieved}),
         memory_size=records[-1].memory_size if records else 0, tokens_by_role=by_role,
         settings={**log.config.axis_values(), **({"library": log.config.library} if log.config.library else {}),
+                  **({"disclosure": "progressive"} if log.agent.skill_disclosure == "progressive" else {}),
+                  **({"library_min_score": log.agent.library_min_score}
+                     if log.agent.library_min_score is not None else {}),
                   **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
         format_version=log.format_version, harness=_harness(log.config),
         transfers=transfer_events(records, library_label(log.config)), coordination=coordination_totals(records))
@@ -588,7 +591,8 @@ def format_trajectory(record: TaskRecord | None, trajectory: TrajectoryLog, *, m
             f"{record.prompt_tokens:,}+{record.completion_tokens:,} tokens in {record.model_calls} calls",
         ]
     fitted = [c["context_fit"] for c in trajectory.calls if c.get("context_fit")]
-    changed = [f for f in fitted if f.get("elided_steps") or f.get("dropped_steps") or f.get("cut_skills")]
+    changed = [f for f in fitted if f.get("elided_steps") or f.get("dropped_steps") or f.get("cut_skills")
+               or f.get("shortened_skills") or f.get("dropped_skills_section")]
     if changed:
         head.append(f"context: {len(changed)} of {len(trajectory.calls)} calls shortened to fit the "
                     f"{fitted[0]['window']:,}-token window (up to {max(f['elided_steps'] for f in changed)} steps "

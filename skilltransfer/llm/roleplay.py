@@ -3,9 +3,10 @@ double for the mock server, ``python -m skilltransfer.llm.mock_server --roles``;
 
 It drives whole streams of any env end to end without a model: the planner plans two subtasks (look around, then
 ``complete_task``); executors (task level, subtask level, plan nodes, nl-sop and prompt-graph hosts, subagents) run
-one look-around code block, use the skill actions they are offered (``open_node``, ``run_skill``, ``load_skill``) and
-call a code skill they are shown, then finish; the summarizer, inducer (text, code, with contracts), lens verifier,
-rewriter and decomposer, plan writer, library organiser, registry writer and judge reply in their formats. It solves
+one look-around code block, use the skill actions they are offered (``open_node``, ``run_skill``, ``load_skill``;
+after a load that lists files, ``read_skill_file`` of the first) and call a code skill they are shown, then
+finish; the summarizer, inducer (text, code, with contracts), lens verifier, rewriter and decomposer, plan writer,
+library organiser, registry writer and judge reply in their formats. It solves
 no task on purpose; with ``fail_rate`` it also sends replies a real small model sends (no code block, code that
 raises, an unparseable inducer reply). ``induce=False`` answers the inducer with text from which no skill can be
 parsed, so a stream's library stays empty.
@@ -43,6 +44,8 @@ LOOK = "names = sorted(n for n in dir() if not n.startswith('_'))\nprint('availa
 """The executor's look-around action: valid Python in every env's interpreter."""
 TASK_HEADERS = ("# Task\n", "# Overall task", "# Skill task", "# Your step (", "# Results of the plan's steps")
 SKILL_NAME = re.compile(r"^### (?:Code skill|Skill): (.+)$", re.MULTILINE)
+LOADED = re.compile(r"Loaded skill '([^'\n]+)'")
+LISTED = re.compile(r"^- (\S[^\n]*?)(?:/ \(\d+ files?\))?$", re.MULTILINE)
 CODE_SKILL = re.compile(r"^### Code skill: ([A-Za-z_]\w*)$", re.MULTILINE)
 GROUP_NAME = re.compile(r"^- \[group\] (.+?)(?::|$)", re.MULTILINE)
 SKILL_NAMES = ("inspect_available_names", "look_before_acting", "check_workspace_first")
@@ -206,6 +209,8 @@ class RolePlay:
             return f"SUBTASK DONE: {_last_line(last) or 'the names were printed'}"
         if turns == 0:
             return self._first_action(first) or _block(LOOK, "Look first.")
+        if turns == 1 and "`read_skill_file(" in first and (read := _read_listed_file(last)) is not None:
+            return read
         if turns == 1 and (code_skill := CODE_SKILL.search(first)) is not None:
             return _block(f"print({code_skill.group(1)}())", "Use the code skill.")
         return f"{marker}Finish.\n```python\ncomplete_task()\n```"
@@ -222,6 +227,15 @@ class RolePlay:
         if "load_skill" in offered and skills:
             return _block(f'load_skill("{skills[0]}")', "Load the skill.")
         return None
+
+
+def _read_listed_file(observation: str) -> str | None:
+    """After a ``load_skill`` that lists files: read the first one listed (a folder: list it), if any."""
+    loaded = LOADED.search(observation)
+    listed = LISTED.search(observation.partition("Files of this skill")[2])
+    if loaded is None or listed is None:
+        return None
+    return _block(f"read_skill_file({json.dumps(loaded.group(1))}, {json.dumps(listed.group(1))})", "Read its file.")
 
 
 def _task_start(messages: list[Message]) -> int:

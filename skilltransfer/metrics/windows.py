@@ -69,6 +69,9 @@ class ContextAccount:
     """Agent-skill loads (a skill's instructions put into the caller's context)."""
     nodes_opened: int = 0
     """Routing nodes opened in a hierarchical library."""
+    file_reads: int = 0
+    """``read_skill_file`` calls answered (a skill's file, folder or part of its instructions; progressive
+    disclosure)."""
 
     @property
     def main(self) -> ContextWindow:
@@ -105,7 +108,7 @@ class ContextAccount:
 
     def to_dict(self) -> dict[str, Any]:
         return {"windows": [window.to_dict() for window in self.windows], "skill_loads": self.skill_loads,
-                "nodes_opened": self.nodes_opened, "subagent_calls": self.subagent_calls,
+                "nodes_opened": self.nodes_opened, "file_reads": self.file_reads, "subagent_calls": self.subagent_calls,
                 "peak_context": self.peak_context, "total_tokens": self.total_tokens,
                 "communication_tokens": self.communication_tokens, "communication_share": self.communication_share}
 
@@ -115,4 +118,4 @@ class ContextAccount:
         names = {f.name for f in dataclasses.fields(ContextWindow)}
         windows = [ContextWindow(**{k: v for k, v in w.items() if k in names}) for w in data.get("windows", [])]
         return cls(windows=windows or [ContextWindow()], skill_loads=int(data.get("skill_loads", 0)),
-                   nodes_opened=int(data.get("nodes_opened", 0)))
+                   nodes_opened=int(data.get("nodes_opened", 0)), file_reads=int(data.get("file_reads", 0)))

@@ -606,8 +606,9 @@
 
   function callLine(call, index) {
     const fit = call.context_fit;
-    const fitted = fit && (fit.elided_steps || fit.dropped_steps || fit.cut_skills || fit.elided_replies)
-      ? ` · fitted to ${num(fit.window)} tokens (${fit.elided_steps || 0} steps elided, ${fit.dropped_steps || 0} dropped, ${fit.cut_skills || 0} skills cut)` : "";
+    const fitted = fit && (fit.elided_steps || fit.dropped_steps || fit.cut_skills || fit.elided_replies ||
+                           fit.shortened_skills)
+      ? ` · fitted to ${num(fit.window)} tokens (${fit.elided_steps || 0} steps elided, ${fit.dropped_steps || 0} dropped, ${fit.shortened_skills || 0} skills shortened, ${fit.cut_skills || 0} cut)` : "";
     return `call ${index} · ${call.role}` + (call.window ? ` (window ${call.window})` : "") +
       ` · ${num(call.prompt_tokens)}+${num(call.completion_tokens)} tokens` +
       (call.reasoning_tokens ? ` (${num(call.reasoning_tokens)} reasoning)` : "") + ` · ${secs(call.latency_s)}` +
