@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -20,6 +21,8 @@ MODELS: dict[str, str] = {
 """Registry: model name -> ``module:Class``."""
 assert tuple(MODELS) == get_args(ModelName)
 CacheMode = Literal["off", "rw", "ro"]
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name (RFC 9110's token)."""
 CACHE_MODE_ALIASES: dict[str, CacheMode] = {
     "off": "off", "none": "off", "rw": "rw", "read-write": "rw", "ro": "ro", "read-only": "ro", "replay": "ro",
 }
@@ -127,6 +130,16 @@ class ModelConfig(BaseModel):
         if name is not None and name not in MODELS:
             raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
         return name
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header name {name!r} is not an HTTP token (letters, digits, -, _ and the like)")
+            if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+                raise ValueError(f"header {name!r}: its value must be text on one line")
+        return headers
 
     @field_validator("params")
     @classmethod

@@ -279,6 +279,9 @@ class HttpClient:
                 raise HttpFailure("connection", f"cannot connect to {self.shown} (no connection within "
                                                 f"{min(CONNECT_TIMEOUT_S, limit_s):g} s)") from None
             raise HttpFailure("timeout", f"no complete answer within {limit_s:g} s") from None
+        except httpx2.InvalidURL as exc:
+            raise InputError(f"endpoint {self.shown}: {url.replace(self.base_url, self.shown)!r} is not a valid URL "
+                             f"({_short(exc)})") from None
         except httpx2.DecodingError as exc:
             raise HttpFailure("bad_response", f"an answer that cannot be decoded ({_short(exc)})") from None
         except (httpx2.TransportError, OSError) as exc:  # refused, reset, dropped, TLS, proxy, protocol errors
