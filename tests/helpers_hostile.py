@@ -3,7 +3,8 @@
 Each answers ``GET /v1/models`` correctly (so the endpoint check passes) and the chat call (``POST``) as its mode
 says:
 
-- ``drip``: the whole answer, status line and headers included, one byte every ``every_s`` seconds;
+- ``drip``: an answer (a 1 MB body that never comes whole), status line and headers included, one byte every
+  ``every_s`` seconds;
 - ``stall``: the status line and headers, then nothing;
 - ``flood``: a 200 answer whose body never ends (``block`` bytes per write, as fast as the client reads);
 - ``gzip-bomb``: a small gzip body that unpacks to ``bomb_mib`` MiB.
@@ -81,8 +82,11 @@ class HostileServer:
 
     def _misbehave(self, conn: socket.socket) -> None:
         if self.mode == "drip":
-            answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+            answer = head + b'{"choices": [{"message": {"content": "' + b"x" * 999960 + b'"}}]}'
             for byte in answer:
+                if self._closed:
+                    return
                 conn.sendall(bytes([byte]))
                 self.sent += 1
                 time.sleep(self.every_s)

@@ -267,6 +267,7 @@ class HttpClient:
                 for chunk in response.iter_bytes():
                     size += len(chunk)
                     if size > limit_bytes:
+                        chunks.clear()  # not kept alive by the exception's traceback
                         raise _too_large(limit_bytes)
                     if time.monotonic() > deadline:
                         raise httpx2.ReadTimeout("the call's deadline has passed")
@@ -285,8 +286,9 @@ class HttpClient:
         except httpx2.DecodingError as exc:
             raise HttpFailure("bad_response", f"an answer that cannot be decoded ({_short(exc)})") from None
         except (httpx2.TransportError, OSError) as exc:  # refused, reset, dropped, TLS, proxy, protocol errors
-            raise HttpFailure("connection", f"cannot connect to {self.shown} ({type(exc).__name__}: "
-                                            f"{_short(exc)})") from None
+            what = f"cannot connect to {self.shown}" if isinstance(exc, httpx2.ConnectError | httpx2.ProxyError) \
+                else f"the connection to {self.shown} failed"
+            raise HttpFailure("connection", f"{what} ({type(exc).__name__}: {_short(exc)})") from None
         finally:
             _calls.deadline = None
 
