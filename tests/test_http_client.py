@@ -263,6 +263,14 @@ def test_a_rate_limit_waits_as_the_server_asks(fast_retry_waits: Any) -> None:
     assert fast_retry_waits.waits[0] >= 1.5
 
 
+def test_the_embedder_waits_as_the_server_asks_too(fast_retry_waits: Any) -> None:
+    with raw_server([(429, "{}", ["Retry-After: 2"]), (503, "{}", ["retry-after-ms: 2500"]), (200, EMBEDDED)]) as server:
+        assert EndpointEmbedder("e", server.url).embed(["a", "b"]).shape == (2, 2)
+    assert len(fast_retry_waits.waits) == 2
+    assert fast_retry_waits.waits[0] >= 2.0
+    assert fast_retry_waits.waits[1] >= 2.5
+
+
 def test_a_redirect_is_one_line_naming_where_it_points() -> None:
     moved = (301, "", ["Location: https://api.example.org/v1/chat/completions"])
     with raw_server([moved]) as server:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -27,7 +27,7 @@ from skilltransfer.llm.retry import (
     RetryPolicy,
     TransientModelError,
     call_with_retries,
-    parse_retry_after,
+    requested_wait,
 )
 from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejected_parameter
 from skilltransfer.protocols import Completion, Message
@@ -91,12 +91,6 @@ class TokenCounter:
     def count_messages(self, messages: list[Message]) -> int:
         """Prompt tokens of a chat."""
         return sum(self.count(str(m.get("content") or "")) + 4 for m in messages)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """The wait a 429/5xx asks for: ``retry-after-ms`` (OpenAI), else ``Retry-After`` (seconds or HTTP date)."""
-    milliseconds = parse_retry_after(headers.get("retry-after-ms"))
-    return milliseconds / 1000 if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
 
 
 def error_body(reply: Answer) -> tuple[Any, str]:
@@ -309,7 +303,8 @@ class OpenAIChatModel:
         """The error an HTTP error status means (mapped as the OpenAI SDK's exception classes were)."""
         status = reply.status
         if status == 429:
-            return TransientModelError("rate_limit", "429 Too Many Requests", retry_after_s=_retry_after(reply.headers))
+            return TransientModelError("rate_limit", "429 Too Many Requests",
+                                       retry_after_s=requested_wait(reply.headers))
         if status == 401:
             return ModelCallError(f"model endpoint {self.shown_url} rejected the API key (401): "
                                   "set OPENAI_API_KEY or --api-key")
@@ -328,7 +323,7 @@ class OpenAIChatModel:
             self._learn_window(too_long.window)
             return too_long
         if status >= 500 or status == 408:
-            return TransientModelError("server_error", f"HTTP {status}", retry_after_s=_retry_after(reply.headers))
+            return TransientModelError("server_error", f"HTTP {status}", retry_after_s=requested_wait(reply.headers))
         return ModelCallError(f"model endpoint {self.shown_url} refused the request "
                               f"(HTTP {status}: {_short(message)})")
 

@@ -25,7 +25,7 @@ from skilltransfer.llm.retry import (
     RetryPolicy,
     TransientModelError,
     call_with_retries,
-    parse_retry_after,
+    requested_wait,
 )
 from skilltransfer.util.http_client import MAX_ANSWER_BYTES, HttpClient, HttpFailure, encode_json, openai_headers
 
@@ -118,7 +118,7 @@ class EndpointEmbedder:
         except HttpFailure as exc:
             raise TransientModelError(exc.kind, str(exc)) from None
         if answer.status == 429 or answer.status >= 500 or answer.status == 408:
-            wait = parse_retry_after(answer.headers.get("retry-after"))
+            wait = requested_wait(answer.headers)
             kind, what = ("rate_limit", "429 Too Many Requests") if answer.status == 429 else \
                 ("server_error", f"HTTP {answer.status}")
             raise TransientModelError(kind, what, retry_after_s=wait)
