@@ -264,7 +264,8 @@ def test_a_rate_limit_waits_as_the_server_asks(fast_retry_waits: Any) -> None:
 
 
 def test_the_embedder_waits_as_the_server_asks_too(fast_retry_waits: Any) -> None:
-    with raw_server([(429, "{}", ["Retry-After: 2"]), (503, "{}", ["retry-after-ms: 2500"]), (200, EMBEDDED)]) as server:
+    replies = [(429, "{}", ["Retry-After: 2"]), (503, "{}", ["retry-after-ms: 2500"]), (200, EMBEDDED)]
+    with raw_server(replies) as server:
         assert EndpointEmbedder("e", server.url).embed(["a", "b"]).shape == (2, 2)
     assert len(fast_retry_waits.waits) == 2
     assert fast_retry_waits.waits[0] >= 2.0

@@ -134,7 +134,8 @@ class OpenAIChatModel:
     (429, 5xx, a passed deadline, an answer over the bound, dropped connections, unparsable bodies) are retried with
     exponential backoff and full jitter, honouring Retry-After, for up to ``retry_budget_s`` per call; a bad key
     (401/403), an unknown model (404), a rejected request (4xx) or a spent retry budget raise a one-line
-    `ModelCallError` (an `InputError`). At most ``max_concurrency`` calls per endpoint are in flight across all threads of the process.
+    `ModelCallError` (an `InputError`). At most ``max_concurrency`` calls per endpoint are in flight across all
+    threads of the process.
 
     Args:
         config: endpoint, key, model id, params, timeouts, retry and concurrency settings.
