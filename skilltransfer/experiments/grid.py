@@ -55,6 +55,7 @@ from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT
 from skilltransfer.llm.cache import CachedModel
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.http_client import shown_url
 from skilltransfer.util.pyast import guard_stdlib_parse
 
 GRID_FORMAT_VERSION = 1
@@ -170,7 +171,8 @@ def _now() -> str:
 
 
 def write_grid_file(spec: GridSpec, plans: Sequence[StreamPlan], totals: dict[str, int]) -> None:
-    """``grid.json``: the resolved spec (API keys left out) and every stream."""
+    """``grid.json``: the resolved spec (API keys, header values and credentials in URLs left out) and every
+    stream."""
     streams = [{"run": p.run, "phase": p.phase, "env": p.config.env.display_label,
                 "model": p.config.model.display_label,
                 **{name: getattr(p.config, name) for name, axis in axes().items() if not axis.labelled},
@@ -178,6 +180,10 @@ def write_grid_file(spec: GridSpec, plans: Sequence[StreamPlan], totals: dict[st
     spec_data = json.loads(spec.model_dump_json(exclude={"phases"}))
     spec_data["phases"] = [json.loads(phase.model_dump_json(exclude={"models": {"__all__": {"api_key"}}}))
                            for phase in spec.phases]
+    for phase in spec_data["phases"]:
+        for model in (phase.get("models") or {}).values():
+            model["headers"] = dict.fromkeys(model.get("headers") or {}, "(not recorded)")
+            model["base_url"] = shown_url(model["base_url"]) if model.get("base_url") else model.get("base_url")
     payload = {"format_version": GRID_FORMAT_VERSION, "created": _now(), "spec": spec_data, "streams": streams}
     atomic_write_text(spec.out_dir / "grid.json", json.dumps(payload, indent=1) + "\n")
 

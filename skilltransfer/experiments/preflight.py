@@ -10,14 +10,13 @@ endpoint unusable fails: no connection, a timeout, 401/403. An endpoint that ans
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import ModelSpec
 from skilltransfer.util import untrusted
+from skilltransfer.util.http_client import HttpFailure, HttpStatusError, fetch_json, openai_headers, shown_url
 
 CHECK_TIMEOUT_S = 5.0
 """How long the check waits for an endpoint's answer."""
@@ -34,11 +33,12 @@ class EndpointInfo:
 
 
 def model_string(model: ModelSpec) -> str:
-    """The model as a ``--model`` string: ``openai/<id>``, ``<id>@<url>``, ``<url>`` or the registry name."""
+    """The model as a ``--model`` string: ``openai/<id>``, ``<id>@<url>``, ``<url>`` or the registry name (the URL
+    without credentials)."""
     name = model.resolved_name()
     if name != "openai":
         return name if not model.model else f"{name}:{model.model}"
-    url = model.resolved_base_url() or OPENAI_URL
+    url = shown_url(model.resolved_base_url() or OPENAI_URL)  # no credentials in a message
     model_id = model.resolved_model()
     if url == OPENAI_URL:
         return f"openai/{model_id}" if model_id else "openai"
@@ -62,22 +62,24 @@ def check_endpoint(model: ModelSpec, *, timeout_s: float = CHECK_TIMEOUT_S) -> E
         raise InputError(f"{where} needs an API key: set OPENAI_API_KEY or give --api-key (or -c models.<label>."
                          "api_key=...)")
     probe = f"{url}/models"
-    try:  # capped in size, depth and total time: a dripping or deep reply is one error line
-        payload: Any = untrusted.fetch_json(probe, {"Authorization": f"Bearer {key or 'sk-no-key'}"},
-                                            total_s=timeout_s, max_bytes=1 << 20)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            raise InputError(f"{where}: the endpoint refused the API key (GET {probe}: HTTP {exc.code}); check "
+    shown = shown_url(probe)
+    try:  # bounded in size, depth and total time: a dripping, flooding or deep reply is one error line
+        payload: Any = fetch_json(probe, openai_headers(key, model.headers), deadline_s=timeout_s,
+                                  max_bytes=1 << 20)
+    except HttpStatusError as exc:
+        if exc.status in (401, 403):
+            raise InputError(f"{where}: the endpoint refused the API key (GET {shown}: HTTP {exc.status}); check "
                              "OPENAI_API_KEY or --api-key") from None
         return EndpointInfo(url)
     except untrusted.UntrustedFileError as exc:
         if exc.reason.startswith("not JSON"):
             return EndpointInfo(url)  # it answered, with something else than JSON: its first call tells
-        raise InputError(f"{where}: the endpoint's model list is refused (GET {probe}: {exc.reason})") from None
-    except OSError as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise InputError(f"{where}: the endpoint does not answer (tried GET {probe} for {timeout_s:g} s: "
-                         f"{reason}); start the server or fix --model / --base-url") from None
+        raise InputError(f"{where}: the endpoint's model list is refused (GET {shown}: {exc.reason})") from None
+    except HttpFailure as exc:
+        if exc.kind in ("too_large", "bad_response"):
+            raise InputError(f"{where}: the endpoint's model list is refused (GET {shown}: {exc})") from None
+        raise InputError(f"{where}: the endpoint does not answer (tried GET {shown} for {timeout_s:g} s: "
+                         f"{exc}); start the server or fix --model / --base-url") from None
     entries = payload.get("data") if isinstance(payload, dict) else None
     served = [str(e["id"]) for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)] \
         if isinstance(entries, list) else []

