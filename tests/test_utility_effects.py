@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from skilltransfer.errors import InputError
 from skilltransfer.experiments.report import EmbedderResolver, build_report, load_runs
 from skilltransfer.experiments.report.utility_effects import BINNED
 from skilltransfer.metrics import binned_spearman, score_library
@@ -345,3 +346,31 @@ def test_a_report_without_masking_or_without_utility_has_no_such_table(world, tm
     assert all("skills with at least" in r["why"] for r in rows)
     assert all(r["binned_rho"] is None for r in rows if r["diagnostic"] in BINNED)
     assert any("fewer than 10 bins" in r["why"] for r in rows)
+
+
+# --------------------------------------------------------------------------------------------- the viewer
+def test_the_viewer_lists_report_folders_and_reads_their_tables_as_text(tmp_path):
+    from skilltransfer.view import Catalog
+    from skilltransfer.view.reports import MAX_ROWS
+
+    report = tmp_path / "study" / "report"
+    report.mkdir(parents=True)
+    (report / "report.json").write_text(json.dumps({"settings": {"seed": 0}, "runs": [{"run": "r", "tasks": 3}]}))
+    (report / "table2_success.csv").write_text("env,success_pct\napps,50.0\n")
+    (report / "utility_effects.csv").write_text("diagnostic,rho,why\nutility,0.5,\"<img src=x onerror=alert(1)>\"\n")
+    rows = "".join(f"s{i},{i}\n" for i in range(MAX_ROWS + 5))
+    (report / "utility_effects_skills.csv").write_text("skill,utility\n" + rows)
+    (tmp_path / "elsewhere.csv").write_text("secret\n1\n")
+    (report / "skill_effects.csv").symlink_to(tmp_path / "elsewhere.csv")  # a link is not followed
+    catalog = Catalog([tmp_path / "study"])
+    [entry] = catalog.index()["reports"]
+    assert entry["label"] == "study/report"
+    page = catalog.report(entry["key"])
+    assert [t["name"] for t in page["tables"]] == ["utility_effects", "utility_effects_skills", "table2_success"]
+    first = page["tables"][0]
+    assert first["rows"] == [["utility", "0.5", "<img src=x onerror=alert(1)>"]]  # text, rendered as text
+    skills = page["tables"][1]
+    assert (len(skills["rows"]), skills["total"]) == (MAX_ROWS, MAX_ROWS + 5)
+    assert page["figures_prefix"] == "study/report/figures/"
+    with pytest.raises(InputError, match="no report"):
+        catalog.report("p0000000000")
