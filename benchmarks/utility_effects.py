@@ -72,7 +72,14 @@ from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import HashEmbedder, Skill, export_jsonl
 from skilltransfer.metrics.effects import Draw, TaskDraws, effect_replicates
 from skilltransfer.metrics.scoring import score_library
-from skilltransfer.metrics.surrogate import INTERVALS, rank_correlation, spearman, spearman_rows, surrogate_analysis
+from skilltransfer.metrics.surrogate import (
+    INTERVALS,
+    MIN_RELIABILITY,
+    rank_correlation,
+    spearman,
+    spearman_rows,
+    surrogate_analysis,
+)
 from skilltransfer.protocols import TaskSpec
 
 
@@ -250,7 +257,7 @@ class Tally:
             covered = 100 * sum(r[2] for r in rows) / len(rows)
             side = "excludes 0" if world == "null" else "on the planted side of 0"
             out.append(f"{world} world, {diagnostic} (planted rho {planted[diagnostic]:+.3f}), {interval} interval: "
-                       f"mean rho {mean:+.3f}, CI {side} {detected:.0f}%, covers the planted rho {covered:.0f}% "
+                       f"mean estimate {mean:+.3f}, CI {side} {detected:.0f}%, covers the planted rho {covered:.0f}% "
                        f"({len(rows)} replicates)")
         return out
 
@@ -285,19 +292,21 @@ def correlated_library(rho: float, skills: int, spread: float, rng: np.random.Ge
 
 
 def power(args: argparse.Namespace) -> None:
-    """Share of simulated replicates whose basic interval excludes 0, per planted rho and tasks per skill."""
+    """Share of simulated replicates whose (deattenuated) interval excludes 0, per planted rho and tasks per skill."""
     rng = np.random.default_rng(0)
     sizes = [int(x) for x in args.tasks.split(",")]
     rhos = [float(x) for x in args.rhos.split(",")]
-    print(f"power: {args.skills} skills in topics of {LEVELS}, effects evenly spaced over +-{args.spread}, mask rate "
-          f"{args.mask_rate}, {args.power_replicates} simulated replicates per cell; share of 95 % basic intervals "
-          "that exclude 0 (and that cover the planted rho)")
-    print("tasks per skill -> " + "  ".join(f"{n:>11d}" for n in sizes))
+    print(f"power: {args.skills} skills in topics of {LEVELS}, effects evenly spaced over +-{args.spread}, mask "
+          f"rate {args.mask_rate}, {args.power_replicates} simulated replicates per cell; share of 95 % deattenuated "
+          "intervals that exclude 0 (power; no interval counts as not), and in brackets the share of the intervals "
+          "given that contain the planted rho and the share of replicates given one (reliability >= "
+          f"{MIN_RELIABILITY})")
+    print("tasks per skill -> " + "  ".join(f"{n:>16d}" for n in sizes))
     for target in rhos:
         cells = []
+        planted_values = []
         for n in sizes:
-            hits = cover = 0
-            planted_values = []
+            hits = cover = given = 0
             for _ in range(args.power_replicates):
                 d, effects = correlated_library(target, args.skills, args.spread, rng)
                 # topics of one skill per quarter of the effects: every topic's shown effects stay in [-0.5, 0.5]
@@ -312,9 +321,12 @@ def power(args: argparse.Namespace) -> None:
                 result = rank_correlation(d[order], reps.estimates, reps.replicates)
                 if result.low is None or result.high is None:
                     continue
+                given += 1
                 hits += bool(result.low > 0 or result.high < 0)
                 cover += bool(result.low <= truth <= result.high)
-            cells.append(f"{100 * hits / args.power_replicates:4.0f}% ({100 * cover / args.power_replicates:3.0f}%)")
+            coverage = f"{100 * cover / given:3.0f}%" if given else "  -"
+            share = 100 * given // args.power_replicates
+            cells.append(f"{100 * hits / args.power_replicates:4.0f}% ({coverage}, {share:3d}%)")
         print(f"rho {target:.1f} (planted mean {np.mean(planted_values):.2f}): " + "  ".join(cells))
 
 
@@ -374,9 +386,9 @@ def main() -> None:
     for world, truth in (("planted", rho_planted), ("null", rho_null)):
         for line in tallies[world].lines(truth, world):
             print(line)
-    recovered = tallies["planted"].share("basic", 1)
-    coverage = tallies["planted"].share("basic", 2)
-    rejected = tallies["null"].share("basic", 1)
+    recovered = tallies["planted"].share("deattenuated", 1)  # the report's interval
+    coverage = tallies["planted"].share("deattenuated", 2)
+    rejected = tallies["null"].share("deattenuated", 1)
     print(f"utility vs effect: rho recovered {recovered:.0f}%, CI coverage {coverage:.0f}%, "
           f"null rejected {rejected:.0f}%")
 
