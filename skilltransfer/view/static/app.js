@@ -832,13 +832,16 @@
   };
   function reportCell(text) {
     if (text === "") return h("span", { class: "muted" }, "-");
-    return /^-?\d+\.\d{4,}(e-?\d+)?$/.test(text) ? Number(text).toFixed(3) : text;
+    if (/^-?\d+\.\d{4,}(e-?\d+)?$/.test(text)) return Number(text).toFixed(3);
+    return text.length > 80 ? h("span", { title: text }, text.slice(0, 80) + "…") : text;
   }
 
   async function reportPage(key) {
     const [report, index] = await Promise.all([load("report", key), load("index")]);
     setCrumbs(link(route.runs(), "runs"), `report ${report.label}`);
-    const figures = index.figures.filter((f) => f.label.startsWith(report.figures_prefix));
+    const first = (f) => (f.label.endsWith("/utility_effects.png") ? 0 : 1);
+    const figures = index.figures.filter((f) => f.label.startsWith(report.figures_prefix))
+      .sort((a, b) => first(a) - first(b));
     const settings = Object.entries(report.settings || {}).map(([k, v]) => `${k}=${v}`).join(", ");
     const parts = [h("h1", null, report.label),
       h("p", { class: "lede" }, `${report.runs.length} runs · ${report.tables.length} tables` + (settings ? ` · ${settings}` : ""))];
