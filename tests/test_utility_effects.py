@@ -374,3 +374,28 @@ def test_the_viewer_lists_report_folders_and_reads_their_tables_as_text(tmp_path
     assert page["figures_prefix"] == "study/report/figures/"
     with pytest.raises(InputError, match="no report"):
         catalog.report("p0000000000")
+
+
+# --------------------------------------------------------------------------------------------- the spec
+def test_the_spec_dry_runs_a_frozen_library_plus_off_domain_skills_masked_on_held_out_tasks(monkeypatch, capsys,
+                                                                                           tmp_path):
+    from helpers_cli import main_cli
+
+    from skilltransfer.experiments.grid import resolve_streams
+    from skilltransfer.experiments.spec import load_spec
+
+    plans, tasks = resolve_streams(load_spec("utility-effects"))
+    masked = [p for p in plans if p.phase == "masked"]
+    assert len(plans) == 4
+    assert len(masked) == 2
+    for plan in masked:
+        assert plan.config.mask_rate == 0.5
+        assert plan.config.distractors == 12
+        assert plan.config.agent.top_k == 8
+        assert plan.source is not None
+        assert not {t.id for t in tasks[plan.run]} & {t.id for t in tasks[plan.source]}  # held-out tasks
+        assert len(tasks[plan.run]) == 325
+    monkeypatch.chdir(tmp_path)
+    code, out, err = main_cli(["grid", "utility-effects", "--dry-run"], monkeypatch, capsys)
+    assert code == 0, err
+    assert "4 streams, 932 tasks" in out
