@@ -46,8 +46,8 @@ NOTE = ("Causal: rho = Spearman's rank correlation, over the skills with at leas
         "pulls it towards 0. rho_corrected, rho_low, rho_high: the estimate and 95 % interval for rho at the true "
         "effects, from the task bootstrap of the skill_effects table (each replicate resamples the tasks and "
         "recomputes every effect, so the effects' noise widens it; deattenuated by the effects' reliability = the "
-        "share of their variance across skills that is not noise; replicates = those with both arms for every "
-        "skill). auroc_harmful: P(diagnostic of a skill flagged harmful < that of another) + ties/2; "
+        "share of their variance across skills that is not noise, no interval below 0.4; replicates = those with both "
+        "arms for every skill). auroc_harmful: P(diagnostic of a skill flagged harmful < that of another) + ties/2; "
         "auroc_helpful: the same, read high, for the skills whose effect CI lies above 0; 95 % stratified "
         "bootstrap over the skills, flags as given. Diagnostics as `score` computes them against the group's "
         "task instructions (one per task id) with the run's embedder (tau 0.1, pair specificity, description text); "
@@ -122,7 +122,7 @@ def _summary_row(key: tuple[str, str, str], row: Association | None, masked: int
 
 def _skill_rows(key: tuple[str, str, str], analysis: SurrogateAnalysis, names: dict[str, str]) -> list[dict[str, Any]]:
     env, model, condition = key
-    rows = []
+    rows: list[dict[str, Any]] = []
     for join in analysis.skills:
         effect = join.effect
         if effect is None:
@@ -139,7 +139,7 @@ def _skill_rows(key: tuple[str, str, str], analysis: SurrogateAnalysis, names: d
                      "success_low": success.low if success is not None else None,
                      "success_high": success.high if success is not None else None,
                      "p_harm": effect.p_harm, "harmful": effect.harmful, "enough_draws": join.enough_draws})
-    rows.sort(key=lambda r: (-r["utility"], r["skill"]))
+    rows.sort(key=lambda r: (-float(r["utility"]), str(r["skill"])))
     return rows
 
 
@@ -158,8 +158,8 @@ def utility_effects_tables(runs: list[RunLog], embedder_of: Callable[[RunLog], A
         library = {skill_id: skill for run in members for skill_id, skill in run.skills.items()}
         texts = _group_texts(members)
         if not library or len(texts) < 2:
-            why = "no skill library to score" if not library else "fewer than 2 task instructions to score against"
-            summary.rows += [_summary_row(key, None, 0, name, None, [why]) for name in DIAGNOSTICS]
+            lacking = "no skill library to score" if not library else "fewer than 2 task instructions to score against"
+            summary.rows += [_summary_row(key, None, 0, name, None, [lacking]) for name in DIAGNOSTICS]
             continue
         report = score_library(list(library.values()), texts, embedder_of(members[0]))
         draws = [task_draws(r) for run in members for r in run.records if r.exposures]

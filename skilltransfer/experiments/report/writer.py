@@ -127,12 +127,14 @@ def _header(report: Report) -> list[str]:
     envs = sorted({run.env for run in report.runs})
     models = sorted({run.model for run in report.runs})
     tasks = sum(len(run.records) for run in report.runs)
-    empty = [f"{run.name} (library: 0 skills from {library_source(run)})" for run in report.runs
-             if run.frozen_library and not run.skills]
+    empty = [f"{run.name} (library: 0 skills from {library_source(run)})"
+             + (f" + its {len(run.skills)} distractors" if run.skills else "") for run in report.runs
+             if run.frozen_library and len(run.skills) <= run.log.config.distractors]  # only distractors: none induced
     return [f"{len(report.runs)} runs, {tasks} finished tasks; envs: {', '.join(envs)}; models: {', '.join(models)}.",
             f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
             + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV).",
-            *([f"Runs over an empty library (their source induced no skill; they ran with none): {'; '.join(empty)}."]
+            *([f"Runs over an empty library (their source induced no skill; they ran with none but any distractors): "
+               f"{'; '.join(empty)}."]
               if empty else []), *_reasoning(report.runs), *_grouping(report.runs),
             *provenance_differences({run.name: run.log.provenance for run in report.runs})]
 
