@@ -69,7 +69,8 @@ def _read_table(folder: Path, name: str) -> dict[str, Any] | None:
     header = next(reader, None)
     if not header:
         return None
-    rows, total = [], 0
+    rows: list[list[str]] = []
+    total = 0
     for row in reader:
         total += 1
         if len(rows) < MAX_ROWS:
@@ -89,7 +90,8 @@ def report_payload(entry: ReportEntry) -> dict[str, Any]:
         raise InputError(str(exc)) from None
     meta = meta if isinstance(meta, dict) else {}
     tables = [table for name in _table_order() if (table := _read_table(entry.path, name)) is not None]
-    runs = meta.get("runs") if isinstance(meta.get("runs"), list) else []
+    listed = meta.get("runs")
+    runs: list[Any] = listed if isinstance(listed, list) else []
     return {"key": entry.key, "label": entry.label, "settings": meta.get("settings") or {},
             "runs": [{"run": str(r.get("run", "")), "condition": str(r.get("condition", "")),
                       "tasks": r.get("tasks")} for r in runs if isinstance(r, dict)],
