@@ -1,5 +1,6 @@
-"""The one reader of files the toolkit did not write itself in this process: skill libraries, run folders given to
-``show``/``judge``/``report``/resume, task folders, saved indexes, files an agent could have touched.
+"""The security boundary: the one reader of files the toolkit did not write itself in this process (skill
+libraries, run folders given to ``show``/``judge``/``report``/resume, task folders, saved indexes, files an agent
+could have touched). Folder trees someone else may have made are walked by its companion, `skilltransfer.util.trees`.
 
 What every read guarantees:
 

@@ -38,7 +38,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "Memory": ("memory",),
     "Metrics": ("metrics",),
     "Sandbox": ("sandbox",),
-    "Base": ("__init__", "protocols", "errors", "skill", "util"),
+    "Base": ("__init__", "protocols", "errors", "skill", "untrusted", "util"),
 }
 """Part -> the top-level modules and subpackages of ``skilltransfer`` it holds."""
 

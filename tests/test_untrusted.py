@@ -1,4 +1,4 @@
-"""The one reader of untrusted files (`skilltransfer.util.untrusted`) and the deep-safe tree walker
+"""The one reader of untrusted files (`skilltransfer.untrusted`) and the deep-safe tree walker
 (`skilltransfer.util.trees`): what they refuse, without blocking, at any depth."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.util import trees, untrusted
+from skilltransfer.untrusted import UntrustedFileError
+from skilltransfer.util import trees
 from skilltransfer.util.files import read_json, read_text
-from skilltransfer.util.untrusted import UntrustedFileError
 
 
 @pytest.fixture

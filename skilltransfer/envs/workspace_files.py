@@ -1,5 +1,5 @@
 """Reading files the agent could have touched, defensively, on the harness side (evaluators, checks): the
-workspace face of the one reader of untrusted files, `skilltransfer.util.untrusted`.
+workspace face of the one reader of untrusted files, `skilltransfer.untrusted`.
 
 Every path is taken relative to a root folder and opened one component at a time with ``O_NOFOLLOW`` relative to
 its parent's descriptor, so no symbolic link is followed anywhere on the way (nor can a link swapped in meanwhile
@@ -16,7 +16,7 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from skilltransfer.util import untrusted
+from skilltransfer import untrusted
 
 MAX_FILE_BYTES = 64 << 20
 """The largest workspace file an evaluator reads."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilltransfer.util import untrusted
+from skilltransfer import untrusted
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

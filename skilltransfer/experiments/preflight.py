@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.config import ModelSpec
-from skilltransfer.util import untrusted
 from skilltransfer.util.http_client import HttpFailure, HttpStatusError, fetch_json, openai_headers, shown_url
 
 CHECK_TIMEOUT_S = 5.0

@@ -52,6 +52,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from skilltransfer import untrusted
 from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.agents.steps import ModelCall
 from skilltransfer.errors import InputError, validation_message
@@ -62,7 +63,7 @@ from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_
 from skilltransfer.metrics.following import USED_SHARE
 from skilltransfer.protocols import SkillStore
 from skilltransfer.skill import SkillFormat
-from skilltransfer.util import trees, untrusted
+from skilltransfer.util import trees
 from skilltransfer.util.files import jsonl_lines, new_file_mode, read_json, read_text
 
 FORMAT_VERSION = 2

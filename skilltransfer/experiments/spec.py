@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError, check_output_path, validation_message
 from skilltransfer.experiments.build import check_env_name
 from skilltransfer.experiments.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
-from skilltransfer.util import untrusted
 from skilltransfer.util.files import read_text
 
 MAX_SPEC_BYTES = 4 << 20

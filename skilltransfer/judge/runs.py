@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.agents.steps import ActionStep
 from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
-from skilltransfer.util import untrusted
 from skilltransfer.util.files import jsonl_lines, read_json, read_text
 
 
@@ -80,7 +80,7 @@ class RunArtifacts:
 
 def _json_file(run: Path, relative: str, what: str) -> Any:
     """A JSON file a results line names, read inside the run folder (no absolute path, no ``..``, no link followed,
-    a regular file under the cap, bounded depth: `skilltransfer.util.untrusted`)."""
+    a regular file under the cap, bounded depth: `skilltransfer.untrusted`)."""
     return read_json(relative, what=what, root=run)
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.memory.agentskills import (
     MAX_SKILL_FILE_BYTES,
@@ -46,7 +47,6 @@ from skilltransfer.memory.agentskills import (
     toolkit_metadata,
 )
 from skilltransfer.skill import INSTRUCTION_FILE, Package, Skill
-from skilltransfer.util import untrusted
 from skilltransfer.util.trees import remove_tree
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

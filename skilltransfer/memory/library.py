@@ -34,11 +34,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.memory.agentskills import MAX_SKILL_FILE_BYTES, read_metadata, split_skill_md
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary, read_package, write_package
 from skilltransfer.skill import INSTRUCTION_FILE, Skill
-from skilltransfer.util import untrusted
 from skilltransfer.util.files import atomic_write_text, jsonl_lines, read_text
 from skilltransfer.util.trees import Entry, files
 
@@ -119,7 +119,7 @@ def _skill_from_dict(data: Any, path: Path, line: int | None) -> Skill:
 
 
 def read_jsonl(path: str | Path, *, root: str | Path | None = None) -> list[tuple[Skill, str]]:
-    """Parse a JSONL skill file (read through `skilltransfer.util.untrusted`: a regular file of at most
+    """Parse a JSONL skill file (read through `skilltransfer.untrusted`: a regular file of at most
     ``MAX_JSONL_BYTES``, each line at most ``untrusted.MAX_DEPTH`` deep; with ``root``, ``path`` is relative to it
     and no link below it is followed).
 
@@ -148,7 +148,7 @@ def parse_skill_md(path: str | Path, *, root: str | Path | None = None,
                    resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> Skill:
     """Parse one SKILL.md file (front matter + markdown body) and its package folder into a Skill.
 
-    Read through `skilltransfer.util.untrusted`: a regular file of at most ``MAX_SKILL_FILE_BYTES``; the front
+    Read through `skilltransfer.untrusted`: a regular file of at most ``MAX_SKILL_FILE_BYTES``; the front
     matter is YAML without anchors/aliases, at most ``untrusted.MAX_DEPTH`` deep. With ``root``, ``path`` is relative
     to it and no link below it is followed (a library folder's packages). The folder's other files are read by
     `skilltransfer.memory.package.read_package` (``resource_bytes``: the text budget).

@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from skilltransfer import untrusted
 from skilltransfer.skill import (
     INSTRUCTION_FILE,
     MAX_RESOURCE_BYTES,
@@ -48,7 +49,6 @@ from skilltransfer.skill import (
     PackageFile,
     resource_name_problem,
 )
-from skilltransfer.util import untrusted
 from skilltransfer.util.trees import Entry, WalkLimits, remove_tree, walk
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -277,7 +277,7 @@ def read_package(folder: str | Path, instruction: str, instruction_bytes: bytes,
 
     The folder is walked with `skilltransfer.util.trees.walk` (any depth, no link followed); every file is opened
     relative to its folder's descriptor without following a link, and the text loaded is read again through
-    `skilltransfer.util.untrusted` and checked against the hash taken on the walk.
+    `skilltransfer.untrusted` and checked against the hash taken on the walk.
 
     Args:
         folder: the package folder (its ``SKILL.md`` already read).

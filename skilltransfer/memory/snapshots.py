@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.memory.library import SKILLS_JSONL, read_jsonl
 from skilltransfer.skill import Skill
-from skilltransfer.util import untrusted
 from skilltransfer.util.files import jsonl_lines, read_text
 
 SNAPSHOTS = "snapshots.jsonl"

@@ -33,13 +33,13 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.memory.capacity import EVICTIONS_FILE, Eviction, TaskOutcome, victims
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import AddResult, Skill, parse_code_signature
-from skilltransfer.util import untrusted
 from skilltransfer.util.files import atomic_write_text, jsonl_lines, parse_json_line, read_text
 
 FORMAT_VERSION = 2

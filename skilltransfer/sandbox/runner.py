@@ -85,8 +85,8 @@ from skilltransfer.sandbox.runtime.skilluse import clean
 from skilltransfer.sandbox.scratch import remove_tree, runtime_dir, scratch_dir
 from skilltransfer.sandbox.services import Services
 from skilltransfer.sandbox.values import ExecResult, Limits, NamespaceSpec, SandboxError
+from skilltransfer.untrusted import open_folder
 from skilltransfer.util.trees import WalkLimits, chown_tree, walk
-from skilltransfer.util.untrusted import open_folder
 
 log = logging.getLogger("skilltransfer.sandbox")
 _uid_counter = itertools.count()

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.util import untrusted
 
 
 def read_text(path: str | Path, *, what: str = "file", max_bytes: int = untrusted.MAX_BYTES,
               root: str | Path | None = None) -> str:
-    """Read a user's text file as UTF-8 through the one reader of untrusted files (`skilltransfer.util.untrusted`):
+    """Read a user's text file as UTF-8 through the one reader of untrusted files (`skilltransfer.untrusted`):
     a regular file only (a FIFO or device is refused without blocking), at most ``max_bytes``.
 
     Args:
@@ -100,7 +100,7 @@ def iter_jsonl(path: str | Path, *, what: str = "file") -> Iterator[tuple[int, s
 
 def read_json(path: str | Path, *, what: str = "file", root: str | Path | None = None,
               max_bytes: int = untrusted.MAX_BYTES, max_depth: int = untrusted.MAX_DEPTH) -> Any:
-    """A UTF-8 JSON document, read through `skilltransfer.util.untrusted` (a regular file, size-capped; with
+    """A UTF-8 JSON document, read through `skilltransfer.untrusted` (a regular file, size-capped; with
     ``root``, inside it without following links) and at most ``max_depth`` containers deep.
 
     Raises:

@@ -35,7 +35,7 @@ import httpx2
 
 from skilltransfer import __version__
 from skilltransfer.errors import InputError
-from skilltransfer.util.untrusted import MAX_DEPTH, parse_json
+from skilltransfer.untrusted import MAX_DEPTH, parse_json
 
 log = logging.getLogger(__name__)
 

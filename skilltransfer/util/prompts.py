@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Self
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.util import untrusted
 
 MAX_PROMPT_BYTES = 1 << 20
 """The largest prompt file read from a user's prompt folder."""

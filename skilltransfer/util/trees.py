@@ -395,7 +395,7 @@ def _copy_file(entry: Entry, target_dir: int, mode: int, budget: int) -> int:
 
 def find(root: str | Path, match: Callable[[str], bool], *, max_entries: int = 1_000_000) -> list[Path]:
     """The entries below ``root`` whose name satisfies ``match`` (any kind: the caller reads them through
-    `skilltransfer.util.untrusted`), sorted; found by `walk`, so at any depth (a chain of thousands of folders an
+    `skilltransfer.untrusted`), sorted; found by `walk`, so at any depth (a chain of thousands of folders an
     agent left in its workspace) without recursion and without following links, and at most ``max_entries`` entries
     looked at. An entry whose path is too long to use is left out."""
     found: list[Path] = []

@@ -14,7 +14,7 @@ of its path, and builds three payloads that the local server and the static expo
   which calls made which step, and its code as highlighting tokens;
 - `Catalog.report`: one report folder's tables (`skilltransfer.view.reports`; the index lists the folders).
 
-Everything in a run folder is untrusted: files are read through `skilltransfer.util.untrusted` (regular files
+Everything in a run folder is untrusted: files are read through `skilltransfer.untrusted` (regular files
 inside the run folder only, no link below it followed, size-capped), and the payloads carry text (the page renders it
 as text, never as markup).
 """
@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.agents.steps import ActionStep
 from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
@@ -48,7 +49,7 @@ from skilltransfer.experiments.summary import (
     summary_rows,
     transfer_events,
 )
-from skilltransfer.util import trees, untrusted
+from skilltransfer.util import trees
 from skilltransfer.view.highlight import python_tokens
 from skilltransfer.view.reports import find_reports, report_payload
 
@@ -74,7 +75,7 @@ def _refusal(exc: untrusted.UntrustedFileError) -> InputError:
 
 def check_file(root: Path, relative: str | Path) -> None:
     """Refuse ``root/relative`` unless it is a regular file inside ``root`` reached without following a link
-    (`skilltransfer.util.untrusted`) and at most `MAX_FILE_BYTES`.
+    (`skilltransfer.untrusted`) and at most `MAX_FILE_BYTES`.
 
     Raises:
         UnsafeFile: it leads out of the folder, through a link, to something not a regular file, or is too large.

@@ -1,5 +1,5 @@
 """Report folders for the viewer's report page: a folder ``skilltransfer report`` wrote (``report.json`` beside its
-CSV tables) found under the viewer's paths, and its tables as text, read through `skilltransfer.util.untrusted`
+CSV tables) found under the viewer's paths, and its tables as text, read through `skilltransfer.untrusted`
 (regular files inside the folder, no link followed, size-capped; a CSV is parsed, never rendered as markup).
 
 The page shows the tables in the report's section order (`skilltransfer.experiments.report.writer.SECTIONS`), the
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.writer import FIGURE_DIR, SECTIONS
-from skilltransfer.util import trees, untrusted
+from skilltransfer.util import trees
 
 REPORT_FILE = "report.json"
 MAX_REPORTS = 20

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.protocols import TaskSpec
-from skilltransfer.util import untrusted
 from skilltransfer.util.trees import files
 
 ENV_ROOT = "OFFICEBENCH_ROOT"

@@ -9,11 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.metrics import pairwise_preference
-from skilltransfer.util import trees, untrusted
+from skilltransfer.util import trees
 from skilltransfer.util.files import read_text
 
 JUDGE_SUFFIX = ".judge.json"
