@@ -65,7 +65,6 @@ from typing import Any
 import faiss
 import numpy as np
 
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report.effects import task_draws
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
@@ -81,6 +80,7 @@ from skilltransfer.metrics.surrogate import (
     surrogate_analysis,
 )
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.settings.config import StreamConfig
 
 
 def _load_world() -> ModuleType:

@@ -14,10 +14,10 @@ from typing import Any
 
 from helpers_tinyenv import CounterScript, TinyEnv
 
-from skilltransfer.experiments.config import CONDITIONS, ModelSpec, StreamConfig
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.settings.config import CONDITIONS, ModelSpec, StreamConfig
 
 ENV_TARGETS = {"tiny-a": [3, 5, 2, 7, 4, 9, 6, 8, 1, 10], "tiny-b": [13, 20, 17, 14, 19, 15, 18, 16]}
 MODELS = {"tiny-a": ["model-x", "model-y"], "tiny-b": ["model-x"]}

@@ -15,12 +15,12 @@ from helpers_lens import LensCounterScript
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.coordination import Plan, PlanNode
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
 XSS = "<img src=x onerror=alert(1)> <script>alert(2)</script>"

@@ -8,10 +8,10 @@ import pytest
 from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, _target, task_start
 from pydantic import ValidationError
 
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.capacity import TaskOutcome, eviction_scores, online_effects, victims
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Provenance, Skill, UsageStats
 
 TARGETS = [3, 5, 2, 4, 6]

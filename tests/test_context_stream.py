@@ -17,13 +17,13 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript, HistoryScript, SimulatedC
 from rich.console import Console
 
 from skilltransfer.agents import AgentEvent, AgentResult
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.progress import StreamProgress
 from skilltransfer.experiments.runlog import TaskRecord, TrajectoryLog
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.settings.config import StreamConfig
 
 WINDOW = 2048
 

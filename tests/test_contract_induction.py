@@ -205,7 +205,7 @@ def test_subtask_level_contract_induction_writes_a_set_per_task(tmp_path, hash_e
 
 
 def test_the_stream_asks_for_a_set_only_at_subtask_level_with_the_contract_variant() -> None:
-    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.settings.config import StreamConfig
 
     def per_task(**kwargs):
         config = StreamConfig(env="apps", **kwargs).induction_config()

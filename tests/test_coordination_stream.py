@@ -18,7 +18,6 @@ from test_grid_report import cli as main_cli
 
 from skilltransfer.coordination import Plan, PlanFolder, PlanNode
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import load_spec
 from skilltransfer.experiments.stream import run_stream
@@ -26,6 +25,7 @@ from skilltransfer.judge import load_run
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.settings.config import StreamConfig
 
 INTERFACES = ("nl-sop", "prompt-graph", "metaskill")
 SKILL = "add-to-counter"

@@ -12,12 +12,12 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.experiments.summary import summarize_run, summary_rows
 from skilltransfer.llm.config import Price
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.settings.config import StreamConfig
 
 PRICE = {"input": 2.0, "output": 8.0}
 

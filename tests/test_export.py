@@ -11,10 +11,10 @@ from helpers_cli import main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.experiments import load_runs
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.settings.config import StreamConfig
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from rich.console import Console
 
 from skilltransfer.commands.grid import GridView
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.experiments.grid import run_grid
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import (
@@ -27,6 +26,7 @@ from skilltransfer.experiments.spec import (
     load_spec,
 )
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.settings.config import CONDITIONS
 
 TESTS = Path(__file__).resolve().parent
 TINY = "helpers_tinyenv:TinyEnv"

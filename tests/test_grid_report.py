@@ -23,7 +23,6 @@ from test_grid import spec_data, write_spec
 from test_report import PNG
 
 from skilltransfer.cli import main
-from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import (
@@ -33,6 +32,7 @@ from skilltransfer.metrics import (
     stratified_bootstrap_ci,
     transfer_density,
 )
+from skilltransfer.settings.config import CONDITIONS
 from skilltransfer.skill import Skill
 
 ENVS = {"graded": {"env": "helpers_runs:GradedTinyEnv", "args": {"targets": [3, 5, 2, 7, 4, 9, 6]}},

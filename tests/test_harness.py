@@ -20,12 +20,12 @@ from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.harness import BY_NAME, GUARDS, PRESETS, default_preset, make_harness, resolve_agent
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import SkillMemory
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
 EXAMPLE = '''## Example (another task): "Set the counter to 2."
@@ -329,7 +329,7 @@ def test_an_agent_built_directly_gets_the_streams_default_preset(tmp_path):
 def test_a_stream_resolves_its_preset_once(monkeypatch, tmp_path):
     """The preset is resolved when the stream's settings are first validated; validating them again (a recorded
     config, the run log), labelling them and building the agent resolve nothing."""
-    import skilltransfer.experiments.config as config_module
+    import skilltransfer.settings.config as config_module
 
     calls = []
     real = config_module.resolve_agent

@@ -28,6 +28,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "Face": ("cli", "commands", "__main__"),
     "View": ("view",),
     "Experiments": ("experiments",),
+    "Settings": ("settings",),
     "Judge": ("judge",),
     "Coordination": ("coordination",),
     "Agents": ("agents",),
@@ -63,6 +64,7 @@ NEVER: list[tuple[str, str, str]] = [
     ("Experiments", "Face", "no CLI below the face"),
     ("View", "Face", "no CLI below the face"),
     ("Experiments", "View", "the viewer reads run logs; the runner knows no viewer"),
+    ("Settings", "Experiments", "the settings lie below the runner and the report"),
     *[("Base", part, "the base is the floor: it imports nothing of the package") for part in PARTS if part != "Base"],
 ]
 """Forbidden directions (``/work/shared/house.json`` plus: the base imports no other part)."""

@@ -6,12 +6,12 @@ import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of
 
 from skilltransfer.agents import ActionStep, Agent, CallLog, TrajectoryText
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.induction import PROMPT_VARIANTS, Inducer, InductionConfig, InductionError, parse_skill_reply
 from skilltransfer.induction.abstraction import instance_names, instance_paths, instance_values, mask_names, mask_values
 from skilltransfer.induction.inducer import INDUCTION_PROMPTS
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Provenance
 
 ACTIONS = [ActionStep(0, None, "r", "Look.", "print(apis.counter.get())", "0\n"),

@@ -13,12 +13,12 @@ import pytest
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv, task_start
 from pydantic import ValidationError
 
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.spec import load_spec
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import SkillMemory
+from skilltransfer.settings.config import StreamConfig
 
 LESSON = """NAME: avoid_submitting_unchanged_counter
 DESCRIPTION: Counter tasks: do not submit before the counter holds the target.

@@ -30,7 +30,6 @@ from skilltransfer.envs.office import OfficeEnv
 from skilltransfer.envs.scienceworld import ScienceWorldEnv
 from skilltransfer.envs.scienceworld.simulator import unavailable_reason
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
@@ -40,6 +39,7 @@ from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.sandbox import Limits
 from skilltransfer.sandbox.scratch import MARKER, remove_tree, sweep_leftovers
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
 ROOT = os.geteuid() == 0
@@ -1980,9 +1980,9 @@ def test_a_hostile_models_reply_is_one_error_line(kind: str) -> None:
     """Class 13.7: a deep-JSON ``/v1/models`` reply crashed ``--model <url>`` with a traceback; a reply dripping one
     byte every 3 s kept ``run`` waiting forever. Replies are capped in size, depth and total time: one error line
     (the model-string lookup and the preflight check), and the window probe gives up (unknown window)."""
-    from skilltransfer.experiments.config import ModelSpec
     from skilltransfer.experiments.preflight import check_endpoint
     from skilltransfer.llm.modelstring import served_model_ids
+    from skilltransfer.settings.config import ModelSpec
 
     endpoint = _HostileModels(kind)
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.experiments.report.reuse import reuse_table
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.runlog import RouteRecord, RunConfigLog, TaskRecord
@@ -13,6 +12,7 @@ from skilltransfer.lens.graph import SkillGraph, Unit
 from skilltransfer.lens.route import RouteConfig, route
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.skill import Skill
 
 

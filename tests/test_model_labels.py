@@ -9,8 +9,8 @@ import yaml
 from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-from skilltransfer.experiments.config import ModelSpec
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.settings.config import ModelSpec
 
 
 def test_report_label_is_the_model_id_under_the_generic_label():

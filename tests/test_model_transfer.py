@@ -8,12 +8,12 @@ import pytest
 from helpers_tinyenv import CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.report import build_report, load_runs
 from skilltransfer.experiments.spec import SPEC_DIR, load_spec
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.settings.config import StreamConfig
 
 TARGETS = [3, 5, 2]
 

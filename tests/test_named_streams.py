@@ -95,8 +95,8 @@ def test_library_transfer_events_from_records():
 
 
 def test_library_label_names_the_source_run_or_library():
-    from skilltransfer.experiments.config import StreamConfig
     from skilltransfer.experiments.summary import library_label
+    from skilltransfer.settings.config import StreamConfig
 
     base = {"run": "r", "env": {"env": "apps"}, "model": {"name": "openai", "model": "m"}, "condition": "task+text"}
     assert library_label(StreamConfig.model_validate(base)) is None

@@ -11,9 +11,9 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import CounterScript
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import ModelSpec
 from skilltransfer.experiments.preflight import check_endpoint, model_string
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.settings.config import ModelSpec
 
 
 def dead_url() -> str:

@@ -7,12 +7,12 @@ import json
 
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.provenance import merged, provenance_differences, software
 from skilltransfer.experiments.report import make_report
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.settings.config import StreamConfig
 
 
 def run_mock(tmp_path, name, targets=(3, 5)):

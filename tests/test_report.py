@@ -13,7 +13,6 @@ from helpers_runs import ENV_TARGETS, MODELS, FlakyScript, GradedTinyEnv, build_
 
 from skilltransfer.cli import main
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.experiments.report import EmbedderResolver, load_run, make_report
 from skilltransfer.experiments.report.figures import draw_all
@@ -28,6 +27,7 @@ from skilltransfer.metrics import (
     stratified_bootstrap_ci,
     transfer_density,
 )
+from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

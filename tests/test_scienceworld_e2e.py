@@ -15,8 +15,8 @@ from test_grid_report import cli
 from skilltransfer.envs.scienceworld import simulator
 from skilltransfer.envs.scienceworld.env import ScienceWorldEnv
 from skilltransfer.experiments.build import select_tasks
-from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.settings.config import CONDITIONS
 
 REASON = simulator.unavailable_reason()
 pytestmark = [pytest.mark.slow,

@@ -324,9 +324,9 @@ def test_subtask_level_subagent_budget(env, hash_embedder, own, left):
 
 @pytest.mark.parametrize("mode", ["inline", "subagent"])
 def test_default_streams_record_the_prompt_ids_they_always_did(tmp_path, hash_embedder, mode):
-    from skilltransfer.experiments.config import StreamConfig
     from skilltransfer.experiments.runlog import RunFolder
     from skilltransfer.experiments.stream import run_stream
+    from skilltransfer.settings.config import StreamConfig
 
     config = StreamConfig(run="r", runs_dir=str(tmp_path), condition="task+text", skill_exec=mode,
                           embedder="hash:128")
@@ -384,10 +384,10 @@ def test_whole_library_is_navigable_with_open_node_through_the_loop(env, hash_em
 
 def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
     from skilltransfer.errors import InputError
-    from skilltransfer.experiments.config import StreamConfig
     from skilltransfer.experiments.stream import run_stream
     from skilltransfer.memory.distractors import distractor_skills, max_distractors
     from skilltransfer.memory.library import export_jsonl
+    from skilltransfer.settings.config import StreamConfig
 
     skills = distractor_skills(40)
     assert len({s.name for s in skills}) == 40
@@ -408,9 +408,9 @@ def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
 
 def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder):
     """A run's memory may hold two skills with one name (ids differ): the organise stream's folder keeps both."""
-    from skilltransfer.experiments.config import StreamConfig
     from skilltransfer.experiments.organize import organization_dir, run_organize_stream
     from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.settings.config import StreamConfig
 
     twin = Skill(name="set_counter", description="Post a message to the team channel.", body="Call apis.chat.post.",
                  provenance=Provenance(source_task_id="t9"))
@@ -431,7 +431,7 @@ def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder)
 def test_organise_stream_builds_hierarchies_of_the_height_it_is_given(tmp_path, hash_embedder, monkeypatch):
     """The study builds hierarchies of height 2 and 3: ``organize_height`` reaches the organiser."""
     from skilltransfer.experiments import organize
-    from skilltransfer.experiments.config import StreamConfig
+    from skilltransfer.settings.config import StreamConfig
 
     seen: list[int] = []
     real = organize.Organizer

@@ -10,11 +10,11 @@ from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, SimulatedCras
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments import runlog
-from skilltransfer.experiments.config import CONDITIONS, StreamConfig, parse_condition
 from skilltransfer.experiments.runlog import FORMAT_VERSION, TaskRecord, TrajectoryLog, safe_task_id
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.library import export_jsonl
+from skilltransfer.settings.config import CONDITIONS, StreamConfig, parse_condition
 from skilltransfer.skill import Skill
 
 TARGETS = [3, 5, 2]

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from skilltransfer.envs.registry import ENVS, official_metric, resolve
-from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import ALL_ENVS, POOLED, table2
 from skilltransfer.experiments.runlog import RunConfigLog, TaskRecord
 from skilltransfer.metrics import stratified_bootstrap_ci
+from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 
 
 def run(env: str, condition: str, results: list[tuple[bool, float]]) -> RunLog:

@@ -11,10 +11,10 @@ import pytest
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT, run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.settings.config import StreamConfig
 
 TARGETS = [3, 5, 2]
 

@@ -29,7 +29,7 @@ from skilltransfer.commands.options import (
 )
 from skilltransfer.commands.run import FLAG_KEYS, allowed_imports, with_endpoint_model
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import Condition
+from skilltransfer.settings.config import Condition
 
 _EVOLVE = "Evolution"
 

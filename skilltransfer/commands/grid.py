@@ -27,8 +27,8 @@ from skilltransfer.commands.options import (
 from skilltransfer.errors import InputError
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
-    from skilltransfer.experiments.config import StreamConfig
     from skilltransfer.experiments.grid import GridState, GridSummary
+    from skilltransfer.settings.config import StreamConfig
 
 _ADVANCED = "Advanced"
 

@@ -41,10 +41,10 @@ from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.budget import Budget
 from skilltransfer.experiments.build import imported_module, parse_positions
-from skilltransfer.experiments.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
 from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction.inducer import PromptVariant
+from skilltransfer.settings.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 
 _AGENT = "Agent and memory"
 _ENV = "Environment"

@@ -35,12 +35,12 @@ from skilltransfer.envs.registry import (
     stream_order,
 )
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.snapshots import snapshot_library
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.skill import Skill
 from skilltransfer.util.imports import load_target
 

@@ -25,8 +25,8 @@ from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.steps import ActionStep, new_call_log
 from skilltransfer.coordination import CoordinationResult, PlanFolder, PlanWriter, run_plan
 from skilltransfer.coordination.plan import Plan
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.protocols import Episode
+from skilltransfer.settings.config import StreamConfig
 
 
 def plan_info(plan: Plan, path: Path, written: bool) -> dict[str, Any]:

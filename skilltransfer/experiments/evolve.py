@@ -31,7 +31,6 @@ from skilltransfer.agents.steps import RetrievalStep
 from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_base_model, library_skills
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.stream import StreamSummary, run_stream
 from skilltransfer.lens.decompose import decompose_library
@@ -49,6 +48,7 @@ from skilltransfer.lens.evolve import (
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.power import DEFAULT_MDE, never_commits, power_line
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.settings.config import StreamConfig
 
 EVOLUTION_DIR = "evolution"
 """An evolution stream's evolution folder inside its run folder."""

@@ -37,7 +37,6 @@ from skilltransfer.experiments.build import (
     stream_library,
     stream_model,
 )
-from skilltransfer.experiments.config import axes
 from skilltransfer.experiments.execute import (
     StreamOutcome,
     TaskSink,
@@ -54,6 +53,7 @@ from skilltransfer.experiments.spec import GridSpec
 from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT
 from skilltransfer.llm.cache import CachedModel
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.settings.config import axes
 from skilltransfer.util.files import atomic_write_text
 from skilltransfer.util.http_client import shown_url
 from skilltransfer.util.pyast import guard_stdlib_parse

@@ -24,7 +24,6 @@ from skilltransfer.experiments.build import (
     stream_model,
     stream_tasks,
 )
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.plan import one_stream
 from skilltransfer.experiments.preflight import check_endpoint
@@ -39,6 +38,7 @@ from skilltransfer.experiments.stream import (
     run_stream,
 )
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.settings.config import StreamConfig
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
 """``run``'s own defaults, below the ``--config`` YAML: agent code runs in the sandbox unless ``--no-sandbox``."""

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import library_skills
-from skilltransfer.experiments.config import ORGANIZATIONS, StreamConfig
 from skilltransfer.experiments.runlog import RESULTS, RunConfigLog, RunFolder
 from skilltransfer.experiments.stream import StreamSummary
 from skilltransfer.induction.organize import OrganizeConfig, Organizer
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl
 from skilltransfer.memory.organization import LibraryView, Organization, save_organization
 from skilltransfer.protocols import ChatModel
+from skilltransfer.settings.config import ORGANIZATIONS, StreamConfig
 from skilltransfer.util.files import atomic_write_text
 from skilltransfer.util.trees import remove_tree
 

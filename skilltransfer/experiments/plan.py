@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import ORGANIZATIONS, StreamConfig, axes
 from skilltransfer.experiments.spec import LOCATION, GridSpec, env_entry, model_entry
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.settings.config import ORGANIZATIONS, StreamConfig, axes
 
 
 @dataclass(frozen=True)

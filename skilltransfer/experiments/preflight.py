@@ -15,7 +15,7 @@ from typing import Any
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import ModelSpec
+from skilltransfer.settings.config import ModelSpec
 from skilltransfer.util.http_client import HttpFailure, HttpStatusError, fetch_json, openai_headers, shown_url
 
 CHECK_TIMEOUT_S = 5.0

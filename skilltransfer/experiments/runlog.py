@@ -56,12 +56,12 @@ from skilltransfer import untrusted
 from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.agents.steps import ModelCall
 from skilltransfer.errors import InputError, validation_message
-from skilltransfer.experiments.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
 from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
 from skilltransfer.metrics.following import USED_SHARE
 from skilltransfer.protocols import SkillStore
+from skilltransfer.settings.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
 from skilltransfer.skill import SkillFormat
 from skilltransfer.util import trees
 from skilltransfer.util.files import jsonl_lines, new_file_mode, read_json, read_text

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError, check_output_path, validation_message
 from skilltransfer.experiments.build import check_env_name
-from skilltransfer.experiments.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
+from skilltransfer.settings.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
 from skilltransfer.util.files import read_text
 
 MAX_SPEC_BYTES = 4 << 20

@@ -57,7 +57,6 @@ from skilltransfer.experiments.build import (
     pick_positions,
     stream_library_read,
 )
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.provenance import ServedWatch, merged, run_provenance
@@ -87,6 +86,7 @@ from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill, UsageStats
 
 PARTIAL_WRITE_S = 2.0

@@ -15,7 +15,6 @@ from typing import Any
 from skilltransfer.agents.steps import ActionStep, InductionStep, PlanStep, RetrievalStep, SummaryStep
 from skilltransfer.agents.trajectory_io import ReadStep, read_steps
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.runlog import (
     FORMAT_VERSION,
     RetrievedSkill,
@@ -26,6 +25,7 @@ from skilltransfer.experiments.runlog import (
     reply_message,
 )
 from skilltransfer.memory.distractors import DISTRACTOR_SOURCE
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95

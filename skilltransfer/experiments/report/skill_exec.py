@@ -17,13 +17,13 @@ from statistics import fmean
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.config import StreamConfig
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups, per_task
 from skilltransfer.experiments.report.table import Table
 from skilltransfer.experiments.runlog import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.windows import ContextAccount
+from skilltransfer.settings.config import StreamConfig
 from skilltransfer.util.files import read_text
 
 _NOTE = ("success as in Table 2 (each task averaged over the group's runs first, 95 % task-bootstrap CI); per task: "

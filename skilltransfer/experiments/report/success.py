@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.envs.registry import official_metric
-from skilltransfer.experiments.config import CONDITIONS
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.table import Table, natural_key
 from skilltransfer.experiments.runlog import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.stats import stratified_bootstrap_ci
+from skilltransfer.settings.config import CONDITIONS
 
 AVERAGE = "Average"
 """Model name of the rows that pool all models of an env."""
