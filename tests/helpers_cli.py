@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from skilltransfer.cli import app, main
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.log import TrajectoryLog
 
 TINY = "helpers_tinyenv:TinyEnv"
 ALLOW_TINY = ("--allow-import", "helpers_tinyenv")

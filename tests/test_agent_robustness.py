@@ -11,9 +11,9 @@ from skilltransfer.agents.harness.error_hints import api_hint, import_hint
 from skilltransfer.agents.harness.stop_sequence import trim_reply
 from skilltransfer.agents.harness.stuck import detect, normalise_code
 from skilltransfer.agents.replies import parse_action, uncopied
-from skilltransfer.agents.steps import ActionStep, SummaryStep
 from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import ActionStep, SummaryStep
 from skilltransfer.memory import SkillMemory
 from skilltransfer.skill import Skill
 
@@ -606,7 +606,7 @@ def _failing_then(final: str):
 
 
 def test_no_skill_is_induced_from_a_trajectory_whose_code_all_failed(env, hash_embedder):
-    from skilltransfer.agents.steps import InductionStep
+    from skilltransfer.log import InductionStep
 
     def run(final: str, **config):
         memory, model = SkillMemory(hash_embedder), ScriptedModel(_failing_then(final))
@@ -637,7 +637,7 @@ def test_undocumented_apis_lists_the_apis_a_skill_names_that_neither_docs_nor_co
 
 
 def test_a_skill_naming_an_api_the_docs_do_not_have_is_not_stored(env, hash_embedder):
-    from skilltransfer.agents.steps import InductionStep
+    from skilltransfer.log import InductionStep
 
     def run(body: str, **config):
         def script(messages):

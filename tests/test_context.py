@@ -8,7 +8,7 @@ from helpers_tinyenv import CounterScript, HistoryScript, TinyEnv
 
 from skilltransfer.agents import Agent, CallLog, ContextExceeded, ContextFitter
 from skilltransfer.agents.context import CONVERSATION_BLOCK, SKILL_LEVELS, margin_tokens, variants
-from skilltransfer.agents.steps import ActionStep, TrajectoryText
+from skilltransfer.agents.steps import TrajectoryText
 from skilltransfer.llm.cache import CachedModel, ResponseCache
 from skilltransfer.llm.context import (
     ContextLengthError,
@@ -23,6 +23,7 @@ from skilltransfer.llm.context import (
 from skilltransfer.llm.faults import FaultyModel
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import ActionStep
 from skilltransfer.memory import Skill, SkillMemory
 
 SYSTEM = {"role": "system", "content": "You are the EXECUTOR. " + "Rules. " * 20}

@@ -18,11 +18,11 @@ from rich.console import Console
 
 from skilltransfer.agents import AgentEvent, AgentResult
 from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.runlog import TaskRecord, TrajectoryLog
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import TaskRecord, TrajectoryLog
 from skilltransfer.settings.config import StreamConfig
 
 WINDOW = 2048

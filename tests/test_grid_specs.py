@@ -18,10 +18,10 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.grid import resolve_streams, run_grid
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.report import make_report
-from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.spec import SPEC_DIR, build_spec, load_spec
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.log import RunFolder
 
 TINY = "helpers_tinyenv:TinyEnv"
 SHIPPED = sorted(SPEC_DIR.glob("*.yaml"))

@@ -39,6 +39,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "Memory": ("memory",),
     "Metrics": ("metrics",),
     "Sandbox": ("sandbox",),
+    "Log": ("log",),
     "Base": ("__init__", "protocols", "errors", "skill", "untrusted", "util"),
 }
 """Part -> the top-level modules and subpackages of ``skilltransfer`` it holds."""
@@ -65,6 +66,8 @@ NEVER: list[tuple[str, str, str]] = [
     ("View", "Face", "no CLI below the face"),
     ("Experiments", "View", "the viewer reads run logs; the runner knows no viewer"),
     ("Settings", "Experiments", "the settings lie below the runner and the report"),
+    *[("Log", part, "the run log imports only the base: every reader of runs stands on it") for part in PARTS
+      if part not in ("Log", "Base")],
     *[("Base", part, "the base is the floor: it imports nothing of the package") for part in PARTS if part != "Base"],
 ]
 """Forbidden directions (``/work/shared/house.json`` plus: the base imports no other part)."""

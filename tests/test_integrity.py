@@ -30,9 +30,9 @@ from skilltransfer.envs.office import OfficeEnv
 from skilltransfer.envs.scienceworld import ScienceWorldEnv
 from skilltransfer.envs.scienceworld.simulator import unavailable_reason
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import TrajectoryLog
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
@@ -1519,7 +1519,7 @@ def test_resuming_a_run_folder_never_writes_through_its_links(tmp_path: Path, va
 def test_run_folder_writes_never_follow_a_link_swapped_in_after_the_check(tmp_path: Path) -> None:
     """Class 13.1: every write of a run folder (prompt appends, the cut of a partial line, trajectories, results)
     opens below the folder without following links, so a link made after resume's check is not written through."""
-    from skilltransfer.experiments.runlog import RunFolder, TrajectoryLog
+    from skilltransfer.log import RunFolder, TrajectoryLog
 
     folder = RunFolder(tmp_path / "run")
     (tmp_path / "run").mkdir()
@@ -1543,7 +1543,7 @@ def test_run_folder_writes_never_follow_a_link_swapped_in_after_the_check(tmp_pa
 def test_show_and_view_never_read_a_linked_prompt_log(tmp_path: Path) -> None:
     """Class 13.1: ``show --task --prompts`` and the viewer's task page refuse a ``prompts.jsonl`` that is a link
     out of the folder (a private key there never reaches the screen)."""
-    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.log import RunFolder
     from skilltransfer.view.data import Catalog
 
     run = tmp_path / "run"
@@ -1770,7 +1770,7 @@ TERMINAL_ATTACKS = {"osc52-clipboard": "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07",
 def test_show_never_prints_an_agents_control_sequences(tmp_path: Path) -> None:
     """Class 13.4: ``show --task`` printed an agent's control sequences raw (a clipboard write, the window title, a
     screen clear); now every control character reaches the terminal as a visible escape."""
-    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.log import RunFolder
 
     run = tmp_path / "run"
     code, lines = _scripted_run(tmp_path, run, 1)
@@ -1841,7 +1841,7 @@ def test_forged_content_ids_in_a_prompt_log_are_an_error_naming_the_file(tmp_pat
     """Class 13.6: a folder whose ``prompts.jsonl`` maps a known id to other text showed a forged system prompt, and
     after resuming it the real one was never logged (its id was "known"); now ids are checked against their text on
     read: ``show --prompts``, the viewer and resume say so in one ``error:`` line naming the file."""
-    from skilltransfer.experiments.runlog import RunFolder, message_id
+    from skilltransfer.log import RunFolder, message_id
     from skilltransfer.view.data import Catalog
 
     run = tmp_path / "run"
@@ -1919,9 +1919,8 @@ def test_step_to_call_matching_is_linear_in_a_crafted_trajectory() -> None:
     """Class 13.7: a 2.9 MB trajectory whose step replies match no call made ``show --prompts``, the viewer's task
     page and ``--export`` run for minutes (every step scanned every later call). Matching now looks each step's call
     up by reply id: the work grows with steps plus calls, not their product (counted, not timed)."""
-    from skilltransfer.agents.steps import ActionStep
-    from skilltransfer.experiments.runlog import message_id, reply_message
     from skilltransfer.experiments.summary import step_calls
+    from skilltransfer.log import ActionStep, message_id, reply_message
 
     def _action(reply: str) -> ActionStep:
         return ActionStep(index=0, subtask_index=None, reply=reply, thought="", action=None, observation="")
@@ -2005,7 +2004,7 @@ def test_crafted_trajectory_fields_are_one_error_line_in_show(tmp_path: Path, va
     """Class 13.7: crafted step and call fields (an observation that is null, an action that is a number, token
     counts that are text, a route that is a number...) crashed ``show --task`` with tracebacks; each is one
     ``error:`` line naming the trajectory file."""
-    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.log import RunFolder
 
     run = tmp_path / "run"
     code, lines = _scripted_run(tmp_path, run, 1)
@@ -2065,7 +2064,7 @@ def test_the_view_export_says_who_can_read_it_and_offers_one_private_file(tmp_pa
 def test_an_old_run_folders_settings_strings_cannot_hang_or_crash_show(tmp_path: Path) -> None:
     """Class 13.3 (a run folder is a spec too): a format-1 ``config.json`` records env and model as strings that
     ``show`` and ``report`` parse as JSON and YAML; an alias bomb or a deep value there is refused or kept as text."""
-    from skilltransfer.experiments.legacy import _env, _model
+    from skilltransfer.log.legacy import _env, _model
 
     bomb = "[&a[1,1,1,1,1,1,1,1,1],&b[*a,*a,*a,*a,*a,*a,*a,*a,*a],&c[*b,*b,*b,*b,*b,*b,*b,*b,*b]," \
            "&d[*c,*c,*c,*c,*c,*c,*c,*c,*c],&e[*d,*d,*d,*d,*d,*d,*d,*d,*d],&f[*e,*e,*e,*e,*e,*e,*e,*e,*e]," \

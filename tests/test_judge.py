@@ -14,7 +14,6 @@ from helpers_cli import cli
 from helpers_tinyenv import CounterScript, TinyEnv
 from typer.testing import CliRunner
 
-from skilltransfer.agents.steps import ActionStep
 from skilltransfer.cli import app
 from skilltransfer.envs.artifacts import episode_artifacts, render_file, snapshot_workspace
 from skilltransfer.errors import InputError
@@ -29,6 +28,7 @@ from skilltransfer.judge import (
     unblind,
 )
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import ActionStep
 from skilltransfer.metrics import bootstrap_ci, pairwise_preference, position_bias
 
 

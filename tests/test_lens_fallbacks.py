@@ -7,12 +7,13 @@ import pytest
 
 from skilltransfer.experiments.report.reuse import reuse_table
 from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.runlog import RouteRecord, RunConfigLog, TaskRecord
 from skilltransfer.lens.graph import SkillGraph, Unit
 from skilltransfer.lens.route import RouteConfig, route
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import RouteRecord, TaskRecord
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
+from skilltransfer.settings.recorded import RunSettings
 from skilltransfer.skill import Skill
 
 
@@ -38,7 +39,7 @@ def test_fallbacks_are_counted_from_the_routing_log_and_reported() -> None:
     records = [TaskRecord.model_construct(task_id=f"t{i}", success=bool(i % 2), reward=0.0, difficulty=1,
                                           prompt_tokens=10, completion_tokens=5, routes=[record, record])
                for i in range(3)]
-    run = RunLog(path=config.path, log=RunConfigLog.model_construct(config=config), records=records)
+    run = RunLog(path=config.path, log=RunSettings.model_construct(config=config), records=records)
     [row] = reuse_table([run]).rows
     assert (row["decisions"], row["fallbacks"]) == (6 * record.visited, 6 * record.fallbacks)
     assert row["fallback_pct"] == pytest.approx(100 * record.fallbacks / record.visited)

@@ -12,9 +12,9 @@ from skilltransfer.cli import app
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import select_tasks
-from skilltransfer.experiments.runlog import InducedSkill, RetrievedSkill, TaskRecord
 from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.log import InducedSkill, RetrievedSkill, TaskRecord
 
 
 class StreamedTinyEnv(TinyEnv):

@@ -155,7 +155,7 @@ def test_grid_max_connections_caps_the_endpoint_and_feeds_the_baselines(tmp_path
 def test_a_relative_run_folder_is_written_where_it_was_named_whatever_the_working_folder(tmp_path, monkeypatch):
     """A stream's writes go through the run folder's absolute path: an in-process (test-double) episode acting in
     another thread changes the working folder meanwhile (it ran ``runs/...: no such folder`` once under load)."""
-    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.log import RunFolder
 
     monkeypatch.chdir(tmp_path)
     folder = RunFolder("runs/r")

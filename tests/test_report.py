@@ -13,12 +13,12 @@ from helpers_runs import ENV_TARGETS, MODELS, FlakyScript, GradedTinyEnv, build_
 
 from skilltransfer.cli import main
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.legacy import upgrade_v1_config
 from skilltransfer.experiments.report import EmbedderResolver, load_run, make_report
 from skilltransfer.experiments.report.figures import draw_all
 from skilltransfer.experiments.report.utility import utility_bins
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log.legacy import upgrade_v1_config
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import (
     binned_spearman,

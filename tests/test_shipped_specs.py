@@ -29,10 +29,10 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_env
 from skilltransfer.experiments.grid import resolve_streams
 from skilltransfer.experiments.plan import StreamPlan, plan_streams
-from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.spec import SPEC_DIR, load_spec
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.log import RunFolder
 
 SPECS = sorted(SPEC_DIR.glob("*.yaml"))
 PHASED = [path for path in SPECS if any(p.library_from is not None for p in load_spec(str(path)).phases)]

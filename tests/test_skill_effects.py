@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from skilltransfer.experiments.plan import plan_streams
 from skilltransfer.experiments.report import build_report, load_runs
-from skilltransfer.experiments.runlog import TrajectoryLog
 from skilltransfer.experiments.spec import load_spec
+from skilltransfer.log import TrajectoryLog
 from skilltransfer.memory.masking import MaskedRetriever, coin
 from skilltransfer.metrics.effects import Draw, TaskDraws, benjamini_hochberg, skill_effects
 from skilltransfer.settings.config import StreamConfig

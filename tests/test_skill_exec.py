@@ -324,8 +324,8 @@ def test_subtask_level_subagent_budget(env, hash_embedder, own, left):
 
 @pytest.mark.parametrize("mode", ["inline", "subagent"])
 def test_default_streams_record_the_prompt_ids_they_always_did(tmp_path, hash_embedder, mode):
-    from skilltransfer.experiments.runlog import RunFolder
     from skilltransfer.experiments.stream import run_stream
+    from skilltransfer.log import RunFolder
     from skilltransfer.settings.config import StreamConfig
 
     config = StreamConfig(run="r", runs_dir=str(tmp_path), condition="task+text", skill_exec=mode,
@@ -409,7 +409,7 @@ def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
 def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder):
     """A run's memory may hold two skills with one name (ids differ): the organise stream's folder keeps both."""
     from skilltransfer.experiments.organize import organization_dir, run_organize_stream
-    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.log import RunFolder
     from skilltransfer.settings.config import StreamConfig
 
     twin = Skill(name="set_counter", description="Post a message to the team channel.", body="Call apis.chat.post.",

@@ -9,10 +9,9 @@ import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, SimulatedCrash, TinyEnv, role_of, task_start
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments import runlog
-from skilltransfer.experiments.runlog import FORMAT_VERSION, TaskRecord, TrajectoryLog, safe_task_id
 from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import FORMAT_VERSION, RunFolder, TaskRecord, TrajectoryLog, safe_task_id
 from skilltransfer.memory.library import export_jsonl
 from skilltransfer.settings.config import CONDITIONS, StreamConfig, parse_condition
 from skilltransfer.skill import Skill
@@ -176,18 +175,18 @@ def test_resume_redoes_only_unfinished_tasks(tmp_path, hash_embedder, condition,
 
 
 def test_resume_after_crash_between_commit_and_memory_swap(tmp_path, hash_embedder, monkeypatch):
-    real_swap = runlog.RunFolder.swap_memory
+    real_swap = RunFolder.swap_memory
 
     def crash(folder):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runlog.RunFolder, "swap_memory", crash)
+    monkeypatch.setattr(RunFolder, "swap_memory", crash)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     path = tmp_path / "runs" / "r"
     assert (path / "memory.next").is_dir()
     assert not (path / "memory").exists()
-    monkeypatch.setattr(runlog.RunFolder, "swap_memory", real_swap)
+    monkeypatch.setattr(RunFolder, "swap_memory", real_swap)
     resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     assert resumed.ran == ["tiny/1", "tiny/2"]
     records = records_of(path)
@@ -197,15 +196,15 @@ def test_resume_after_crash_between_commit_and_memory_swap(tmp_path, hash_embedd
 
 
 def test_uncommitted_memory_snapshot_is_discarded(tmp_path, hash_embedder, monkeypatch):
-    real_append = runlog.RunFolder._append_result
+    real_append = RunFolder._append_result
 
     def fail_results(self, line):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runlog.RunFolder, "_append_result", fail_results)
+    monkeypatch.setattr(RunFolder, "_append_result", fail_results)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "task+text", name="r", embedder=hash_embedder)
-    monkeypatch.setattr(runlog.RunFolder, "_append_result", real_append)
+    monkeypatch.setattr(RunFolder, "_append_result", real_append)
     resumed, _, _ = run(tmp_path, "task+text", name="r", embedder=hash_embedder)
     assert resumed.ran == ["tiny/0", "tiny/1", "tiny/2"]
     assert records_of(resumed.path)[0]["retrieved"] == []  # the uncommitted task-1 skill was not kept
@@ -233,8 +232,8 @@ def test_a_partial_results_line_is_no_committed_task(tmp_path):
     whole = (full.path / "results.jsonl").read_text().splitlines()
     with (path / "results.jsonl").open("a") as fh:
         fh.write(whole[1][:40])  # an append cut off part-way
-    assert [r.task_id for r in runlog.RunFolder(path).read_records()] == ["tiny/0"]
-    assert runlog.RunFolder(path).committed() == 1
+    assert [r.task_id for r in RunFolder(path).read_records()] == ["tiny/0"]
+    assert RunFolder(path).committed() == 1
     resumed, _, _ = run(tmp_path / "b", "task", name="r")
     assert resumed.ran == ["tiny/1", "tiny/2"]
     assert _strip(records_of(resumed.path)) == _strip(records_of(full.path))
@@ -287,7 +286,7 @@ def test_library_filtered_by_utility(tmp_path, hash_embedder):
         summary, _, _ = run(tmp_path, "task", name=half, embedder=hash_embedder, library=str(library),
                             library_filter=half, agent={"top_k": 10, "retrieval_min_score": -1})
         retrieved[half] = {r["skill_id"] for r in records_of(summary.path)[0]["retrieved"]}
-        ranking = runlog.RunFolder(summary.path).read_config().library_utility  # config.json records the ranking
+        ranking = RunFolder(summary.path).read_config().library_utility  # config.json records the ranking
         assert ranking is not None
         assert ranking.utility == pytest.approx(utility)
         assert set(ranking.kept) == retrieved[half]

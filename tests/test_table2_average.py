@@ -8,16 +8,17 @@ import pytest
 from skilltransfer.envs.registry import ENVS, official_metric, resolve
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import ALL_ENVS, POOLED, table2
-from skilltransfer.experiments.runlog import RunConfigLog, TaskRecord
+from skilltransfer.log import TaskRecord
 from skilltransfer.metrics import stratified_bootstrap_ci
 from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
+from skilltransfer.settings.recorded import RunSettings
 
 
 def run(env: str, condition: str, results: list[tuple[bool, float]]) -> RunLog:
     """A loaded run of ``env`` (the registry name its config records) with one record per (success, reward)."""
     config = StreamConfig(run=f"{env}-{condition}", env=EnvSpec(env=env), model=ModelSpec(label="m"),
                           condition=condition)
-    log = RunConfigLog.model_construct(config=config)
+    log = RunSettings.model_construct(config=config)
     records = [TaskRecord.model_construct(task_id=f"{env}/{i}", success=ok, reward=reward, difficulty=1)
                for i, (ok, reward) in enumerate(results)]
     return RunLog(path=config.path, log=log, records=records)

@@ -1,4 +1,4 @@
-"""Trajectories are read back typed (issue 40, item 4): one reader (`skilltransfer.agents.trajectory_io`) turns logged
+"""Trajectories are read back typed (issue 40, item 4): one reader (`skilltransfer.log.trajectory_io`) turns logged
 steps into the typed steps of format 2; nothing else in the readers of run logs reads a step by key."""
 
 from __future__ import annotations
@@ -8,10 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from skilltransfer.agents.decisions import GuardRecord
-from skilltransfer.agents.steps import ActionStep, InductionStep, PlanStep, RetrievalStep, SummaryStep
-from skilltransfer.agents.trajectory_io import STEP_TYPES, UnknownStep, read_step, read_steps
 from skilltransfer.errors import InputError
+from skilltransfer.log import (
+    STEP_TYPES,
+    ActionStep,
+    GuardRecord,
+    InductionStep,
+    PlanStep,
+    RetrievalStep,
+    SummaryStep,
+    UnknownStep,
+    read_step,
+    read_steps,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skilltransfer"
 READERS = ("experiments", "view", "metrics", "commands", "judge", "lens")
@@ -53,7 +62,7 @@ def test_no_step_is_read_by_key_outside_the_reader() -> None:
     for package in READERS:
         for path in sorted((PACKAGE / package).rglob("*.py")):
             found += [f"{path.relative_to(PACKAGE)}:{line}" for line in key_reads(path.read_text())]
-    assert found == [], f"read steps through skilltransfer.agents.trajectory_io, not by key: {found}"
+    assert found == [], f"read steps through skilltransfer.log.trajectory_io, not by key: {found}"
 
 
 def test_steps_round_trip_typed() -> None:

@@ -9,8 +9,8 @@ import json
 from helpers_cli import main_cli, run_tiny
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.log import RunFolder
 from skilltransfer.view import Catalog
 
 

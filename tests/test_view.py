@@ -20,9 +20,10 @@ from helpers_cli import cli
 from helpers_view import DEMO_LIBRARY, XSS, build_library_study, build_view_runs
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.summary import summarize_run, transfer_events
+from skilltransfer.log import RunFolder
 from skilltransfer.memory.library import read_library
+from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 from skilltransfer.view.export import MARKER
 from skilltransfer.view.highlight import python_tokens
@@ -252,7 +253,7 @@ def test_a_run_written_before_a_setting_was_renamed_still_reads(runs, tmp_path):
     composition = config["config"]["composition"]
     composition["node_retries"] = composition.pop("retries")  # as written before the rename
     (run / "config.json").write_text(json.dumps(config))
-    assert RunFolder(run).read_config().config.composition.retries == composition["node_retries"]
+    assert read_run_settings(RunFolder(run)).config.composition.retries == composition["node_retries"]
     assert not Catalog([run]).index()["problems"]
 
 

@@ -20,8 +20,9 @@ import pytest
 from helpers_view import TARGETS as TARGETS_OF_STUDY
 from helpers_view import XSS, build_view_runs, large_run
 
-from skilltransfer.experiments.runlog import RunFolder
 from skilltransfer.experiments.summary import summarize_run, transfer_events
+from skilltransfer.log import RunFolder
+from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and Path(p).is_file()), None)
@@ -210,7 +211,7 @@ def test_library_transfer_events_are_listed_beside_the_graph(browser, runs, tmp_
     with MockServer(replies=CounterScript(TEXT_SKILL)) as mock:
         run_tiny(mock, frozen, "task+text", (3, 5), "--library", str(runs["subtask+code"] / "memory"))
     folder = RunFolder(frozen)
-    events = transfer_events(folder.read_records(), library_label(folder.read_config().config))
+    events = transfer_events(folder.read_records(), library_label(read_run_settings(folder).config))
     assert events
     assert {e.kind for e in events} == {"library"}
     with ViewServer(Catalog([tmp_path / "runs"])) as server:

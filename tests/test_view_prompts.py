@@ -8,8 +8,8 @@ import json
 from helpers_cli import cli, records_of, run_tiny, trajectory_of
 from helpers_tinyenv import TEXT_SKILL, CounterScript, role_of
 
-from skilltransfer.experiments.runlog import PROMPTS, PromptStore, RunFolder, message_id, reply_message
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.log import PROMPTS, PromptStore, RunFolder, message_id, reply_message
 
 
 def _script_with_bad_induction() -> CounterScript:

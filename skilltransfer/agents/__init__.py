@@ -8,17 +8,8 @@ from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.replies import parse_action, parse_plan
 from skilltransfer.agents.roles import Planner, Summarizer
-from skilltransfer.agents.steps import (
-    ActionStep,
-    CallLog,
-    InductionStep,
-    ModelCall,
-    PlanStep,
-    RetrievalStep,
-    Step,
-    SummaryStep,
-    TrajectoryText,
-)
+from skilltransfer.agents.steps import CallLog, TrajectoryText
+from skilltransfer.log import ActionStep, InductionStep, ModelCall, PlanStep, RetrievalStep, Step, SummaryStep
 
 __all__ = [
     "ActionStep", "Agent", "AgentConfig", "AgentEvent", "AgentPrompts", "AgentResult", "CallLog", "ContextExceeded",

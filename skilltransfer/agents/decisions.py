@@ -1,10 +1,13 @@
-"""The harness's typed decisions (`Accept`, `Refuse`, `Rewrite`, `End`) and `GuardRecord`, the record of a
-non-accept decision on a step (the harness seam: `skilltransfer.agents.harness.base`)."""
+"""The harness's typed decisions (`Accept`, `Refuse`, `Rewrite`, `End`) and `guard_record`, which records a
+non-accept decision on a step as the log keeps it (`skilltransfer.log.GuardRecord`; the harness seam:
+`skilltransfer.agents.harness.base`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from skilltransfer.log.steps import GuardRecord
 
 T = TypeVar("T")
 
@@ -48,36 +51,10 @@ class End:
 Decision = Accept | Refuse | Rewrite[Any] | End
 
 
-@dataclass(frozen=True)
-class GuardRecord:
-    """A non-accept decision as the step records it."""
-
-    guard: str
-    hook: str
-    kind: str
-    """"refuse", "rewrite" or "end"."""
-    reason: str
-    message: str = ""
-    """What the model was told (refuse), the (sub)task's result (end); '' for a rewrite."""
-    exit_status: str | None = None
-    """The exit status of an end."""
-    removed: tuple[str, ...] = ()
-    """What a rewrite left out (summary lines, skill ids), if it says."""
-
-    @staticmethod
-    def of(guard: str, hook: str, decision: Refuse | Rewrite[Any] | End) -> GuardRecord:
-        if isinstance(decision, Refuse):
-            return GuardRecord(guard, hook, "refuse", decision.reason, decision.message)
-        if isinstance(decision, End):
-            return GuardRecord(guard, hook, "end", decision.reason, decision.message, decision.exit_status)
-        return GuardRecord(guard, hook, "rewrite", decision.reason, removed=decision.removed)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"guard": self.guard, "hook": self.hook, "kind": self.kind, "reason": self.reason}
-        if self.message:
-            out["message"] = self.message
-        if self.exit_status is not None:
-            out["exit_status"] = self.exit_status
-        if self.removed:
-            out["removed"] = list(self.removed)
-        return out
+def guard_record(guard: str, hook: str, decision: Refuse | Rewrite[Any] | End) -> GuardRecord:
+    """A non-accept decision of ``guard`` at ``hook`` as the step records it."""
+    if isinstance(decision, Refuse):
+        return GuardRecord(guard, hook, "refuse", decision.reason, decision.message)
+    if isinstance(decision, End):
+        return GuardRecord(guard, hook, "end", decision.reason, decision.message, decision.exit_status)
+    return GuardRecord(guard, hook, "rewrite", decision.reason, removed=decision.removed)

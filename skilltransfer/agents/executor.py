@@ -36,9 +36,10 @@ from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.replies import SUBTASK_DONE, SUBTASK_DONE_OBSERVATION, parse_action
 from skilltransfer.agents.skill_actions import SkillCall, SubagentRequest, parse_skill_call
-from skilltransfer.agents.steps import ActionStep, CallLog
+from skilltransfer.agents.steps import CallLog
 from skilltransfer.agents.views import Opening, RunContext
 from skilltransfer.llm.context import count_prompt_tokens
+from skilltransfer.log import ActionStep
 from skilltransfer.protocols import ChatModel, Message
 from skilltransfer.util.text import truncate
 

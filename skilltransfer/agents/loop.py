@@ -29,8 +29,9 @@ from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, AgentPrompts, h
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.agents.roles import Planner, Summarizer
 from skilltransfer.agents.skill_io import SkillSource, TaskSkills
-from skilltransfer.agents.steps import ActionStep, SummaryStep, new_call_log
+from skilltransfer.agents.steps import new_call_log
 from skilltransfer.agents.views import RunContext, SubtaskOutcome, SummaryView, TaskView
+from skilltransfer.log import ActionStep, SummaryStep
 from skilltransfer.protocols import Episode
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, Step
+from skilltransfer.agents.steps import CallLog
+from skilltransfer.log import ActionStep, InductionStep, RetrievalStep, Step
 from skilltransfer.protocols import Message
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.decisions import GuardRecord, Refuse
+from skilltransfer.agents.decisions import Refuse
 from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.replies import parse_plan
-from skilltransfer.agents.steps import ActionStep, CallLog, PlanStep, SummaryStep, TrajectoryText
+from skilltransfer.agents.steps import CallLog, TrajectoryText
 from skilltransfer.agents.views import PlanProposal, SummaryView, TaskView
+from skilltransfer.log import ActionStep, GuardRecord, PlanStep, SummaryStep
 from skilltransfer.protocols import ChatModel, Message
 
 

@@ -21,18 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.decisions import GuardRecord, Refuse
+from skilltransfer.agents.decisions import Refuse
 from skilltransfer.agents.disclosure import Disclosure, full_block, one_line
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.agents.result import AgentResult
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
-from skilltransfer.agents.steps import ActionStep, CallLog, InductionStep, RetrievalStep, TrajectoryText
+from skilltransfer.agents.steps import CallLog, TrajectoryText
 from skilltransfer.agents.views import InductionView
 from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Induced, Inducer
 from skilltransfer.llm.context import ContextLengthError, context_window
+from skilltransfer.log import ActionStep, GuardRecord, InductionStep, RetrievalStep
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import (
     ChatModel,

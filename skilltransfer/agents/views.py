@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from skilltransfer.agents.steps import ActionStep, PlanStep
+from skilltransfer.log import ActionStep, PlanStep
 from skilltransfer.protocols import Episode, Message
 
 if TYPE_CHECKING:

@@ -286,13 +286,14 @@ def export(
 def _with_run_origin(skills: list[Skill], library: Path) -> list[Skill]:
     """Induced skills of a run's ``memory/`` folder with what the run folder says of them: the inducer model
     (``extra["inducer_model"]``, the run's model label) and the run (``provenance.run_id``), where missing."""
-    from skilltransfer.experiments.runlog import RunFolder
+    from skilltransfer.log import RunFolder
+    from skilltransfer.settings.recorded import read_run_settings
 
     run = library.parent
     if library.name != "memory" or not (run / "config.json").is_file():
         return skills
     try:
-        config = RunFolder(run).read_config().config
+        config = read_run_settings(RunFolder(run)).config
     except (InputError, OSError):
         return skills
     out = []

@@ -49,7 +49,7 @@ from skilltransfer.agents.executor import Executor, ExecutorRun
 from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.harness.presets import make_harness, resolve_for
 from skilltransfer.agents.prompts import AgentPrompts
-from skilltransfer.agents.steps import ActionStep, CallLog, EventSink, new_call_log
+from skilltransfer.agents.steps import CallLog, EventSink, new_call_log
 from skilltransfer.agents.views import RunContext
 from skilltransfer.coordination.audit import AuditLog
 from skilltransfer.coordination.catalog import load_code_skills
@@ -58,6 +58,7 @@ from skilltransfer.coordination.plan import Plan, PlanNode, check_plan
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.coordination.render import cut_text, render_inputs, render_node_skill
 from skilltransfer.coordination.result import CoordinationResult
+from skilltransfer.log import ActionStep
 from skilltransfer.protocols import ChatModel, Episode, Observation, Score
 from skilltransfer.skill import Skill
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.log import TaskRecord
 
 
 class Budget:

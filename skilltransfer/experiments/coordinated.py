@@ -22,9 +22,10 @@ from typing import Any
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.result import AgentEvent, AgentResult
-from skilltransfer.agents.steps import ActionStep, new_call_log
+from skilltransfer.agents.steps import new_call_log
 from skilltransfer.coordination import CoordinationResult, PlanFolder, PlanWriter, run_plan
 from skilltransfer.coordination.plan import Plan
+from skilltransfer.log import ActionStep
 from skilltransfer.protocols import Episode
 from skilltransfer.settings.config import StreamConfig
 

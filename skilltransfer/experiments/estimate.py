@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.runlog import RunFolder, TaskRecord
+from skilltransfer.log import RunFolder, TaskRecord
 
 
 @dataclass(frozen=True)

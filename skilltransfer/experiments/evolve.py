@@ -27,11 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from skilltransfer.agents.steps import RetrievalStep
-from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_base_model, library_skills
-from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.stream import StreamSummary, run_stream
 from skilltransfer.lens.decompose import decompose_library
 from skilltransfer.lens.evolve import (
@@ -47,8 +44,10 @@ from skilltransfer.lens.evolve import (
 )
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.power import DEFAULT_MDE, never_commits, power_line
+from skilltransfer.log import RetrievalStep, RunFolder, TaskRecord, read_steps
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.settings.config import StreamConfig
+from skilltransfer.settings.recorded import read_run_settings
 
 EVOLUTION_DIR = "evolution"
 """An evolution stream's evolution folder inside its run folder."""
@@ -205,7 +204,7 @@ def run_evolution_stream(env: Env, model: ChatModel, config: StreamConfig, *, em
     if folder.exists() and any(folder.iterdir()):
         if not (folder / EVOLUTION_DIR).is_dir() and not RunFolder(folder).exists():
             raise InputError("not an evolution stream's run folder; use another run name", path=folder)
-        if RunFolder(folder).exists() and RunFolder(folder).read_config().config.evolution is None:
+        if RunFolder(folder).exists() and read_run_settings(RunFolder(folder)).config.evolution is None:
             raise InputError("this run folder holds a plain stream, not an evolution; use another run name",
                              path=folder)
         shutil.rmtree(folder)  # an unfinished evolution starts again

@@ -25,9 +25,10 @@ from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
 from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.organize import run_organize_stream
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.runlog import MEMORY, RunFolder, TaskRecord
-from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT, parallel_width, run_stream
+from skilltransfer.experiments.stream import parallel_width, run_stream
+from skilltransfer.log import MEMORY, TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import ChatModel, Embedder, TaskSpec
+from skilltransfer.settings.recorded import read_run_settings
 
 State = Literal["pending", "running", "done", "skipped", "failed", "stopped"]
 """A stream's state; "stopped": a spending limit (`Budget`) was reached before its last task (rerun to resume)."""
@@ -109,7 +110,7 @@ def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskReco
     """The stream's records if its run folder already holds every task under the same settings, else None."""
     folder = RunFolder(plan.config.path)
     try:
-        saved = folder.read_config()
+        saved = read_run_settings(folder)
         records = folder.read_records()
         if plan.config.evolution is not None:  # its run folder holds the final pair's test run
             task_ids = split_tasks(plan.config, task_ids)[2]

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.runs import find_runs
-from skilltransfer.experiments.runlog import RunConfigLog, RunFolder, TaskRecord
 from skilltransfer.experiments.summary import LIBRARY, WITHIN_RUN, library_label, transfer_events
+from skilltransfer.log import RunFolder, TaskRecord
+from skilltransfer.settings.recorded import RunSettings, read_run_settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,7 +42,7 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
 
 
-def _settings(log: RunConfigLog) -> dict[str, Any]:
+def _settings(log: RunSettings) -> dict[str, Any]:
     data = json.loads(log.to_json())["config"]
     for key in SKIPPED_SETTINGS:
         data.pop(key, None)
@@ -70,7 +71,7 @@ def task_rows(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         InputError: a path that does not exist or holds no run folder; an unreadable run log.
     """
     runs = find_runs([Path(p) for p in paths])
-    loaded = [(folder, RunFolder(folder).read_config(), RunFolder(folder).read_records()) for folder in runs]
+    loaded = [(folder, read_run_settings(RunFolder(folder)), RunFolder(folder).read_records()) for folder in runs]
     settings = [_settings(log) for _, log, _ in loaded]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     differing = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True, default=str) for s in settings}) > 1]

@@ -48,10 +48,9 @@ from skilltransfer.experiments.execute import (
 )
 from skilltransfer.experiments.plan import StreamPlan, check_source_overlap, plan_streams
 from skilltransfer.experiments.preflight import check_endpoints as preflight
-from skilltransfer.experiments.runlog import RunFolder, TaskRecord
 from skilltransfer.experiments.spec import GridSpec
-from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT
 from skilltransfer.llm.cache import CachedModel
+from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.settings.config import axes
 from skilltransfer.util.files import atomic_write_text

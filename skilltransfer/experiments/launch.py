@@ -28,7 +28,6 @@ from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.experiments.plan import one_stream
 from skilltransfer.experiments.preflight import check_endpoint
 from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.runlog import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.experiments.spec import load_run_spec
 from skilltransfer.experiments.stream import (
     StreamInputs,
@@ -37,8 +36,10 @@ from skilltransfer.experiments.stream import (
     prepare_stream,
     run_stream,
 )
+from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.settings.config import StreamConfig
+from skilltransfer.settings.recorded import check_settings
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
 """``run``'s own defaults, below the ``--config`` YAML: agent code runs in the sandbox unless ``--no-sandbox``."""
@@ -147,7 +148,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
             raise InputError("not a file, so --out is not a run folder; use another --out", path=folder / name)
     if workdir is not None:
         check_output_path(workdir, flag="--workdir")
-    RunFolder(folder).check_settings(config)  # a rerun with other settings is refused before anything is built
+    check_settings(RunFolder(folder), config)  # a rerun with other settings is refused before anything is built
     inputs = prepare_stream(config)  # a bad library fails here, before the run folder is written; loaded once
     if budget is not None and budget.cost_limit is not None and config.model.price is None:
         raise InputError("--cost-limit needs the model's price: -c 'model.price={input: 2.5, output: 10}' (dollars "

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import library_skills
-from skilltransfer.experiments.runlog import RESULTS, RunConfigLog, RunFolder
 from skilltransfer.experiments.stream import StreamSummary
 from skilltransfer.induction.organize import OrganizeConfig, Organizer
+from skilltransfer.log import RESULTS, RunFolder
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl
 from skilltransfer.memory.organization import LibraryView, Organization, save_organization
 from skilltransfer.protocols import ChatModel
 from skilltransfer.settings.config import ORGANIZATIONS, StreamConfig
+from skilltransfer.settings.recorded import RunSettings
 from skilltransfer.util.files import atomic_write_text
 from skilltransfer.util.trees import remove_tree
 
@@ -64,9 +65,9 @@ def run_organize_stream(model: ChatModel, config: StreamConfig) -> StreamSummary
                                                          "skills": len(skills), "library": config.library}) + "\n")
         save_organization(organization, target)
         LibraryView.load(target)  # what was written reloads and validates
-    log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,
-                       agent=config.agent_config(), induction=None, prompt_ids={}, embedder_id=None, task_ids=[],
-                       created=datetime.now(UTC).isoformat(timespec="seconds"))
+    log = RunSettings(config=config.identity(), level=config.level, skill_format=config.skill_format,
+                     agent=config.agent_config(), induction=None, prompt_ids={}, embedder_id=None, task_ids=[],
+                     created=datetime.now(UTC).isoformat(timespec="seconds"))
     atomic_write_text(folder.config_file, log.to_json())
     atomic_write_text(folder.path / RESULTS, "")
     return StreamSummary(folder.path, [], [])

@@ -3,7 +3,7 @@ key is there where one is needed. A dead endpoint otherwise costs a model call's
 before its error line, after the run folder is made.
 
 `check_endpoint` asks ``GET <base_url>/models`` once with a short timeout and returns what it learnt (the ids the
-endpoint serves: a run records the served model id, `skilltransfer.experiments.provenance`). Only what proves the
+endpoint serves: a run records the served model id, `skilltransfer.log.provenance`). Only what proves the
 endpoint unusable fails: no connection, a timeout, 401/403. An endpoint that answers ``/models`` with another status
 (some gateways do not serve it) passes: its first call says what is wrong.
 """

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from skilltransfer.agents.result import AgentEvent
-from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.log import TaskRecord
 from skilltransfer.protocols import Completion, Message
 
 

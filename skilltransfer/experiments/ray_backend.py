@@ -17,7 +17,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.build import build_base_model, build_embedder, single_thread_faiss, stream_model
 from skilltransfer.experiments.execute import StreamOutcome, TaskSink, execute_stream
 from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.log import TaskRecord
 from skilltransfer.protocols import TaskSpec
 
 

@@ -1,6 +1,6 @@
 """The stream runner: an env's tasks in order under one condition, with a skill memory that persists across the stream.
 
-Every task is logged and committed through the run log (`skilltransfer.experiments.runlog`): rerunning the same
+Every task is logged and committed through the run log (`skilltransfer.log`): rerunning the same
 stream resumes, skipping committed tasks and starting from the memory saved after the last one. While a task runs its
 trajectory file is rewritten as it grows (status "running", at most every ``PARTIAL_WRITE_S`` seconds); an error that
 ends the task mid-way writes it once more (status "aborted", with the error) before the run stops, so a crash, Ctrl-C
@@ -43,7 +43,6 @@ from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.prompts import DISCLOSURE_PROMPTS, SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
-from skilltransfer.agents.steps import ActionStep, RetrievalStep
 from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
@@ -59,44 +58,45 @@ from skilltransfer.experiments.build import (
 )
 from skilltransfer.experiments.coordinated import CoordinatedTask
 from skilltransfer.experiments.guard import GuardedEnv
-from skilltransfer.experiments.provenance import ServedWatch, merged, run_provenance
-from skilltransfer.experiments.runlog import (
+from skilltransfer.induction.inducer import Inducer
+from skilltransfer.lens.graph import SkillGraph
+from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
+from skilltransfer.llm.strict import adopt_param_changes, param_changes
+from skilltransfer.log import (
+    TASK_ERROR,
+    TASK_TIMEOUT,
+    ActionStep,
     CoordinationRecord,
     Exposure,
     InducedSkill,
     LibraryUtility,
+    RetrievalStep,
     RetrievedSkill,
     RouteRecord,
-    RunConfigLog,
     RunFolder,
     TaskRecord,
     TrajectoryLog,
     TrajectoryStatus,
 )
-from skilltransfer.induction.inducer import Inducer
-from skilltransfer.lens.graph import SkillGraph
-from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
-from skilltransfer.llm.strict import adopt_param_changes, param_changes
+from skilltransfer.log.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.scope import OwnTaskLibrary
+from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
 from skilltransfer.settings.config import StreamConfig
+from skilltransfer.settings.recorded import RunSettings, check_resume, read_run_settings
 from skilltransfer.skill import Skill, UsageStats
 
 PARTIAL_WRITE_S = 2.0
 """Least seconds between two writes of a running task's trajectory file."""
 MAX_PARALLEL_TASKS = 16
 """Most tasks one stream of independent tasks runs at once (each may hold a sandbox worker process)."""
-TASK_ERROR = "error"
-"""The exit status of a task that an exception ended."""
-TASK_TIMEOUT = "task_timeout"
-"""The exit status of a task that ran past ``agent.task_timeout_s``."""
 MAX_TRACEBACK_CHARS = 20_000
 """The longest traceback kept in a task's trajectory (its tail)."""
 
@@ -275,7 +275,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
     folder = RunFolder(config.path)
-    agent_cfg = stream_agent_config(config, inputs, folder.read_config().agent if folder.exists() else None)
+    agent_cfg = stream_agent_config(config, inputs, read_run_settings(folder).agent if folder.exists() else None)
     induction = config.induction_config()
     clock = TaskClock(config.agent.task_timeout_s)
     watch = ServedWatch(model)
@@ -285,11 +285,12 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = stream_prompt_ids(config, inducer, disclosed=agent_cfg.skill_disclosure == "progressive")
-    log = RunConfigLog(config=config.identity(), level=config.level, skill_format=config.skill_format,
+    log = RunSettings(config=config.identity(), level=config.level, skill_format=config.skill_format,
                        agent=agent_cfg, induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id) if embedder is not None else None,
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"),
                        provenance=run_provenance(config.model.effective_params()))
+    check_resume(folder, log)
     records = folder.start(log)
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
@@ -753,8 +754,12 @@ def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
     if parts.memory is not None:
         memory = parts.memory
         memory.record_retrieval([hit.skill_id for hit in record.retrieved if hit.skill_id in memory], record.success)
-    folder.commit(record, parts.memory,
-                  save_with_memory=parts.retriever.save if parts.retriever is not None else None)
+    memory_files = None
+    if parts.memory is not None:  # the snapshot list committed with the memory (`skilltransfer.memory.snapshots`)
+        snapshots, archive = snapshot_texts(folder.memory_dir, record.position, record.task_id, parts.memory)
+        memory_files = {SNAPSHOTS: snapshots, SNAPSHOT_SKILLS: archive}
+    folder.commit(record, parts.memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None,
+                  memory_files=memory_files)
     changes = param_changes(parts.agent.model)
     if changes != parts.recorded.get("adaptations"):
         folder.record_adaptations(changes)

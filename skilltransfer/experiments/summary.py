@@ -1,5 +1,5 @@
 """What ``skilltransfer show`` prints: a run's summary (success with a bootstrap CI, latency, tokens, skills) and one
-task's trajectory as readable text. Reads the run folder through ``skilltransfer.experiments.runlog``."""
+task's trajectory as readable text. Reads the run folder through ``skilltransfer.log``."""
 
 from __future__ import annotations
 
@@ -12,20 +12,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.agents.steps import ActionStep, InductionStep, PlanStep, RetrievalStep, SummaryStep
-from skilltransfer.agents.trajectory_io import ReadStep, read_steps
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import (
+from skilltransfer.log import (
     FORMAT_VERSION,
+    ActionStep,
+    InductionStep,
+    PlanStep,
+    ReadStep,
+    RetrievalStep,
     RetrievedSkill,
     RunFolder,
+    SummaryStep,
     TaskRecord,
     TrajectoryLog,
     message_id,
+    read_steps,
     reply_message,
 )
 from skilltransfer.memory.distractors import DISTRACTOR_SOURCE
 from skilltransfer.settings.config import StreamConfig
+from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.util.text import truncate
 
 CI_LEVEL = 0.95
@@ -213,7 +219,7 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
     from skilltransfer.metrics import bootstrap_ci
 
     folder = RunFolder(run_dir)
-    log = folder.read_config()
+    log = read_run_settings(folder)
     records = folder.read_records()
     n = len(records)
     successes = [float(r.success) for r in records]
@@ -369,7 +375,7 @@ def load_task(run_dir: str | Path, task_id: str) -> tuple[TaskRecord | None, Tra
         InputError: the task has neither a record nor a trajectory in this run, or its trajectory is missing/broken.
     """
     folder = RunFolder(run_dir)
-    config = folder.read_config()
+    config = read_run_settings(folder)
     records = folder.read_records()
     record = next((r for r in records if r.task_id == task_id), None)
     if record is None and task_id.isdigit():
@@ -420,7 +426,7 @@ def use_label(hit: RetrievedSkill | None) -> str:
 
 
 def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None = None) -> str:
-    """One trajectory step (`skilltransfer.agents.trajectory_io.read_steps`) as readable text; a retrieval step's
+    """One trajectory step (`skilltransfer.log.trajectory_io.read_steps`) as readable text; a retrieval step's
     skills with their use from the task's ``record`` (`use_label`)."""
     if isinstance(step, RetrievalStep):
         hits = {(h.skill_id, h.subtask_index): h for h in record.retrieved} if record is not None else {}

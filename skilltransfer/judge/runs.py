@@ -17,9 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from skilltransfer import untrusted
-from skilltransfer.agents.steps import ActionStep
-from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
+from skilltransfer.log import ActionStep, read_steps
 from skilltransfer.util.files import jsonl_lines, read_json, read_text
 
 
@@ -94,7 +93,7 @@ def _exists(run: Path, relative: str) -> bool:
 
 
 def _from_trajectory(task_id: str, trajectory: dict[str, Any], path: Path) -> TaskArtifact:
-    """A task's artifact from its trajectory (steps read typed: `skilltransfer.agents.trajectory_io`): the last
+    """A task's artifact from its trajectory (steps read typed: `skilltransfer.log.trajectory_io`): the last
     action that finished the task and the output printed just before it."""
     logged = trajectory.get("steps", [])
     if not isinstance(logged, list):

@@ -1,5 +1,5 @@
 """The one reader of a logged trajectory's steps: the dicts of ``trajectories/<task>.json`` back as the typed steps of
-log format 2 (`skilltransfer.agents.steps`). ``show``, ``view``, ``report`` and the metrics read steps through it,
+log format 2 (`skilltransfer.log.steps`). ``show``, ``view``, ``report`` and the metrics read steps through it,
 never by key (tests/test_trajectory_io.py), so a renamed field fails here, once, not silently in each reader.
 
 Older steps are converted on read: format 1 recorded ``refused`` and ``stuck`` as strings, without ``guards``; they
@@ -16,9 +16,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from skilltransfer.agents.decisions import GuardRecord
-from skilltransfer.agents.steps import ActionStep, InductionStep, PlanStep, RetrievalStep, Step, SummaryStep
 from skilltransfer.errors import InputError, validation_message
+from skilltransfer.log.steps import ActionStep, GuardRecord, InductionStep, PlanStep, RetrievalStep, Step, SummaryStep
 
 STEP_TYPES: dict[str, type[Step]] = {cls.__name__: cls for cls in (RetrievalStep, PlanStep, ActionStep, SummaryStep,
                                                                       InductionStep)}

@@ -6,7 +6,7 @@ counts once). The trajectory's calls are the same names in the code it ran after
 following share is the length of their longest common subsequence divided by the number of the skill's calls: 1 when
 the trajectory called every API the skill names in the skill's order (other calls in between are allowed), 0 when it
 called none of them. A skill that names no API call has no share (None): following cannot be told from its text.
-A skill is **used** when its share is at least `USED_SHARE`.
+A skill is **used** when its share is at least `skilltransfer.log.USED_SHARE` (the record's ``used``).
 
 Assumptions: the skill's procedure is its API calls (true of the envs' workflow notes, which name ``apis.*``
 functions); a call the agent makes without having read the skill counts too (a task whose only route is that API
@@ -20,8 +20,6 @@ import re
 from collections.abc import Sequence
 
 API_CALL = re.compile(r"\b(apis(?:\s*\.\s*[A-Za-z_]\w*)+)\s*\(")
-USED_SHARE = 0.5
-"""A skill whose following share reaches this is counted as used."""
 
 
 def api_calls(text: str) -> list[str]:

@@ -35,12 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer import untrusted
-from skilltransfer.agents.steps import ActionStep
-from skilltransfer.agents.trajectory_io import read_steps
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.runs import RunLog, label_runs
 from skilltransfer.experiments.report.skill_exec import library_label as library_name
-from skilltransfer.experiments.runlog import CONFIG, PROMPTS, RESULTS, RunFolder, TaskRecord, TrajectoryLog
 from skilltransfer.experiments.summary import (
     LIBRARY,
     library_label,
@@ -49,6 +46,8 @@ from skilltransfer.experiments.summary import (
     summary_rows,
     transfer_events,
 )
+from skilltransfer.log import CONFIG, PROMPTS, RESULTS, ActionStep, RunFolder, TaskRecord, TrajectoryLog, read_steps
+from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.util import trees
 from skilltransfer.view.highlight import python_tokens
 from skilltransfer.view.reports import find_reports, report_payload
@@ -285,7 +284,7 @@ class Catalog:
         check_file(entry.path, CONFIG)
         if folder.results_file.exists():
             check_file(entry.path, RESULTS)
-        run = RunLog(entry.path, folder.read_config(), sorted(folder.read_records(), key=lambda r: r.position))
+        run = RunLog(entry.path, read_run_settings(folder), sorted(folder.read_records(), key=lambda r: r.position))
         with self._lock:
             self._logs[entry.key] = (signature, run)
         return run
@@ -355,7 +354,7 @@ class Catalog:
             if isinstance(task_id, str) and task_id not in done:
                 tasks.append({"position": position, "task_id": task_id, "finished": False,
                               "status": _trajectory_status(folder, task_id)})
-        transfers = transfer_edges(records, library_label(folder.read_config().config))
+        transfers = transfer_edges(records, library_label(read_run_settings(folder).config))
         skills, skills_error = _skills(entry.path, records, transfers, self._run_log(entry))
         with self._lock:
             labels = self._labelled.get(entry.key)

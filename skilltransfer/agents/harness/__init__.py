@@ -3,7 +3,7 @@ them (``paper``, ``small-model``, ``custom``). `skilltransfer.agents.harness.bas
 `Guard` base, `Harness`), `skilltransfer.agents.harness.presets` the registry and resolution; each guard is a module
 of this package named after it."""
 
-from skilltransfer.agents.decisions import ACCEPT, Accept, Decision, End, GuardRecord, Refuse, Rewrite
+from skilltransfer.agents.decisions import ACCEPT, Accept, Decision, End, Refuse, Rewrite
 from skilltransfer.agents.harness.presets import (
     BY_NAME,
     GUARDS,
@@ -21,6 +21,7 @@ from skilltransfer.agents.harness.presets import (
     resolve_for,
     stream_features,
 )
+from skilltransfer.log import GuardRecord
 
 __all__ = [
     "ACCEPT", "BY_NAME", "GUARDS", "HARNESS_NAMES", "PRESETS", "Accept", "Decision", "End", "GuardRecord", "GuardSpec",

@@ -24,8 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from skilltransfer.agents.decisions import ACCEPT, Accept, Decision, End, GuardRecord, Refuse, Rewrite
-from skilltransfer.agents.steps import ActionStep, PlanStep
+from skilltransfer.agents.decisions import ACCEPT, Accept, Decision, End, Refuse, Rewrite, guard_record
 from skilltransfer.agents.views import (
     InductionView,
     Opening,
@@ -37,6 +36,7 @@ from skilltransfer.agents.views import (
     SummaryView,
     TaskView,
 )
+from skilltransfer.log import ActionStep, GuardRecord, PlanStep
 
 if TYPE_CHECKING:
     from skilltransfer.agents.config import AgentConfig
@@ -181,7 +181,7 @@ class Harness:
             decision = ask(guard, out.value)
             if isinstance(decision, Accept):
                 continue
-            out.records.append(GuardRecord.of(guard.name, hook, decision))
+            out.records.append(guard_record(guard.name, hook, decision))
             if isinstance(decision, Rewrite):
                 out.value = decision.value
                 continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Rewrite, TaskView
 from skilltransfer.agents.harness.premature_done import PrematureDone
-from skilltransfer.agents.steps import PlanStep
+from skilltransfer.log import PlanStep
 
 
 class ClosingSubtask(Guard):

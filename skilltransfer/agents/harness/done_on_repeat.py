@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, End, Guard, Rewrite, RunLike
 from skilltransfer.agents.replies import CODE_BLOCK, SUBTASK_DONE
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 
 class DoneOnRepeat(Guard):

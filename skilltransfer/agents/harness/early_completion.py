@@ -8,7 +8,7 @@ from __future__ import annotations
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, RunLike
 from skilltransfer.agents.harness.grounding import calls_complete_task
 from skilltransfer.agents.harness.text import asks_completion
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 
 class EarlyCompletion(Guard):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Rewrite, RunLike
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*)'")
 _NO_ATTRIBUTE = re.compile(r"AttributeError: '\w+' object has no attribute '(\w+)'")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, PlanProposal, Refuse, RunLike, TaskView
 from skilltransfer.agents.harness.text import ran_code
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 
 @dataclass

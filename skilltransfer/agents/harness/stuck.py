@@ -26,7 +26,7 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 _HINT = re.compile(r"\n\(stuck: .*\)\Z", re.DOTALL)
 _VOLATILE = re.compile(r"0x[0-9a-f]+|\d+\.\d+ ?s\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{12,}\b", re.IGNORECASE)

@@ -20,7 +20,7 @@ from skilltransfer.agents.harness.base import (
 )
 from skilltransfer.agents.harness.stuck import detect, repeats
 from skilltransfer.agents.replies import normalized_subtask
-from skilltransfer.agents.steps import ActionStep, PlanStep
+from skilltransfer.log import ActionStep, PlanStep
 
 
 @dataclass

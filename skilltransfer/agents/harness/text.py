@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 _ASKS_COMPLETION = re.compile(r"complete_task|\bsubmit|\b(?:complete|finish|end) the task", re.IGNORECASE)
 

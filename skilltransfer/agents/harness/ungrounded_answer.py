@@ -11,7 +11,7 @@ from typing import Any
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, RunLike
 from skilltransfer.agents.harness.grounding import literal_answers, missing_parts
 from skilltransfer.agents.harness.text import outputs_of
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 
 @dataclass

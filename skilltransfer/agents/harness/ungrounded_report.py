@@ -12,7 +12,7 @@ from typing import Any
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, Refuse, RunLike
 from skilltransfer.agents.harness.grounding import called_listing, missing_numbers, unmade_change
 from skilltransfer.agents.harness.text import outputs_of, ran_code
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 from skilltransfer.util.text import truncate
 
 REPORT_REFUSALS = 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 from skilltransfer.agents.harness.base import ACCEPT, Decision, Guard, RunLike
 from skilltransfer.agents.harness.grounding import called_listing, calls_complete_task, makes_change, requested_change
 from skilltransfer.agents.harness.text import ran_code
-from skilltransfer.agents.steps import ActionStep
+from skilltransfer.log import ActionStep
 
 
 class UnmadeCompletion(Guard):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import condition_order
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.stream import TASK_ERROR, TASK_TIMEOUT
 from skilltransfer.experiments.summary import run_cost
+from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT
 
 
 def cost_table(runs: list[RunLog]) -> Table:

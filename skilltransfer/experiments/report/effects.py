@@ -10,7 +10,7 @@ from typing import Any
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.log import TaskRecord
 from skilltransfer.metrics.effects import OUTCOMES, Draw, SkillEffect, TaskDraws, skill_effects
 
 NOTE = ("effect = mean outcome of the tasks that retrieved the skill when it was shown minus when it was withheld, "

@@ -12,8 +12,9 @@ from typing import Any
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.log import RunFolder
 from skilltransfer.metrics import pairwise_preference
+from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.util import trees
 from skilltransfer.util.files import read_text
 
@@ -36,7 +37,7 @@ def _labels(run: str) -> tuple[str, str]:
     """(env label, condition label) of a judged run, from its ``config.json``; else (its parent folder's name, its
     folder's name)."""
     try:
-        config = RunFolder(run).read_config().config
+        config = read_run_settings(RunFolder(run)).config
     except InputError:
         return Path(run).parent.name or "?", Path(run).name
     return config.env.display_label, config.condition_label()

@@ -17,8 +17,9 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import per_task
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.runlog import RunFolder
+from skilltransfer.log import RunFolder
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.settings.recorded import read_run_settings
 
 NOTE = ("delta = metric with the library built by library_model minus the same model's no-memory runs (same env, "
         "level), per task (replicate runs averaged first) over the tasks both ran; mean and 95 % task-bootstrap CI "
@@ -35,7 +36,7 @@ def library_model(run: RunLog) -> str | None:
     if not (folder / "config.json").is_file():
         return None
     try:
-        return RunFolder(folder).read_config().config.model.report_label  # as `RunLog.model` names it
+        return read_run_settings(RunFolder(folder)).config.model.report_label  # as `RunLog.model` names it
     except InputError:
         return None
 

@@ -1,5 +1,5 @@
 """Find and load the run folders a report is built from (``config.json`` + ``results.jsonl``, read through
-``skilltransfer.experiments.runlog``)."""
+``skilltransfer.log``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.runlog import CONFIG, RESULTS, RunConfigLog, RunFolder, TaskRecord
+from skilltransfer.log import CONFIG, RESULTS, RunFolder, TaskRecord
 from skilltransfer.memory.library import SKILLS_JSONL, read_jsonl
+from skilltransfer.settings.recorded import RunSettings, read_run_settings
 from skilltransfer.skill import Skill
 from skilltransfer.util import trees
 
@@ -28,7 +29,7 @@ class RunLog:
     """
 
     path: Path
-    log: RunConfigLog
+    log: RunSettings
     records: list[TaskRecord]
     skills: dict[str, Skill] = field(default_factory=dict)
     instructions: dict[str, str] = field(default_factory=dict)
@@ -131,7 +132,7 @@ def load_run(run_dir: Path) -> RunLog:
         InputError: a broken config, results line, trajectory or skills file (naming the file and line).
     """
     folder = RunFolder(run_dir)
-    log = folder.read_config()
+    log = read_run_settings(folder)
     records = sorted(folder.read_records(), key=lambda r: r.position)
     skills_file = folder.memory_dir / SKILLS_JSONL
     skills = {skill.id: skill for skill, _ in read_jsonl(skills_file)} if skills_file.is_file() else {}

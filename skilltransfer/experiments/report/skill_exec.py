@@ -20,7 +20,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.success import groups, per_task
 from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.log import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.windows import ContextAccount
 from skilltransfer.settings.config import StreamConfig

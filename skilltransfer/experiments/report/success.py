@@ -11,7 +11,7 @@ import numpy as np
 from skilltransfer.envs.registry import official_metric
 from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.experiments.report.table import Table, natural_key
-from skilltransfer.experiments.runlog import TaskRecord
+from skilltransfer.log import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.stats import stratified_bootstrap_ci
 from skilltransfer.settings.config import CONDITIONS
