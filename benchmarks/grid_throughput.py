@@ -46,12 +46,12 @@ from typing import Any
 
 import yaml
 
-from skilltransfer.experiments.execute import StreamOutcome
-from skilltransfer.experiments.grid import GridSummary, run_grid
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.spec import build_spec
-from skilltransfer.experiments.stream import parallel_width
 from skilltransfer.llm import make_model
+from skilltransfer.runner.execute import StreamOutcome
+from skilltransfer.runner.grid import GridSummary, run_grid
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import build_spec
+from skilltransfer.runner.stream import parallel_width
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))  # the counter env (helpers_tinyenv:TinyEnv) is plugged in as module:Class

@@ -26,11 +26,11 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv, role_of  # noqa: E402
 
-from skilltransfer.experiments.build import single_thread_faiss  # noqa: E402
-from skilltransfer.experiments.stream import run_stream  # noqa: E402
 from skilltransfer.llm.testing import ScriptedModel  # noqa: E402
 from skilltransfer.memory.embedders import HashEmbedder  # noqa: E402
 from skilltransfer.protocols import Completion  # noqa: E402
+from skilltransfer.runner.build import single_thread_faiss  # noqa: E402
+from skilltransfer.runner.stream import run_stream  # noqa: E402
 from skilltransfer.settings.config import StreamConfig, parse_condition  # noqa: E402
 
 

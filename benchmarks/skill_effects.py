@@ -34,12 +34,12 @@ from typing import Any
 import faiss
 
 from skilltransfer.envs.base import Submission, WorkspaceEpisode
-from skilltransfer.experiments.report.effects import task_draws
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import HashEmbedder, Skill, export_jsonl
 from skilltransfer.metrics.effects import skill_effects
 from skilltransfer.protocols import Check, Score, TaskSpec
+from skilltransfer.report.effects import task_draws
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 BASE = 0.5

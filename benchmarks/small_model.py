@@ -29,11 +29,11 @@ from typing import Any
 
 from skilltransfer.agents.harness import BY_NAME
 from skilltransfer.envs.registry import get_env, stream_order
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
 from skilltransfer.log import RunFolder
 from skilltransfer.memory.embedders import make_embedder
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import ModelSpec, StreamConfig
 
 

@@ -65,8 +65,6 @@ from typing import Any
 import faiss
 import numpy as np
 
-from skilltransfer.experiments.report.effects import task_draws
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import HashEmbedder, Skill, export_jsonl
 from skilltransfer.metrics.effects import Draw, TaskDraws, effect_replicates
@@ -80,6 +78,8 @@ from skilltransfer.metrics.surrogate import (
     surrogate_analysis,
 )
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.report.effects import task_draws
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 

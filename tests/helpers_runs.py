@@ -14,9 +14,9 @@ from typing import Any
 
 from helpers_tinyenv import CounterScript, TinyEnv
 
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import CONDITIONS, ModelSpec, StreamConfig
 
 ENV_TARGETS = {"tiny-a": [3, 5, 2, 7, 4, 9, 6, 8, 1, 10], "tiny-b": [13, 20, 17, 14, 19, 15, 18, 16]}

@@ -15,11 +15,11 @@ from helpers_lens import LensCounterScript
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.coordination import Plan, PlanNode
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
@@ -125,8 +125,8 @@ def build_study_report(root: Path) -> Path:
     counter world): a growing ``task+text`` source (unbounded), probes of its snapshots 0-2, and the same stream with
     its memory capped at 1 skill under fifo and lru. It has the ``forgetting_matrix`` and ``capacity_curves``
     figures and their tables."""
-    from skilltransfer.experiments.report import build_report, load_runs
-    from skilltransfer.experiments.report.writer import write_report
+    from skilltransfer.report import build_report, load_runs
+    from skilltransfer.report.writer import write_report
 
     runs = root / "runs"
 
@@ -148,8 +148,8 @@ def build_study_report(root: Path) -> Path:
 def build_model_transfer_report(root: Path) -> Path:
     """``root/report``: the model-transfer study in miniature (scripted in-process over the counter world): model
     ``a`` builds a library, model ``b`` (which gives up on 5) runs without memory and with a's library frozen."""
-    from skilltransfer.experiments.report import build_report, load_runs
-    from skilltransfer.experiments.report.writer import write_report
+    from skilltransfer.report import build_report, load_runs
+    from skilltransfer.report.writer import write_report
 
     runs = root / "runs"
 

@@ -8,9 +8,9 @@ import pytest
 from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, _target, task_start
 from pydantic import ValidationError
 
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.capacity import TaskOutcome, eviction_scores, online_effects, victims
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Provenance, Skill, UsageStats
 
@@ -134,8 +134,8 @@ class Picky(CounterScript):
 
 
 def test_report_compares_policies_at_a_capacity_against_the_unbounded_stream(tmp_path):
-    from skilltransfer.experiments.report import build_report, load_runs
-    from skilltransfer.experiments.report.writer import write_report
+    from skilltransfer.report import build_report, load_runs
+    from skilltransfer.report.writer import write_report
     from skilltransfer.view.data import Catalog
 
     paths = {}

@@ -17,12 +17,12 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript, HistoryScript, SimulatedC
 from rich.console import Console
 
 from skilltransfer.agents import AgentEvent, AgentResult
-from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import TaskRecord, TrajectoryLog
+from skilltransfer.runner.progress import StreamProgress
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 WINDOW = 2048
@@ -135,7 +135,7 @@ def trajectory_calls(path, task_id):
 
 def test_a_running_task_is_written_step_by_step(tmp_path, monkeypatch):
     """With no throttle, the file is rewritten after each step: a process killed mid-task leaves "running"."""
-    from skilltransfer.experiments import stream
+    from skilltransfer.runner import stream
 
     monkeypatch.setattr(stream, "PARTIAL_WRITE_S", 0.0)
     seen: list[tuple[str, int]] = []

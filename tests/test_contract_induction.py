@@ -146,10 +146,10 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
 def test_grid_spec_runs_the_contract_variant(tmp_path) -> None:
     import yaml
 
-    from skilltransfer.experiments.grid import run_grid
-    from skilltransfer.experiments.spec import load_spec
     from skilltransfer.llm.mock_server import MockServer
     from skilltransfer.memory import load_library
+    from skilltransfer.runner.grid import run_grid
+    from skilltransfer.runner.spec import load_spec
 
     with MockServer(CounterScript(CONTRACT_SKILL), latency_s=0.0) as server:
         spec = {"name": "c", "out": str(tmp_path / "out"), "conditions": ["task+text"], "embedder": "hash:64",

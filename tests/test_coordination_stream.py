@@ -18,13 +18,13 @@ from test_grid_report import cli as main_cli
 
 from skilltransfer.coordination import Plan, PlanFolder, PlanNode
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.spec import load_spec
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.judge import load_run
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import load_spec
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 INTERFACES = ("nl-sop", "prompt-graph", "metaskill")
@@ -123,7 +123,7 @@ def test_artifacts_are_written_for_every_task_and_judge_reads_them(runs: dict[st
 
 
 def test_plan_writing_cost_is_its_own_line_and_out_of_every_interface(runs: dict[str, Path], tmp_path: Path) -> None:
-    from skilltransfer.experiments.report import make_report
+    from skilltransfer.report import make_report
 
     written = records_of(runs["nl-sop"])
     plan_tokens = [row["coordination"]["plan_tokens"] for row in written]

@@ -11,12 +11,12 @@ import yaml
 from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.stream import run_stream
-from skilltransfer.experiments.summary import summarize_run, summary_rows
 from skilltransfer.llm.config import Price
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.report.summary import summarize_run, summary_rows
+from skilltransfer.runner.budget import Budget
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 PRICE = {"input": 2.0, "output": 8.0}
@@ -119,7 +119,7 @@ def test_a_cost_limit_needs_a_price(tmp_path, monkeypatch, capsys):
 
 
 def test_report_has_a_cost_table_beside_table_2(tmp_path, hash_embedder):
-    from skilltransfer.experiments.report import make_report
+    from skilltransfer.report import make_report
 
     for name in ("p", "q"):
         env = TinyEnv([3, 5], workdir=tmp_path / "ws" / name)

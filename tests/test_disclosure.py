@@ -19,14 +19,14 @@ from skilltransfer.agents import Agent, ContextExceeded, ContextFitter
 from skilltransfer.agents.context import CARD_LEVEL, SKILL_LEVELS, SkillBlock, skill_levels, variants
 from skilltransfer.agents.disclosure import DESCRIPTION_CHARS, Disclosure, full_block, one_line
 from skilltransfer.agents.skill_actions import SkillCall, parse_skill_call
-from skilltransfer.experiments.build import external_library, library_name
-from skilltransfer.experiments.stream import context_account
 from skilltransfer.llm.context import messages_tokens
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.runner.build import external_library, library_name
+from skilltransfer.runner.stream import context_account
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 

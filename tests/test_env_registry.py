@@ -201,8 +201,8 @@ def test_an_installed_plugin_is_an_env_by_its_entry_point_name(installed_plugin:
 def test_a_spec_names_a_plugin_with_no_allow_import(installed_plugin: Path, tmp_path: Path) -> None:
     """A spec names a plug-in like a bundled env, even where imports are gated (the CLI); the same class named as
     ``module:Class`` needs its module allowed."""
-    from skilltransfer.experiments.build import build_env
-    from skilltransfer.experiments.spec import build_spec, env_entry
+    from skilltransfer.runner.build import build_env
+    from skilltransfer.runner.spec import build_spec, env_entry
 
     spec = build_spec({"env": {"env": "plugged", "args": {"size": 3}}, "condition": "task"}, allowed_imports=())
     phase = spec.phases[0]

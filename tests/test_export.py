@@ -1,4 +1,4 @@
-"""``skilltransfer export`` and ``skilltransfer.experiments.load_runs``: one row per finished task across runs, with
+"""``skilltransfer export`` and ``skilltransfer.load_runs``: one row per finished task across runs, with
 the settings that differ between them, outcome, tokens, cost and skills; csv, parquet and jsonl load into pandas."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from helpers_cli import main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments import load_runs
-from skilltransfer.experiments.stream import run_stream
-from skilltransfer.experiments.summary import summarize_run
+from skilltransfer import load_runs
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.report.summary import summarize_run
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 

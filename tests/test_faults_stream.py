@@ -7,13 +7,13 @@ import json
 
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm import make_model
 from skilltransfer.llm.faults import FaultyModel
 from skilltransfer.llm.mock_server import CONTENT_FAULTS, FAULT_KINDS, TRANSPORT_FAULTS, MockServer
 from skilltransfer.llm.retry import RetryingModel, RetryPolicy
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import TaskRecord
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 TARGETS = [3, 5, 2, 4, 7, 1, 6, 8]

@@ -12,13 +12,13 @@ import pytest
 from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, task_start
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import parse_positions, pick_positions
-from skilltransfer.experiments.report import build_report, load_runs
-from skilltransfer.experiments.report.writer import write_report
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.snapshots import read_snapshots, snapshot_library
 from skilltransfer.metrics.forgetting import per_task_measures
+from skilltransfer.report import build_report, load_runs
+from skilltransfer.report.writer import write_report
+from skilltransfer.runner.build import parse_positions, pick_positions
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.view.data import Catalog
 

@@ -16,16 +16,16 @@ from rich.console import Console
 
 from skilltransfer.commands.grid import GridView
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.grid import run_grid
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.spec import (
+from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.runner.grid import run_grid
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import (
     SPEC_DIR,
     apply_override,
     available_specs,
     build_spec,
     load_spec,
 )
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.settings.config import CONDITIONS
 
 TESTS = Path(__file__).resolve().parent

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from skilltransfer.experiments.grid import run_grid
-from skilltransfer.experiments.spec import build_spec
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.log import RunFolder
+from skilltransfer.runner.grid import run_grid
+from skilltransfer.runner.spec import build_spec
 from skilltransfer.sandbox import InProcessRunner
 
 COMPARED = ("task_id", "success", "reward", "exit_status", "steps", "subtasks", "model_calls")

@@ -15,13 +15,13 @@ from helpers_tinyenv import CounterScript
 
 from skilltransfer.envs.registry import get_env
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.grid import resolve_streams, run_grid
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.report import make_report
-from skilltransfer.experiments.spec import SPEC_DIR, build_spec, load_spec
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.log import RunFolder
+from skilltransfer.report import make_report
+from skilltransfer.runner.grid import resolve_streams, run_grid
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import SPEC_DIR, build_spec, load_spec
 
 TINY = "helpers_tinyenv:TinyEnv"
 SHIPPED = sorted(SPEC_DIR.glob("*.yaml"))

@@ -20,11 +20,11 @@ from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.harness import BY_NAME, GUARDS, PRESETS, default_preset, make_harness, resolve_agent
 from skilltransfer.agents.prompts import AgentPrompts
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import run_stream
-from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import SkillMemory
+from skilltransfer.report.summary import summarize_run
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
@@ -415,7 +415,7 @@ def test_a_run_records_its_preset(tmp_path, hash_embedder):
 # --------------------------------------------------------------------------------------------- the seam
 LOOP_MODULES = ("agents/agent.py", "agents/loop.py", "agents/skill_io.py", "agents/executor.py", "agents/roles.py",
                 "agents/result.py",
-                "experiments/stream.py", "coordination/runtime.py", "coordination/host.py")
+                "runner/stream.py", "coordination/runtime.py", "coordination/host.py")
 
 
 @pytest.mark.parametrize("module", LOOP_MODULES)
@@ -496,10 +496,10 @@ def test_run_paper_records_no_refusal_and_no_stuck_and_small_model_does(tmp_path
 def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monkeypatch):
     from helpers_cli import run_tiny
 
-    from skilltransfer.experiments import build
     from skilltransfer.llm.mock_server import MockServer
     from skilltransfer.memory.library import export_skill_md
     from skilltransfer.memory.organization import LibraryView, Organization, RoutingNode, save_organization
+    from skilltransfer.runner import build
 
     skill = Skill(name="set-it", description="Set the counter to a target value.", body="Reset, then add.")
     library = tmp_path / "library"
@@ -525,7 +525,7 @@ def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monk
 
 
 def test_the_report_tags_the_harness_when_the_runs_of_a_table_differ(tmp_path, hash_embedder):
-    from skilltransfer.experiments.report.runs import load_runs
+    from skilltransfer.report.runs import load_runs
 
     def stream(root: Path, preset: str) -> Path:
         config = StreamConfig(run=preset, runs_dir=str(root), condition="task+text", agent={"harness": preset},

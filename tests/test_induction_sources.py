@@ -13,11 +13,11 @@ import pytest
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv, task_start
 from pydantic import ValidationError
 
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.spec import load_spec
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory import SkillMemory
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import load_spec
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 LESSON = """NAME: avoid_submitting_unchanged_counter

@@ -30,13 +30,13 @@ from skilltransfer.envs.office import OfficeEnv
 from skilltransfer.envs.scienceworld import ScienceWorldEnv
 from skilltransfer.envs.scienceworld.simulator import unavailable_reason
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import TrajectoryLog
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.sandbox import Limits
 from skilltransfer.sandbox.scratch import MARKER, remove_tree, sweep_leftovers
 from skilltransfer.settings.config import StreamConfig
@@ -1728,8 +1728,8 @@ def test_prompt_dir_files_are_read_without_following_links(tmp_path: Path) -> No
 def test_spec_labels_are_names_and_every_run_folder_lies_below_out(tmp_path: Path, label: str, axis: str) -> None:
     """Class 13.3: an env, model or phase label with ``../`` or an absolute path put run folders outside ``--out``;
     now a label is a name (one ``error:`` line) and every run folder is asserted below the grid's folder."""
-    from skilltransfer.experiments.plan import plan_streams
-    from skilltransfer.experiments.spec import build_spec
+    from skilltransfer.runner.plan import plan_streams
+    from skilltransfer.runner.spec import build_spec
 
     data: dict[str, Any] = {"name": "g", "out": str(tmp_path / "out"), "condition": "task",
                             "envs": {"apps": {}}, "models": {"m": {"model": "scripted"}}}
@@ -1815,7 +1815,7 @@ def test_a_deep_folder_chain_in_a_workspace_cannot_crash_view_or_report(tmp_path
     """Class 13.5: a 1,500-level folder chain an agent left in its workspace under the grid's folder made ``view``
     and ``report`` of the live grid die with ``RecursionError``; now runs, figures, judge reports and evolution logs
     are found by a walker that neither recurses nor follows links."""
-    from skilltransfer.experiments.report import find_evolutions, find_judgments, find_runs
+    from skilltransfer.report import find_evolutions, find_judgments, find_runs
     from skilltransfer.util import trees
     from skilltransfer.view.data import Catalog
 
@@ -1887,8 +1887,8 @@ def test_fifos_and_oversized_figures_never_hang_or_load_view(tmp_path: Path) -> 
 def test_report_inputs_that_hang_or_crash_it_are_one_error_line(tmp_path: Path) -> None:
     """Class 13.7: a FIFO ``evolution.jsonl`` hung ``report``; a ``*.judge.json`` nested 100,000 deep crashed it with
     a traceback. Each is now one ``error:`` line naming the file."""
-    from skilltransfer.experiments.report.judgments import judgment_table
-    from skilltransfer.experiments.report.reuse import evolution_tables
+    from skilltransfer.report.judgments import judgment_table
+    from skilltransfer.report.reuse import evolution_tables
 
     os.mkfifo(tmp_path / "evolution.jsonl")
     with pytest.raises(InputError, match="FIFO"):
@@ -1919,8 +1919,8 @@ def test_step_to_call_matching_is_linear_in_a_crafted_trajectory() -> None:
     """Class 13.7: a 2.9 MB trajectory whose step replies match no call made ``show --prompts``, the viewer's task
     page and ``--export`` run for minutes (every step scanned every later call). Matching now looks each step's call
     up by reply id: the work grows with steps plus calls, not their product (counted, not timed)."""
-    from skilltransfer.experiments.summary import step_calls
     from skilltransfer.log import ActionStep, message_id, reply_message
+    from skilltransfer.report.summary import step_calls
 
     def _action(reply: str) -> ActionStep:
         return ActionStep(index=0, subtask_index=None, reply=reply, thought="", action=None, observation="")
@@ -1979,8 +1979,8 @@ def test_a_hostile_models_reply_is_one_error_line(kind: str) -> None:
     """Class 13.7: a deep-JSON ``/v1/models`` reply crashed ``--model <url>`` with a traceback; a reply dripping one
     byte every 3 s kept ``run`` waiting forever. Replies are capped in size, depth and total time: one error line
     (the model-string lookup and the preflight check), and the window probe gives up (unknown window)."""
-    from skilltransfer.experiments.preflight import check_endpoint
     from skilltransfer.llm.modelstring import served_model_ids
+    from skilltransfer.runner.preflight import check_endpoint
     from skilltransfer.settings.config import ModelSpec
 
     endpoint = _HostileModels(kind)

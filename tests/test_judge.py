@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from skilltransfer.cli import app
 from skilltransfer.envs.artifacts import episode_artifacts, render_file, snapshot_workspace
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import StreamConfig, run_stream
 from skilltransfer.judge import (
     PairwiseJudge,
     first_order,
@@ -30,6 +29,7 @@ from skilltransfer.judge import (
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import ActionStep
 from skilltransfer.metrics import bootstrap_ci, pairwise_preference, position_bias
+from skilltransfer.runner.stream import StreamConfig, run_stream
 
 
 @pytest.mark.parametrize(("reply", "verdict"), [
@@ -324,7 +324,7 @@ def test_the_defaults_are_the_studys_three_judgments_per_task_with_balanced_orde
 
 
 def test_report_tables_judge_reports_over_repeats_and_envs(tmp_path):
-    from skilltransfer.experiments.report.judgments import find_judgments, judgment_table
+    from skilltransfer.report.judgments import find_judgments, judgment_table
 
     grid = tmp_path / "grid"
     for env, answers_a in (("office", {"t1": "GOOD", "t2": "GOOD"}), ("datasci", {"t3": "GOOD", "t4": "bad"})):

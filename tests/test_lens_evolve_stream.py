@@ -13,15 +13,15 @@ from helpers_lens import VERIFIER_MARK, LensCounterScript
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv, task_start
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.evolve import evolve_stream
-from skilltransfer.experiments.report import make_report
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl
+from skilltransfer.report import make_report
+from skilltransfer.runner.evolve import evolve_stream
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 

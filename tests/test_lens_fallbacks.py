@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from skilltransfer.experiments.report.reuse import reuse_table
-from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.lens.graph import SkillGraph, Unit
 from skilltransfer.lens.route import RouteConfig, route
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import RouteRecord, TaskRecord
 from skilltransfer.memory.embedders import HashEmbedder
+from skilltransfer.report.reuse import reuse_table
+from skilltransfer.report.runs import RunLog
 from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.settings.recorded import RunSettings
 from skilltransfer.skill import Skill

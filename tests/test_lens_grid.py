@@ -12,10 +12,10 @@ from helpers_cli import cli
 from helpers_lens import LensCounterScript
 from helpers_tinyenv import TEXT_SKILL, CounterScript, role_of
 
-from skilltransfer.experiments.grid import run_grid
-from skilltransfer.experiments.report import make_report
-from skilltransfer.experiments.spec import SPEC_DIR, build_spec
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.report import make_report
+from skilltransfer.runner.grid import run_grid
+from skilltransfer.runner.spec import SPEC_DIR, build_spec
 
 TINY = "helpers_tinyenv:TinyEnv"
 MODES = ["flat", "lens", "rewrite-all", "no-walk"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.spec import load_spec
 from skilltransfer.lens.evolve import EvolveConfig
 from skilltransfer.lens.power import check_can_commit, commit_power, never_commits, smallest_p
 from skilltransfer.metrics.stats import paired_gain
+from skilltransfer.runner.spec import load_spec
 
 
 def test_smallest_p_is_what_the_sign_flip_test_reaches() -> None:

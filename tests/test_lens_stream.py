@@ -10,12 +10,12 @@ from helpers_lens import LensCounterScript
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import TrajectoryLog
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 

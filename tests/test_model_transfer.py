@@ -8,11 +8,11 @@ import pytest
 from helpers_tinyenv import CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.report import build_report, load_runs
-from skilltransfer.experiments.spec import SPEC_DIR, load_spec
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.report import build_report, load_runs
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import SPEC_DIR, load_spec
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 TARGETS = [3, 5, 2]

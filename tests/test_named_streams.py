@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 from skilltransfer.cli import app
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import select_tasks
-from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.log import InducedSkill, RetrievedSkill, TaskRecord
+from skilltransfer.report.summary import summarize_run, transfer_events
+from skilltransfer.runner.build import select_tasks
 
 
 class StreamedTinyEnv(TinyEnv):
@@ -95,7 +95,7 @@ def test_library_transfer_events_from_records():
 
 
 def test_library_label_names_the_source_run_or_library():
-    from skilltransfer.experiments.summary import library_label
+    from skilltransfer.report.summary import library_label
     from skilltransfer.settings.config import StreamConfig
 
     base = {"run": "r", "env": {"env": "apps"}, "model": {"name": "openai", "model": "m"}, "condition": "task+text"}

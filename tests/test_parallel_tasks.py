@@ -10,10 +10,10 @@ import time
 
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments.stream import independent_tasks, parallel_width, run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl, read_jsonl
+from skilltransfer.runner.stream import independent_tasks, parallel_width, run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 

@@ -11,8 +11,8 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import CounterScript
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.preflight import check_endpoint, model_string
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.runner.preflight import check_endpoint, model_string
 from skilltransfer.settings.config import ModelSpec
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from helpers_cli import main_cli
 
-from skilltransfer.experiments.summary import summarize_run, summary_rows
 from skilltransfer.llm.mock_server import REASONING_MARKER, MockServer
 from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.log import RunFolder
+from skilltransfer.report.summary import summarize_run, summary_rows
 from skilltransfer.view.data import Catalog
 
 STRICT = ("--temperature", "0", "--max-tokens", "8000", "-c", 'agent.stop=["\\nObservation:"]')

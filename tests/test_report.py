@@ -13,10 +13,6 @@ from helpers_runs import ENV_TARGETS, MODELS, FlakyScript, GradedTinyEnv, build_
 
 from skilltransfer.cli import main
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report import EmbedderResolver, load_run, make_report
-from skilltransfer.experiments.report.figures import draw_all
-from skilltransfer.experiments.report.utility import utility_bins
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log.legacy import upgrade_v1_config
 from skilltransfer.memory.embedders import HashEmbedder
@@ -27,6 +23,10 @@ from skilltransfer.metrics import (
     stratified_bootstrap_ci,
     transfer_density,
 )
+from skilltransfer.report import EmbedderResolver, load_run, make_report
+from skilltransfer.report.figures import draw_all
+from skilltransfer.report.utility import utility_bins
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -360,7 +360,7 @@ def test_labels_from_run_and_grid_records(small_runs: Path) -> None:
 
 
 def test_memo_embedder_matches_inner_and_embeds_each_text_once() -> None:
-    from skilltransfer.experiments.report.embedding import MemoEmbedder
+    from skilltransfer.report.embedding import MemoEmbedder
 
     inner = HashEmbedder(32)
     calls: list[list[str]] = []

@@ -15,12 +15,12 @@ from helpers_cli import ALLOW_TINY, TINY, cli, records_of
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.grid import run_grid
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.report import load_run, make_report
-from skilltransfer.experiments.spec import build_spec, load_spec
-from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.report import load_run, make_report
+from skilltransfer.report.summary import summarize_run
+from skilltransfer.runner.grid import run_grid
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import build_spec, load_spec
 from skilltransfer.settings.config import StreamConfig, axes
 
 V1 = Path(__file__).resolve().parent / "data" / "v1"

@@ -14,8 +14,8 @@ from test_grid_report import cli
 
 from skilltransfer.envs.scienceworld import simulator
 from skilltransfer.envs.scienceworld.env import ScienceWorldEnv
-from skilltransfer.experiments.build import select_tasks
 from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.runner.build import select_tasks
 from skilltransfer.settings.config import CONDITIONS
 
 REASON = simulator.unavailable_reason()

@@ -26,13 +26,13 @@ from conftest import OFFICEBENCH_TASKS
 from helpers_cli import main_cli
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import build_env
-from skilltransfer.experiments.grid import resolve_streams
-from skilltransfer.experiments.plan import StreamPlan, plan_streams
-from skilltransfer.experiments.spec import SPEC_DIR, load_spec
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.log import RunFolder
+from skilltransfer.runner.build import build_env
+from skilltransfer.runner.grid import resolve_streams
+from skilltransfer.runner.plan import StreamPlan, plan_streams
+from skilltransfer.runner.spec import SPEC_DIR, load_spec
 
 SPECS = sorted(SPEC_DIR.glob("*.yaml"))
 PHASED = [path for path in SPECS if any(p.library_from is not None for p in load_spec(str(path)).phases)]

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from skilltransfer.experiments.plan import plan_streams
-from skilltransfer.experiments.report import build_report, load_runs
-from skilltransfer.experiments.spec import load_spec
 from skilltransfer.log import TrajectoryLog
 from skilltransfer.memory.masking import MaskedRetriever, coin
 from skilltransfer.metrics.effects import Draw, TaskDraws, benjamini_hochberg, skill_effects
+from skilltransfer.report import build_report, load_runs
+from skilltransfer.runner.plan import plan_streams
+from skilltransfer.runner.spec import load_spec
 from skilltransfer.settings.config import StreamConfig
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "skill_effects.py"

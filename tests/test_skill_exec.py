@@ -12,12 +12,12 @@ from helpers_tinyenv import TinyEnv, role_of, task_start
 
 from skilltransfer.agents import Agent
 from skilltransfer.agents.skill_actions import SkillCall, parse_skill_call, render_inputs
-from skilltransfer.experiments.stream import context_account
 from skilltransfer.induction import Inducer
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.organization import LibraryView, Organization, RoutingNode
 from skilltransfer.memory.store import SkillMemory
+from skilltransfer.runner.stream import context_account
 from skilltransfer.skill import Provenance, Skill
 
 BODY = "SECRET-BODY-MARKER: reset the counter, then add the target."
@@ -324,8 +324,8 @@ def test_subtask_level_subagent_budget(env, hash_embedder, own, left):
 
 @pytest.mark.parametrize("mode", ["inline", "subagent"])
 def test_default_streams_record_the_prompt_ids_they_always_did(tmp_path, hash_embedder, mode):
-    from skilltransfer.experiments.stream import run_stream
     from skilltransfer.log import RunFolder
+    from skilltransfer.runner.stream import run_stream
     from skilltransfer.settings.config import StreamConfig
 
     config = StreamConfig(run="r", runs_dir=str(tmp_path), condition="task+text", skill_exec=mode,
@@ -384,9 +384,9 @@ def test_whole_library_is_navigable_with_open_node_through_the_loop(env, hash_em
 
 def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
     from skilltransfer.errors import InputError
-    from skilltransfer.experiments.stream import run_stream
     from skilltransfer.memory.distractors import distractor_skills, max_distractors
     from skilltransfer.memory.library import export_jsonl
+    from skilltransfer.runner.stream import run_stream
     from skilltransfer.settings.config import StreamConfig
 
     skills = distractor_skills(40)
@@ -408,8 +408,8 @@ def test_distractors_join_the_frozen_library(tmp_path, hash_embedder):
 
 def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder):
     """A run's memory may hold two skills with one name (ids differ): the organise stream's folder keeps both."""
-    from skilltransfer.experiments.organize import organization_dir, run_organize_stream
     from skilltransfer.log import RunFolder
+    from skilltransfer.runner.organize import organization_dir, run_organize_stream
     from skilltransfer.settings.config import StreamConfig
 
     twin = Skill(name="set_counter", description="Post a message to the team channel.", body="Call apis.chat.post.",
@@ -430,7 +430,7 @@ def test_organise_stream_keeps_skills_that_share_a_name(tmp_path, hash_embedder)
 
 def test_organise_stream_builds_hierarchies_of_the_height_it_is_given(tmp_path, hash_embedder, monkeypatch):
     """The study builds hierarchies of height 2 and 3: ``organize_height`` reaches the organiser."""
-    from skilltransfer.experiments import organize
+    from skilltransfer.runner import organize
     from skilltransfer.settings.config import StreamConfig
 
     seen: list[int] = []

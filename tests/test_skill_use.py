@@ -10,13 +10,13 @@ import pytest
 from helpers_cli import cli, records_of
 from helpers_tinyenv import CODE_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.experiments.report import build_report, load_runs
-from skilltransfer.experiments.stream import run_stream
-from skilltransfer.experiments.summary import format_trajectory, load_task
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
+from skilltransfer.report import build_report, load_runs
+from skilltransfer.report.summary import format_trajectory, load_task
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.sandbox.runtime.skilluse import clean
 from skilltransfer.settings.config import StreamConfig
 

@@ -9,10 +9,10 @@ import pytest
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, SimulatedCrash, TinyEnv, role_of, task_start
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import FORMAT_VERSION, RunFolder, TaskRecord, TrajectoryLog, safe_task_id
 from skilltransfer.memory.library import export_jsonl
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import CONDITIONS, StreamConfig, parse_condition
 from skilltransfer.skill import Skill
 
@@ -353,8 +353,8 @@ def test_repeated_task_ids_are_refused(tmp_path):
 
 def test_resume_reads_lines_holding_unicode_line_separators(tmp_path, hash_embedder):
     """pydantic writes U+2028 and U+0085 unescaped; resume, show and report split results.jsonl on \\n only."""
-    from skilltransfer.experiments.report import load_run
-    from skilltransfer.experiments.summary import summarize_run
+    from skilltransfer.report import load_run
+    from skilltransfer.report.summary import summarize_run
 
     name = "set\u2028counter\x85value"
     script = CounterScript(TEXT_SKILL.replace("NAME: set_counter_value", f"NAME: {name}"))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from skilltransfer.envs.registry import ENVS, official_metric, resolve
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import ALL_ENVS, POOLED, table2
 from skilltransfer.log import TaskRecord
 from skilltransfer.metrics import stratified_bootstrap_ci
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import ALL_ENVS, POOLED, table2
 from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
 from skilltransfer.settings.recorded import RunSettings
 

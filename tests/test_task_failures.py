@@ -11,9 +11,9 @@ import pytest
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.stream import run_stream
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, TrajectoryLog
+from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 
 TARGETS = [3, 5, 2]

@@ -23,7 +23,7 @@ from skilltransfer.log import (
 )
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skilltransfer"
-READERS = ("experiments", "view", "metrics", "commands", "judge", "lens")
+READERS = ("runner", "report", "view", "metrics", "commands", "judge", "lens")
 """The packages that read run logs back (show, view, report, metrics, evolve, judge)."""
 STEP_NAMES = ("step", "steps")
 
@@ -60,6 +60,7 @@ def test_the_scan_finds_key_reads() -> None:
 def test_no_step_is_read_by_key_outside_the_reader() -> None:
     found = []
     for package in READERS:
+        assert (PACKAGE / package).is_dir(), package
         for path in sorted((PACKAGE / package).rglob("*.py")):
             found += [f"{path.relative_to(PACKAGE)}:{line}" for line in key_reads(path.read_text())]
     assert found == [], f"read steps through skilltransfer.log.trajectory_io, not by key: {found}"

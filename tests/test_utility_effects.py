@@ -16,8 +16,6 @@ import pytest
 from scipy import stats
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report import EmbedderResolver, build_report, load_runs
-from skilltransfer.experiments.report.utility_effects import BINNED
 from skilltransfer.metrics import binned_spearman, score_library
 from skilltransfer.metrics.effects import Draw, TaskDraws, effect_replicates, skill_effects
 from skilltransfer.metrics.scoring import ScoreReport, SkillScore
@@ -34,6 +32,8 @@ from skilltransfer.metrics.surrogate import (
     spearman_rows,
     surrogate_analysis,
 )
+from skilltransfer.report import EmbedderResolver, build_report, load_runs
+from skilltransfer.report.utility_effects import BINNED
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "utility_effects.py"
 
@@ -322,7 +322,7 @@ def test_the_report_joins_score_and_effects_per_group(world, grid, tmp_path):
 
 @pytest.mark.slow
 def test_the_report_writes_the_tables_and_the_figure(grid, tmp_path):
-    from skilltransfer.experiments.report import make_report
+    from skilltransfer.report import make_report
 
     _, written = make_report([grid], tmp_path / "report")
     assert "utility_effects" in written.figures
@@ -381,8 +381,8 @@ def test_the_spec_dry_runs_a_frozen_library_plus_off_domain_skills_masked_on_hel
                                                                                            tmp_path):
     from helpers_cli import main_cli
 
-    from skilltransfer.experiments.grid import resolve_streams
-    from skilltransfer.experiments.spec import load_spec
+    from skilltransfer.runner.grid import resolve_streams
+    from skilltransfer.runner.spec import load_spec
 
     plans, tasks = resolve_streams(load_spec("utility-effects"))
     masked = [p for p in plans if p.phase == "masked"]

@@ -20,9 +20,9 @@ from helpers_cli import cli
 from helpers_view import DEMO_LIBRARY, XSS, build_library_study, build_view_runs
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.log import RunFolder
 from skilltransfer.memory.library import read_library
+from skilltransfer.report.summary import summarize_run, transfer_events
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 from skilltransfer.view.export import MARKER

@@ -20,8 +20,8 @@ import pytest
 from helpers_view import TARGETS as TARGETS_OF_STUDY
 from helpers_view import XSS, build_view_runs, large_run
 
-from skilltransfer.experiments.summary import summarize_run, transfer_events
 from skilltransfer.log import RunFolder
+from skilltransfer.report.summary import summarize_run, transfer_events
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 
@@ -204,8 +204,8 @@ def test_library_transfer_events_are_listed_beside_the_graph(browser, runs, tmp_
     from helpers_cli import run_tiny
     from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-    from skilltransfer.experiments.summary import library_label
     from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.report.summary import library_label
 
     frozen = tmp_path / "runs" / "frozen"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as mock:
@@ -559,8 +559,8 @@ def test_the_viewers_report_page_shows_diagnostics_against_randomised_effects(br
     import importlib.util
     import sys
 
-    from skilltransfer.experiments.report import make_report
     from skilltransfer.metrics.surrogate import DIAGNOSTICS
+    from skilltransfer.report import make_report
 
     bench = Path(__file__).resolve().parent.parent / "benchmarks" / "utility_effects.py"
     spec = importlib.util.spec_from_file_location("utility_effects_bench_view", bench)

@@ -69,7 +69,7 @@ def show_env(env: str = typer.Argument(..., help="apps, office, datasci, science
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
     instance = registry.get_env(env, **kwargs)
     if stream is not None:
-        from skilltransfer.experiments.build import named_stream
+        from skilltransfer.runner.build import named_stream
 
         tasks = named_stream(instance, stream, split)
     else:

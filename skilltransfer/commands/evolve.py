@@ -1,6 +1,6 @@
 """``skilltransfer evolve``: evolve a library's skill graph and routing notes on a development split, committing a
 candidate only when its paired gain in J over the incumbent on a validation split passes the commit test, then score
-the initial and final pair once on a test split (`skilltransfer.experiments.evolve`)."""
+the initial and final pair once on a test split (`skilltransfer.runner.evolve`)."""
 
 from __future__ import annotations
 
@@ -90,11 +90,11 @@ def evolve(
     writer edits -> paired validation against the incumbent; a candidate is committed only when its gain in J =
     success - lambda * cost passes the commit test; --test scores the initial and final pair once at the end."""
     from skilltransfer.errors import check_output_path
-    from skilltransfer.experiments.build import build_base_model, build_embedder, build_env, stream_model, stream_tasks
-    from skilltransfer.experiments.evolve import evolve_stream
-    from skilltransfer.experiments.launch import run_spec
     from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
     from skilltransfer.lens.power import check_can_commit, power_line
+    from skilltransfer.runner.build import build_base_model, build_embedder, build_env, stream_model, stream_tasks
+    from skilltransfer.runner.evolve import evolve_stream
+    from skilltransfer.runner.launch import run_spec
 
     check_output_path(out, flag="--out")
     evolve_config = EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha,

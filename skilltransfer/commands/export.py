@@ -18,8 +18,8 @@ def export(
         "--format", help="csv (list columns as JSON text), parquet or jsonl.")] = "csv",
 ) -> None:
     """Write one row per finished task across runs: the settings that differ between them, outcome, tokens, cost,
-    retrieved, transferred and induced skills (the same table as skilltransfer.experiments.load_runs)."""
-    from skilltransfer.experiments.export import load_runs, write_export
+    retrieved, transferred and induced skills (the same table as skilltransfer.load_runs)."""
+    from skilltransfer.report.export import load_runs, write_export
 
     target = out or Path(f"tasks.{fmt}")
     check_output_path(target, flag="--out")

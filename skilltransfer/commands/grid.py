@@ -27,7 +27,7 @@ from skilltransfer.commands.options import (
 from skilltransfer.errors import InputError
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
-    from skilltransfer.experiments.grid import GridState, GridSummary
+    from skilltransfer.runner.grid import GridState, GridSummary
     from skilltransfer.settings.config import StreamConfig
 
 _ADVANCED = "Advanced"
@@ -193,10 +193,10 @@ def grid(
     \f
     Returns the `GridSummary` (None for --dry-run).
     """
-    from skilltransfer.experiments.budget import Budget
-    from skilltransfer.experiments.estimate import estimate
-    from skilltransfer.experiments.grid import resolve_streams, run_grid
-    from skilltransfer.experiments.spec import load_spec
+    from skilltransfer.runner.budget import Budget
+    from skilltransfer.runner.estimate import estimate
+    from skilltransfer.runner.grid import resolve_streams, run_grid
+    from skilltransfer.runner.spec import load_spec
 
     if task_limit is not None:
         warn_deprecated("--task-limit", "--limit")
@@ -218,7 +218,7 @@ def grid(
                             for label, entry in phase.models.items()}
     console = Console(file=sys.stderr)
     if dry_run:  # the same checks as a run: a spec that cannot run fails here
-        from skilltransfer.experiments.evolve import evolution_note
+        from skilltransfer.runner.evolve import evolution_note
 
         plans, tasks = resolve_streams(grid_spec)
         width = max(len(plan.run) for plan in plans)
@@ -255,8 +255,8 @@ def grid(
     def view(state: GridState) -> GridView:
         return GridView(state, f"grid {grid_spec.name}", console)
 
-    from skilltransfer.experiments.evolve import evolution_note
-    from skilltransfer.experiments.plan import plan_streams
+    from skilltransfer.runner.evolve import evolution_note
+    from skilltransfer.runner.plan import plan_streams
 
     libraries: set[tuple[str, int | None, int]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
@@ -287,7 +287,7 @@ def grid(
 
 def _library_notes(config: StreamConfig) -> list[str]:
     """What reading a stream's frozen library left out (none when it cannot be read: the grid's checks say why)."""
-    from skilltransfer.experiments.build import stream_library_read
+    from skilltransfer.runner.build import stream_library_read
 
     try:
         read = stream_library_read(config)

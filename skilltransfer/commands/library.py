@@ -213,9 +213,9 @@ def prune(
 ) -> list[str]:
     """Write the library without the skills randomised masking flagged harmful (``report``'s ``skill_effects``:
     Benjamini-Hochberg at FDR 0.05 over one-sided randomisation tests); print each skill left out with its effect."""
-    from skilltransfer.experiments.report import load_runs
-    from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
     from skilltransfer.memory.library import export_jsonl
+    from skilltransfer.report import load_runs
+    from skilltransfer.report.effects import has_draws, skill_effects_table
 
     as_jsonl = out.suffix == ".jsonl"
     check_output_path(out, flag="--out", folder=not as_jsonl)

@@ -12,7 +12,7 @@ from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecat
 from skilltransfer.errors import InputError, check_output_path
 
 if TYPE_CHECKING:  # imported when the command runs: its --help loads no plotting or numeric stack
-    from skilltransfer.experiments.report.compare import Comparison
+    from skilltransfer.report.compare import Comparison
 
 _ADVANCED = "Advanced"
 
@@ -62,7 +62,7 @@ def report(
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False
-    from skilltransfer.experiments.report import make_report
+    from skilltransfer.report import make_report
 
     check_output_path(out, flag="--out")
     result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
@@ -75,7 +75,7 @@ def report(
 
 
 def _compare(path_a: Path, path_b: Path, out: Path) -> Comparison:
-    from skilltransfer.experiments.report.compare import compare, load_pair, write_comparison
+    from skilltransfer.report.compare import compare, load_pair, write_comparison
 
     check_output_path(out, flag="--out")
     comparison = compare(*load_pair(path_a, path_b))

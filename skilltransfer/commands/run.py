@@ -39,11 +39,11 @@ from skilltransfer.commands.options import (
 )
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import imported_module, parse_positions
-from skilltransfer.experiments.launch import LaunchResult, run_config, run_spec
-from skilltransfer.experiments.summary import summarize_run
 from skilltransfer.induction.inducer import PromptVariant
+from skilltransfer.report.summary import summarize_run
+from skilltransfer.runner.budget import Budget
+from skilltransfer.runner.build import imported_module, parse_positions
+from skilltransfer.runner.launch import LaunchResult, run_config, run_spec
 from skilltransfer.settings.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
 
 _AGENT = "Agent and memory"

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.summary import (
+from skilltransfer.report.summary import (
     RunSummary,
     format_trajectory,
     load_prompts,

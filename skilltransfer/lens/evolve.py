@@ -3,7 +3,7 @@
 ``evolve(graph, dev_tasks, val_tasks, run_round, writer, test_tasks=...)`` runs, for each round:
 
 1. ``run_round(graph, dev_tasks)`` -> one `TaskOutcome` per task (the task runner; injected: the stream runner in
-   `skilltransfer.experiments.evolve`, scripted outcomes in tests and ``benchmarks/evolution_noise.py``);
+   `skilltransfer.runner.evolve`, scripted outcomes in tests and ``benchmarks/evolution_noise.py``);
 2. ``gap_builder(graph, outcomes)`` -> `GapReport`s from the failed tasks (default `gap_reports`: the task, why it
    failed and which units routing visited with which decision);
 3. ``writer(graph, reports)`` -> candidate edit sets (`Edit`: add or drop a routing note, replace a unit's text; the

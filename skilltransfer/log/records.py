@@ -281,7 +281,7 @@ class TrajectoryLog(BaseModel):
     """reward, success and checks (empty until the task is scored)."""
     steps: list[dict[str, Any]]
     calls: list[dict[str, Any]]
-    """Each model call's accounting (`skilltransfer.agents.steps.ModelCall`), its prompt as ``messages`` (ids in
+    """Each model call's accounting (`skilltransfer.log.ModelCall`), its prompt as ``messages`` (ids in
     ``prompts.jsonl``) and its reply as ``reply`` (an id); read both with `RunFolder.call_prompts`."""
     contexts: list[list[dict[str, Any]]]
     """The final message list of each executor run."""

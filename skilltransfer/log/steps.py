@@ -81,7 +81,7 @@ class ModelCall:
 
     def to_dict(self) -> dict[str, Any]:
         """The accounting as logged, without ``messages`` and ``reply`` (the run log stores those once by content:
-        `skilltransfer.experiments.runlog.PromptStore`)."""
+        `skilltransfer.log.PromptStore`)."""
         data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
                 if f.name not in ("messages", "reply", "reasoning")}
         return {**data, "dependency": self.dependency}

@@ -326,7 +326,7 @@ def surrogate_analysis(report: ScoreReport, tasks: Sequence[TaskDraws], *, min_a
 
     Args:
         report: the library scored against the runs' task instructions.
-        tasks: the runs' tasks with their masking draws (`skilltransfer.experiments.report.effects.task_draws`).
+        tasks: the runs' tasks with their masking draws (`skilltransfer.report.effects.task_draws`).
         min_arm: tasks each arm needs for a skill to enter the correlation.
         resamples: task-bootstrap replicates (shared by the effects' CIs and rho's) and AUROC replicates.
         level: the intervals' coverage.

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skilltransfer.experiments.report.build import Report, build_report
-from skilltransfer.experiments.report.embedding import EmbedderResolver
-from skilltransfer.experiments.report.judgments import find_judgments
-from skilltransfer.experiments.report.reuse import find_evolutions
-from skilltransfer.experiments.report.runs import RunLog, find_runs, load_run, load_runs
-from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.report.writer import Written, write_report
+from skilltransfer.report.build import Report, build_report
+from skilltransfer.report.embedding import EmbedderResolver
+from skilltransfer.report.judgments import find_judgments
+from skilltransfer.report.reuse import find_evolutions
+from skilltransfer.report.runs import RunLog, find_runs, load_run, load_runs
+from skilltransfer.report.table import Table
+from skilltransfer.report.writer import Written, write_report
 
 
 def make_report(paths: list[str | Path], out: str | Path = "report", *, metric: str = "official",

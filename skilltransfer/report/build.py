@@ -8,21 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.capacity import capacity_table, has_capacity
-from skilltransfer.experiments.report.coordination import coordination_table
-from skilltransfer.experiments.report.cost import cost_table
-from skilltransfer.experiments.report.effects import has_draws, skill_effects_table
-from skilltransfer.experiments.report.forgetting import forgetting_tables, has_snapshots
-from skilltransfer.experiments.report.judgments import judgment_table
-from skilltransfer.experiments.report.model_transfer import model_transfer_table
-from skilltransfer.experiments.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.skill_exec import skill_exec_tables
-from skilltransfer.experiments.report.skill_use import has_following, skill_use_table
-from skilltransfer.experiments.report.success import METRICS, budget_curves, by_difficulty, table2
-from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.report.transfer import DEFAULT_BINS, Heatmap, skill_counts, transfer_heatmaps
-from skilltransfer.experiments.report.utility import (
+from skilltransfer.metrics.stats import BINNINGS
+from skilltransfer.report.capacity import capacity_table, has_capacity
+from skilltransfer.report.coordination import coordination_table
+from skilltransfer.report.cost import cost_table
+from skilltransfer.report.effects import has_draws, skill_effects_table
+from skilltransfer.report.forgetting import forgetting_tables, has_snapshots
+from skilltransfer.report.judgments import judgment_table
+from skilltransfer.report.model_transfer import model_transfer_table
+from skilltransfer.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.skill_exec import skill_exec_tables
+from skilltransfer.report.skill_use import has_following, skill_use_table
+from skilltransfer.report.success import METRICS, budget_curves, by_difficulty, table2
+from skilltransfer.report.table import Table
+from skilltransfer.report.transfer import DEFAULT_BINS, Heatmap, skill_counts, transfer_heatmaps
+from skilltransfer.report.utility import (
     N_BINS,
     component_bins,
     score_runs,
@@ -30,8 +31,7 @@ from skilltransfer.experiments.report.utility import (
     utility_bins,
     utility_by_kind,
 )
-from skilltransfer.experiments.report.utility_effects import utility_effects_tables
-from skilltransfer.metrics.stats import BINNINGS
+from skilltransfer.report.utility_effects import utility_effects_tables
 
 
 @dataclass

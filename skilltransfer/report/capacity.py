@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import condition_order, metric_of, value_of
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics.stats import bootstrap_ci, equal_size_bins, ratio_bootstrap_ci
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import condition_order, metric_of, value_of
+from skilltransfer.report.table import Table
 
 CAPACITY_BINS = 5
 """Stream-position bins of the table (at most one per task)."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog, label_differences, load_runs
-from skilltransfer.experiments.report.table import Table
+from skilltransfer.report.runs import RunLog, label_differences, load_runs
+from skilltransfer.report.table import Table
 from skilltransfer.util.files import atomic_write_text
 
 OUTCOMES = ("A only", "B only", "both", "neither")

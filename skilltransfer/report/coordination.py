@@ -5,11 +5,11 @@ writes its plan, the others replay it)."""
 
 from __future__ import annotations
 
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import groups, per_task
-from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.summary import coordination_totals
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import groups, per_task
+from skilltransfer.report.summary import coordination_totals
+from skilltransfer.report.table import Table
 
 
 def coordination_table(runs: list[RunLog], metric: str = "success", seed: int = 0) -> Table:

@@ -3,11 +3,11 @@ price, dollars; see ``models.<label>.price``) and how many ended in an error or 
 
 from __future__ import annotations
 
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import condition_order
-from skilltransfer.experiments.report.table import Table
-from skilltransfer.experiments.summary import run_cost
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import condition_order
+from skilltransfer.report.summary import run_cost
+from skilltransfer.report.table import Table
 
 
 def cost_table(runs: list[RunLog]) -> Table:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import groups
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.log import TaskRecord
 from skilltransfer.metrics.effects import OUTCOMES, Draw, SkillEffect, TaskDraws, skill_effects
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import groups
+from skilltransfer.report.table import Table
 
 NOTE = ("effect = mean outcome of the tasks that retrieved the skill when it was shown minus when it was withheld, "
         "inverse-propensity weighted (Hajek) with the logged propensities; 95 % percentile task-bootstrap CI "

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog
 from skilltransfer.memory.embedders import EmbedderWrapper, HashEmbedder, make_embedder
+from skilltransfer.report.runs import RunLog
 
 _HASH_ID = re.compile(r"hash:dim=(\d+):char=([01])")
 _KNOWN_IDS = {"st:all-MiniLM-L6-v2": "minilm"}

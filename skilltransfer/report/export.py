@@ -1,5 +1,5 @@
 """Run logs as one table: a row per finished task across runs (``skilltransfer export``, `load_runs`, also
-importable as ``skilltransfer.experiments.load_runs``).
+importable as ``skilltransfer.load_runs``).
 
 Each row holds the run (name and folder), its env, model and condition labels, every setting that differs between
 the runs exported together (dotted ``config.json`` keys, e.g. ``order_seed``, ``agent.step_limit``,
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import find_runs
-from skilltransfer.experiments.summary import LIBRARY, WITHIN_RUN, library_label, transfer_events
 from skilltransfer.log import RunFolder, TaskRecord
+from skilltransfer.report.runs import find_runs
+from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, library_label, transfer_events
 from skilltransfer.settings.recorded import RunSettings, read_run_settings
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def task_rows(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
 def load_runs(*paths: str | Path) -> pd.DataFrame:
     """The runs under ``paths`` as a pandas DataFrame, one row per finished task (`task_rows`)::
 
-        from skilltransfer.experiments import load_runs
+        from skilltransfer import load_runs
         df = load_runs("runs/grid-paper-table2")
         df.groupby(["env", "condition"]).success.mean()
 

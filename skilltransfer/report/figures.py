@@ -12,8 +12,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from skilltransfer.experiments.report.build import Report
-from skilltransfer.experiments.report.success import condition_order
+from skilltransfer.report.build import Report
+from skilltransfer.report.success import condition_order
 
 LEVEL_COLORS = {"task": ("#1b7837", "#5aae61", "#a6dba0"), "subtask": ("#08519c", "#3182bd", "#9ecae1")}
 """Level -> colours for no memory, +text, +code (task level green, subtask level blue, as in the paper)."""

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import per_task
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.memory.snapshots import memory_folder, task_positions
 from skilltransfer.metrics.forgetting import forgetting_measures
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import per_task
+from skilltransfer.report.table import Table
 
 NOTE = ("R[k][j] = the metric of probe task j with the frozen library of snapshot k (the source run's library after "
         "its first k tasks; 0: empty). Per seen task (source position p): bwt = R[F][j] - R[a][j] (a: first "

@@ -11,9 +11,9 @@ from typing import Any
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.log import RunFolder
 from skilltransfer.metrics import pairwise_preference
+from skilltransfer.report.table import Table
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.util import trees
 from skilltransfer.util.files import read_text

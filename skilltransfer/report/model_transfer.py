@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import per_task
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.log import RunFolder
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import per_task
+from skilltransfer.report.table import Table
 from skilltransfer.settings.recorded import read_run_settings
 
 NOTE = ("delta = metric with the library built by library_model minus the same model's no-memory runs (same env, "

@@ -11,10 +11,10 @@ import numpy as np
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import groups, per_task
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import groups, per_task
+from skilltransfer.report.table import Table
 from skilltransfer.util import trees
 from skilltransfer.util.files import read_text
 

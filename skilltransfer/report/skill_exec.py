@@ -17,12 +17,12 @@ from statistics import fmean
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import groups, per_task
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.log import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.windows import ContextAccount
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import groups, per_task
+from skilltransfer.report.table import Table
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.util.files import read_text
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import groups
-from skilltransfer.experiments.report.table import Table
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import groups
+from skilltransfer.report.table import Table
 
 SIZE_BINS = ((1, 5), (6, 20), (21, 100), (101, None))
 NOTE = ("over retrievals of code skills (used = the skill's function ran after the retrieval, as the sandbox recorded "

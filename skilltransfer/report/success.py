@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.envs.registry import official_metric
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.table import Table, natural_key
 from skilltransfer.log import TaskRecord
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.stats import stratified_bootstrap_ci
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.table import Table, natural_key
 from skilltransfer.settings.config import CONDITIONS
 
 AVERAGE = "Average"

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import OFFICIAL, condition_order, metric_of, value_of
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics import SkillScore, binned_spearman, bootstrap_ci, score_library
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import OFFICIAL, condition_order, metric_of, value_of
+from skilltransfer.report.table import Table
 
 N_BINS = 10
 COMPONENTS = ("specificity", "abstractness")

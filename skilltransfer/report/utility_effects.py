@@ -15,10 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from skilltransfer.experiments.report.effects import has_draws, task_draws
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import groups
-from skilltransfer.experiments.report.table import Table
 from skilltransfer.metrics import binned_spearman, score_library
 from skilltransfer.metrics.scoring import ScoreReport
 from skilltransfer.metrics.stats import BINNINGS
@@ -31,6 +27,10 @@ from skilltransfer.metrics.surrogate import (
     has_contrast,
     surrogate_analysis,
 )
+from skilltransfer.report.effects import has_draws, task_draws
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import groups
+from skilltransfer.report.table import Table
 
 BINNED = ("utility", "specificity", "abstractness", "relevance", "best_match")
 """The diagnostics the binned task-level analysis is run for (a task's mean of a 0/1 flag makes no bins)."""

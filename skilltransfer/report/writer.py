@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.experiments.report.build import Report
-from skilltransfer.experiments.report.figures import Drawn, draw_all
-from skilltransfer.experiments.report.runs import RunLog
-from skilltransfer.experiments.report.success import ALL_ENVS, AVERAGE, POOLED, condition_order
-from skilltransfer.experiments.report.table import Table, fmt, natural_key
 from skilltransfer.log.provenance import provenance_differences
+from skilltransfer.report.build import Report
+from skilltransfer.report.figures import Drawn, draw_all
+from skilltransfer.report.runs import RunLog
+from skilltransfer.report.success import ALL_ENVS, AVERAGE, POOLED, condition_order
+from skilltransfer.report.table import Table, fmt, natural_key
 from skilltransfer.util.files import atomic_write_text, new_file_mode
 
 FIGURE_DIR = "figures"

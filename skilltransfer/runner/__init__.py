@@ -1,17 +1,9 @@
-"""experiments subpackage: running streams and grids, and reading their run logs.
+"""The runner: a stream's settings and a spec's grid made into runs.
 
-``from skilltransfer.experiments import load_runs`` gives every finished task of runs as a pandas DataFrame
-(`skilltransfer.experiments.export.load_runs`; imported on first use, it brings in pandas).
+``spec`` reads a spec file, ``plan`` makes its streams, ``build`` the env, model and embedder of each, ``stream`` runs
+one stream task by task into its run folder (`skilltransfer.log.RunFolder`), ``launch`` is ``run``'s way in and
+``grid`` / ``execute`` / ``ray_backend`` run many streams side by side; ``budget``, ``estimate``, ``preflight`` and
+``progress`` bound, price, check and show the work; ``coordinated``, ``evolve``, ``organize`` and ``guard`` are the
+stream kinds and wrappers that need more than a task loop. It reads runs back only through the log, and knows no
+report and no viewer.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    if name == "load_runs":
-        from skilltransfer.experiments.export import load_runs
-
-        return load_runs
-    raise AttributeError(f"module 'skilltransfer.experiments' has no attribute {name!r}")

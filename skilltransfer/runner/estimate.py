@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.log import RunFolder, TaskRecord
+from skilltransfer.runner.plan import StreamPlan
 
 
 @dataclass(frozen=True)

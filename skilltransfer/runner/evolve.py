@@ -28,8 +28,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import build_base_model, library_skills
-from skilltransfer.experiments.stream import StreamSummary, run_stream
 from skilltransfer.lens.decompose import decompose_library
 from skilltransfer.lens.evolve import (
     EvolutionResult,
@@ -46,6 +44,8 @@ from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.power import DEFAULT_MDE, never_commits, power_line
 from skilltransfer.log import RetrievalStep, RunFolder, TaskRecord, read_steps
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.runner.build import build_base_model, library_skills
+from skilltransfer.runner.stream import StreamSummary, run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import read_run_settings
 

@@ -1,5 +1,5 @@
 """Running one stream of a plan in a grid: build its env, run (or resume) it, record the outcome; `run` shares every
-step but the outcome record (`skilltransfer.experiments.launch`).
+step but the outcome record (`skilltransfer.runner.launch`).
 
 A crashing stream becomes a failed `StreamOutcome` carrying its error and traceback; it never raises. Streams that
 share a process share models and embedders: in-process episodes act under one lock (they switch the process's cwd and
@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import build_env, saved_memory_size, stream_tasks
-from skilltransfer.experiments.evolve import run_evolution_stream, split_tasks
-from skilltransfer.experiments.guard import GuardedEnv
-from skilltransfer.experiments.organize import run_organize_stream
-from skilltransfer.experiments.plan import StreamPlan
-from skilltransfer.experiments.stream import parallel_width, run_stream
 from skilltransfer.log import MEMORY, TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import ChatModel, Embedder, TaskSpec
+from skilltransfer.runner.budget import Budget
+from skilltransfer.runner.build import build_env, saved_memory_size, stream_tasks
+from skilltransfer.runner.evolve import run_evolution_stream, split_tasks
+from skilltransfer.runner.guard import GuardedEnv
+from skilltransfer.runner.organize import run_organize_stream
+from skilltransfer.runner.plan import StreamPlan
+from skilltransfer.runner.stream import parallel_width, run_stream
 from skilltransfer.settings.recorded import read_run_settings
 
 State = Literal["pending", "running", "done", "skipped", "failed", "stopped"]

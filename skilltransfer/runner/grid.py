@@ -1,7 +1,7 @@
 """The grid runner: independent streams run concurrently, resumably, with failures isolated.
 
 Each stream stays sequential (its memory evolves task by task); streams run side by side in threads (or as Ray
-tasks, see ``skilltransfer.experiments.ray_backend``). Streams on one endpoint share its concurrency limit: models are
+tasks, see ``skilltransfer.runner.ray_backend``). Streams on one endpoint share its concurrency limit: models are
 built once per spec entry and shared by the streams (the OpenAI client also keys its limiter by endpoint URL).
 
 The output folder holds ``grid.json`` (the resolved spec and the streams), ``status.json`` (each stream's state,
@@ -28,8 +28,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import (
+from skilltransfer.llm.cache import CachedModel
+from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
+from skilltransfer.protocols import TaskSpec
+from skilltransfer.runner.budget import Budget
+from skilltransfer.runner.build import (
     LockedEmbedder,
     build_base_model,
     build_embedder,
@@ -37,7 +40,7 @@ from skilltransfer.experiments.build import (
     stream_library,
     stream_model,
 )
-from skilltransfer.experiments.execute import (
+from skilltransfer.runner.execute import (
     StreamOutcome,
     TaskSink,
     execute_stream,
@@ -46,12 +49,9 @@ from skilltransfer.experiments.execute import (
     list_tasks,
     listing_key,
 )
-from skilltransfer.experiments.plan import StreamPlan, check_source_overlap, plan_streams
-from skilltransfer.experiments.preflight import check_endpoints as preflight
-from skilltransfer.experiments.spec import GridSpec
-from skilltransfer.llm.cache import CachedModel
-from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
-from skilltransfer.protocols import TaskSpec
+from skilltransfer.runner.plan import StreamPlan, check_source_overlap, plan_streams
+from skilltransfer.runner.preflight import check_endpoints as preflight
+from skilltransfer.runner.spec import GridSpec
 from skilltransfer.settings.config import axes
 from skilltransfer.util.files import atomic_write_text
 from skilltransfer.util.http_client import shown_url
@@ -362,7 +362,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         ray_cpus_per_stream: CPUs Ray reserves per stream.
         stream_retries: how often a failed stream is started again (resuming) before it counts as failed.
         resume_command: the command that resumes the grid, written to ``status.json`` while it is unfinished.
-        check_endpoints: check each endpoint of the streams to run (`skilltransfer.experiments.preflight`) first.
+        check_endpoints: check each endpoint of the streams to run (`skilltransfer.runner.preflight`) first.
         budget: a spending limit over all streams (thread backend): once reached no task starts; running tasks
             finish; the summary's ``stopped`` says why and rerunning resumes.
 
@@ -398,7 +398,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
                              f"{', '.join(unpriced)}")
     runner: Any
     if backend == "ray":
-        from skilltransfer.experiments.ray_backend import RayBackend
+        from skilltransfer.runner.ray_backend import RayBackend
 
         runner = RayBackend(todo, address=address, cpus_per_stream=ray_cpus_per_stream)
     elif backend == "thread":

@@ -15,8 +15,10 @@ from typing import Any
 from rich.console import Console
 
 from skilltransfer.errors import InputError, check_output_path
-from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import (
+from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
+from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
+from skilltransfer.runner.budget import Budget
+from skilltransfer.runner.build import (
     build_base_model,
     build_embedder,
     build_env,
@@ -24,20 +26,18 @@ from skilltransfer.experiments.build import (
     stream_model,
     stream_tasks,
 )
-from skilltransfer.experiments.guard import GuardedEnv
-from skilltransfer.experiments.plan import one_stream
-from skilltransfer.experiments.preflight import check_endpoint
-from skilltransfer.experiments.progress import StreamProgress
-from skilltransfer.experiments.spec import load_run_spec
-from skilltransfer.experiments.stream import (
+from skilltransfer.runner.guard import GuardedEnv
+from skilltransfer.runner.plan import one_stream
+from skilltransfer.runner.preflight import check_endpoint
+from skilltransfer.runner.progress import StreamProgress
+from skilltransfer.runner.spec import load_run_spec
+from skilltransfer.runner.stream import (
     StreamInputs,
     StreamSummary,
     parallel_width,
     prepare_stream,
     run_stream,
 )
-from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
-from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import check_settings
 

@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import library_skills
-from skilltransfer.experiments.stream import StreamSummary
 from skilltransfer.induction.organize import OrganizeConfig, Organizer
 from skilltransfer.log import RESULTS, RunFolder
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl
 from skilltransfer.memory.organization import LibraryView, Organization, save_organization
 from skilltransfer.protocols import ChatModel
+from skilltransfer.runner.build import library_skills
+from skilltransfer.runner.stream import StreamSummary
 from skilltransfer.settings.config import ORGANIZATIONS, StreamConfig
 from skilltransfer.settings.recorded import RunSettings
 from skilltransfer.util.files import atomic_write_text

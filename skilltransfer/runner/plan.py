@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.spec import LOCATION, GridSpec, env_entry, model_entry
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.runner.spec import LOCATION, GridSpec, env_entry, model_entry
 from skilltransfer.settings.config import ORGANIZATIONS, StreamConfig, axes
 
 

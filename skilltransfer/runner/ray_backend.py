@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.build import build_base_model, build_embedder, single_thread_faiss, stream_model
-from skilltransfer.experiments.execute import StreamOutcome, TaskSink, execute_stream
-from skilltransfer.experiments.plan import StreamPlan
 from skilltransfer.log import TaskRecord
 from skilltransfer.protocols import TaskSpec
+from skilltransfer.runner.build import build_base_model, build_embedder, single_thread_faiss, stream_model
+from skilltransfer.runner.execute import StreamOutcome, TaskSink, execute_stream
+from skilltransfer.runner.plan import StreamPlan
 
 
 def _ray() -> Any:

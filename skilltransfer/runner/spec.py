@@ -3,7 +3,7 @@
 
 A spec holds `StreamConfig` settings, each axis either as a list under its plural key (``conditions: [task,
 task+text]``, ``envs: {label: entry}``) or as one value under its singular key (``condition: task``, ``env: apps``);
-every combination of the listed values is one stream (`skilltransfer.experiments.plan`). A grid spec adds ``name``,
+every combination of the listed values is one stream (`skilltransfer.runner.plan`). A grid spec adds ``name``,
 ``description``, ``out``, ``max_concurrency`` and optional ``phases``: override dicts merged on top of the top-level
 settings (``name`` required), for grids whose later streams read the memory an earlier phase produced
 (``library_from``). ``run`` reads the same keys and must come out with exactly one stream.
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError, check_output_path, validation_message
-from skilltransfer.experiments.build import check_env_name
+from skilltransfer.runner.build import check_env_name
 from skilltransfer.settings.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
 from skilltransfer.util.files import read_text
 

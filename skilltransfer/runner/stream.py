@@ -14,7 +14,7 @@ task's fault still stops the stream, leaving the task to be redone on resume: a 
 (`InputError`: an endpoint down past its retry budget, a bad key, a cache miss in replay) and Ctrl-C.
 
 With ``coordination`` set (nl-sop, prompt-graph, metaskill) each task is carried out from its frozen plan by
-`skilltransfer.experiments.coordinated.CoordinatedTask` instead of the agent's `TaskLoop`. Every stream snapshots the
+`skilltransfer.runner.coordinated.CoordinatedTask` instead of the agent's `TaskLoop`. Every stream snapshots the
 episode's workspace right after ``env.start`` and, after ``evaluate()``, writes the task's artifacts
 (`RunFolder.write_artifacts`). After ``evaluate()`` the task's loop induces what waited for the verdict
 (``finish``: ``only_successful`` or the ``contract`` induction variant). Each record carries the task's
@@ -47,17 +47,6 @@ from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.budget import Budget
-from skilltransfer.experiments.build import (
-    LockedEmbedder,
-    build_base_model,
-    external_library,
-    library_name,
-    pick_positions,
-    stream_library_read,
-)
-from skilltransfer.experiments.coordinated import CoordinatedTask
-from skilltransfer.experiments.guard import GuardedEnv
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
@@ -89,6 +78,17 @@ from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
+from skilltransfer.runner.budget import Budget
+from skilltransfer.runner.build import (
+    LockedEmbedder,
+    build_base_model,
+    external_library,
+    library_name,
+    pick_positions,
+    stream_library_read,
+)
+from skilltransfer.runner.coordinated import CoordinatedTask
+from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import RunSettings, check_resume, read_run_settings
 from skilltransfer.skill import Skill, UsageStats
@@ -382,7 +382,7 @@ class _LiveTrajectory:
         self.clock = clock
         self.result: AgentResult | None = None
         self.plan: dict[str, Any] | None = None
-        """A coordinated task's plan (`skilltransfer.experiments.coordinated.plan_info`)."""
+        """A coordinated task's plan (`skilltransfer.runner.coordinated.plan_info`)."""
         self._last = clock()  # the first write comes PARTIAL_WRITE_S into the task (fast tasks write once)
 
     def on_event(self, event: AgentEvent) -> None:

@@ -2,7 +2,7 @@
 
 Two ways: an episode's test double (the default) runs its actions as the worker would, in the workspace as the
 process's working directory with stdout captured, so it changes process-wide state while an action runs (a grid runs
-such actions one at a time, `skilltransfer.experiments.guard.GuardedEnv`). ``scoped=True`` changes nothing
+such actions one at a time, `skilltransfer.runner.guard.GuardedEnv`). ``scoped=True`` changes nothing
 process-wide: the code's ``print`` and ``open`` are its namespace's own (output captured per action, relative paths
 under the workspace), so threads may run scoped programs at once (the apps env's reference programs, run while other
 streams act).

@@ -243,7 +243,7 @@ class Limits(BaseModel):
 
 
 class EvolutionSettings(EvolveConfig):
-    """Registry evolution as a stream (`skilltransfer.experiments.evolve.run_evolution_stream`): the stream's tasks
+    """Registry evolution as a stream (`skilltransfer.runner.evolve.run_evolution_stream`): the stream's tasks
     are cut, in order, into a test, a development and a validation split (a task limit caps each split); the rest are
     `EvolveConfig`'s settings (rounds, lambda, the commit test, validation passes)."""
 
@@ -335,7 +335,7 @@ class StreamConfig(BaseModel):
     ``whole`` exposure they lengthen what the agent is shown; retrieval may also return them."""
     organize: list[Literal["tree", "graph"]] = Field(default_factory=list)
     """An organise stream: build these LLM organisations of the frozen library with the stream's model instead of
-    running tasks (`skilltransfer.experiments.organize`; a later phase's ``organization_from`` reads them)."""
+    running tasks (`skilltransfer.runner.organize`; a later phase's ``organization_from`` reads them)."""
     organize_height: int = Field(default=2, ge=2, le=3)
     """Levels from the top of an organise stream's tree/graph to the skills: 2 (routing nodes over skills) or 3 (a
     level of routing nodes over those; the study builds both, `OrganizeConfig.height`)."""

@@ -36,9 +36,10 @@ from typing import Any
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.runs import RunLog, label_runs
-from skilltransfer.experiments.report.skill_exec import library_label as library_name
-from skilltransfer.experiments.summary import (
+from skilltransfer.log import CONFIG, PROMPTS, RESULTS, ActionStep, RunFolder, TaskRecord, TrajectoryLog, read_steps
+from skilltransfer.report.runs import RunLog, label_runs
+from skilltransfer.report.skill_exec import library_label as library_name
+from skilltransfer.report.summary import (
     LIBRARY,
     library_label,
     step_calls,
@@ -46,7 +47,6 @@ from skilltransfer.experiments.summary import (
     summary_rows,
     transfer_events,
 )
-from skilltransfer.log import CONFIG, PROMPTS, RESULTS, ActionStep, RunFolder, TaskRecord, TrajectoryLog, read_steps
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.util import trees
 from skilltransfer.view.highlight import python_tokens
@@ -519,7 +519,7 @@ def _trajectory_status(folder: RunFolder, task_id: str) -> str:
 
 
 def transfer_edges(records: list[TaskRecord], library: str | None = None) -> list[dict[str, Any]]:
-    """The run's transfer events (`skilltransfer.experiments.summary.transfer_events`, the one definition; ``library``:
+    """The run's transfer events (`skilltransfer.report.summary.transfer_events`, the one definition; ``library``:
     the run's `library_label`) as edges source -> target, with the retrieval's best score and the target's outcome.
     A library event's ``source`` is None and ``library`` names where the skill came from."""
     reward = {r.position: r.reward for r in records}
@@ -627,8 +627,8 @@ def _skills(root: Path, records: list[TaskRecord], transfers: list[dict[str, Any
 def _effects(records: list[TaskRecord]) -> dict[str, dict[str, Any]]:
     """Each skill's causal effects from the run's masking draws (`skilltransfer.metrics.effects`; the report's
     ``skill_effects`` table over this run alone): per outcome [estimate, CI low, CI high]; none without draws."""
-    from skilltransfer.experiments.report.effects import task_draws
     from skilltransfer.metrics.effects import skill_effects
+    from skilltransfer.report.effects import task_draws
 
     rows = skill_effects([task_draws(r) for r in records if r.exposures])
     return {row.skill_id: {"candidates": row.candidates, "shown": row.shown, "withheld": row.withheld,

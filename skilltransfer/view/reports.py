@@ -2,7 +2,7 @@
 CSV tables) found under the viewer's paths, and its tables as text, read through `skilltransfer.untrusted`
 (regular files inside the folder, no link followed, size-capped; a CSV is parsed, never rendered as markup).
 
-The page shows the tables in the report's section order (`skilltransfer.experiments.report.writer.SECTIONS`), the
+The page shows the tables in the report's section order (`skilltransfer.report.writer.SECTIONS`), the
 ``utility_effects`` pair (diagnostics against randomised effects, issue 49) first, and the report's figures (the
 index lists them already).
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.experiments.report.writer import FIGURE_DIR, SECTIONS
+from skilltransfer.report.writer import FIGURE_DIR, SECTIONS
 from skilltransfer.util import trees
 
 REPORT_FILE = "report.json"
