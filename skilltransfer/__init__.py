@@ -7,13 +7,17 @@ read through `skilltransfer.log`.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from skilltransfer.version import __version__
 
 
 def __getattr__(name: str) -> Any:
-    if name == "load_runs":  # loaded on use: the package's face stays on the ground floor, pandas unimported
-        return importlib.import_module("skilltransfer.report.export").load_runs
+    if name == "load_runs":  # imported on first use (pandas)
+        from skilltransfer.report.export import load_runs
+
+        return load_runs
     raise AttributeError(f"module 'skilltransfer' has no attribute {name!r}")
+
+
+__all__ = ["__version__", "load_runs"]

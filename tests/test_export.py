@@ -71,3 +71,22 @@ def test_export_of_nothing_is_one_error_line(tmp_path, monkeypatch, capsys):
     assert code == 2
     assert err.startswith("error: ")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_load_runs_is_the_packages_entry_point_and_loads_on_use():
+    """``skilltransfer.load_runs`` is the report's reader, imported on first use: importing the package loads
+    neither the report nor pandas (the package's face stays light for every process that imports a part of it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, skilltransfer\n"
+            "assert not [m for m in sys.modules if m.startswith(('pandas', 'skilltransfer.report'))]\n"
+            "from skilltransfer.report.export import load_runs\n"
+            "assert skilltransfer.load_runs is load_runs\n"
+            "print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
+    import skilltransfer
+
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = skilltransfer.nothing

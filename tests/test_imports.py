@@ -25,7 +25,7 @@ PACKAGE = Path(skilltransfer.__file__).resolve().parent
 ROOT = "skilltransfer"
 
 PARTS: dict[str, tuple[str, ...]] = {
-    "Face": ("cli", "commands", "__main__"),
+    "Face": ("__init__", "cli", "commands", "__main__"),
     "View": ("view",),
     "Report": ("report",),
     "Runner": ("runner",),
@@ -41,7 +41,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "Metrics": ("metrics",),
     "Sandbox": ("sandbox",),
     "Log": ("log",),
-    "Base": ("__init__", "protocols", "errors", "skill", "untrusted", "util"),
+    "Base": ("protocols", "errors", "skill", "untrusted", "util", "version"),
 }
 """Part -> the top-level modules and subpackages of ``skilltransfer`` it holds."""
 

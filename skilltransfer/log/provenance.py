@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.protocols import ChatModel, Completion, Message
+from skilltransfer.version import __version__
 
 PACKAGES = ("numpy", "pandas", "scipy", "pydantic", "openai", "faiss-cpu", "sentence-transformers", "torch",
             "transformers", "llama-cpp-python", "scienceworld")
@@ -49,9 +50,7 @@ def software() -> dict[str, Any]:
 
 @functools.cache
 def _software() -> dict[str, Any]:
-    import skilltransfer
-
-    root = Path(skilltransfer.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the checkout holding the package (log/provenance.py)
     commit = _git(root, "rev-parse", "HEAD") if (root / ".git").exists() else None
     dirty = None
     if commit is not None:
@@ -63,7 +62,7 @@ def _software() -> dict[str, Any]:
             packages[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return {"toolkit_version": skilltransfer.__version__, "git_commit": commit, "git_dirty": dirty,
+    return {"toolkit_version": __version__, "git_commit": commit, "git_dirty": dirty,
             "python": platform.python_version(), "packages": packages}
 
 

@@ -76,7 +76,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import skilltransfer
 from skilltransfer.sandbox.cgroups import ProcessTree, SandboxGroup
 from skilltransfer.sandbox.diskcap import WorkspaceMount
 from skilltransfer.sandbox.quota import Usage, measure
@@ -139,7 +138,7 @@ def _module_location(setup: str | None, packages: dict[str, str]) -> tuple[str |
 
 def hidden_paths() -> list[str]:
     """Where the harness's own ``skilltransfer`` package lives (never visible to the worker)."""
-    return sorted({os.path.realpath(path) for path in skilltransfer.__path__})
+    return [os.path.realpath(Path(__file__).resolve().parents[1])]  # sandbox/runner.py: the package's folder
 
 
 def _readable_paths(runtime: Path, module: str | None) -> list[str]:

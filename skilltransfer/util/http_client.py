@@ -33,9 +33,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpcore2
 import httpx2
 
-from skilltransfer import __version__
 from skilltransfer.errors import InputError
 from skilltransfer.untrusted import MAX_DEPTH, parse_json
+from skilltransfer.version import __version__
 
 log = logging.getLogger(__name__)
 
