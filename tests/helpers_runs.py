@@ -15,6 +15,7 @@ from typing import Any
 from helpers_tinyenv import CounterScript, TinyEnv
 
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import TaskRecord, TrajectoryLog
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import CONDITIONS, ModelSpec, StreamConfig
@@ -89,3 +90,20 @@ def build_runs(root: Path, embedder: Any, *, envs: tuple[str, ...] = tuple(ENV_T
                 script = FlakyScript(skill_reply(fmt), fails_for(env_name, model, condition))
                 run_stream(env, ScriptedModel(script), config, embedder=embedder)
     return root / "runs"
+
+
+def task_record(task_id: str, trajectory: str, *, position: int = 0, success: bool = True) -> TaskRecord:
+    """A finished task's line of ``results.jsonl`` as the runner writes it: the task, its outcome and its trajectory
+    file; counts zero, nothing retrieved or induced (for readers' tests that write a run folder by hand)."""
+    return TaskRecord(run="r", condition="task", position=position, task_id=task_id, difficulty=1, template="t",
+                      reward=float(success), success=success, exit_status="submitted" if success else "step_limit",
+                      steps=1, subtasks=0, latency_s=0.0, model_calls=0, prompt_tokens=0, completion_tokens=0,
+                      dependency=0, peak_context=0, tokens_by_role={}, retrieved=[], induced=[], memory_size=0,
+                      trajectory=trajectory)
+
+
+def trajectory_log(task_id: str, instruction: str, steps: list[dict[str, Any]], *, position: int = 0) -> TrajectoryLog:
+    """A finished task's trajectory file as the runner writes it, with these logged steps and no model call."""
+    return TrajectoryLog(task_id=task_id, position=position, instruction=instruction, steps=steps, calls=[],
+                         contexts=[])
+

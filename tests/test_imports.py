@@ -1,5 +1,6 @@
 """The package's import graph: every module imports, no import cycle between modules, no cycle between the parts
-(floors), and none of the forbidden directions (a world knows no agent, the agent calls the inducer, ...).
+(floors), and none of the forbidden directions (a world knows no agent, the agent calls the inducer, ...); and only
+the run log names a run folder's files.
 
 The graph is read from the source (``ast``): every ``import`` and ``from ... import`` anywhere in a module (inside
 functions and ``TYPE_CHECKING`` blocks too), so a deferred import cannot hide a cycle. ``from package import name``
@@ -245,3 +246,51 @@ def test_errors_stay_on_the_ground_floor() -> None:
     """``errors`` is what every part imports: it imports nothing of the package (issue 40; its file reader is
     ``util.files.read_text``)."""
     assert not import_graph()["skilltransfer.errors"]
+
+
+RUN_FILES = ("config.json", "results.jsonl", "prompts.jsonl", "trajectories", "artifacts", "memory.next",
+             "memory.next.task", "memory.old")
+"""The names of a run folder's files and folders (`skilltransfer.log.folder`); ``memory/`` and ``plans/`` are words
+of other meanings too (settings, the memory's own folder) and are left out."""
+NAMED_ELSEWHERE = {
+    ("skilltransfer.memory.embedders", "config.json"): "a sentence-transformers model folder's file, not a run's",
+    ("skilltransfer.judge.judge", "artifacts"): "the judge's name for where an artifact came from (its source)",
+    ("skilltransfer.judge.runs", "artifacts"): "the judge's name for where an artifact came from (its source)",
+}
+"""(module, name) -> why a module outside the log may spell that name."""
+
+
+def run_file_names(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each string in code (not a docstring) that names a run folder's file: the name itself, or a
+    path under one of its folders (``"trajectories/"``, an f-string's ``f"artifacts/{name}"``)."""
+    tree = ast.parse(source)
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value.strip("/")
+            if text in RUN_FILES or any(node.value.startswith(name + "/") for name in RUN_FILES):
+                found.append((node.lineno, node.value))
+    return found
+
+
+def test_the_run_file_scan_finds_names_in_code_and_not_in_prose() -> None:
+    source = ('"""Reads results.jsonl."""\nA = "results.jsonl"\nB = f"trajectories/{x}.json"\n'
+              'C = folder / "config.json"\nD = "the results.jsonl file"\nE = 1\n"""config.json: a docstring."""\n')
+    assert run_file_names(source) == [(2, "results.jsonl"), (3, "trajectories/"), (4, "config.json")]
+
+
+def test_only_the_run_log_names_the_run_folders_files() -> None:
+    """Every reader and writer of run folders goes through `skilltransfer.log` (issue 48): no module outside it
+    spells a run folder's file names (it takes `RunFolder` paths, or the log's ``CONFIG``, ``RESULTS``, ...)."""
+    found = []
+    for module, path in package_modules().items():
+        if module == "skilltransfer.log" or module.startswith("skilltransfer.log."):
+            continue
+        found += [f"{path.relative_to(PACKAGE.parent)}:{line}: {text!r}"
+                  for line, text in run_file_names(path.read_text(encoding="utf-8"))
+                  if (module, text.strip("/")) not in NAMED_ELSEWHERE]
+    assert not found, "name the run folder's files through skilltransfer.log:\n" + "\n".join(found)
+    log_source = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "log").glob("*.py"))
+    assert {text.strip("/") for _, text in run_file_names(log_source)} == set(RUN_FILES)  # the log names them all

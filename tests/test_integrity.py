@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_runs import task_record, trajectory_log
 from helpers_tinyenv import role_of, task_start
 
 from skilltransfer.envs.apps import AppsEnv
@@ -1103,10 +1104,10 @@ def fake_run(path: Path, answers: dict[str, str]) -> Path:
     for index, (task_id, answer) in enumerate(answers.items()):
         steps = [{"type": "ActionStep", "action": f"complete_task(answer={answer!r})", "observation": "ok",
                   "done": True}]
-        (path / f"trajectories/t{index}.json").write_text(json.dumps({"task_id": task_id, "steps": steps,
-                                                                      "instruction": f"Solve {task_id}."}))
+        (path / f"trajectories/t{index}.json").write_text(
+            trajectory_log(task_id, f"Solve {task_id}.", steps, position=index).model_dump_json())
         (path / f"artifacts/t{index}.json").write_text(json.dumps({"submitted": True, "answer": answer, "files": []}))
-        lines.append(json.dumps({"task_id": task_id, "trajectory": f"trajectories/t{index}.json", "success": True}))
+        lines.append(task_record(task_id, f"trajectories/t{index}.json", position=index).model_dump_json())
     (path / "results.jsonl").write_text("\n".join(lines) + "\n")
     return path
 
@@ -1127,9 +1128,8 @@ def test_hostile_run_folders_given_to_judge_and_show_are_one_error_line(tmp_path
     os.mkfifo(hostile / "trajectories" / "fifo.json")
     os.symlink(other / "trajectories" / "t0.json", hostile / "trajectories" / "linked.json")
     target, reason = RUN_ATTACKS[variant]
-    record = {"task_id": "t1", "trajectory": target.format(other=other), "success": True,
-              "artifacts": target.format(other=other).replace("trajectories", "artifacts")}
-    (hostile / "results.jsonl").write_text(json.dumps(record) + "\n")
+    record = task_record("t1", target.format(other=other))
+    (hostile / "results.jsonl").write_text(record.model_dump_json() + "\n")
     script = tmp_path / "judge.jsonl"
     script.write_text(json.dumps({"reply": "VERDICT: A"}) + "\n")
     error = _one_error_line(*_cli("judge", str(hostile), str(good), "--model", f"scripted:{script}"))

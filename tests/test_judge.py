@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers_cli import cli
+from helpers_runs import task_record, trajectory_log
 from helpers_tinyenv import CounterScript, TinyEnv
 from typer.testing import CliRunner
 
@@ -123,14 +124,13 @@ def fake_run(path, answers, *, artifacts=True):
         name = f"trajectories/t{index}.json"
         steps = [ActionStep(0, None, "r", "t", "x = 1", f"found {answer}").to_dict(),
                  ActionStep(1, None, "r", "t", f"complete_task(answer={answer!r})", "ok", done=True).to_dict()]
-        (path / name).write_text(json.dumps({"task_id": task_id, "instruction": f"Solve {task_id}.",
-                                             "steps": steps}))
+        (path / name).write_text(trajectory_log(task_id, f"Solve {task_id}.", steps, position=index).model_dump_json())
         if artifacts:
             (path / "artifacts").mkdir(exist_ok=True)
             (path / "artifacts" / f"t{index}.json").write_text(json.dumps(
                 {"submitted": True, "answer": answer, "files": [{"path": "out.txt", "status": "added",
                                                                  "text": f"report {answer}"}]}))
-        lines.append(json.dumps({"task_id": task_id, "trajectory": name, "success": True}))
+        lines.append(task_record(task_id, name, position=index).model_dump_json())
     (path / "results.jsonl").write_text("\n".join(lines) + "\n")
     return path
 
@@ -154,10 +154,11 @@ def test_load_run_reads_artifacts_or_falls_back_to_the_trajectory(tmp_path):
         load_run(tmp_path)
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "results.jsonl").write_text('{"task_id": "x"}\n')
-    with pytest.raises(InputError, match=r"results.jsonl:1: broken results line"):
+    with pytest.raises(InputError, match=r"results.jsonl:1: field 'run'"):  # read as the log's typed record
         load_run(tmp_path / "c")
-    for bad, reason in (("[]", "needs an object"), ('{"steps": {}}', "steps is not a list"),
-                        ('{"steps": [{"type": "ActionStep", "action": 3}]}', r"steps\[0\]")):
+    rest = '"calls": [], "contexts": [], "task_id": "t1", "position": 0, "instruction": "Solve t1."'
+    for bad, reason in (("[]", "not a trajectory"), ('{"steps": {}, ' + rest + "}", "not a trajectory: field 'steps'"),
+                        ('{"steps": [{"type": "ActionStep", "action": 3}], ' + rest + "}", r"steps\[0\]")):
         folder = fake_run(tmp_path / f"bad{len(bad)}", {"t1": "GOOD"}, artifacts=False)
         (folder / "trajectories" / "t0.json").write_text(bad)  # written by whoever shared the folder
         with pytest.raises(InputError, match=reason):

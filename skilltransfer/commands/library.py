@@ -286,11 +286,11 @@ def export(
 def _with_run_origin(skills: list[Skill], library: Path) -> list[Skill]:
     """Induced skills of a run's ``memory/`` folder with what the run folder says of them: the inducer model
     (``extra["inducer_model"]``, the run's model label) and the run (``provenance.run_id``), where missing."""
-    from skilltransfer.log import RunFolder
+    from skilltransfer.log import MEMORY, RunFolder
     from skilltransfer.settings.recorded import read_run_settings
 
     run = library.parent
-    if library.name != "memory" or not (run / "config.json").is_file():
+    if library.name != MEMORY or not RunFolder(run).exists():
         return skills
     try:
         config = read_run_settings(RunFolder(run)).config

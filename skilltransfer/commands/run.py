@@ -40,6 +40,7 @@ from skilltransfer.commands.options import (
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import PromptVariant
+from skilltransfer.log import MEMORY, RESULTS, TRAJECTORIES
 from skilltransfer.report.summary import summarize_run
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import imported_module, parse_positions
@@ -217,8 +218,7 @@ def run(
     folder = result.summary.path
     stdout = Console(width=max(100, Console().width))
     stdout.print(summary_table(summarize_run(folder)))
-    paths = [("results", folder / "results.jsonl"), ("trajectories", folder / "trajectories"),
-             ("memory", folder / "memory")]
+    paths = [("results", folder / RESULTS), (TRAJECTORIES, folder / TRAJECTORIES), (MEMORY, folder / MEMORY)]
     for label, path in paths:
         if path.exists():
             stdout.print(f"{label}: {path}", highlight=False, soft_wrap=True)

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skilltransfer.errors import InputError
+from skilltransfer.log import RunFolder
 from skilltransfer.report.summary import (
     RunSummary,
     format_trajectory,
@@ -38,7 +39,7 @@ def show(
         raise InputError("--prompts needs --task")
     if task is not None:
         record, trajectory = load_task(run, task)
-        where = run / (record.trajectory if record is not None else f"trajectories/{trajectory.task_id}.json")
+        where = run / (record.trajectory if record is not None else RunFolder(run).trajectory_file(trajectory.task_id))
         try:  # a trajectory is the agent's or a stranger's file: a crafted field is one line, never a traceback
             text = format_trajectory(record, trajectory, max_chars=max_chars,
                                      prompts=load_prompts(run, trajectory) if prompts else None, path=where)

@@ -194,14 +194,28 @@ class RunFolder:
         """The artifacts file of a task (``artifacts/<its trajectory file name>``), relative to the run folder."""
         return f"{ARTIFACTS}/{Path(trajectory).name}"
 
+    def read_artifacts(self, trajectory: str) -> Any:
+        """A task's artifacts record (`artifacts_file` of its ``trajectory``) as JSON (a mapping when the toolkit
+        wrote it: `skilltransfer.envs.artifacts.episode_artifacts`); None when the run kept none (logged before
+        artifacts were kept). Read inside the run folder, no link followed (a link there is refused, not skipped).
+
+        Raises:
+            InputError: the file is a link, not a regular file, too large or not JSON.
+        """
+        relative = self.artifacts_file(trajectory)
+        if not os.path.lexists(self.root / relative):
+            return None
+        return read_json(relative, what="artifacts file", root=self.root)
+
     def read_trajectory(self, relative: str) -> TrajectoryLog:
         """A trajectory file (``relative`` to the run folder).
 
         Raises:
-            InputError: the file is missing or not a trajectory.
+            InputError: the file is missing, not a regular file inside the folder (a link, a FIFO, a path leading out:
+                named), or not a trajectory.
         """
         path = self.root / relative
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise InputError("trajectory file is missing", path=path)
         try:  # the path comes from results.jsonl: inside the run folder, no link followed
             return TrajectoryLog.model_validate_json(read_text(relative, what="trajectory", root=self.root))

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
+from skilltransfer.log import CONFIG
 from skilltransfer.memory.embedders import EmbedderWrapper, HashEmbedder, make_embedder
 from skilltransfer.report.runs import RunLog
 
@@ -69,9 +70,9 @@ class EmbedderResolver:
         spec = spec or _KNOWN_IDS.get(recorded or "")
         if not spec:
             raise InputError(f"cannot tell which embedder the run used (embedder id {recorded!r}); pass --embedder",
-                             path=run.path / "config.json")
+                             path=run.path / CONFIG)
         embedder = self._build(spec)
         if recorded and str(embedder.id) != recorded:
             raise InputError(f"embedder {spec!r} has id {embedder.id!r} but the run recorded {recorded!r}; "
-                             "pass --embedder to score with another one", path=run.path / "config.json")
+                             "pass --embedder to score with another one", path=run.path / CONFIG)
         return embedder

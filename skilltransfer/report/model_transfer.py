@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from skilltransfer.errors import InputError
-from skilltransfer.log import RunFolder
+from skilltransfer.log import MEMORY, RunFolder
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import per_task
@@ -32,8 +32,8 @@ def library_model(run: RunLog) -> str | None:
     if library is None:
         return None
     folder = Path(library)
-    folder = folder.parent if folder.name == "memory" else folder
-    if not (folder / "config.json").is_file():
+    folder = folder.parent if folder.name == MEMORY else folder
+    if not RunFolder(folder).exists():
         return None
     try:
         return read_run_settings(RunFolder(folder)).config.model.report_label  # as `RunLog.model` names it

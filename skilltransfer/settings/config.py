@@ -47,6 +47,7 @@ from skilltransfer.lens.power import never_commits
 from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
+from skilltransfer.log import PLANS
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.store import MemoryConfig
 from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
@@ -514,7 +515,7 @@ class StreamConfig(BaseModel):
     def plan_dir(self) -> Path:
         """The plan folder of a coordinated stream (see ``plans``)."""
         if self.plans is None:
-            return self.path / "plans"
+            return self.path / PLANS
         return Path(self.runs_dir) / self.plans
 
     def check_skill_exec(self) -> None:

@@ -36,7 +36,17 @@ from typing import Any
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.log import CONFIG, PROMPTS, RESULTS, ActionStep, RunFolder, TaskRecord, TrajectoryLog, read_steps
+from skilltransfer.log import (
+    CONFIG,
+    MEMORY,
+    PROMPTS,
+    RESULTS,
+    ActionStep,
+    RunFolder,
+    TaskRecord,
+    TrajectoryLog,
+    read_steps,
+)
 from skilltransfer.report.runs import RunLog, label_runs
 from skilltransfer.report.skill_exec import library_label as library_name
 from skilltransfer.report.summary import (
@@ -579,7 +589,7 @@ def _skills(root: Path, records: list[TaskRecord], transfers: list[dict[str, Any
     if not (root / "memory" / MANIFEST).is_file():
         return [], None
     try:  # a memory may hold two skills of one name (a library import would refuse them)
-        library = [skill for skill, _ in read_jsonl(f"memory/{SKILLS_JSONL}", root=root)]
+        library = [skill for skill, _ in read_jsonl(f"{MEMORY}/{SKILLS_JSONL}", root=root)]
     except InputError as exc:
         return [], str(exc)
     scores, _ = _scores(root)
