@@ -16,7 +16,7 @@ JSONL files are appended, a line per write); `RunFolder` reads and writes it, an
 - ``trajectories/<task_id>.json`` (`TrajectoryLog`; ids made file-name safe by `safe_task_id`), rewritten while the
   task runs (status "running"), once more if an error ends it ("aborted"), and when it is scored ("finished"); its
   steps read back typed through `read_steps` (`ActionStep`, `PlanStep`, `RetrievalStep`, `SummaryStep`,
-  `InductionStep`, with the harness's `GuardRecord` s);
+  `InductionStep`, with the harness's records, `GuardRecord`);
 - ``artifacts/<task file>.json``: the task's final artifacts (`skilltransfer.envs.artifacts.episode_artifacts`: the
   answer and the workspace files it added, changed or deleted, as text), written before the task is committed; what
   ``skilltransfer judge`` reads;
