@@ -12,6 +12,9 @@ each case again from its cache into ``<dir>/<case>/replay-<n>`` and prints, per 
 the fields that differ per task (fields added since the recording are listed apart and do not count as a
 difference). The last line: ``replay: C cases, T tasks, D differing, M misses``.
 
+``--cases local-main`` adds the main job on the embedded model (recorded at f7065d7 in
+``/work/replay/base-f7065d7/local-main`` on the development machine).
+
 The cases: the main job's shape (apps starter ``task+text`` ``--limit 4``), office ``task+text`` and
 ``subtask+text``, apps ``task+code`` and ``subtask+code``, and a grid (the cross-level spec narrowed to apps, two
 tasks per stream), all against the mock server answering every role (``--roles fail_rate=0.3``, seeded), so replies
@@ -42,9 +45,16 @@ CASES: dict[str, list[str]] = {
     "apps-subtask+code": ["run", "--env", "apps", "--condition", "subtask+code", "--limit", "2"],
     "grid-cross-level": ["grid", "experiments/cross-level.yaml", "-c", "envs=[apps]", "--limit", "2", "-j", "1"],
 }
+LOCAL_CASES: dict[str, list[str]] = {
+    "local-main": ["run", "--env", "apps", "--stream", "starter", "--condition", "task+text", "--limit", "4"],
+}
+"""The main job on the embedded model (minutes to record; the MiniLM embedder): only when named in ``--cases``."""
 
 
 def _command(case: str, argv: list[str], url: str, cache: Path, mode: str, out: Path) -> list[str]:
+    if case in LOCAL_CASES:
+        return [sys.executable, "-m", "skilltransfer", *argv, "--out", str(out), "--no-progress", "--model", "local",
+                "--cache", str(cache), "--cache-mode", mode]
     cmd = [sys.executable, "-m", "skilltransfer", *argv, "--out", str(out), "--embedder", "hash:64", "--no-progress"]
     if argv[0] == "run":
         return [*cmd, "--model", f"mock@{url}", "--cache", str(cache), "--cache-mode", mode]
@@ -116,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                 n = 1 + sum(1 for p in folder.glob("replay-*"))
                 out = folder / f"replay-{n}"
                 mode = "ro"
-            proc = subprocess.run(_command(case, CASES[case], server.url, cache, mode, out), env=env,
+            argv_case = CASES.get(case) or LOCAL_CASES[case]
+            proc = subprocess.run(_command(case, argv_case, server.url, cache, mode, out), env=env,
                                   capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 print(f"{case}: exit {proc.returncode}\n{proc.stderr[-2000:]}")

@@ -4,9 +4,9 @@ failing replies and retried transport faults mixed in), then ``skilltransfer rep
 
 Each spec: exit 0, no failed stream, the streams the spec plans, every stream's tasks taken from its own env, and the
 report tables the spec exists for (Table 2 always; ``coordination``, ``skill_exec``, ``library_organization``,
-``reuse``, ``skills_per_run``, ``skill_effects``, ``forgetting``, ``capacity`` when its streams use them). The second
-variant answers the inducer with text no skill can be parsed from: every stream that reads an earlier phase's library
-then runs with none and says so.
+``reuse``, ``skills_per_run``, ``skill_effects`` and ``utility_effects``, ``forgetting``, ``capacity`` when its
+streams use them). The second variant answers the inducer with text no skill can be parsed from: every stream that
+reads an earlier phase's library then runs with none and says so.
 
 The specs are globbed, so a spec added to ``experiments/`` is covered without editing this file. Settings are the
 smallest that still run every stream kind: 2 tasks per stream, the hash embedder (a documented test double: the
@@ -83,7 +83,7 @@ def _expected_tables(plans: list[StreamPlan]) -> set[str]:
     if any(c.has_memory for c in configs):
         wanted.add("skills_per_run")
     if any(c.mask_rate > 0 for c in configs):
-        wanted.add("skill_effects")
+        wanted |= {"skill_effects", "utility_effects"}  # diagnostics against the effects (docs/utility-effects.md)
     if any(c.library_snapshot is not None for c in configs):
         wanted |= {"forgetting", "forgetting_matrix"}
     if any(c.memory.capacity is not None for c in configs):

@@ -549,3 +549,67 @@ def test_the_report_page_shows_the_model_transfer_matrix(browser, tmp_path):
             assert not page.errors
         finally:
             page.close()
+
+
+def test_the_viewers_report_page_shows_diagnostics_against_randomised_effects(browser, tmp_path):
+    """Issue 49: a masked stream of the planted world (``benchmarks/utility_effects.py``), ``report`` on it, and
+    ``view`` on the lot: the index links the report folder, whose page shows the utility_effects tables (one row per
+    diagnostic, one per masked skill) and the effect-against-utility figure; the static export shows the same page."""
+    import importlib.util
+    import sys
+
+    from skilltransfer.experiments.report import make_report
+    from skilltransfer.metrics.surrogate import DIAGNOSTICS
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "utility_effects.py"
+    spec = importlib.util.spec_from_file_location("utility_effects_bench_view", bench)
+    assert spec is not None
+    assert spec.loader is not None
+    world = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = world
+    spec.loader.exec_module(world)
+    root = tmp_path / "study"
+    _, relevance = world.library(6)
+    world.run_world(root / "runs", 0, {n: world.effect_of(r) for n, r in relevance.items()}, groups=6,
+                    per_topic=40, mask_rate=0.5, tag="masked")
+    made, _ = make_report([root / "runs"], root / "report")
+    expected = made.table("utility_effects").where(diagnostic="utility")[0]
+    catalog = Catalog([root])
+    with ViewServer(catalog) as running:
+        page = Page(browser, running.url)
+        try:
+            link = page.page.locator("ul.reports a", has_text="study/report")
+            assert link.count() == 1, page.text()
+            page.click(link)
+            assert page.page.locator("main h1").inner_text() == "study/report"
+            summary = page.page.locator('section[data-table="utility_effects"] table')
+            header = summary.locator("thead th").all_inner_texts()
+            rows = [r.locator("td").all_inner_texts() for r in summary.locator("tbody tr").all()]
+            assert [r[header.index("diagnostic")] for r in rows] == list(DIAGNOSTICS)
+            utility = rows[0]
+            assert float(utility[header.index("rho")]) == pytest.approx(expected["rho"], abs=5e-4)
+            assert float(utility[header.index("binned_rho")]) == pytest.approx(expected["binned_rho"], abs=5e-4)
+            skills = page.page.locator('section[data-table="utility_effects_skills"] table tbody tr')
+            assert skills.count() == 24
+            sections = page.page.locator("section.report-table").evaluate_all("s => s.map(x => x.dataset.table)")
+            assert sections[:2] == ["utility_effects", "utility_effects_skills"]
+            image = page.page.locator("div.figures figure", has_text="study/report/figures/utility_effects.png")
+            assert image.count() == 1
+            handle = image.locator("img")
+            handle.scroll_into_view_if_needed()
+            page.page.wait_for_function("img => img.complete && img.naturalWidth > 400",
+                                        arg=handle.element_handle(), timeout=20000)
+            served_text = page.text()
+            assert not page.errors
+            assert not page.dialogs
+        finally:
+            page.close()
+    export_site(catalog, tmp_path / "site")
+    exported = Page(browser, (tmp_path / "site" / "index.html").as_uri())
+    try:
+        exported.click(exported.page.locator("ul.reports a", has_text="study/report"))
+        assert exported.page.locator('section[data-table="utility_effects_skills"] table tbody tr').count() == 24
+        assert exported.text() == served_text
+        assert not exported.errors
+    finally:
+        exported.close()

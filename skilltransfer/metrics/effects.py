@@ -100,6 +100,69 @@ def benjamini_hochberg(p_values: Sequence[float], alpha: float) -> list[bool]:
     return rejected
 
 
+def _randomised(tasks: Sequence[TaskDraws]) -> tuple[list[TaskDraws], dict[str, list[tuple[int, float, bool]]]]:
+    """The tasks with a randomised draw, and per skill its draws as (task index, propensity, shown)."""
+    kept = [t for t in tasks if any(0 < d.propensity < 1 for d in t.draws)]
+    by_skill: dict[str, list[tuple[int, float, bool]]] = {}
+    for i, task in enumerate(kept):
+        for d in task.draws:
+            if 0 < d.propensity < 1:
+                by_skill.setdefault(d.skill_id, []).append((i, d.propensity, d.shown))
+    return kept, by_skill
+
+
+def _resample_counts(tasks: Sequence[TaskDraws], resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap weights (resamples x tasks): one multinomial resample of the task keys per replicate, a key's
+    instances all taking its count."""
+    index = {key: j for j, key in enumerate(sorted({t.key for t in tasks}))}
+    cluster = np.array([index[t.key] for t in tasks], dtype=int)
+    c = len(index)
+    return (rng.multinomial(c, np.full(c, 1.0 / c), size=resamples).astype(float)[:, cluster] if c
+            else np.zeros((resamples, 0)))
+
+
+@dataclass(frozen=True)
+class EffectReplicates:
+    """Each skill's effect on one outcome and its value in every task-bootstrap replicate (`effect_replicates`)."""
+
+    skill_ids: tuple[str, ...]
+    """The skills with both arms, by id."""
+    estimates: np.ndarray
+    """Point estimates, one per skill."""
+    replicates: np.ndarray
+    """resamples x skills; NaN where a replicate left an arm of the skill empty."""
+    shown: np.ndarray
+    """Tasks per skill in the shown arm."""
+    withheld: np.ndarray
+    """Tasks per skill in the withheld arm."""
+
+
+def effect_replicates(tasks: Sequence[TaskDraws], *, outcome: str = "success", resamples: int = 1000,
+                      seed: int = 0) -> EffectReplicates:
+    """Every skill's effect on ``outcome`` in each replicate of the task bootstrap: the very resamples that
+    `skill_effects` draws with the same ``seed`` and ``resamples`` (its intervals are percentiles of these columns),
+    so a statistic over skills recomputed per replicate carries the effects' joint uncertainty."""
+    kept, by_skill = _randomised(tasks)
+    counts = _resample_counts(kept, resamples, np.random.default_rng(seed))
+    ids, points, columns, shown, withheld = [], [], [], [], []
+    for skill_id in sorted(by_skill):
+        draws = by_skill[skill_id]
+        idx = np.array([i for i, _, _ in draws])
+        pi = np.array([p for _, p, _ in draws])
+        z = np.array([float(s) for _, _, s in draws])
+        if z.all() or not z.any():
+            continue
+        y = np.array([kept[i].outcomes[outcome] for i in idx], dtype=float)
+        ids.append(skill_id)
+        points.append(float(_hajek(y, z, pi, np.ones_like(z))))
+        columns.append(_hajek(y, z, pi, counts[:, idx]))
+        shown.append(int(z.sum()))
+        withheld.append(int(len(z) - z.sum()))
+    matrix = np.column_stack(columns) if columns else np.zeros((resamples, 0))
+    return EffectReplicates(tuple(ids), np.array(points, dtype=float), matrix, np.array(shown, dtype=int),
+                            np.array(withheld, dtype=int))
+
+
 def skill_effects(tasks: Sequence[TaskDraws], *, outcomes: Sequence[str] = OUTCOMES, resamples: int = 1000,
                   randomizations: int = 1000, level: float = 0.95, alpha: float = 0.05,
                   seed: int = 0) -> list[SkillEffect]:
@@ -116,17 +179,8 @@ def skill_effects(tasks: Sequence[TaskDraws], *, outcomes: Sequence[str] = OUTCO
         seed: the bootstrap's and the test's seed.
     """
     rng = np.random.default_rng(seed)
-    tasks = [t for t in tasks if any(0 < d.propensity < 1 for d in t.draws)]
-    by_skill: dict[str, list[tuple[int, float, bool]]] = {}
-    for i, task in enumerate(tasks):
-        for d in task.draws:
-            if 0 < d.propensity < 1:
-                by_skill.setdefault(d.skill_id, []).append((i, d.propensity, d.shown))
-    index = {key: j for j, key in enumerate(sorted({t.key for t in tasks}))}
-    cluster = np.array([index[t.key] for t in tasks], dtype=int)
-    c = len(index)
-    counts = (rng.multinomial(c, np.full(c, 1.0 / c), size=resamples).astype(float)[:, cluster] if c
-              else np.zeros((resamples, 0)))
+    tasks, by_skill = _randomised(tasks)
+    counts = _resample_counts(tasks, resamples, rng)
     lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     rows: list[SkillEffect] = []
     for skill_id in sorted(by_skill):

@@ -11,7 +11,8 @@ of its path, and builds three payloads that the local server and the static expo
   its utility: from a ``scores.json`` of ``skilltransfer score --out`` in the run folder, and as a ``library_filter``
   run ranked its library, from ``config.json``'s ``library_utility``);
 - `Catalog.task`: one task's record and trajectory, its calls' prompts (the messages they name in ``prompts.jsonl``),
-  which calls made which step, and its code as highlighting tokens.
+  which calls made which step, and its code as highlighting tokens;
+- `Catalog.report`: one report folder's tables (`skilltransfer.view.reports`; the index lists the folders).
 
 Everything in a run folder is untrusted: files are read through `skilltransfer.util.untrusted` (regular files
 inside the run folder only, no link below it followed, size-capped), and the payloads carry text (the page renders it
@@ -49,6 +50,7 @@ from skilltransfer.experiments.summary import (
 )
 from skilltransfer.util import trees, untrusted
 from skilltransfer.view.highlight import python_tokens
+from skilltransfer.view.reports import find_reports, report_payload
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """The largest run-log file the viewer reads (a trajectory, results, prompts or memory file)."""
@@ -240,7 +242,19 @@ class Catalog:
                 grids[entry.grid] = _grid_info(entry, self.paths)
         return {"generated": datetime.now(UTC).isoformat(timespec="seconds"),
                 "paths": [str(p) for p in self.paths], "runs": rows, "grids": list(grids.values()),
-                "figures": [{"key": f.key, "label": f.label} for f in figures], "problems": problems}
+                "figures": [{"key": f.key, "label": f.label} for f in figures], "problems": problems,
+                "reports": [{"key": r.key, "label": r.label} for r in find_reports(self.paths)]}
+
+    def report(self, key: str) -> dict[str, Any]:
+        """One report folder's page (`skilltransfer.view.reports`).
+
+        Raises:
+            InputError: no report folder under the paths has this key, or its report.json cannot be read.
+        """
+        entry = next((r for r in find_reports(self.paths) if r.key == key), None)
+        if entry is None:
+            raise InputError(f"no report {key!r} among the viewer's paths")
+        return report_payload(entry)
 
     def _summary(self, entry: RunEntry) -> dict[str, Any]:
         """The run's `RunSummary` as a dict, cached until its config or results change."""

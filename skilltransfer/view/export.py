@@ -47,8 +47,8 @@ EXPOSURE_NOTE = ("anyone who can read this folder can read every trajectory, pro
 
 
 def _payloads(catalog: Catalog, problems: list[str]) -> Iterator[tuple[str, Any]]:
-    """Every payload of the catalog as (key, JSON data): each run, each started task, then the index (last: it lists
-    what could not be exported)."""
+    """Every payload of the catalog as (key, JSON data): each run, each started task, each report folder, then the
+    index (last: it lists what could not be exported)."""
     index = catalog.index()
     for row in index["runs"]:
         key = row["key"]
@@ -68,6 +68,11 @@ def _payloads(catalog: Catalog, problems: list[str]) -> Iterator[tuple[str, Any]
                 problems.append(f"{row['label']} task {position}: {exc}")
                 continue
             yield f"task/{key}/{position}", payload
+    for entry in index["reports"]:
+        try:
+            yield f"report/{entry['key']}", catalog.report(entry["key"])
+        except InputError as exc:
+            problems.append(f"{entry['label']}: {exc}")
     index["problems"] += [{"path": "export", "error": p} for p in problems]
     yield "index", index
 

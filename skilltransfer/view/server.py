@@ -75,6 +75,9 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
             raise web.HTTPNotFound()
         return _json(await asyncio.to_thread(catalog.task, request.match_info["key"], int(text)))
 
+    async def api_report(request: web.Request) -> web.Response:
+        return _json(await asyncio.to_thread(catalog.report, request.match_info["key"]))
+
     async def figure(request: web.Request) -> web.Response:
         path = await asyncio.to_thread(catalog.figure, request.match_info["key"])
         data = await asyncio.to_thread(read_figure, path)
@@ -92,6 +95,7 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/api/index", api_index)
     app.router.add_get("/api/run/{key}", api_run)
     app.router.add_get("/api/task/{key}/{position}", api_task)
+    app.router.add_get("/api/report/{key}", api_report)
     app.router.add_get("/figure/{key}.png", figure)
     return app
 

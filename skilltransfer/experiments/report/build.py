@@ -30,6 +30,7 @@ from skilltransfer.experiments.report.utility import (
     utility_bins,
     utility_by_kind,
 )
+from skilltransfer.experiments.report.utility_effects import utility_effects_tables
 from skilltransfer.metrics.stats import BINNINGS
 
 
@@ -104,6 +105,9 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         tables += [tasks, *utility_bins(tasks, utility_n_bins, utility_binning),
                    component_bins(tasks, utility_n_bins, utility_binning),
                    utility_by_kind(runs, scores, seed)]
+        if has_draws(runs):
+            tables += list(utility_effects_tables(runs, embedder_of, seed=seed, n_bins=utility_n_bins,
+                                                  binning=utility_binning))
     density, heatmaps = transfer_heatmaps(runs, density_bins)
     tables += [density, skill_counts(runs, density_bins, metric)]
     settings = {"metric": metric, "density_bins": density_bins, "utility_bins": utility_n_bins,

@@ -378,9 +378,47 @@ def capacity_figure(report: Report) -> Drawn | None:
                  "capacity", figure, len(axes))
 
 
+def utility_effects_figure(report: Report) -> Drawn | None:
+    """Each masked skill's effect on success with its 95 % CI against its utility (left) and its relevance (right),
+    one row per group; harmful skills in red, off-domain ones hollow; the panel title gives rho and its interval."""
+    if "utility_effects_skills" not in report.tables or not report.table("utility_effects_skills").rows:
+        return None
+    table, summary = report.table("utility_effects_skills"), report.table("utility_effects")
+    keys = sorted({(r["env"], r["model"], r["condition"]) for r in table.rows},
+                  key=lambda k: (k[0], k[1], condition_order(k[2])))
+    figure, axes = _grid(2 * len(keys), 2, width=5.2, height=3.8)
+    for row, (env, model, condition) in enumerate(keys):
+        rows = [r for r in table.where(env=env, model=model, condition=condition) if r["success_effect"] is not None]
+        for col, diagnostic in enumerate(("utility", "relevance")):
+            ax = axes[2 * row + col]
+            for r in rows:
+                color = "#c0392b" if r["harmful"] else "#1f4e79"
+                low = r["success_low"] if r["success_low"] is not None else r["success_effect"]
+                high = r["success_high"] if r["success_high"] is not None else r["success_effect"]
+                ax.errorbar([r[diagnostic]], [r["success_effect"]],
+                            yerr=[[r["success_effect"] - low], [high - r["success_effect"]]], fmt="o",
+                            color=color, ecolor=color, elinewidth=0.8, capsize=2, markersize=5,
+                            markerfacecolor="white" if r["off_domain"] else color,
+                            alpha=1.0 if r["enough_draws"] else 0.35)
+            ax.axhline(0, color="#888888", linewidth=0.8)
+            ax.set_xlabel(f"{diagnostic} (score, against the group's tasks)")
+            ax.set_ylabel("effect on success when shown")
+            stat = summary.where(env=env, model=model, condition=condition, diagnostic=diagnostic)
+            rho = stat[0] if stat else {}
+            why = str(rho.get("why") or "").split(";")[0]
+            text = f"ρ n/a: {why[:60]}" if rho.get("rho") is None else (
+                f"ρ = {rho['rho']:.2f}" + (f", corrected {rho['rho_corrected']:.2f} [{rho['rho_low']:.2f}, "
+                                           f"{rho['rho_high']:.2f}]" if rho.get("rho_low") is not None else ""))
+            ax.set_title(f"{env} · {model} · {condition}\n{text} over {rho.get('skills', 0)} skills", fontsize=9)
+            ax.grid(alpha=0.3)
+    figure.suptitle("Skill effect on success (95 % CI) against the cheap diagnostics; red: flagged harmful, hollow: "
+                    "off-domain, faint: too few draws", fontsize=9)
+    return Drawn("utility_effects", "Skill effect against utility and relevance", figure, len(axes))
+
+
 FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
     budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure,
-    lens_cost_figure, forgetting_figure, capacity_figure)
+    lens_cost_figure, forgetting_figure, capacity_figure, utility_effects_figure)
 
 
 def draw_all(report: Report) -> list[Drawn]:

@@ -29,6 +29,8 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
                                                                 "peak_context_paired", "distractors"], None),
     ("Reuse modes: flat and skill-graph routing", ["reuse", "lens_cost_vs_size"], "lens_cost_vs_size"),
     ("Per-skill causal effects (randomised masking)", ["skill_effects"], None),
+    ("Does a cheap score predict a skill's effect? (diagnostics against randomised effects)",
+     ["utility_effects", "utility_effects_skills"], "utility_effects"),
     ("Libraries across models", ["model_transfer"], None),
     ("Backward transfer and forgetting", ["forgetting", "forgetting_matrix"], "forgetting_matrix"),
     ("Retrieved, used, helped", ["skill_use"], None),
@@ -100,6 +102,8 @@ def _cells(table: Table) -> tuple[list[str], list[list[str]]]:
               "mean_specificity": 3, "mean_abstractness": 3}
     if "mean_utility" in table.columns:
         digits.update(ci_low=3, ci_high=3)
+    if table.name.startswith("utility_effects"):
+        digits.update({c: 3 for c in table.columns if c not in ("p_harm", "binned_p")}, p_harm=4, binned_p=4)
     if table.name == "skill_effects":
         digits.update({f"{o}_{p}": 3 for o in ("success", "reward") for p in ("effect", "low", "high")}, p_harm=4)
     columns = [c for c in table.columns if c != "path"]
@@ -123,12 +127,14 @@ def _header(report: Report) -> list[str]:
     envs = sorted({run.env for run in report.runs})
     models = sorted({run.model for run in report.runs})
     tasks = sum(len(run.records) for run in report.runs)
-    empty = [f"{run.name} (library: 0 skills from {library_source(run)})" for run in report.runs
-             if run.frozen_library and not run.skills]
+    empty = [f"{run.name} (library: 0 skills from {library_source(run)})"
+             + (f" + its {len(run.skills)} distractors" if run.skills else "") for run in report.runs
+             if run.frozen_library and len(run.skills) <= run.log.config.distractors]  # only distractors: none induced
     return [f"{len(report.runs)} runs, {tasks} finished tasks; envs: {', '.join(envs)}; models: {', '.join(models)}.",
             f"Metric: task {report.metric}. Settings: " + ", ".join(f"{k}={v}" for k, v in report.settings.items())
             + ". Every number is recomputable from the run logs with skilltransfer.metrics (see each CSV).",
-            *([f"Runs over an empty library (their source induced no skill; they ran with none): {'; '.join(empty)}."]
+            *([f"Runs over an empty library (their source induced no skill; they ran with none but any distractors): "
+               f"{'; '.join(empty)}."]
               if empty else []), *_reasoning(report.runs), *_grouping(report.runs),
             *provenance_differences({run.name: run.log.provenance for run in report.runs})]
 

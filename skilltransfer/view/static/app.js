@@ -56,6 +56,7 @@
     task: (key, position) => `#/run/${enc(key)}/task/${no(Number(position))}`,
     skill: (key, id) => `#/run/${enc(key)}/skill/${enc(id)}`,
     compare: (a, b, taskId) => `#/compare/${enc(a)}/${enc(b)}` + (taskId === undefined ? "" : `/${enc(taskId)}`),
+    report: (key) => `#/report/${enc(key)}`,
   };
 
   function link(href, ...children) {
@@ -306,6 +307,10 @@
         return h("li", null, h("code", null, g.label), g.name ? ` (${g.name})` : "", text ? `: streams ${text}` : "",
           g.updated ? ` · status of ${g.updated}` : "", g.error ? ` · ${g.error}` : "");
       })));
+    }
+    if ((index.reports || []).length) {
+      parts.push(h("h2", null, "Reports"), h("ul", { class: "reports" }, index.reports.map((r) =>
+        h("li", null, link(route.report(r.key), r.label)))));
     }
     if (index.figures.length) {
       parts.push(h("h2", null, "Report figures"), h("div", { class: "figures" }, index.figures.map((f) =>
@@ -894,6 +899,46 @@
       ". A is the left run, B the right; click a task to read both trajectories side by side."), table]);
   }
 
+  // ------------------------------------------------------------------------------------------- report page
+  // A folder `skilltransfer report` wrote: its figures and its tables (the CSVs, as text), the diagnostics against
+  // randomised effects (utility_effects) first.
+  const REPORT_TITLES = {
+    utility_effects: "Does a cheap score predict a skill's effect? Diagnostics against randomised effects, and the binned correlation (Fig. 5a)",
+    utility_effects_skills: "Each masked skill: diagnostics and effect on success",
+    skill_effects: "Per-skill causal effects (randomised masking)",
+  };
+  function reportCell(text) {
+    if (text === "") return h("span", { class: "muted" }, "-");
+    if (/^-?\d+\.\d{4,}(e-?\d+)?$/.test(text)) return Number(text).toFixed(3);
+    return text.length > 80 ? h("span", { title: text }, text.slice(0, 80) + "…") : text;
+  }
+
+  async function reportPage(key) {
+    const [report, index] = await Promise.all([load("report", key), load("index")]);
+    setCrumbs(link(route.runs(), "runs"), `report ${report.label}`);
+    const first = (f) => (f.label.endsWith("/utility_effects.png") ? 0 : 1);
+    const figures = index.figures.filter((f) => f.label.startsWith(report.figures_prefix))
+      .sort((a, b) => first(a) - first(b));
+    const settings = Object.entries(report.settings || {}).map(([k, v]) => `${k}=${v}`).join(", ");
+    const parts = [h("h1", null, report.label),
+      h("p", { class: "lede" }, `${report.runs.length} runs · ${report.tables.length} tables` + (settings ? ` · ${settings}` : ""))];
+    if (figures.length) {
+      parts.push(h("div", { class: "figures" }, figures.map((f) =>
+        h("figure", null, h("img", { src: figureSrc(f.key), alt: f.label, loading: "lazy" }), h("figcaption", null, f.label)))));
+    }
+    for (const table of report.tables) {
+      const columns = table.columns.map((name, i) => ({ label: name, value: (row) => {
+        const n = Number(row[i]);
+        return row[i] !== "" && !Number.isNaN(n) ? n : row[i];
+      }, cell: (row) => reportCell(row[i]), num: table.rows.some((row) => row[i] !== "" && !Number.isNaN(Number(row[i]))) }));
+      parts.push(h("section", { class: "report-table", "data-table": table.name },
+        h("h2", null, REPORT_TITLES[table.name] || table.name),
+        h("p", { class: "muted" }, `${table.name}.csv: ${table.total} rows` + (table.total > table.rows.length ? ` (first ${table.rows.length} shown)` : "")),
+        dataTable(columns, table.rows, { cls: "report" })));
+    }
+    add(clear(main), parts);
+  }
+
   // ------------------------------------------------------------------------------------------- router
   async function render() {
     const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "").map((p) => {
@@ -909,6 +954,7 @@
       else if (parts[0] === "run" && parts[2] === "skill" && parts.length === 4) await runPage(parts[1], "skill", parts[3]);
       else if (parts[0] === "run" && parts.length === 3) await runPage(parts[1], parts[2]);
       else if (parts[0] === "compare" && (parts.length === 3 || parts.length === 4)) await comparePage(parts[1], parts[2], parts[3]);
+      else if (parts[0] === "report" && parts.length === 2) await reportPage(parts[1]);
       else add(clear(main), [h("p", { class: "error" }, "No such page."), link(route.runs(), "all runs")]);
       if (token === state.renders) statusLine.textContent = "";
     } catch (err) {
