@@ -89,7 +89,8 @@ def _two_values(name: str) -> list[object]:
 def test_every_axis_is_a_spec_key_a_run_name_and_a_report_label(name):
     axis = axes()[name]
     values = _two_values(name)
-    extra = {"library": "lib.jsonl"} if name in ("library_filter", "library_snapshot") else {}  # axes of a library
+    of_library = ("library_filter", "library_snapshot", "library_use")  # axes of a library
+    extra = {"library": "lib.jsonl"} if name in of_library else {}
     spec = build_spec({"name": "x", "envs": ["apps"], "conditions": ["task+text"], axis.plural: values, **extra})
     plans = plan_streams(spec)
     assert [getattr(p.config, name) for p in plans] == values

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -204,10 +205,12 @@ DRY_RUN_BLOCK = re.compile(r"`grid --dry-run` on [\d-]+:\n\n```text\n(.*?)```", 
                          ids=lambda p: p.stem)
 def test_a_study_pages_streams_are_what_dry_run_prints(page, tmp_path, monkeypatch, capsys):
     """The stream list a study page prints ("`grid --dry-run` on DATE") is `grid <spec> --dry-run`'s, line for line
-    (the output folder relative to where it ran)."""
+    (the output folder relative to where it ran: a folder holding the bundled ``data/``, which specs name relative to
+    the repository root, as they are run)."""
     spec = SPEC_DIR / f"{page.stem}.yaml"
     assert spec.is_file(), f"{page.name} prints a dry run of no shipped spec"
     _officebench(spec, monkeypatch)
+    shutil.copytree(SPEC_DIR.parent / "data", tmp_path / "data")
     monkeypatch.chdir(tmp_path)
     code, out, err = main_cli(["grid", page.stem, "--dry-run"], monkeypatch, capsys)
     assert code == 0, err

@@ -399,3 +399,57 @@ def test_the_spec_dry_runs_a_frozen_library_plus_off_domain_skills_masked_on_hel
     code, out, err = main_cli(["grid", "utility-effects", "--dry-run"], monkeypatch, capsys)
     assert code == 0, err
     assert "4 streams, 932 tasks" in out
+
+
+# --------------------------------------------------------------------------------------------- score --effects
+def _score_effects(world: ModuleType, library: Path, runs: Path, out: Path | None = None) -> ScoreReport:
+    from skilltransfer.commands.score import score
+
+    return score(library, None, embedder=world.EMBEDDER, field=None, top=None, out=out, seed=0, embed_cache=False,
+                 effects=[runs])
+
+
+@pytest.mark.slow
+def test_score_effects_puts_the_report_numbers_beside_the_diagnostics(world, grid, tmp_path, capsys):
+    library = grid / "library-masked0.jsonl"
+    out = tmp_path / "score.json"
+    scored = _score_effects(world, library, grid, out)
+    screen = " ".join(capsys.readouterr().out.split())  # lines wrapped at the terminal's width joined
+    report = build_report(load_runs([grid]), embedder_of=EmbedderResolver())
+    per_skill = {r["skill_id"]: r for r in report.table("utility_effects_skills").rows}
+    assert len(per_skill) == 24
+    for row in scored.skills:  # the effects, draws and flags are the report's (same runs, seed, bootstrap)
+        expected = per_skill[row.id]
+        assert (row.effect, row.effect_low, row.effect_high) == (
+            expected["success_effect"], expected["success_low"], expected["success_high"])
+        assert (row.harmful, row.shown, row.withheld, row.enough_draws) == (
+            expected["harmful"], expected["shown"], expected["withheld"], expected["enough_draws"])
+        assert row.utility == pytest.approx(expected["utility"])  # against the runs' own tasks, the run's embedder
+    utility = next(a for a in scored.effects["associations"] if a["diagnostic"] == "utility")
+    assert utility["rho"] == pytest.approx(report.table("utility_effects").where(diagnostic="utility")[0]["rho"])
+    assert scored.effects["masked"] == 24
+    assert scored.effects["enough_draws"] == sum(r["enough_draws"] for r in per_skill.values())
+    saved = json.loads(out.read_text())
+    assert saved["effects"]["source"] == str(grid)
+    assert [r["name"] for r in saved["skills"]] == [r.name for r in scored.ranking()]
+    assert {"effect", "effect_low", "effect_high", "harmful", "shown", "withheld", "enough_draws"} <= set(
+        saved["skills"][0])
+    assert "effect [95% CI]" in screen
+    assert f"24 of 24 skills masked in both arms, {scored.effects['enough_draws']} with at least {MIN_ARM}" in screen
+    assert "utility vs effect over" in screen
+
+
+def test_score_effects_refuses_runs_without_masking_in_one_line(world, tmp_path):
+    _, relevance = world.library(2)
+    planted = {n: world.effect_of(r) for n, r in relevance.items()}
+    world.run_world(tmp_path, 0, planted, groups=2, per_topic=3, mask_rate=0.0, tag="plain")
+    with pytest.raises(InputError, match="no randomised masking draws in its 1 run") as caught:
+        _score_effects(world, tmp_path / "library-plain0.jsonl", tmp_path)
+    assert "\n" not in str(caught.value)
+
+
+def test_score_needs_tasks_or_effects(world, tmp_path):
+    from skilltransfer.commands.score import score
+
+    with pytest.raises(InputError, match="give --tasks"):
+        score(tmp_path, None, embedder="hash:64", field=None, top=None, out=None, seed=0, embed_cache=False)

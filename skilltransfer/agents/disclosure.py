@@ -5,7 +5,14 @@ A skill's **card** (name, description, contracts, and how to see more) is always
 body) when the agent loads it; its **files** (``references/``, ``scripts/``, ...) when the agent reads one. A stream
 reading an external library (a SKILL.md folder or a ``.jsonl``) discloses this way (``agent.skill_disclosure:
 progressive``); a run's own induced memory, and another run's memory given as a library, are shown in full as the
-paper's agent saw them (``full``; `full_block`).
+paper's agent saw them (``full``; `full_block`). Beside the agent's own growing memory (``library_use: beside``)
+the library's retrieved skills are disclosed under their own header and the induced ones are shown in full, as the
+paper shows them, in the section before it.
+
+The header says whose skills these are (`DisclosureOrigin`, each its own prompt,
+`skilltransfer.agents.prompts.DISCLOSURE_SECTIONS`): a library's ("written for many tasks, not learned from
+yours"), a library's beside the agent's own skills ("not learned on your earlier tasks"), or the agent's own memory
+shown progressively (``agent.skill_disclosure: progressive`` on a memory condition: "learned on earlier tasks").
 
 Under ``progressive``, per skill execution mode (`skilltransfer.agents.skill_actions`):
 
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from skilltransfer.agents.context import SkillBlock
 from skilltransfer.skill import INSTRUCTION_FILE, Skill
@@ -36,6 +44,9 @@ DESCRIPTION_CHARS = 1024
 """A card shows at most this many characters of a description (the Agent Skills spec's limit)."""
 NAME_CHARS = 100
 """A card's heading shows at most this many characters of a skill's name."""
+DisclosureOrigin = Literal["library", "beside", "memory"]
+"""Whose skills are disclosed: a library (the agent's only skills), a library beside the agent's own induced skills,
+or the agent's own memory."""
 
 
 def one_line(text: str, limit: int) -> str:
@@ -94,11 +105,18 @@ class Disclosure:
         library: the library's name as the header shows it (its folder or file name).
         inline_body_chars: under ``inline``, bodies of at most this many characters are shown whole.
         page_chars: the most characters one ``load_skill`` or ``read_skill_file`` shows.
+        origin: whose skills these are (the header's prompt and wording).
     """
 
     library: str
     inline_body_chars: int = 4000
     page_chars: int = 8000
+    origin: DisclosureOrigin = "library"
+
+    @property
+    def holder(self) -> str:
+        """What holds the skills, as the header's first sentence names it ("The library", "Your memory")."""
+        return "Your memory" if self.origin == "memory" else "The library"
 
     # ------------------------------------------------------------------ what the listing shows
     def card(self, skill: Skill, how: str) -> SkillBlock:

@@ -16,6 +16,10 @@ run folders written before they existed still resume)."""
 DISCLOSURE_PROMPTS = ("disclosure_section", "disclosure_actions", "disclosure_load_skill", "disclosure_read_skill_file")
 """The prompts only progressive disclosure uses (`skilltransfer.agents.disclosure`; recorded only by a stream that
 discloses progressively)."""
+DISCLOSURE_SECTIONS = {"library": "disclosure_section", "beside": "disclosure_beside_section",
+                       "memory": "disclosure_memory_section"}
+"""The skills section's prompt under progressive disclosure, per `skilltransfer.agents.disclosure.DisclosureOrigin`:
+a library, a library beside the agent's own skills, the agent's own memory (a stream records the one it uses)."""
 
 NO_SUMMARY = "(nothing done yet)"
 """The progress summary before the first subtask."""
@@ -64,6 +68,8 @@ class AgentPrompts(PromptSet):
     subagent_task: Prompt
     subagent_rules: Prompt
     disclosure_section: Prompt
+    disclosure_beside_section: Prompt
+    disclosure_memory_section: Prompt
     disclosure_actions: Prompt
     disclosure_load_skill: Prompt
     disclosure_read_skill_file: Prompt

@@ -41,7 +41,7 @@ from typing import Any
 from skilltransfer.agents.config import SkillExec
 from skilltransfer.agents.context import SkillBlock
 from skilltransfer.agents.disclosure import Disclosure, one_line
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.prompts import DISCLOSURE_SECTIONS, AgentPrompts
 from skilltransfer.memory.library import materialize_skill, package_dirname
 from skilltransfer.memory.organization import (
     Entry,
@@ -56,6 +56,7 @@ from skilltransfer.memory.organization import (
 from skilltransfer.memory.package import PackageWriteError
 from skilltransfer.skill import Skill
 from skilltransfer.util import pyast
+from skilltransfer.util.prompts import Prompt
 
 ACTION_NAMES: tuple[str, ...] = ("load_skill", "run_skill", "open_node")
 READ_FILE = "read_skill_file"
@@ -265,7 +266,7 @@ class SkillActions:
         """The section under progressive disclosure: the library's name and true size, the cards, the actions."""
         assert self.disclosure is not None
         size, shown = self.library_size, len(self.view.skills)
-        summary = f"The library holds {size} skill{'s' if size != 1 else ''}"
+        summary = f"{self.disclosure.holder} holds {size} skill{'s' if size != 1 else ''}"
         if self.start:
             summary += f"; these are the members of group {self.start!r}, which you were asked to run."
         elif self.first_view:
@@ -280,8 +281,9 @@ class SkillActions:
         if self.hierarchical and not self.start:
             summary += (f" They are in {len(self.view.organization.nodes)} groups ({self.view.organization.kind}); "
                         "the top level is shown.")
-        return self.prompts.disclosure_section.render(library=f"`{self.disclosure.library}`", summary=summary,
-                                                      listing=listing.rstrip("\n"), actions=self.actions_text())
+        section: Prompt = getattr(self.prompts, DISCLOSURE_SECTIONS[self.disclosure.origin])
+        return section.render(library=f"`{self.disclosure.library}`", summary=summary, listing=listing.rstrip("\n"),
+                              actions=self.actions_text())
 
     def actions_text(self) -> str:
         """The "Skill actions" part under progressive disclosure ('' when none is offered)."""

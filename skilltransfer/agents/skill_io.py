@@ -3,7 +3,9 @@
 Reading, before each (sub)task: retrieve the top-k skills by description (or what the stream's retriever chooses),
 load code skills into the episode's namespace, and render the executor prompt's skills section (or the skill actions
 of ``config.skill_exec`` / ``config.library_organization``, `skilltransfer.agents.skill_actions`; under progressive
-disclosure of a library, `skilltransfer.agents.disclosure`, always the latter). Writing, after each
+disclosure of a library, `skilltransfer.agents.disclosure`, always the latter; a library beside the agent's own memory,
+`skilltransfer.memory.joint.JointMemory`: the induced skills in full and the library's disclosed, in one section
+each, and a retrieval floor for the library's skills only). Writing, after each
 finished (sub-)trajectory: induce one skill (`skilltransfer.induction.Inducer`) and add it to the memory. Each read
 and each write is a step of the task's result (`RetrievalStep`, `InductionStep`); the task's harness may drop
 retrieved skills, refuse an induction or a skill.
@@ -22,10 +24,10 @@ from typing import Any
 
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.decisions import Refuse
-from skilltransfer.agents.disclosure import Disclosure, full_block, one_line
+from skilltransfer.agents.disclosure import Disclosure, DisclosureOrigin, full_block, one_line
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.harness.base import Harness
-from skilltransfer.agents.prompts import AgentPrompts
+from skilltransfer.agents.prompts import DISCLOSURE_SECTIONS, AgentPrompts
 from skilltransfer.agents.result import AgentResult
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
 from skilltransfer.agents.steps import CallLog, TrajectoryText
@@ -34,6 +36,7 @@ from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Induced, Inducer
 from skilltransfer.llm.context import ContextLengthError, context_window
 from skilltransfer.log import ActionStep, GuardRecord, InductionStep, RetrievalStep
+from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import (
     ChatModel,
@@ -46,6 +49,7 @@ from skilltransfer.protocols import (
     SkillStore,
 )
 from skilltransfer.skill import Provenance, Skill
+from skilltransfer.util.prompts import Prompt
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,11 @@ class SkillSource:
     organization: LibraryView | None = None
     role_models: Mapping[str, ChatModel] = field(default_factory=dict)
     library: str | None = None
+
+
+def _of_library(memory: SkillStore, skill: Skill) -> bool:
+    """Whether ``skill`` is a library's: every skill of a read-only memory, the library's part of a `JointMemory`."""
+    return memory.from_library(skill.id) if isinstance(memory, JointMemory) else memory.read_only
 
 
 @dataclass
@@ -126,8 +135,9 @@ class TaskSkills:
         if retriever is None or isinstance(retriever, RetrievalMask):
             hits = memory.retrieve(query, k=self.config.top_k)
             floor = self.config.library_min_score
-            if floor is not None and memory.read_only:  # a frozen library's floor, before the harness sees the hits
-                kept = [(skill, score) for skill, score in hits if score >= floor]
+            if floor is not None and (memory.read_only or isinstance(memory, JointMemory)):
+                # a frozen library's floor (for its skills only), before the harness sees the hits
+                kept = [(skill, score) for skill, score in hits if score >= floor or not _of_library(memory, skill)]
                 below, hits = len(hits) - len(kept), kept
             shaped = self.harness.retrieved(query, Retrieval(hits))
             got, records = shaped.value, shaped.records
@@ -148,7 +158,8 @@ class TaskSkills:
             step.skills.append({"id": skill.id, "name": skill.name, "format": skill.format, "score": round(score, 6),
                                 "source_task_id": skill.provenance.source_task_id,
                                 "source_position": skill.provenance.stream_position,
-                                "load_error": load_errors.get(skill.id)})
+                                "load_error": load_errors.get(skill.id),
+                                **({"source": memory.source(skill.id)} if isinstance(memory, JointMemory) else {})})
         result.steps.append(step)
         return got
 
@@ -161,6 +172,8 @@ class TaskSkills:
             return "", None
         whole = cfg.library_exposure == "whole"
         disclosure = self.disclosure()
+        if isinstance(memory, JointMemory) and disclosure is not None and got.blocks is None:
+            return self._beside_section(got.hits, memory, disclosure)
         if got.blocks is not None or (disclosure is None and cfg.skill_exec == "inline"
                                       and cfg.library_organization == "flat" and not whole):
             blocks = got.blocks if got.blocks is not None else [full_block(skill) for skill, _ in got.hits]
@@ -173,8 +186,19 @@ class TaskSkills:
                 return calls.section, None
             return self.prompts.skills_section.render(skills=listing), None
         calls.skills = []
-        hits = [skill for skill, _ in got.hits]
-        skills = list(memory) if whole else hits  # whole: the organised library; the hits are the first view
+        section, actions = self._skill_actions([skill for skill, _ in got.hits], memory, disclosure)
+        if disclosure is not None and actions is not None:
+            calls.skills = list(actions.blocks)  # context fitting may shorten them, the worst-ranked first
+            calls.section = section  # and, as its last resort, leave the section out
+        return section, actions
+
+    def _skill_actions(self, hits: list[Skill], store: SkillStore,
+                       disclosure: Disclosure | None) -> tuple[str, SkillActions | None]:
+        """The skills section of ``hits`` (from ``store``) shown through the skill actions of the mode and the
+        organisation (or under progressive disclosure), and those actions; ('', None) without a skill."""
+        cfg = self.config
+        whole = cfg.library_exposure == "whole"
+        skills = list(store) if whole else hits  # whole: the organised library; the hits are the first view
         if not skills:
             return "", None
         organized = organize_retrieved(cfg.library_organization, skills, self.source.organization)
@@ -185,13 +209,27 @@ class TaskSkills:
         workspace = getattr(self.episode, "workspace", None)
         actions = SkillActions(cfg.skill_exec, LibraryView(organized, skills), self.prompts,
                                Path(workspace) if workspace is not None else None, first_view=hits if whole else [],
-                               disclosure=disclosure, library_size=len(memory),
+                               disclosure=disclosure, library_size=len(store),
                                below_floor=self.result.retrievals[-1].below_min_score if self.result.retrievals else 0)
-        section = actions.section()
-        if disclosure is not None:
-            calls.skills = list(actions.blocks)  # context fitting may shorten them, the worst-ranked first
-            calls.section = section  # and, as its last resort, leave the section out
-        return section, actions
+        return actions.section(), actions
+
+    def _beside_section(self, hits: list[tuple[Skill, float]], memory: JointMemory,
+                        disclosure: Disclosure) -> tuple[str, SkillActions | None]:
+        """The skills section of a library beside the agent's own memory, disclosed progressively: the induced skills
+        in full under the paper's header, then the library's under its own header with the skill actions. Context
+        fitting may shorten every skill (the worst-ranked of both first) and, last, leave the library's part out."""
+        calls = self.result.calls
+        own = {skill.id: full_block(skill) for skill, _ in hits if not memory.from_library(skill.id)}
+        library = [skill for skill, _ in hits if memory.from_library(skill.id)]
+        own_section = self.prompts.skills_section.render(skills="\n".join(b.text for b in own.values())) if own else ""
+        library_section, actions = self._skill_actions(library, memory.library, disclosure)
+        disclosed = iter(actions.blocks if actions is not None else [])
+        if actions is not None and len(actions.blocks) == len(library):  # in rank order, both kinds together
+            calls.skills = [own[skill.id] if skill.id in own else next(disclosed) for skill, _ in hits]
+        else:
+            calls.skills = [*own.values(), *disclosed]
+        calls.section = library_section
+        return own_section + library_section, actions  # the paper's section ends with a blank line
 
     def disclosure(self) -> Disclosure | None:
         """Progressive disclosure of the library (None under ``full``, the default outside a stream's external
@@ -203,15 +241,24 @@ class TaskSkills:
         name = one_line(self.source.library or "memory", 100)
         window = context_window(self.source.model)
         page = cfg.skill_page_chars if window is None else max(500, min(cfg.skill_page_chars, window // 2))
-        return Disclosure(name, inline_body_chars=cfg.inline_body_chars, page_chars=page)
+        return Disclosure(name, inline_body_chars=cfg.inline_body_chars, page_chars=page,
+                          origin=self.disclosure_origin())
+
+    def disclosure_origin(self) -> DisclosureOrigin:
+        """Whose skills the memory holds: a library beside the agent's own (a `JointMemory`), a library (read-only,
+        or named), or the agent's own memory."""
+        memory = self.source.memory
+        if isinstance(memory, JointMemory):
+            return "beside"
+        return "library" if self.source.library is not None or (memory is not None and memory.read_only) else "memory"
 
     def _disclosed_header(self, disclosure: Disclosure, listing: str, shown: int) -> str:
         memory = self.source.memory
         size = len(memory) if memory is not None else 0
-        summary = (f"The library holds {size} skill{'s' if size != 1 else ''}; the parts of them routed to this task "
-                   f"are shown ({shown}).")
-        return self.prompts.disclosure_section.render(library=f"`{disclosure.library}`", summary=summary,
-                                                      listing=listing, actions="")
+        summary = (f"{disclosure.holder} holds {size} skill{'s' if size != 1 else ''}; the parts of them routed to "
+                   f"this task are shown ({shown}).")
+        section: Prompt = getattr(self.prompts, DISCLOSURE_SECTIONS[disclosure.origin])
+        return section.render(library=f"`{disclosure.library}`", summary=summary, listing=listing, actions="")
 
     # ----------------------------------------------------------------- writing
     @property

@@ -18,8 +18,10 @@ from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import read_library
+from skilltransfer.metrics.effects import TaskDraws
 from skilltransfer.metrics.retrieval import DEFAULT_TOP_K
 from skilltransfer.metrics.scoring import RANK_MEASURES, SKILL_TEXTS, ScoreReport, score_library, write_report
+from skilltransfer.metrics.surrogate import attach_effects, has_contrast, surrogate_analysis
 from skilltransfer.metrics.task_texts import TaskText, load_tasks
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
 from skilltransfer.util.text import terminal_safe
@@ -72,6 +74,50 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
         console.print(Text(line))
 
 
+def _masked_runs(paths: list[Path]) -> tuple[list[TaskDraws], list[TaskText]]:
+    """The masking draws of the runs under ``paths`` and their tasks' instructions (one per task id).
+
+    Raises:
+        InputError: no run, or no run with randomised masking draws (mask_rate 0 or no memory).
+    """
+    from skilltransfer.report.effects import task_draws
+    from skilltransfer.report.runs import load_runs
+
+    runs = load_runs(paths)
+    draws = [task_draws(record) for run in runs for record in run.records if record.exposures]
+    if not has_contrast(draws):
+        where = str(paths[0]) if len(paths) == 1 else f"the {len(paths)} --effects folders"
+        raise InputError(f"--effects {where}: no randomised masking draws in its {len(runs)} run(s) (run the library "
+                         "frozen with -c mask_rate=0.3, as experiments/skill-effects.yaml does)")
+    texts: dict[str, str] = {}
+    for run in runs:
+        for record in run.records:
+            if record.task_id in run.instructions:
+                texts.setdefault(record.task_id, run.instructions[record.task_id])
+    return draws, [TaskText(task_id, text) for task_id, text in texts.items()]
+
+
+def _print_effects(report: ScoreReport, n_skills: int, run_tasks: bool) -> None:
+    """What ``--effects`` adds below the table: which skills have effects, and each diagnostic against them."""
+    effects = report.effects or {}
+    console = Console()
+    against = "the runs' own tasks" if run_tasks else "--tasks (report's utility_effects uses the runs' own tasks)"
+    lines = [f"effects on success from {effects['source']}: {effects['masked']} of {n_skills} skills masked in both "
+             f"arms, {effects['enough_draws']} with at least {effects['min_arm']} tasks in each arm (enough draws: "
+             f"they enter the correlations); diagnostics scored against {against}"]
+    for row in effects["associations"]:
+        if row["diagnostic"] not in ("utility", "relevance"):
+            continue
+        rho = ("rho -" if row["rho"] is None else f"rho {row['rho']:+.2f}" + (
+            f" [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}]" if row["rho_low"] is not None else ""))
+        auroc = ("" if row["auroc_harmful"] is None
+                 else f", AUROC harmful {row['auroc_harmful']:.2f} ({row['harmful']} flagged)")
+        why = f" ({'; '.join(row['why'])})" if row["why"] else ""
+        lines.append(f"{row['diagnostic']} vs effect over {row['skills']} skills: {rho}{auroc}{why}")
+    for line in lines:
+        console.print(Text(line))
+
+
 def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
     """The instructions of ``--tasks``: an env's tasks when it names a registered env (and is no file here), else
     the file or folder's."""
@@ -93,10 +139,11 @@ def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
 
 def score(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
-    tasks: Annotated[str, typer.Option("--tasks", help="Task instructions: an env's name (apps, office, datasci, "
-                                       "scienceworld, officebench[:<folder>]: its tasks' instructions), or a .jsonl, "
-                                       ".txt, .json file, a folder of JSON task files (OfficeBench) or a saved HF "
-                                       "dataset.")],
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Task instructions: an env's name (apps, office, "
+                                              "datasci, scienceworld, officebench[:<folder>]: its tasks' "
+                                              "instructions), or a .jsonl, .txt, .json file, a folder of JSON task "
+                                              "files (OfficeBench) or a saved HF dataset. With --effects, default: "
+                                              "the runs' own tasks.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
     = None,
     embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
@@ -124,6 +171,10 @@ def score(
     = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the sampled task pairs (above 10^7 "
                                            "pairs).", rich_help_panel=_ADVANCED)] = 0,
+    effects: Annotated[list[Path] | None, typer.Option(
+        "--effects", help="Run folders (or grid folders) that masked this library's skills (mask_rate > 0): each "
+        "skill's effect on success with its CI and harmful flag beside its diagnostics, and how well each "
+        "diagnostic predicts the effects (docs/utility-effects.md); repeatable.")] = None,
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
 ) -> ScoreReport:
@@ -147,9 +198,15 @@ def score(
         raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
+    draws: list[TaskDraws] = []
+    run_tasks: list[TaskText] = []
+    if effects:
+        draws, run_tasks = _masked_runs(effects)
+    elif tasks is None:
+        raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
     read = read_library(library).all_read()  # a library with a skill that cannot be read is refused
     skills = read.skills
-    task_set = _tasks(str(tasks), field, split)
+    task_set = _tasks(str(tasks), field, split) if tasks is not None else run_tasks
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False
@@ -163,7 +220,12 @@ def score(
         close = getattr(model, "close", None)
         if close is not None:
             close()
+    if effects:
+        source = ", ".join(str(path) for path in effects)
+        report = attach_effects(report, surrogate_analysis(report, draws, seed=seed), source)
     _print_report(report, top, Console())
+    if report.effects is not None:
+        _print_effects(report, len(skills), tasks is None)
     for line in read.left_out():  # per skill, what of its package the agent would not be shown
         Console(stderr=True).print(f"left out: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
     if out is not None:

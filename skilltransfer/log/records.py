@@ -104,6 +104,10 @@ class RetrievedSkill(BaseModel):
     ran: int | None = None
     """Code skills: the calls of the skill's functions that the task's code made after this retrieval, as the sandbox
     recorded them (`skilltransfer.sandbox.runtime.skilluse`); None for text skills and older runs."""
+    source: Literal["library", "memory"] | None = None
+    """Where the skill came from when the run retrieves from a library beside its own memory (``library_use:
+    beside``): ``library`` or ``memory`` (induced by this run); None when the run has one store (its library, or
+    its own memory)."""
 
     @property
     def used(self) -> bool | None:
@@ -197,12 +201,15 @@ class Exposure(BaseModel):
 
     skill_id: str
     propensity: float
-    """Probability it was shown (1 - mask_rate)."""
+    """Probability it was shown (1 - mask_rate; 1 for a skill that is not masked: an induced skill beside a
+    library)."""
     shown: bool
     rank: int
     """Its rank among the candidates of the first retrieval that had it."""
     score: float
     subtask_index: int | None = None
+    name: str | None = None
+    """The skill's name (a withheld skill is in no ``retrieved`` item; None in runs logged before it was kept)."""
 
 
 class TaskRecord(BaseModel):

@@ -1,9 +1,10 @@
-"""Skill memory: embedders, the FAISS-backed SkillMemory, library import/export (Agent Skills folders, JSONL, memory
-folders), package reads and writes, and library organisations (the `Skill` model itself, a package with contracts
-and resources, is `skilltransfer.skill`, re-exported here)."""
+"""Skill memory: embedders, the FAISS-backed SkillMemory (and JointMemory: a frozen library beside it), library
+import/export (Agent Skills folders, JSONL, memory folders), package reads and writes, and library organisations (the
+`Skill` model itself, a package with contracts and resources, is `skilltransfer.skill`, re-exported here)."""
 
 from skilltransfer.memory.embedders import CachedEmbedder, HashEmbedder, make_embedder
 from skilltransfer.memory.export import export_library
+from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.library import export_jsonl, export_skill_md, load_library, materialize_skill, read_library
 from skilltransfer.memory.organization import (
     LibraryView,
@@ -23,6 +24,7 @@ __all__ = [
     "AddResult",
     "CachedEmbedder",
     "HashEmbedder",
+    "JointMemory",
     "LibraryView",
     "MemoryConfig",
     "NodeNotFound",

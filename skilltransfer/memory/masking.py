@@ -12,6 +12,10 @@ p. A skill retrieved again by a later subtask of the same task gets the same dec
 skill is one Bernoulli(1 - p) draw whatever the number of retrievals, and the draw is reproducible on resume. Each
 retrieval's log (``Retrieval.log``, recorded in the trajectory's retrieval step) lists every candidate with its rank,
 score, the propensity of being shown (1 - p) and whether it was shown.
+
+With ``drawn`` only some candidates are masked (a library beside the agent's own memory, `skilltransfer.memory.joint`:
+the library's skills): the others are always shown and logged with propensity 1, which carries no contrast (the
+effect estimator leaves such draws out), so effects are estimated for the drawn skills only.
 """
 
 from __future__ import annotations
@@ -42,15 +46,18 @@ class MaskedRetriever:
         seed: the draws' seed (with the task key and skill id).
         min_score: ``retrieve``'s floor: candidates whose cosine is below it are not candidates (None: no floor). An
             agent calls ``mask`` after its harness's own retrieval floor instead (`RetrievalMask`).
+        drawn: which candidates are masked (None: all); the others are always shown, logged with propensity 1.
     """
 
-    def __init__(self, memory: SkillStore, mask_rate: float, *, seed: int = 0, min_score: float | None = None) -> None:
+    def __init__(self, memory: SkillStore, mask_rate: float, *, seed: int = 0, min_score: float | None = None,
+                 drawn: Callable[[Skill], bool] | None = None) -> None:
         if not 0.0 <= mask_rate < 1.0:
             raise ValueError(f"mask_rate must be in [0, 1), got {mask_rate}")
         self.memory = memory
         self.mask_rate = mask_rate
         self.seed = seed
         self.min_score = min_score
+        self.drawn = drawn
         self.task_key = ""
         """The task whose retrievals follow (the stream sets it before each task)."""
 
@@ -69,9 +76,10 @@ class MaskedRetriever:
         shown: list[tuple[Skill, float]] = []
         rows: list[dict[str, Any]] = []
         for rank, (skill, score) in enumerate(got.hits):
-            is_shown = coin(self.seed, self.task_key, skill.id) >= self.mask_rate
-            rows.append({"id": skill.id, "rank": rank, "score": round(score, 6),
-                         "propensity": round(1.0 - self.mask_rate, 12), "shown": is_shown})
+            draws = self.drawn is None or self.drawn(skill)
+            is_shown = not draws or coin(self.seed, self.task_key, skill.id) >= self.mask_rate
+            rows.append({"id": skill.id, "name": skill.name, "rank": rank, "score": round(score, 6),
+                         "propensity": round(1.0 - self.mask_rate, 12) if draws else 1.0, "shown": is_shown})
             if is_shown:
                 shown.append((skill, score))
         log: dict[str, Any] = {"kind": MASK_LOG_KIND, "mask_rate": self.mask_rate, "seed": self.seed,

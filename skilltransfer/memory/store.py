@@ -122,7 +122,7 @@ def _norm_body(body: str) -> str:
     return " ".join(body.split())
 
 
-def _unique_name(skill: Skill, taken: set[str]) -> Skill:
+def unique_skill_name(skill: Skill, taken: set[str]) -> Skill:
     """A copy of ``skill`` under a name no other skill has (``<name>_2``, ...; a code skill's top-level function of
     that name renamed too, so calling the skill by its name still works). The id stays."""
     if skill.name not in taken:
@@ -181,6 +181,10 @@ class SkillMemory:
     # ----------------------------------------------------------------- embedding and index internals
     def _text(self, skill: Skill) -> str:
         return f"{skill.description}\n{skill.body}" if self.config.index_body else skill.description
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """The normalised embeddings of ``texts`` by the memory's embedder, one row each (shape checked)."""
+        return self._embed(texts)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         vectors = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
@@ -250,7 +254,7 @@ class SkillMemory:
         closest = self._closest_same_format(vector, skill.format)
         if closest is not None and closest[1] >= self.config.dedup_threshold - _EPS:
             return self._fold(skill, *closest)
-        stored = _unique_name(skill, {other.name for other in self._skills.values()})
+        stored = unique_skill_name(skill, {other.name for other in self._skills.values()})
         self._insert(stored, vector)
         renamed = f"name {skill.name!r} is taken: stored as {stored.name!r}" if stored.name != skill.name else ""
         return AddResult("added", skill.id, reason=renamed)

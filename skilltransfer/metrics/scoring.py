@@ -95,6 +95,20 @@ class SkillScore:
     """The task this skill matches best (its cosine is ``best_match``)."""
     best_task_instruction: str = ""
     """That task's instruction, short (`short_instruction`)."""
+    effect: float | None = None
+    """``score --effects``: the skill's effect on success from randomised masking (shown minus withheld; None when
+    the runs did not mask it in both arms); see `skilltransfer.metrics.surrogate.attach_effects`."""
+    effect_low: float | None = None
+    effect_high: float | None = None
+    """The effect's 95 % task-bootstrap interval (the ``skill_effects`` table's)."""
+    harmful: bool | None = None
+    """Flagged harmful (Benjamini-Hochberg over the tested skills); None when not masked."""
+    shown: int | None = None
+    """Tasks of the runs that showed the skill (a randomised draw); None when the runs never drew it."""
+    withheld: int | None = None
+    """Tasks of the runs that withheld it."""
+    enough_draws: bool | None = None
+    """At least `skilltransfer.metrics.surrogate.MIN_ARM` tasks in each arm: the skill enters the correlations."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +161,9 @@ class ScoreReport:
     """Skills retrieved per task in the retrieval counts."""
     min_score: float | None = None
     """The retrieval floor of the counts (None: plain top-k)."""
+    effects: dict[str, Any] | None = None
+    """``score --effects``: where the effects came from and how they relate to the diagnostics (`attach_effects`:
+    ``source``, ``masked``, ``enough_draws``, ``min_arm``, ``associations``); None without ``--effects``."""
 
     def ranked(self) -> list[SkillScore]:
         """Skills by descending utility (ties: by name)."""
@@ -186,7 +203,18 @@ class ScoreReport:
                 ScoreColumn("domain", "domain", 3, numeric=False, files=False),
                 ScoreColumn("off_domain", "off-domain"), ScoreColumn("null_off_domain", "inside null"),
                 ScoreColumn("id", "id", numeric=False), ScoreColumn("description", "description", numeric=False),
-                ScoreColumn("best_task_instruction", "best task instruction", numeric=False)]
+                ScoreColumn("best_task_instruction", "best task instruction", numeric=False),
+                *(self._effect_columns() if self.effects is not None else [])]
+
+    def _effect_columns(self) -> list[ScoreColumn]:
+        """The causal columns of ``score --effects``: on screen the effect with its interval (right after the
+        ranked measures) and the harmful flag; in the files each number apart."""
+        return [ScoreColumn("effect_ci", "effect [95% CI]", 1, numeric=False, files=False),
+                ScoreColumn("harmful_flag", "harm", 2, numeric=False, files=False),
+                ScoreColumn("effect", "effect"), ScoreColumn("effect_low", "effect low"),
+                ScoreColumn("effect_high", "effect high"), ScoreColumn("harmful", "harmful", numeric=False),
+                ScoreColumn("shown", "shown"), ScoreColumn("withheld", "withheld"),
+                ScoreColumn("enough_draws", "enough draws", numeric=False)]
 
     def rows(self, *, files: bool = False) -> list[dict[str, Any]]:
         """One dict per skill in `ranking` order, keyed by `columns` (``domain``: "NULL", "OFF", both or ""); with
@@ -196,7 +224,8 @@ class ScoreReport:
         for rank, row in enumerate(self.ranking(), start=1):
             values = {**asdict(row), "rank": rank,
                       "domain": " ".join(flag for flag, on in (("NULL", row.null_off_domain),
-                                                                ("OFF", row.off_domain)) if on)}
+                                                                ("OFF", row.off_domain)) if on),
+                      "effect_ci": _effect_ci(row), "harmful_flag": "HARM" if row.harmful else ""}
             out.append({column.key: values[column.key] for column in columns})
         return out
 
@@ -225,7 +254,8 @@ class ScoreReport:
                 "n_reference": self.n_reference, "sampled": self.sampled, "seed": self.seed,
                 "ranking": {"by": self.rank_by, "rule": self.ranking_rule()},
                 "off_domain_rule": self.off_domain_rule(), "null_rule": self.null_rule(),
-                "retrieval_rule": self.retrieval_rule(), "skills": self.rows(files=True), "summary": self.summary}
+                "retrieval_rule": self.retrieval_rule(), "skills": self.rows(files=True), "summary": self.summary,
+                **({"effects": self.effects} if self.effects is not None else {})}
 
     def to_csv(self) -> str:
         """One row per skill in `ranking` order, with the settings repeated on every row so each row stands alone."""
@@ -233,7 +263,8 @@ class ScoreReport:
         settings = {"ranked_by": self.rank_by, "embedder": self.embedder, "tau": self.tau,
                     "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                     "top_k": self.top_k, "min_score": "" if self.min_score is None else self.min_score,
-                    "off_domain_threshold": self.off_domain_threshold, "null_threshold": self.null_threshold}
+                    "off_domain_threshold": self.off_domain_threshold, "null_threshold": self.null_threshold,
+                    **({"effects_from": self.effects["source"]} if self.effects is not None else {})}
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([*keys, *settings])
@@ -328,6 +359,16 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
                        skills=rows, summary=summarize(rows, len(task_texts), counts.tasks_without_hit),
                        knn_k=scores.knn_k, off_domain_threshold=scores.off_domain_threshold, null_threshold=null,
                        rank_by=rank_by, top_k=top_k, min_score=min_score)
+
+
+def _effect_ci(row: SkillScore) -> str:
+    """The screen cell of an effect: ``+0.120 [-0.050, +0.290]``, ``+0.120`` without an interval, ``-`` when the
+    skill was not masked in both arms."""
+    if row.effect is None:
+        return "-"
+    if row.effect_low is None or row.effect_high is None:
+        return f"{row.effect:+.3f}"
+    return f"{row.effect:+.3f} [{row.effect_low:+.3f}, {row.effect_high:+.3f}]"
 
 
 def write_report(report: ScoreReport, path: str | Path) -> Path:

@@ -30,7 +30,7 @@ a constant diagnostic, an empty class, too few usable replicates) it is None and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from scipy.stats import rankdata
@@ -346,3 +346,28 @@ def surrogate_analysis(report: ScoreReport, tasks: Sequence[TaskDraws], *, min_a
         enough = j is not None and min(replicates.shown[j], replicates.withheld[j]) >= min_arm
         joins.append(SkillJoin(row, effects.get(row.id), bool(enough)))
     return SurrogateAnalysis(joins, associations, min_arm, resamples, level, interval)
+
+
+def attach_effects(report: ScoreReport, analysis: SurrogateAnalysis, source: str) -> ScoreReport:
+    """``report`` with each skill's effect on success, its interval, harmful flag and draws (`SkillScore.effect`...)
+    from ``analysis`` (`surrogate_analysis` of the same report), and the associations in ``report.effects``: what
+    ``score --effects`` prints and writes. ``source`` names the runs the effects came from."""
+    joins = {join.score.id: join for join in analysis.skills}
+    skills = []
+    for row in report.skills:
+        join = joins.get(row.id)
+        effect = join.effect if join is not None else None
+        success = effect.effects.get("success") if effect is not None else None
+        skills.append(replace(
+            row, effect=success.estimate if success is not None else None,
+            effect_low=success.low if success is not None else None,
+            effect_high=success.high if success is not None else None,
+            harmful=effect.harmful if success is not None and effect is not None else None,
+            shown=effect.shown if effect is not None else None,
+            withheld=effect.withheld if effect is not None else None,
+            enough_draws=join.enough_draws if effect is not None and join is not None else None))
+    effects = {"source": source, "outcome": "success", "masked": len(analysis.masked),
+               "enough_draws": len(analysis.enough), "min_arm": analysis.min_arm, "level": analysis.level,
+               "interval": analysis.interval, "resamples": analysis.resamples,
+               "associations": [asdict(row) for row in analysis.associations]}
+    return replace(report, skills=skills, effects=effects)

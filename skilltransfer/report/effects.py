@@ -38,7 +38,8 @@ def has_draws(runs: list[RunLog]) -> bool:
 
 
 def _names(runs: list[RunLog]) -> dict[str, str]:
-    names = {r.skill_id: r.name for run in runs for record in run.records for r in record.retrieved}
+    names = {e.skill_id: e.name for run in runs for record in run.records for e in record.exposures if e.name}
+    names.update({r.skill_id: r.name for run in runs for record in run.records for r in record.retrieved})
     names.update({skill_id: skill.name for run in runs for skill_id, skill in run.skills.items()})
     return names
 

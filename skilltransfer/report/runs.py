@@ -86,7 +86,12 @@ class RunLog:
 
     @property
     def frozen_library(self) -> bool:
-        """True when the run retrieved from a frozen library rather than its own growing memory."""
+        """True when the run retrieved from a frozen library instead of its own growing memory."""
+        return self.log.config.library is not None and self.log.config.library_use != "beside"
+
+    @property
+    def reads_library(self) -> bool:
+        """True when the run retrieved from a frozen library (instead of or beside its own growing memory)."""
         return self.log.config.library is not None
 
     @property

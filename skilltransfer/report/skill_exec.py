@@ -4,7 +4,8 @@ each task (`skilltransfer.metrics.ContextAccount`, from results.jsonl's ``contex
 
 Each table appears only when some run of the report uses a non-default value of its axis; it then lists every group
 with a skill memory (the inline / flat groups are its baselines), split by the frozen library the runs read (column
-``library``: its path relative to the runs folder, ``memory`` dropped; "own memory" for a growing memory), so a grid's
+``library``: its path relative to the runs folder, ``memory`` dropped; "own memory" for a growing memory, "PATH + own
+memory" for a library beside one), so a grid's
 own and contract-induced libraries are separate rows. The execution-mode table keeps the flat-library
 groups (modes compared on one organisation); the organisation table lists all.
 """
@@ -47,9 +48,10 @@ def library_label(config: StreamConfig) -> str:
     if path.name == "memory":
         path = path.parent
     try:
-        return path.relative_to(config.runs_dir).as_posix()
+        name = path.relative_to(config.runs_dir).as_posix()
     except ValueError:
-        return path.as_posix()
+        name = path.as_posix()
+    return f"{name} + own memory" if config.library_use == "beside" else name
 
 
 def _row(members: list[RunLog], metric: str, seed: int) -> dict[str, Any]:

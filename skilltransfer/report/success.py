@@ -30,11 +30,16 @@ COSTS = {"latency": "latency_s", "dependency": "dependency"}
 """Budget kind -> the results.jsonl field it limits."""
 
 
-def condition_order(name: str) -> tuple[int, str]:
-    """Sort key of a condition label: the paper's six in order (tagged variants after their base), then others."""
+def condition_order(name: str) -> tuple[int, int, int, str]:
+    """Sort key of a condition label: the paper's six in order (tagged variants after their base), then the others
+    by their condition, fewer ``+`` parts first (``task+text+library``, its tagged variants, then
+    ``task+text+library+memory``)."""
     names = list(CONDITIONS)
     base = name.split("[", 1)[0]
-    return (names.index(base) if base in names else len(names), name)
+    if base in names:
+        return (names.index(base), 0, 0, name)
+    condition = max((c for c in names if base.startswith(c + "+")), key=len, default=None)
+    return (len(names), names.index(condition) if condition is not None else len(names), base.count("+"), name)
 
 
 def baseline_of(condition: str) -> str | None:

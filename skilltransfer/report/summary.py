@@ -93,7 +93,9 @@ def transfer_events(records: list[TaskRecord], library: str | None = None) -> li
     * a skill of the run's frozen library (``library``: `library_label` of its config; another run's memory or a
       library it was given), i.e. one no task of this run induced: a **library** event, source the library (and the
       skill's own source task, when it records one). A planted distractor (``distractors``, source
-      ``distractor/...``) is none: it is noise added to the library, not a skill anyone induced or curated.
+      ``distractor/...``) is none: it is noise added to the library, not a skill anyone induced or curated. Beside
+      the run's own growing memory (``library_use: beside``) each retrieved skill records its ``source``: only a
+      ``library`` one can be a library event (a skill the task itself induced is none).
 
     In stream order; a skill retrieved by several subtasks of one task counts once (at its best score). Without
     ``library`` (a growing memory, or an older caller), only within-run events. The outcome of the target task is
@@ -105,7 +107,8 @@ def transfer_events(records: list[TaskRecord], library: str | None = None) -> li
         best: dict[str, RetrievedSkill] = {}  # first-retrieval order, best score
         for hit in record.retrieved:
             counts = hit.skill_id in induced_by or (
-                library is not None and not (hit.source_task_id or "").startswith(DISTRACTOR_SOURCE))
+                library is not None and hit.source != "memory"
+                and not (hit.source_task_id or "").startswith(DISTRACTOR_SOURCE))
             if counts and (hit.skill_id not in best or hit.score > best[hit.skill_id].score):
                 best[hit.skill_id] = hit
         for skill_id, hit in best.items():

@@ -47,7 +47,8 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = OFF
                        "last task's; transfer_events: retrievals of skills an earlier task of the run induced, "
                        "transfer_density is their D over min(50, stream length) bins of this run alone; "
                        "library_transfer_events: retrievals of skills of the run's frozen library (another run's "
-                       "memory or a given library; one per task and skill, distractors excluded), "
+                       "memory or a given library, instead of or beside its own memory; one per task and skill, "
+                       "distractors excluded), "
                        "library_transfer_tasks: the tasks with at least one.")
     for run in sorted(runs, key=lambda r: (r.env, r.model, condition_order(r.condition), r.name)):
         statuses = Counter(item.status for record in run.records for item in record.induced)
@@ -65,8 +66,8 @@ def skill_counts(runs: list[RunLog], bins: int = DEFAULT_BINS, metric: str = OFF
             "ungrounded": statuses["ungrounded"], "retrievals": len(retrieved),
             "distinct_retrieved": len(set(retrieved)), "memory_size": run.records[-1].memory_size,
             "transfer_events": len(events), "transfer_density": density if run.skill_format or events else None,
-            "library_transfer_events": len(library) if run.frozen_library else None,
-            "library_transfer_tasks": len({e.target_position for e in library}) if run.frozen_library else None})
+            "library_transfer_events": len(library) if run.reads_library else None,
+            "library_transfer_tasks": len({e.target_position for e in library}) if run.reads_library else None})
     return table
 
 

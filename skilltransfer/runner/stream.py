@@ -41,7 +41,8 @@ from typing import Any
 
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.config import AgentConfig
-from skilltransfer.agents.prompts import DISCLOSURE_PROMPTS, SKILL_EXEC_PROMPTS, AgentPrompts
+from skilltransfer.agents.disclosure import DisclosureOrigin
+from skilltransfer.agents.prompts import DISCLOSURE_PROMPTS, DISCLOSURE_SECTIONS, SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.coordination import CoordinationResult
 from skilltransfer.coordination.prompts import CoordinationPrompts
@@ -70,6 +71,7 @@ from skilltransfer.log import (
 from skilltransfer.log.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
+from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.scope import OwnTaskLibrary
@@ -212,7 +214,8 @@ class StreamParts:
     folder: RunFolder
     records: list[TaskRecord]
     """The tasks committed before this invocation (a resumed run), then every new one."""
-    memory: SkillMemory | None
+    memory: SkillMemory | JointMemory | None
+    """The stream's skill memory: its own, a frozen library, or a library beside its own (``library_use: beside``)."""
     retriever: LensRetriever | None
     agent: Agent
     coordinated: CoordinatedTask | None
@@ -234,12 +237,24 @@ class StreamParts:
     neither read nor written again."""
 
 
+def disclosure_origin(config: StreamConfig) -> DisclosureOrigin:
+    """Whose skills a stream's progressive disclosure shows (`skilltransfer.agents.disclosure.Disclosure`): a
+    library (``library``), a library beside the agent's own memory (``beside``) or the agent's own memory."""
+    if config.library is None:
+        return "memory"
+    return "beside" if config.library_use == "beside" else "library"
+
+
 def stream_prompt_ids(config: StreamConfig, inducer: Inducer | None, *, disclosed: bool = False) -> dict[str, str]:
     """The ids of every prompt the stream uses (agent, induction, lens, coordination), as ``config.json`` records
-    (``disclosed``: the agent discloses its library progressively)."""
+    (``disclosed``: the agent discloses its library progressively, with the section prompt of its
+    `disclosure_origin`)."""
     prompt_ids = AgentPrompts.load(config.agent.prompt_dir).ids()
     if (config.skill_exec, config.library_organization) == ("inline", "flat"):
         prompt_ids = {k: v for k, v in prompt_ids.items() if k not in SKILL_EXEC_PROMPTS}
+    section = DISCLOSURE_SECTIONS[disclosure_origin(config)]
+    prompt_ids = {k: v for k, v in prompt_ids.items()
+                  if k not in DISCLOSURE_SECTIONS.values() or (disclosed and k == section)}
     if not disclosed:
         prompt_ids = {k: v for k, v in prompt_ids.items() if k not in DISCLOSURE_PROMPTS}
     if inducer is not None:
@@ -295,7 +310,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder)
-    retriever = _lens_retriever(config, memory, embedder, folder.memory_dir)
+    single = memory if isinstance(memory, SkillMemory) else None  # lens and own-task scope read one store
+    retriever = _lens_retriever(config, single, embedder, folder.memory_dir)
     own_verifier = None
     if verifier is None and config.verifier_model is not None and retriever is not None:
         verifier = own_verifier = build_base_model(config.verifier_model)
@@ -309,17 +325,19 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
 
     agent = make_agent()
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
-    own_task = OwnTaskLibrary(memory, embedder) if config.library_scope == "own-task" and memory is not None \
+    own_task = OwnTaskLibrary(single, embedder) if config.library_scope == "own-task" and single is not None \
         and embedder is not None else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
                        clock, watch, masking=masking, make_agent=make_agent, own_task=own_task)
 
 
-def _masking(cfg: StreamConfig, memory: SkillMemory | None) -> MaskedRetriever | None:
-    """The masking retriever of a stream with ``mask_rate`` > 0; it draws after the harness's retrieval floor."""
+def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
+    """The masking retriever of a stream with ``mask_rate`` > 0; it draws after the harness's retrieval floor, over
+    the library's skills only when the library is beside the agent's own memory."""
     if memory is None or cfg.mask_rate <= 0:
         return None
-    return MaskedRetriever(memory, cfg.mask_rate, seed=cfg.mask_seed)
+    drawn = (lambda skill: memory.from_library(skill.id)) if isinstance(memory, JointMemory) else None
+    return MaskedRetriever(memory, cfg.mask_rate, seed=cfg.mask_seed, drawn=drawn)
 
 
 # --------------------------------------------------------------------------------------------- memory set-up
@@ -347,14 +365,20 @@ def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
 
 
 def _open_memory(cfg: StreamConfig, inputs: StreamInputs, embedder: Embedder | None, tasks: Sequence[TaskSpec],
-                 folder: RunFolder) -> SkillMemory | None:
+                 folder: RunFolder) -> SkillMemory | JointMemory | None:
+    """The stream's memory: the saved one (a resumed run), else the frozen library, else a new one; beside the
+    library (``library_use: beside``), the library read again and the saved or a new memory of the stream's own."""
     if not cfg.has_memory:
         return None
     if embedder is None:
         raise InputError(f"condition {cfg.condition!r} needs an embedder for its skill memory")
     saved = folder.memory_dir
-    if saved.is_dir():
-        return SkillMemory.load(saved, embedder)
+    own = SkillMemory.load(saved, embedder) if saved.is_dir() else None
+    if cfg.library_use == "beside" and inputs.library is not None:
+        library = _frozen_library(cfg, inputs.library, embedder, tasks, folder)
+        return JointMemory(library, own if own is not None else SkillMemory(embedder, config=cfg.memory))
+    if own is not None:
+        return own
     if inputs.library is not None:
         return _frozen_library(cfg, inputs.library, embedder, tasks, folder)
     return SkillMemory(embedder, config=cfg.memory)
@@ -468,7 +492,8 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
     retrieved = [RetrievedSkill(skill_id=s["id"], name=s["name"], format=s["format"], score=s["score"],
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
-                                load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s))
+                                load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s),
+                                source=s.get("source"))
                  for step in result.retrievals for after in [actions_after(result, step)] for s in step.skills]
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
@@ -527,7 +552,8 @@ def exposures(result: AgentResult) -> list[Exposure]:
         for row in step.route["candidates"]:
             if row["id"] not in out:
                 out[row["id"]] = Exposure(skill_id=row["id"], propensity=row["propensity"], shown=row["shown"],
-                                          rank=row["rank"], score=row["score"], subtask_index=step.subtask_index)
+                                          rank=row["rank"], score=row["score"], subtask_index=step.subtask_index,
+                                          name=row.get("name"))
     return list(out.values())
 
 
@@ -614,8 +640,9 @@ def independent_tasks(config: StreamConfig) -> bool:
     read-only, so nothing is induced), no coordination plan, no evolution, no masking. They may then run
     concurrently with the records of a sequential run (a frozen library's usage counts are updated at each commit,
     in stream order)."""
-    frozen = config.library is not None and config.library_scope == "all" and config.skill_exec == "inline" \
-        and config.library_organization == "flat" and config.library_exposure == "retrieved"
+    frozen = config.library is not None and config.library_use == "instead" and config.library_scope == "all" \
+        and config.skill_exec == "inline" and config.library_organization == "flat" \
+        and config.library_exposure == "retrieved"
     return ((not config.has_memory or frozen) and config.coordination == "none" and config.reuse == "flat"
             and config.evolution is None and not config.organize and not config.mask_rate)
 
@@ -754,11 +781,12 @@ def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
     if parts.memory is not None:
         memory = parts.memory
         memory.record_retrieval([hit.skill_id for hit in record.retrieved if hit.skill_id in memory], record.success)
+    own = parts.memory.own if isinstance(parts.memory, JointMemory) else parts.memory  # a library beside: not saved
     memory_files = None
-    if parts.memory is not None:  # the snapshot list committed with the memory (`skilltransfer.memory.snapshots`)
-        snapshots, archive = snapshot_texts(folder.memory_dir, record.position, record.task_id, parts.memory)
+    if own is not None:  # the snapshot list committed with the memory (`skilltransfer.memory.snapshots`)
+        snapshots, archive = snapshot_texts(folder.memory_dir, record.position, record.task_id, own)
         memory_files = {SNAPSHOTS: snapshots, SNAPSHOT_SKILLS: archive}
-    folder.commit(record, parts.memory, save_with_memory=parts.retriever.save if parts.retriever is not None else None,
+    folder.commit(record, own, save_with_memory=parts.retriever.save if parts.retriever is not None else None,
                   memory_files=memory_files)
     changes = param_changes(parts.agent.model)
     if changes != parts.recorded.get("adaptations"):

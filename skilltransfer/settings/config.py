@@ -65,6 +65,9 @@ InductionSource = Literal["all", "success", "lessons"]
 Coordination = Literal["none", "nl-sop", "prompt-graph", "metaskill"]
 """How a task is carried out: ``none`` (the agent of the condition's level) or a coordination interface over the
 task's frozen plan (`skilltransfer.coordination.run_plan`)."""
+LibraryUse = Literal["instead", "beside", "none"]
+"""How a stream uses its ``library`` (`StreamConfig.library_use`): ``instead`` of a growing memory (induction off),
+``beside`` the agent's own growing memory (induction on), or ``none`` (the library is not read)."""
 Reuse = Literal["flat", "lens", "rewrite-all", "no-walk"]
 """How retrieved skills enter the agent's context: ``flat`` (the top-k skills whole) or routed over the skill graph
 (`skilltransfer.lens.retriever`): ``lens`` (the verifier's ACCEPT / DECOMPOSE / REWRITE / SKIP), ``rewrite-all``
@@ -95,6 +98,7 @@ class Axis:
             own: env, model, condition).
         tag: the condition-label tag, formatted with ``name`` and ``value``.
         tag_if: tag only the streams this holds for (e.g. the induction prompt only where induction runs).
+        run_tag_if: suffix the run name only for the streams this holds for (None: every stream).
         labelled: a grid lists its values as ``label -> entry`` (envs, models).
         required: a spec must give it.
     """
@@ -104,6 +108,7 @@ class Axis:
     report: Literal["tag", "replicate", "part"] = "tag"
     tag: str = "[{name}={value}]"
     tag_if: Callable[[StreamConfig], bool] | None = None
+    run_tag_if: Callable[[StreamConfig], bool] | None = None
     labelled: bool = False
     required: bool = False
 
@@ -284,6 +289,10 @@ def _has_memory(config: StreamConfig) -> bool:
     return config.has_memory
 
 
+def _reads_library(config: StreamConfig) -> bool:
+    return config.library is not None
+
+
 # --------------------------------------------------------------------------------------------- the stream
 class StreamConfig(BaseModel):
     """One stream: where it logs, its env, model and condition, and every setting of its agent and memory."""
@@ -311,6 +320,14 @@ class StreamConfig(BaseModel):
     this stream's task instructions with the run's embedder): skills ranked by utility (ties by id), the top half is
     the first ceil(n/2) (so it holds the median skill when n is odd), the bottom half the rest; ``config.json``
     records each skill's utility and the half kept (``library_utility``)."""
+    library_use: Annotated[LibraryUse, Axis("library_uses", report="part", run_tag_if=_reads_library)] = "instead"
+    """How the stream uses ``library``: ``instead`` of a growing memory (the library frozen, induction off: the
+    transfer studies' set-up), ``beside`` the agent's own growing memory (the library a frozen base, never merged
+    into, pruned or saved with the memory; induction writes to the agent's own memory; retrieval ranks both together
+    and takes the top-k; masking draws over the library's skills only; `skilltransfer.memory.joint`), or ``none``
+    (the stream reads no library: ``library`` is dropped, so one spec can name the library once for arms with and
+    without it). The condition label is ``+library`` / ``+library+memory``; the run name gets ``-instead`` /
+    ``-beside`` when the value is not the default or a phase lists several (only for streams with a library)."""
     coordination: Annotated[Coordination, Axis("coordinations", tag="[{value}]")] = "none"
     """none (the agent), or nl-sop, prompt-graph, metaskill: each task is carried out from its frozen plan (written
     once by the plan writer, see ``plans``) under that coordination interface instead of by the agent."""
@@ -391,8 +408,9 @@ class StreamConfig(BaseModel):
     """Run only these tasks of the stream: 0-based positions in the stream as ordered and limited (``run
     --only-tasks`` takes 1-based numbers); records number them 0.. in the order given. None: every task."""
     library: str | None = None
-    """A frozen library to retrieve from instead of a growing memory: another run's memory folder, a SKILL.md folder
-    or a .jsonl file. Induction is off; near-duplicates are kept as they are; usage counts start from zero."""
+    """A frozen library to retrieve from: another run's memory folder, a SKILL.md folder or a .jsonl file; instead of
+    a growing memory (induction off) or beside it (``library_use``). Near-duplicates are kept as they are; usage
+    counts start from zero."""
     library_resource_bytes: int = Field(default=DEFAULT_RESOURCE_BYTES, ge=0, le=MAX_RESOURCES_BYTES)
     """The most bytes of text loaded for the agent from each skill package of a SKILL.md ``library`` (the files its
     SKILL.md names first; `skilltransfer.memory.package`); the rest stays in the package, and ``run``/``grid`` say
@@ -455,6 +473,28 @@ class StreamConfig(BaseModel):
         if preset == "custom":
             return "custom:" + "+".join(self.agent.guards or ()) if self.agent.guards else "custom"
         return harness_label(preset, self.agent.guards or (), expected_features(preset, self.env.name))
+
+    @model_validator(mode="after")
+    def _library_use(self) -> StreamConfig:
+        """``none`` drops the library; ``beside`` needs a library, a memory condition and the plain flat inline
+        reading of skills (one retrieval, the library's skills and the agent's own in one ranking)."""
+        if self.library_use == "none":
+            self.__dict__["library"] = None
+        if self.library_use != "beside":
+            return self
+        if self.library is None:
+            raise ValueError("library_use beside puts a library beside the agent's own memory: give library")
+        if self.skill_format is None:
+            raise ValueError(f"library_use beside grows the agent's own memory beside the library: condition "
+                             f"{self.condition!r} induces nothing; use a memory condition (task+text, subtask+code, "
+                             "...)")
+        plain = (self.reuse, self.skill_exec, self.library_organization, self.library_exposure, self.library_scope,
+                 self.coordination) == ("flat", "inline", "flat", "retrieved", "all", "none")
+        if not plain or self.evolution is not None or self.organize or self.organization is not None:
+            raise ValueError("library_use beside reads skills flat and inline (reuse flat, skill_exec inline, "
+                             "library_organization flat, library_exposure retrieved, library_scope all, coordination "
+                             "none; no evolution, organize or organization)")
+        return self
 
     @model_validator(mode="after")
     def _filter_needs_library(self) -> StreamConfig:
@@ -590,7 +630,7 @@ class StreamConfig(BaseModel):
     def induction_config(self) -> InductionConfig | None:
         """Induction settings, or None when the stream induces nothing (no memory, or a frozen library)."""
         fmt = self.skill_format
-        if not fmt or self.library:
+        if not fmt or (self.library and self.library_use != "beside"):
             return None
         per_task = self.skills_per_task if self.induction_variant == "contract" and self.level == "subtask" else None
         return InductionConfig(format=fmt, variant=self.induction_variant,
@@ -628,13 +668,16 @@ class StreamConfig(BaseModel):
 
     def condition_label(self, *, harness: bool | None = None) -> str:
         """The condition as the report groups it: tagged with a frozen library (``+library``,
-        ``+library(top)``), with every ``report="tag"`` axis whose value is not the default (``[no_demo]``), so
-        ``task+text[no_demo]`` is compared with ``task``, and with the harness (``[harness=paper]``): when
+        ``+library(top)``; ``+library+memory`` beside the agent's own memory), with every ``report="tag"`` axis whose
+        value is not the default (``[no_demo]``), so ``task+text[no_demo]`` is compared with ``task``, and with the
+        harness (``[harness=paper]``): when
         ``harness`` is True (the report: the runs of a table differ in it), never when False, and with None when it
         is not the model's default preset with its features as the preset has them."""
         label: str = self.condition
         if self.library is not None:
             label += f"+library({self.library_filter})" if self.library_filter else "+library"
+            if self.library_use == "beside":
+                label += "+memory"
         for name, value in self.axis_values().items():
             axis = axis_of(type(self).model_fields[name])
             if axis is not None and axis.report == "tag" and (axis.tag_if is None or axis.tag_if(self)):
@@ -652,7 +695,7 @@ class StreamConfig(BaseModel):
         leaf: str = self.condition
         for name, field in type(self).model_fields.items():
             axis = axis_of(field)
-            if axis is None or axis.run_tag is None:
+            if axis is None or axis.run_tag is None or (axis.run_tag_if is not None and not axis.run_tag_if(self)):
                 continue
             value = getattr(self, name)
             if value != field.default or (listed.get(name, 1) > 1 and value is not None):
