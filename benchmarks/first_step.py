@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.agents import Agent
-from skilltransfer.agents.harness.stop_sequence import trim_reply
+from skilltransfer.agents.harness.reply_forms import trim_reply
 from skilltransfer.agents.replies import parse_action
 from skilltransfer.envs.registry import get_env
 from skilltransfer.llm import make_model

@@ -7,9 +7,8 @@ import pytest
 from helpers_tinyenv import TinyEnv, role_of, solve_first_task
 
 from skilltransfer.agents import PlanStep
-from skilltransfer.agents.harness.error_hints import api_hint, import_hint
-from skilltransfer.agents.harness.stop_sequence import trim_reply
-from skilltransfer.agents.harness.stuck import detect, normalise_code
+from skilltransfer.agents.harness.observations import api_hint, detect, import_hint, normalise_code
+from skilltransfer.agents.harness.reply_forms import trim_reply
 from skilltransfer.agents.replies import parse_action, uncopied
 from skilltransfer.induction import Inducer
 from skilltransfer.llm.testing import ScriptedModel

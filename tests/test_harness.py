@@ -418,6 +418,12 @@ LOOP_MODULES = ("agents/agent.py", "agents/loop.py", "agents/skill_io.py", "agen
                 "runner/stream.py", "coordination/runtime.py", "coordination/host.py")
 
 
+HARNESS = "skilltransfer.agents.harness"
+SEAM_MODULES = {HARNESS, f"{HARNESS}.base", f"{HARNESS}.presets"}
+"""What a loop may import of the harness: the seam and the registry (the guards' modules are grouped by the hooks they
+serve, e.g. ``harness.completion``, and hold the guard classes)."""
+
+
 @pytest.mark.parametrize("module", LOOP_MODULES)
 def test_the_loop_modules_name_no_guard(module):
     import skilltransfer
@@ -425,11 +431,19 @@ def test_the_loop_modules_name_no_guard(module):
     source = (Path(skilltransfer.__file__).parent / module).read_text()
     tree = ast.parse(source)
     guard_modules = {spec.target.split(":")[0] for spec in GUARDS if spec.target}
+    assert guard_modules
+    assert not guard_modules & SEAM_MODULES  # the guards live outside the seam
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module} | {
         alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert not imported & guard_modules
+    from_harness = {name for name in imported if name == HARNESS or name.startswith(f"{HARNESS}.")}
+    assert from_harness <= SEAM_MODULES, f"a loop module imports a guard module: {sorted(from_harness - SEAM_MODULES)}"
     strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     assert not strings & set(BY_NAME), "a loop module names a guard"
+    classes = {target.split(":")[1] for spec in GUARDS if (target := spec.target)}
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | {
+        node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert not names & classes, "a loop module names a guard class"
 
 
 def test_every_hook_of_the_seam_has_a_guard_that_uses_it():

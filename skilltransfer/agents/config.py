@@ -117,7 +117,7 @@ class AgentSettings(BaseModel):
     cut from the reply before it enters the context (the step log keeps the raw reply), and the summarizer's reply
     ends before its first heading line. [] is off; None: the preset's (``["\nObservation:"]`` or [])."""
     stuck_detection: bool | None = None
-    """Harness ``stuck_detection``: detect loops (``agents.harness.stuck``): hint once, then end the (sub)task
+    """Harness ``stuck_detection``: detect loops (``agents.harness.observations``): hint once, then end the (sub)task
     with exit status ``stuck``; a subtask the planner plans again, word for word, after it ended ``stuck`` ends the
     task (exit status ``stuck``). None: the preset's."""
     stuck_temperature: float | None = Field(default=0.8, ge=0)

@@ -196,7 +196,8 @@ class ActionStep(_Step):
 
     @property
     def stuck(self) -> str | None:
-        """The loop pattern stuck detection found after this step (``skilltransfer.agents.harness.stuck``), if any."""
+        """The loop pattern stuck detection found after this step (``skilltransfer.agents.harness.observations``), if
+        any."""
         return next((r.reason for r in self.guards if r.guard == "stuck_detection"), None)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The harness seam: typed decisions, the `Guard` base with its hook points, and `Harness`, which calls a task's
 guards in order at each hook and records every decision that is not an accept on the step it concerns.
 
-A guard is a policy in its own module (``skilltransfer.agents.harness.<name>``) with its own per-task state: one
-instance per task (the executor's per-run state lives in ``ExecutorRun.guard_state`` under the guard's name). The
-agent loops (`skilltransfer.agents.agent`, ``executor``, ``roles``) only call `Harness` hooks; they name no guard.
+A guard is a policy (a `Guard` subclass in the module of this package named for the hooks it serves, e.g.
+``skilltransfer.agents.harness.completion``) with its own per-task state: one instance per task (the executor's
+per-run state lives in ``ExecutorRun.guard_state`` under the guard's name). The agent loops
+(`skilltransfer.agents.agent`, ``executor``, ``roles``) only call `Harness` hooks; they name no guard.
 A hook returns one of the decisions below (inspect_ai's approvers return an ``Approval`` the same way):
 
 * `Accept` (`ACCEPT`): nothing to do;

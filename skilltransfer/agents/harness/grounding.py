@@ -1,12 +1,15 @@
-"""Is a submitted answer grounded? The parts of a literal ``complete_task`` answer that no output of the task shows.
+"""What a trajectory shows, and whether a claim is grounded in it: the readers the guards share (the outputs the agent
+saw, the code that ran, whether a subtask asks for completion) and the checks of an answer, a report, a summary line
+or a skill against them (no policy of their own: the guards in `completion`, `planning` and `memory` use them).
+
+Is a submitted answer grounded? The parts of a literal ``complete_task`` answer that no output of the task shows.
 
 A small model often submits a value it never saw: it searches a note, sees only the title, and answers
 ``complete_task(answer="1")``. The executor refuses such a submission once per task (``refuse_ungrounded_answer``),
 with the parts that appear nowhere, before the code runs; likewise, twice per subtask, a ``SUBTASK DONE`` report
 with a number that neither an output nor the task message shows (``missing_numbers``). Only literal answers are
 checked (a string or number written in the code); an answer computed in code (``complete_task(answer=len(events))``)
-is not. The check reads
-what the agent itself saw (its observations), never the task's expected answer.
+is not. The check reads what the agent itself saw (its observations), never the task's expected answer.
 
 A report that claims a change ("removed", "updated", "sent" ...) while no code of the task that ran without an error
 called a function named for a change (``delete_event``, ``set_cell``, ``send_email``: its first word a change verb) is
@@ -31,8 +34,29 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 
+from skilltransfer.log import ActionStep
 from skilltransfer.util import pyast
 
+# --------------------------------------------------------------------------------------------- trajectory readers
+_ASKS_COMPLETION = re.compile(r"complete_task|\bsubmit|\b(?:complete|finish|end) the task", re.IGNORECASE)
+
+
+def outputs_of(steps: Sequence[ActionStep]) -> list[str]:
+    """The observations of ``steps`` that sent code (a reply without code has no output)."""
+    return [s.observation for s in steps if s.action is not None]
+
+
+def ran_code(steps: Sequence[ActionStep]) -> list[str]:
+    """The code of ``steps`` that ran without an error (refused replies never ran)."""
+    return [s.action for s in steps if s.action is not None and not s.error and s.refused is None]
+
+
+def asks_completion(subtask: str) -> bool:
+    """Whether a subtask's text asks for ``complete_task``, a submission or the end of the task."""
+    return _ASKS_COMPLETION.search(subtask) is not None
+
+
+# --------------------------------------------------------------------------------------------- grounding checks
 _PART = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]{3,}")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _FUNCTION_WORDS = frozenset({"the", "and", "are", "was", "were", "has", "have", "its", "his", "her", "their", "for",

@@ -63,30 +63,32 @@ class GuardSpec:
         return bool(value != self.off)
 
 
-def _guard(name: str, cls: str, switch: str, on: Any = True, off: Any = False) -> GuardSpec:
-    return GuardSpec(name, f"{_PACKAGE}.{name}:{cls}", switch, on, off)
+def _guard(name: str, target: str, switch: str, on: Any = True, off: Any = False) -> GuardSpec:
+    """An agent guard: ``target`` is ``module:Class`` within this package (the module named for the hooks its guards
+    serve)."""
+    return GuardSpec(name, f"{_PACKAGE}.{target}", switch, on, off)
 
 
 GUARDS: tuple[GuardSpec, ...] = (
-    _guard("stop_sequence", "StopSequence", "stop", ["\nObservation:"], []),
-    _guard("example_plan", "ExamplePlan", "example_plan"),
-    _guard("demonstration", "DemonstrationTurns", "demonstration", "turns", "inline"),
-    _guard("error_hints", "ErrorHints", "error_hints"),
-    _guard("stuck_detection", "StuckDetection", "stuck_detection"),
-    _guard("premature_done", "PrematureDone", "refuse_premature_done"),
-    _guard("subtask_history", "SubtaskHistory", "subtask_history"),
-    _guard("planner_copies", "PlannerCopies", "uncopy_subtasks"),
-    _guard("repeated_subtask", "RepeatedSubtask", "refuse_repeated_subtask"),
-    _guard("closing_subtask", "ClosingSubtask", "close_unfinished"),
-    _guard("done_on_repeat", "DoneOnRepeat", "done_on_repeat"),
-    _guard("early_completion", "EarlyCompletion", "refuse_early_completion"),
-    _guard("ungrounded_answer", "UngroundedAnswer", "refuse_ungrounded_answer"),
-    _guard("unmade_completion", "UnmadeCompletion", "refuse_unmade_completion"),
-    _guard("ungrounded_report", "UngroundedReport", "refuse_ungrounded_report"),
-    _guard("grounded_summary", "GroundedSummary", "ground_summary"),
-    _guard("retrieval_floor", "RetrievalFloor", "retrieval_min_score", 0.2, -1.0),
-    _guard("induction_gate", "InductionGate", "induce_without_working_code", False, True),
-    _guard("grounded_skills", "GroundedSkills", "ground_skills"),
+    _guard("stop_sequence", "reply_forms:StopSequence", "stop", ["\nObservation:"], []),
+    _guard("example_plan", "worked_example:ExamplePlan", "example_plan"),
+    _guard("demonstration", "worked_example:DemonstrationTurns", "demonstration", "turns", "inline"),
+    _guard("error_hints", "observations:ErrorHints", "error_hints"),
+    _guard("stuck_detection", "observations:StuckDetection", "stuck_detection"),
+    _guard("premature_done", "completion:PrematureDone", "refuse_premature_done"),
+    _guard("subtask_history", "planning:SubtaskHistory", "subtask_history"),
+    _guard("planner_copies", "planning:PlannerCopies", "uncopy_subtasks"),
+    _guard("repeated_subtask", "planning:RepeatedSubtask", "refuse_repeated_subtask"),
+    _guard("closing_subtask", "completion:ClosingSubtask", "close_unfinished"),
+    _guard("done_on_repeat", "reply_forms:DoneOnRepeat", "done_on_repeat"),
+    _guard("early_completion", "completion:EarlyCompletion", "refuse_early_completion"),
+    _guard("ungrounded_answer", "completion:UngroundedAnswer", "refuse_ungrounded_answer"),
+    _guard("unmade_completion", "completion:UnmadeCompletion", "refuse_unmade_completion"),
+    _guard("ungrounded_report", "completion:UngroundedReport", "refuse_ungrounded_report"),
+    _guard("grounded_summary", "planning:GroundedSummary", "ground_summary"),
+    _guard("retrieval_floor", "memory:RetrievalFloor", "retrieval_min_score", 0.2, -1.0),
+    _guard("induction_gate", "memory:InductionGate", "induce_without_working_code", False, True),
+    _guard("grounded_skills", "memory:GroundedSkills", "ground_skills"),
     GuardSpec("instance_mask", None, "mask_instance_names", True, False, where="stream"),
     GuardSpec("docs_example", None, "docs_example", True, False, where="env", envs=("apps", "office", "datasci")),
     GuardSpec("focused_docs", None, "focused_docs", True, False, where="env", envs=("apps",)),

@@ -1,4 +1,6 @@
-"""A worked example in an env's docs, shown to the executor as earlier chat turns instead of prose.
+"""A worked example in an env's docs, shown to the executor as earlier chat turns instead of prose, and its plan shown
+to the planner: the format, and the two guards that show them (hooks ``opening``, ``planner_opening``):
+`DemonstrationTurns` and `ExamplePlan`.
 
 Small models follow a pattern they see in their own conversation far better than one described in the system
 prompt. An env opts in by ending its docs with a section in this format (the section runs to the next ``## `` heading
@@ -41,6 +43,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from skilltransfer.agents.harness.base import Guard, Opening, PlannerOpening, RunContext, TaskView
+from skilltransfer.agents.harness.grounding import asks_completion
+from skilltransfer.agents.prompts import NO_HISTORY, NO_SUMMARY, history_line
 from skilltransfer.agents.replies import SUBTASK_DONE_OBSERVATION
 from skilltransfer.protocols import Message
 
@@ -168,3 +173,67 @@ def _parse_turns(body: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[in
             turns.append((reply, text.removeprefix("Observation:").strip()))
             reply = None
     return (tuple(turns), tuple(reports)) if reply is None else ((), ())
+
+
+# --------------------------------------------------------------------------------------------- the guards
+class DemonstrationTurns(Guard):
+    """Demonstration turns: the worked example at the end of an env's docs (the format above) is replayed to the
+    executor as earlier chat turns before the task instead of prose in the system prompt (context fitting keeps them
+    verbatim); the planner never sees it. A subtask executor is shown it as a subtask when
+    ``agent.subtask_example`` is on: the k-th subtask of a task that may not complete the task sees the example plan's
+    k-th subtask, the turns up to its ``Report:`` line and the reply ``SUBTASK DONE: <report>``
+    (`Demonstration.as_subtask`); one that asks for ``complete_task`` sees the whole example in the subtask format.
+    Switch: ``agent.demonstration`` (``turns``; ``inline`` is off)."""
+
+    name = "demonstration"
+
+    def opening(self, context: RunContext, opening: Opening) -> Opening:
+        docs, demo = split_demonstration(opening.docs)
+        if demo is None:
+            return opening
+        opening.docs = docs
+        may_complete = not context.subtask or asks_completion(context.subtask)
+        if context.subtask_mode and not context.subagent and self.config.subtask_example:
+            summary, history, subtask = NO_SUMMARY, NO_HISTORY, demo.task
+            if demo.reports and not may_complete:
+                plan = split_plan_example(context.episode.docs().strip())[1]
+                k, planned = demo.segment(context.subtask_index or 0), plan_subtasks(plan)
+                if k < len(planned):
+                    subtask = planned[k]
+                    earlier = [report for _, report in demo.reports[:k]]
+                    summary = "\n".join(f"- {report}" for report in earlier) or NO_SUMMARY
+                    history = "\n".join(history_line(i, planned[i - 1], "subtask_done", report)
+                                         for i, report in enumerate(earlier, start=1)) or NO_HISTORY
+                else:
+                    k = 0  # no plan line for it: the example's first subtask, under the example task
+                demo = demo.as_subtask(k)
+            elif not may_complete:
+                demo = demo.as_subtask()
+            task = self.prompts.executor_subtask.render(instruction=demo.task, summary=summary, history=history,
+                                                        subtask=subtask, skills="")
+        else:
+            task = self.prompts.executor_task.render(instruction=demo.task, skills="")
+        opening.turns = demo.messages(task, lambda output: self.prompts.observation.render(output=output))
+        return opening
+
+    def planner_opening(self, task: TaskView, opening: PlannerOpening) -> PlannerOpening:
+        opening.docs = split_demonstration(opening.docs)[0]
+        return opening
+
+
+class ExamplePlan(Guard):
+    """Example plans: an env's docs may end with the subtasks a planner would send for its worked example's task
+    (``## Example plan (another task): ...``, `split_plan_example`); the planner shows it after the docs, the executor
+    never sees it. Switch: ``agent.example_plan``."""
+
+    name = "example_plan"
+
+    def opening(self, context: RunContext, opening: Opening) -> Opening:
+        opening.docs = split_plan_example(opening.docs)[0]
+        return opening
+
+    def planner_opening(self, task: TaskView, opening: PlannerOpening) -> PlannerOpening:
+        opening.docs, plan = split_plan_example(opening.docs)
+        if plan:
+            opening.example = f"\n{plan}\n"
+        return opening
