@@ -25,7 +25,7 @@ from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.store import SkillMemory
-from skilltransfer.runner.build import external_library, library_name
+from skilltransfer.runner.build import agent_library_name, external_library
 from skilltransfer.runner.stream import context_account
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
@@ -403,9 +403,9 @@ def test_an_external_library_is_disclosed_and_a_runs_memory_is_not(tmp_path):
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "manifest.json").write_text("{}")
     assert not external_library(StreamConfig(condition="task", library=str(tmp_path / "memory")))
-    assert library_name(LIBRARY) == "skills-library"
-    assert library_name(LIBRARY / "calendar-basics" / "SKILL.md") == "calendar-basics"
-    assert library_name("lib.jsonl") == "lib.jsonl"
+    assert agent_library_name(LIBRARY) == "skills-library"
+    assert agent_library_name(LIBRARY / "calendar-basics" / "SKILL.md") == "calendar-basics"
+    assert agent_library_name("lib.jsonl") == "lib.jsonl"
 
 
 @pytest.mark.slow

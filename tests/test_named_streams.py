@@ -94,19 +94,40 @@ def test_library_transfer_events_from_records():
     assert transfer_events(records, "run source/x")[0].source_task_id == "src/3"
 
 
-def test_library_label_names_the_source_run_or_library():
-    from skilltransfer.report.summary import library_label
+def test_library_event_source_names_the_source_run_or_library():
     from skilltransfer.settings.config import StreamConfig
 
     base = {"run": "r", "env": {"env": "apps"}, "model": {"name": "openai", "model": "m"}, "condition": "task+text"}
-    assert library_label(StreamConfig.model_validate(base)) is None
+    assert StreamConfig.model_validate(base).library_event_source() is None
     grid = StreamConfig.model_validate({**base, "runs_dir": "/out",
                                         "library": "/out/source/apps/m/subtask+text/memory"})
-    assert library_label(grid) == "run source/apps/m/subtask+text"
+    assert grid.library_event_source() == "run source/apps/m/subtask+text"
     snap = StreamConfig.model_validate({**base, "library": "/elsewhere/run1/memory", "library_snapshot": 4})
-    assert library_label(snap) == "run /elsewhere/run1@4"
-    assert library_label(StreamConfig.model_validate({**base, "library": "data/demo_library"})) == (
+    assert snap.library_event_source() == "run /elsewhere/run1@4"
+    assert StreamConfig.model_validate({**base, "library": "data/demo_library"}).library_event_source() == (
         "library data/demo_library")
+
+
+def test_the_report_names_the_library_a_run_read_by_its_path_under_the_runs_folder():
+    """`frozen_library_name` (the report's note on an empty library) and `skills_read_label` (the execution-mode
+    and organisation tables' ``library`` column, the viewer's ``library``): one path rule, a run's memory folder named
+    by its run folder, inside the runs folder or not."""
+    from skilltransfer.settings.config import StreamConfig
+
+    base = {"run": "r", "env": {"env": "apps"}, "model": {"name": "openai", "model": "m"}, "condition": "task+text"}
+    own = StreamConfig.model_validate(base)
+    assert own.frozen_library_name() is None
+    assert own.skills_read_label() == "own memory"
+    grid = StreamConfig.model_validate({**base, "runs_dir": "/out", "library": "/out/source/apps/m/task+text/memory"})
+    assert grid.frozen_library_name() == grid.skills_read_label() == "source/apps/m/task+text"
+    outside = StreamConfig.model_validate({**base, "runs_dir": "/out", "library": "/elsewhere/run1/memory"})
+    assert outside.frozen_library_name() == "/elsewhere/run1"
+    relative = StreamConfig.model_validate({**base, "library": "runs/src/apps/m/task+text/memory"})
+    assert relative.frozen_library_name() == "src/apps/m/task+text"  # runs_dir "runs": relative to it too
+    beside = StreamConfig.model_validate({**base, "library": "data/demo_library", "library_use": "beside",
+                                          "reuse": "flat"})
+    assert beside.frozen_library_name() == "data/demo_library"
+    assert beside.skills_read_label() == "data/demo_library + own memory"
 
 
 def test_show_lists_transfer_events(tmp_path):

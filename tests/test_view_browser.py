@@ -205,13 +205,12 @@ def test_library_transfer_events_are_listed_beside_the_graph(browser, runs, tmp_
     from helpers_tinyenv import TEXT_SKILL, CounterScript
 
     from skilltransfer.llm.mock_server import MockServer
-    from skilltransfer.report.summary import library_label
 
     frozen = tmp_path / "runs" / "frozen"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as mock:
         run_tiny(mock, frozen, "task+text", (3, 5), "--library", str(runs["subtask+code"] / "memory"))
     folder = RunFolder(frozen)
-    events = transfer_events(folder.read_records(), library_label(read_run_settings(folder).config))
+    events = transfer_events(folder.read_records(), read_run_settings(folder).config.library_event_source())
     assert events
     assert {e.kind for e in events} == {"library"}
     with ViewServer(Catalog([tmp_path / "runs"])) as server:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from skilltransfer.errors import InputError
 from skilltransfer.log import RunFolder, TaskRecord
 from skilltransfer.report.runs import find_runs
-from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, library_label, transfer_events
+from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, transfer_events
 from skilltransfer.settings.recorded import RunSettings, read_run_settings
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def task_rows(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
                                 "model": config.model.report_label, "condition": config.condition_label()}
         head.update({key: setting.get(key) for key in differing})
         by_task: dict[tuple[str, str], list[str]] = {}
-        for event in transfer_events(records, library_label(config)):
+        for event in transfer_events(records, config.library_event_source()):
             by_task.setdefault((event.kind, event.target_task_id), []).append(event.skill_name)
         rows += [{**head, **_task_row(record, by_task.get((WITHIN_RUN, record.task_id), []),
                                       by_task.get((LIBRARY, record.task_id), []))} for record in records]

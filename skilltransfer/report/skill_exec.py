@@ -3,10 +3,10 @@
 each task (`skilltransfer.metrics.ContextAccount`, from results.jsonl's ``context_account``).
 
 Each table appears only when some run of the report uses a non-default value of its axis; it then lists every group
-with a skill memory (the inline / flat groups are its baselines), split by the frozen library the runs read (column
-``library``: its path relative to the runs folder, ``memory`` dropped; "own memory" for a growing memory, "PATH + own
-memory" for a library beside one), so a grid's
-own and contract-induced libraries are separate rows. The execution-mode table keeps the flat-library
+with a skill memory (the inline / flat groups are its baselines), split by the skills the runs read (column
+``library``: `StreamConfig.skills_read_label`: the frozen library's path relative to the runs folder, ``memory``
+dropped; "own memory" for a growing memory, "PATH + own memory" for a library beside one), so a grid's own and
+contract-induced libraries are separate rows. The execution-mode table keeps the flat-library
 groups (modes compared on one organisation); the organisation table lists all.
 """
 
@@ -38,20 +38,6 @@ _COMMON = ["runs", "tasks", "success_pct", "ci_low", "ci_high", "peak_context", 
 
 def _account(record: TaskRecord) -> ContextAccount:
     return ContextAccount.from_dict(record.context_account or {})
-
-
-def library_label(config: StreamConfig) -> str:
-    """Which library a run read (see the module docstring)."""
-    if config.library is None:
-        return "own memory"
-    path = Path(config.library)
-    if path.name == "memory":
-        path = path.parent
-    try:
-        name = path.relative_to(config.runs_dir).as_posix()
-    except ValueError:
-        name = path.as_posix()
-    return f"{name} + own memory" if config.library_use == "beside" else name
 
 
 def _row(members: list[RunLog], metric: str, seed: int) -> dict[str, Any]:
@@ -107,7 +93,7 @@ def _tables(runs: list[RunLog], metric: str, seed: int) -> tuple[Table, Table]:
     for (env, model, condition), grouped in groups(runs).items():
         by_library: dict[str, list[RunLog]] = {}
         for run in grouped:
-            by_library.setdefault(library_label(run.log.config), []).append(run)
+            by_library.setdefault(run.log.config.skills_read_label(), []).append(run)
         for library, members in sorted(by_library.items()):
             config = members[0].log.config
             if not config.has_memory or not any(run.records for run in members):
@@ -125,7 +111,7 @@ def _tables(runs: list[RunLog], metric: str, seed: int) -> tuple[Table, Table]:
 
 def _strip(config: StreamConfig, **update: Any) -> str:
     """A run's condition label with some axes set back (what pairs runs across that axis), plus its library."""
-    return f"{config.model_copy(update=update).condition_label()}\x00{library_label(config)}"
+    return f"{config.model_copy(update=update).condition_label()}\x00{config.skills_read_label()}"
 
 
 def peak_context_table(runs: list[RunLog], metric: str = "success", seed: int = 0) -> Table:

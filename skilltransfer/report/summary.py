@@ -64,22 +64,7 @@ class TransferEvent:
     kind: str = WITHIN_RUN
     """`WITHIN_RUN` or `LIBRARY`."""
     source: str = ""
-    """Library events: the library (`library_label`); within-run events: ""."""
-
-
-def library_label(config: StreamConfig) -> str | None:
-    """The frozen library of a run as transfer events name it, or None when the run has none: ``run X`` for another
-    run's memory folder (``X/memory``; X relative to the runs folder when inside it), else ``library PATH``; a
-    snapshot adds ``@K`` (its first K tasks)."""
-    if config.library is None:
-        return None
-    path = Path(config.library)
-    if config.runs_dir is not None and path.is_absolute() and path.is_relative_to(config.runs_dir):
-        path = path.relative_to(config.runs_dir)
-    snapshot = f"@{config.library_snapshot}" if config.library_snapshot is not None else ""
-    if path.name == "memory" and path.parent != path:
-        return f"run {path.parent.as_posix()}{snapshot}"
-    return f"library {path.as_posix()}{snapshot}"
+    """Library events: the library (`StreamConfig.library_event_source`); within-run events: ""."""
 
 
 def transfer_events(records: list[TaskRecord], library: str | None = None) -> list[TransferEvent]:
@@ -90,7 +75,7 @@ def transfer_events(records: list[TaskRecord], library: str | None = None) -> li
 
     * a skill that an *earlier* task of the same run induced (added, or merged into; the source is the first such
       task): a **within-run** event; a skill induced and retrieved within one task is none;
-    * a skill of the run's frozen library (``library``: `library_label` of its config; another run's memory or a
+    * a skill of the run's frozen library (``library``: its config's `library_event_source`; another run's memory or a
       library it was given), i.e. one no task of this run induced: a **library** event, source the library (and the
       skill's own source task, when it records one). A planted distractor (``distractors``, source
       ``distractor/...``) is none: it is noise added to the library, not a skill anyone induced or curated. Beside
@@ -269,7 +254,8 @@ def summarize_run(run_dir: str | Path, *, n_resamples: int = 10000, seed: int = 
                      if log.agent.library_min_score is not None else {}),
                   **({"plans": str(log.config.plan_dir)} if log.config.coordination != "none" else {})},
         format_version=log.format_version, harness=_harness(log.config),
-        transfers=transfer_events(records, library_label(log.config)), coordination=coordination_totals(records))
+        transfers=transfer_events(records, log.config.library_event_source()),
+        coordination=coordination_totals(records))
 
 
 def run_cost(records: Sequence[TaskRecord]) -> float | None:

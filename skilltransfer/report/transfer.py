@@ -10,7 +10,7 @@ import numpy as np
 from skilltransfer.metrics import transfer_density
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import OFFICIAL, condition_order, metric_of, value_of
-from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, TransferEvent, library_label, transfer_events
+from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, TransferEvent, transfer_events
 from skilltransfer.report.table import Table
 
 DEFAULT_BINS = 50
@@ -20,7 +20,7 @@ LEVELS = ("subtask", "task")
 def run_transfer_events(run: RunLog) -> list[TransferEvent]:
     """The run's transfer events, within-run and library (`skilltransfer.report.summary.transfer_events`, the
     definition ``show`` and ``view`` count too)."""
-    return transfer_events(run.records, library_label(run.log.config))
+    return transfer_events(run.records, run.log.config.library_event_source())
 
 
 def transfer_pairs(run: RunLog) -> list[tuple[int, int]]:

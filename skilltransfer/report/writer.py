@@ -127,7 +127,7 @@ def _header(report: Report) -> list[str]:
     envs = sorted({run.env for run in report.runs})
     models = sorted({run.model for run in report.runs})
     tasks = sum(len(run.records) for run in report.runs)
-    empty = [f"{run.name} (library: 0 skills from {library_source(run)})"
+    empty = [f"{run.name} (library: 0 skills from {run.log.config.frozen_library_name()})"
              + (f" + its {len(run.skills)} distractors" if run.skills else "") for run in report.runs
              if run.frozen_library and len(run.skills) <= run.log.config.distractors]  # only distractors: none induced
     return [f"{len(report.runs)} runs, {tasks} finished tasks; envs: {', '.join(envs)}; models: {', '.join(models)}.",
@@ -171,18 +171,6 @@ def _grouping(runs: list[RunLog]) -> list[str]:
         lines.append("Runs whose labels agree but whose settings differ are kept apart and labelled by every "
                      f"setting that differs: {'; '.join(tagged)}.")
     return lines
-
-
-def library_source(run: RunLog) -> str:
-    """Where a frozen-library run's library came from: the source stream's run name when the library is the memory
-    of a run beside it (a grid's earlier phase), else the library path."""
-    config = run.log.config
-    library = Path(config.library or "")
-    try:
-        relative = library.relative_to(Path(config.runs_dir))
-    except ValueError:
-        return str(library)
-    return str(relative.parent if relative.name == "memory" else relative)
 
 
 def render(report: Report, figures: dict[str, str], as_html: bool) -> str:

@@ -299,7 +299,7 @@ def external_library(config: StreamConfig) -> bool:
     return not (Path(config.library) / MANIFEST).is_file()
 
 
-def library_name(library: str | Path) -> str:
+def agent_library_name(library: str | Path) -> str:
     """A library's name as the agent is told it: its folder or file name (a SKILL.md file: its folder's)."""
     path = Path(library)
     if path.name == SKILL_FILE:

@@ -83,9 +83,9 @@ from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Messag
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
     LockedEmbedder,
+    agent_library_name,
     build_base_model,
     external_library,
-    library_name,
     pick_positions,
     stream_library_read,
 )
@@ -321,7 +321,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     def make_agent() -> Agent:
         return Agent(model, memory=memory, inducer=inducer, config=agent_cfg, organization=inputs.organization,
                      retriever=masking or retriever, role_models=role_models,
-                     library=library_name(config.library) if config.library is not None else None)
+                     library=agent_library_name(config.library) if config.library is not None else None)
 
     agent = make_agent()
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None

@@ -702,6 +702,45 @@ class StreamConfig(BaseModel):
                 leaf += "-" + axis.run_tag.format(value=value)
         return leaf
 
+    # The library a run read, named for three readers: a report's tables (`frozen_library_name`, `skills_read_label`),
+    # its transfer events (`library_event_source`); the agent is told another name (`runner.build.agent_library_name`).
+    def frozen_library_name(self) -> str | None:
+        """The frozen library as reports name it, None without one: its path relative to ``runs_dir`` when inside it
+        (else as given), a run's memory folder (``X/memory``) named by its run folder ``X``."""
+        if self.library is None:
+            return None
+        path = Path(self.library)
+        if path.name == "memory":
+            path = path.parent
+        try:
+            return path.relative_to(self.runs_dir).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def skills_read_label(self) -> str:
+        """Which skills a run read, as the report's execution-mode and organisation tables split their groups (column
+        ``library``) and the viewer shows them: ``own memory`` (a growing memory), the `frozen_library_name`, or
+        ``<name> + own memory`` for a library beside the agent's own memory."""
+        name = self.frozen_library_name()
+        if name is None:
+            return "own memory"
+        return f"{name} + own memory" if self.library_use == "beside" else name
+
+    def library_event_source(self) -> str | None:
+        """The source of the run's library transfer events (`skilltransfer.report.summary.transfer_events`), None
+        without a frozen library: ``run X`` for another run's memory folder (``X/memory``; X relative to ``runs_dir``
+        when both are absolute and the library is inside it), else ``library PATH``; a snapshot adds ``@K`` (its first
+        K tasks)."""
+        if self.library is None:
+            return None
+        path = Path(self.library)
+        if path.is_absolute() and path.is_relative_to(self.runs_dir):
+            path = path.relative_to(self.runs_dir)
+        snapshot = f"@{self.library_snapshot}" if self.library_snapshot is not None else ""
+        if path.name == "memory" and path.parent != path:
+            return f"run {path.parent.as_posix()}{snapshot}"
+        return f"library {path.as_posix()}{snapshot}"
+
 
 def axes() -> dict[str, Axis]:
     """Field name -> `Axis` of every axis of `StreamConfig`, in field order."""

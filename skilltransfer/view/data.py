@@ -48,10 +48,8 @@ from skilltransfer.log import (
     read_steps,
 )
 from skilltransfer.report.runs import RunLog, label_runs
-from skilltransfer.report.skill_exec import library_label as library_name
 from skilltransfer.report.summary import (
     LIBRARY,
-    library_label,
     step_calls,
     summarize_run,
     summary_rows,
@@ -339,10 +337,10 @@ class Catalog:
                     "coordination"), **self._library(entry)}
 
     def _library(self, entry: RunEntry) -> dict[str, Any]:
-        """The library a run read (`library_name`, as the report's tables name it; None without a skill memory) and
-        its utility when the run has it (`library_utility`)."""
+        """The skills a run read (`StreamConfig.skills_read_label`, as the report's tables name them; None without a
+        skill memory) and its utility when the run has it (`library_utility`)."""
         config = self._run_log(entry).log.config
-        return {"library": library_name(config) if config.has_memory else None,
+        return {"library": config.skills_read_label() if config.has_memory else None,
                 "library_utility": library_utility(entry.path, self._run_log(entry))}
 
     # ----------------------------------------------------------------- one run
@@ -364,7 +362,7 @@ class Catalog:
             if isinstance(task_id, str) and task_id not in done:
                 tasks.append({"position": position, "task_id": task_id, "finished": False,
                               "status": _trajectory_status(folder, task_id)})
-        transfers = transfer_edges(records, library_label(read_run_settings(folder).config))
+        transfers = transfer_edges(records, read_run_settings(folder).config.library_event_source())
         skills, skills_error = _skills(entry.path, records, transfers, self._run_log(entry))
         with self._lock:
             labels = self._labelled.get(entry.key)
@@ -530,8 +528,8 @@ def _trajectory_status(folder: RunFolder, task_id: str) -> str:
 
 def transfer_edges(records: list[TaskRecord], library: str | None = None) -> list[dict[str, Any]]:
     """The run's transfer events (`skilltransfer.report.summary.transfer_events`, the one definition; ``library``:
-    the run's `library_label`) as edges source -> target, with the retrieval's best score and the target's outcome.
-    A library event's ``source`` is None and ``library`` names where the skill came from."""
+    the run's `library_event_source`) as edges source -> target, with the retrieval's best score and the target's
+    outcome. A library event's ``source`` is None and ``library`` names where the skill came from."""
     reward = {r.position: r.reward for r in records}
     return [{"kind": e.kind, "source": e.source_position, "source_task_id": e.source_task_id,
              "library": e.source or None, "target": e.target_position, "target_task_id": e.target_task_id,
