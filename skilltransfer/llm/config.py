@@ -1,4 +1,6 @@
-"""`ModelConfig`: everything needed to build a chat model, from flags, a YAML config or the usual env vars."""
+"""`ModelConfig`: the one typed description of a model endpoint (how to reach or start a chat model and how to call
+it), built once from a model string (`skilltransfer.llm.modelstring`) and the flags or spec keys that refine it (the
+CLI's `ModelOptions.config`, a stream's `ModelSpec`: this plus a label); `make_model` and the grid take it as it is."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -18,7 +20,8 @@ MODELS: dict[str, str] = {
     "openai": "skilltransfer.llm.openai_client:OpenAIChatModel",
     "scripted": "skilltransfer.llm.testing:ScriptedModel",
 }
-"""Registry: model name -> ``module:Class``."""
+"""Registry: model name -> ``module:Class``. A ``name`` may also be a ``module:Class`` target of its own (an open
+registry: any class meeting `skilltransfer.protocols.ChatModel`, docs/models.md)."""
 assert tuple(MODELS) == get_args(ModelName)
 CacheMode = Literal["off", "rw", "ro"]
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -44,12 +47,14 @@ class Price(BaseModel):
 
 
 class ModelConfig(BaseModel):
-    """How to reach (or start) a chat model and how to call it. Unset fields fall back to env vars / defaults."""
+    """How to reach (or start) a chat model and how to call it (frozen: a value passed from the CLI or a spec to the
+    client as it is). Unset fields fall back to env vars / defaults."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     name: str | None = None
-    """Registry name: "local", "openai" or "scripted"; None: "openai" if an endpoint is configured, else "local"."""
+    """Registry name: "local", "openai" or "scripted", or ``module:Class`` (your own chat-model class, built with
+    this config: docs/models.md); None: "openai" if an endpoint is configured, else "local"."""
     base_url: str | None = None
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (env: OPENAI_BASE_URL)."""
     api_key: str | None = None
@@ -127,8 +132,10 @@ class ModelConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _known_name(cls, name: str | None) -> str | None:
-        if name is not None and name not in MODELS:
-            raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+        from skilltransfer.llm.modelstring import CLASS_TARGET
+
+        if name is not None and name not in MODELS and not CLASS_TARGET.match(name):  # the class is imported on use
+            raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}, or module:Class")
         return name
 
     @field_validator("headers")
@@ -234,6 +241,9 @@ class ModelConfig(BaseModel):
         return self.model or os.environ.get("SKILLTRANSFER_MODEL") or None
 
 
+_Config = TypeVar("_Config", bound=ModelConfig)
+
+
 def normalise_cache_mode(mode: str) -> CacheMode:
     """Map user spellings (read-write, read-only, replay, ...) to "off" | "rw" | "ro"."""
     try:
@@ -243,13 +253,13 @@ def normalise_cache_mode(mode: str) -> CacheMode:
                          ) from None
 
 
-def build_config(data: dict[str, Any]) -> ModelConfig:
-    """Validate a dict into a `ModelConfig` (cache mode spellings normalised).
+def build_config(data: dict[str, Any], kind: type[_Config] = ModelConfig) -> _Config:  # type: ignore[assignment]
+    """Validate a dict into a `ModelConfig` (or a subclass: ``kind``; cache mode spellings normalised).
 
     Raises:
         InputError: naming the first bad or unknown field.
     """
     try:
-        return ModelConfig.model_validate(data)
+        return kind.model_validate(data)
     except ValidationError as exc:
-        raise InputError(f"model config {validation_message(exc, model=ModelConfig)}") from None
+        raise InputError(f"model config {validation_message(exc, model=kind)}") from None

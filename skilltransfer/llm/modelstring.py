@@ -1,6 +1,6 @@
 """Model strings as people write them (``--model openai/gpt-4o``, ``--model Qwen/Qwen2.5-7B@http://gpu:8000/v1``,
-``--model local``, ``--model scripted:replies.jsonl``), turned into `ModelConfig` fields; and the model id an
-OpenAI-compatible endpoint serves when it serves exactly one (``GET /v1/models``).
+``--model local``, ``--model scripted:replies.jsonl``, ``--model mypkg.models:MyChat``), turned into `ModelConfig`
+fields (`ModelConfig.parse` builds the typed description from one).
 
 Forms:
 
@@ -11,24 +11,26 @@ Forms:
   OpenAI-compatible endpoint (vLLM, llama.cpp's server, the mock server, ...).
 - ``<url>`` or ``vllm/<url>``: the only model that endpoint serves (read from its ``/v1/models``).
 - ``scripted:<file.jsonl>``: the scripted test double replaying that file's replies.
+- ``<module>:<Class>``: your own chat-model class, importable from ``sys.path`` (docs/models.md: what it must do;
+  a spec file names one only with ``--allow-import <module>``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from skilltransfer.errors import InputError
-from skilltransfer.util.http_client import fetch_json, openai_headers, shown_url
 
 OPENAI_URL = "https://api.openai.com/v1"
 """The endpoint of ``openai`` / ``openai/<id>`` when no other endpoint is configured."""
 FORMS = ("openai/<id>", "<id>@<url> (any OpenAI-compatible endpoint; also vllm/<id>@<url>)",
-         "<url> (the endpoint's only model)", "local[:<file.gguf>]", "scripted:<file.jsonl>")
+         "<url> (the endpoint's only model)", "local[:<file.gguf>]", "scripted:<file.jsonl>",
+         "<module>:<Class> (your own chat-model class)")
 """The model string forms, as error messages list them."""
 _PROVIDERS = ("openai/", "vllm/")
 _AT_URL = re.compile(r"^(?P<id>.*)@(?P<url>https?://\S+)$")
+CLASS_TARGET = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+"""A ``module:Class`` target (dotted names on both sides)."""
 
 
 def _is_url(text: str) -> bool:
@@ -36,7 +38,8 @@ def _is_url(text: str) -> bool:
 
 
 def parse_model_string(text: str, *, flag: str = "--model") -> dict[str, str]:
-    """The `ModelConfig` fields a model string sets (``name``, and ``model``, ``base_url``, ``script`` as given).
+    """The `ModelConfig` fields a model string sets (``name``, and ``model``, ``base_url``, ``script`` as given;
+    ``name`` is a registry name or a ``module:Class`` target).
 
     Raises:
         InputError: a string of none of the forms (the message lists them and names ``flag``).
@@ -62,42 +65,6 @@ def parse_model_string(text: str, *, flag: str = "--model") -> dict[str, str]:
         return {"name": "openai", "base_url": rest}
     if provider and rest.strip():
         return {"name": "openai", "model": rest.strip()}
+    if CLASS_TARGET.match(spec):
+        return {"name": spec}
     raise InputError(f"{flag} {text!r} is not a model string; write one of: {', '.join(FORMS)}")
-
-
-def served_model_ids(base_url: str, api_key: str | None = None, *, timeout_s: float = 10.0,
-                     headers: Mapping[str, str] | None = None) -> list[str]:
-    """The model ids ``GET <base_url>/models`` lists (``headers``: a model's ``headers`` setting).
-
-    Raises:
-        InputError: the endpoint cannot be reached or does not answer with a model list.
-    """
-    url = f"{base_url.rstrip('/')}/models"
-    base_url, shown = shown_url(base_url), shown_url(url)
-    try:  # bounded in size, depth and total time (an endpoint is untrusted input too)
-        payload: Any = fetch_json(url, openai_headers(api_key, headers), deadline_s=timeout_s)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the model list of {base_url} (GET {shown}: {exc}); give the model id: "
-                         f"--model <id>@{base_url} (or set SKILLTRANSFER_MODEL)") from None
-    entries = payload.get("data") if isinstance(payload, dict) else None
-    if not isinstance(entries, list):
-        raise InputError(f"{shown} did not answer with a model list; give the model id: --model <id>@{base_url}")
-    return [str(e["id"]) for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-
-
-def only_served_model(base_url: str, api_key: str | None = None,
-                      headers: Mapping[str, str] | None = None) -> str:
-    """The id of the one model an endpoint serves.
-
-    Raises:
-        InputError: it serves none or several (naming them and the flag that chooses one).
-    """
-    ids = served_model_ids(base_url, api_key, headers=headers)
-    base_url = shown_url(base_url)
-    if len(ids) == 1:
-        return ids[0]
-    if not ids:
-        raise InputError(f"the endpoint {base_url} serves no model; give one: --model <id>@{base_url}")
-    shown = ", ".join(ids[:8]) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
-    raise InputError(f"the endpoint {base_url} serves several models ({shown}); choose one: "
-                     f"--model {ids[0]}@{base_url}")

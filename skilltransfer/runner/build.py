@@ -35,6 +35,7 @@ from skilltransfer.envs.registry import (
     stream_order,
 )
 from skilltransfer.errors import InputError
+from skilltransfer.llm.endpoint import EndpointProbe
 from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
@@ -47,7 +48,7 @@ from skilltransfer.util.imports import load_target
 ENV_CHOICES = ("apps, office, datasci, scienceworld, officebench[:<tasks folder>], an installed plug-in's name, or "
                "module:Class")
 ALLOW_IMPORT = "--allow-import"
-"""The flag that lets a spec file or ``-c`` name a ``module:Class`` env of that module (``grid``, ``run``)."""
+"""The flag that lets a spec file or ``-c`` name a ``module:Class`` env or model of that module (``grid``, ``run``)."""
 
 
 # --------------------------------------------------------------------------------------------- envs
@@ -108,6 +109,29 @@ def check_env_name(name: str, where: str, allowed_imports: Collection[str] | Non
                          f"or install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
     try:
         env_class_of(name)
+    except InputError as exc:
+        raise InputError(f"field {where!r}: {exc}") from None
+
+
+def check_model_name(name: str | None, where: str, allowed_imports: Collection[str] | None = None) -> None:
+    """Refuse a model entry's ``name`` that is a ``module:Class`` of a module the user did not allow, as
+    `check_env_name` does for envs (importing a module runs its code); an allowed one is imported and checked to be a
+    chat-model class (`skilltransfer.llm.model_class`). Registry names pass (checked when the spec is read).
+
+    Raises:
+        InputError: naming ``where``, the module and ``--allow-import``; or a class that cannot be used.
+    """
+    if name is None or ":" not in name:
+        return
+    from skilltransfer.llm import model_class
+
+    module = name.partition(":")[0].strip()
+    if allowed_imports is not None and not import_allowed(module, allowed_imports):
+        raise InputError(f"field {where!r}: model {name!r} would import module {module!r}, which runs its code; a spec "
+                         f"file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} {module}, "
+                         f"or give it on the command line (--model {name})")
+    try:
+        model_class(name)
     except InputError as exc:
         raise InputError(f"field {where!r}: {exc}") from None
 
@@ -341,12 +365,12 @@ def stream_library(config: StreamConfig) -> list[Skill] | None:
 
 
 # --------------------------------------------------------------------------------------------- model, embedder
-def build_base_model(config: ModelSpec) -> ChatModel:
-    """The client of a model entry, without the response cache (`stream_model` adds it per stream)."""
+def build_base_model(config: ModelSpec, probe: EndpointProbe | None = None) -> ChatModel:
+    """The client of a model entry, without the response cache (`stream_model` adds it per stream); ``probe``: its
+    endpoint's answer to ``GET /models`` when the run's check asked already (`skilltransfer.runner.preflight`)."""
     from skilltransfer.llm import make_model
 
-    data = config.model_dump(exclude_unset=True, exclude={"label", "cache_path"})
-    return make_model(data)
+    return make_model(config.model_copy(update={"cache_path": None}), probe=probe)
 
 
 def stream_model(base: ChatModel, config: ModelSpec) -> ChatModel:

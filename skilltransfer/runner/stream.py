@@ -300,7 +300,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = stream_prompt_ids(config, inducer, disclosed=agent_cfg.skill_disclosure == "progressive")
-    log = RunSettings(config=config.identity(), level=config.level, skill_format=config.skill_format,
+    log = RunSettings(config=config.recorded(), level=config.level, skill_format=config.skill_format,
                        agent=agent_cfg, induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id) if embedder is not None else None,
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"),
