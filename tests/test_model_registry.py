@@ -78,9 +78,12 @@ def test_run_a_stream_with_a_model_class_of_ones_own(tmp_path, monkeypatch, caps
     import mymod as module  # type: ignore[import-not-found]
 
     built = module.MyChat.built
-    assert len(built) == 1 and isinstance(built[0], ModelConfig) and built[0].params == {"temperature": 0.2}
+    assert len(built) == 1
+    assert isinstance(built[0], ModelConfig)
+    assert built[0].params == {"temperature": 0.2}
     records = RunFolder(out).read_records()
-    assert len(records) == 2 and all(r.success for r in records)
+    assert len(records) == 2
+    assert all(r.success for r in records)
     assert read_run_settings(RunFolder(out)).config.model.name == "mymod:MyChat"
     assert "mychat-default" in json.dumps(json.loads((out / "config.json").read_text()))  # the id that answered
 
@@ -92,7 +95,8 @@ def test_a_spec_names_a_model_class_only_when_its_module_is_allowed(tmp_path, mo
     path.write_text(yaml.safe_dump(spec))
     code, _, err = main_cli(["grid", str(path), "--no-progress", *ALLOW_TINY], monkeypatch, capsys)
     assert code == 2
-    assert "models.mine.name" in err and "--allow-import mymod" in err
+    assert "models.mine.name" in err
+    assert "--allow-import mymod" in err
     assert not (tmp_path / "out").exists()
     import sys
 
@@ -109,7 +113,8 @@ def test_a_run_config_file_naming_a_class_needs_consent(tmp_path, monkeypatch, c
     config.write_text(yaml.safe_dump({"model": {"name": "mymod:MyChat"}}))
     code, _, err = main_cli(["run", "--env", TINY, "--condition", "task", "--config", str(config), "--limit", "1",
                              "--out", str(tmp_path / "r"), "--no-sandbox", "--no-progress"], monkeypatch, capsys)
-    assert code == 2 and "--allow-import mymod" in err
+    assert code == 2
+    assert "--allow-import mymod" in err
 
 
 def test_a_class_that_is_no_chat_model_is_one_error(mymod):

@@ -53,7 +53,8 @@ def test_the_openai_api_needs_a_key(monkeypatch):
 def test_a_live_endpoint_passes_and_lists_its_models():
     with MockServer(CounterScript()) as server:
         info = check_endpoint(ModelSpec(name="openai", model="mock", base_url=server.url))
-    assert info is not None and info.served == ["mock"]
+    assert info is not None
+    assert info.served == ["mock"]
 
 
 def test_run_against_a_dead_endpoint_fails_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
@@ -125,10 +126,12 @@ def test_a_grid_of_two_streams_on_one_endpoint_asks_the_model_list_once(tmp_path
 def test_the_client_reads_the_window_from_the_runs_probe():
     with MockServer(CounterScript(), context_window=4096) as server:
         probe = check_endpoint(ModelSpec(name="openai", model="mock", base_url=server.url))
-        assert probe is not None and server.model_list_requests == 1
+        assert probe is not None
+        assert server.model_list_requests == 1
         model = build_base_model(ModelSpec(name="openai", model="mock", base_url=server.url), probe)
         assert model.context_window == 4096  # type: ignore[attr-defined]
         assert server.model_list_requests == 1
         alone = build_base_model(ModelSpec(name="openai", base_url=server.url))  # no probe, no id: asks once
-        assert alone.model == "mock" and alone.context_window == 4096  # type: ignore[attr-defined]
+        assert alone.model == "mock"
+        assert alone.context_window == 4096
         assert server.model_list_requests == 2
