@@ -13,8 +13,7 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model
-from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.modelstring import parse_model_string
+from skilltransfer.llm.config import ModelConfig, parse_model_string
 from skilltransfer.log import RunFolder
 from skilltransfer.settings.recorded import read_run_settings
 

@@ -11,10 +11,10 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import CounterScript
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm import make_model
+from skilltransfer.llm.endpoint import check_endpoint, model_string
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.log import RunFolder
-from skilltransfer.runner.build import build_base_model
-from skilltransfer.runner.preflight import check_endpoint, model_string
 from skilltransfer.settings.config import ModelSpec
 from skilltransfer.settings.recorded import read_run_settings
 
@@ -128,10 +128,10 @@ def test_the_client_reads_the_window_from_the_runs_probe():
         probe = check_endpoint(ModelSpec(name="openai", model="mock", base_url=server.url))
         assert probe is not None
         assert server.model_list_requests == 1
-        model = build_base_model(ModelSpec(name="openai", model="mock", base_url=server.url), probe)
+        model = make_model(ModelSpec(name="openai", model="mock", base_url=server.url), probe=probe, cache=False)
         assert model.context_window == 4096  # type: ignore[attr-defined]
         assert server.model_list_requests == 1
-        alone = build_base_model(ModelSpec(name="openai", base_url=server.url))  # no probe, no id: asks once
+        alone = make_model(ModelSpec(name="openai", base_url=server.url), cache=False)  # no probe, no id: asks once
         assert alone.model == "mock"
         assert alone.context_window == 4096
         assert server.model_list_requests == 2

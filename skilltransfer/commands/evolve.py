@@ -92,7 +92,8 @@ def evolve(
     from skilltransfer.errors import check_output_path
     from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
     from skilltransfer.lens.power import check_can_commit, power_line
-    from skilltransfer.runner.build import build_base_model, build_embedder, build_env, stream_model, stream_tasks
+    from skilltransfer.llm import make_model
+    from skilltransfer.runner.build import build_embedder, build_env, stream_tasks
     from skilltransfer.runner.evolve import evolve_stream
     from skilltransfer.runner.launch import checked_endpoint, run_spec
 
@@ -109,14 +110,15 @@ def evolve(
                            cache=str(cache) if cache else None, cache_mode=cache_mode,
                            script=str(script) if script else None, retry_budget_s=retry_budget)
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
-    stream, probe = checked_endpoint(run_spec(config, overrides or [], flags, out / "evals" / "run",
-                                              allowed_imports=allowed_imports(allow_import, env)))
+    stream = run_spec(config, overrides or [], flags, out / "evals" / "run",
+                      allowed_imports=allowed_imports(allow_import, env))
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:
         raise InputError(f"the stream has {len(tasks)} tasks; --dev {dev} + --val {val} + --test {test} need "
                          f"{dev + val + test}")
-    chat = stream_model(build_base_model(stream.model, probe), stream.model)
+    stream, probe = checked_endpoint(stream)  # one GET /models: the check, the model id, the window
+    chat = make_model(stream.model, probe=probe)
     vectors = build_embedder(stream)
     try:
         result, info = evolve_stream(

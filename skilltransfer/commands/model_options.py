@@ -43,7 +43,7 @@ class ModelOptions:
         Raises:
             InputError: an unreadable model string, or two flags setting one thing differently.
         """
-        from skilltransfer.llm.modelstring import parse_model_string
+        from skilltransfer.llm.config import parse_model_string
 
         fields = parse_model_string(self.spec) if self.spec is not None else {}
         for key, flag, value in (("model", "--model-name", self.model), ("script", "--script", self.script),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.config import ModelConfig
+from skilltransfer.llm.config import OPENAI_URL, ModelConfig
 from skilltransfer.llm.context import (
     PromptCounter,
     approx_tokens,
@@ -20,7 +20,6 @@ from skilltransfer.llm.context import (
     estimate_tokens,
 )
 from skilltransfer.llm.endpoint import EndpointProbe, probe_endpoint
-from skilltransfer.llm.modelstring import OPENAI_URL
 from skilltransfer.llm.reasoning import split_reply
 from skilltransfer.llm.retry import (
     ModelCallError,

@@ -35,13 +35,12 @@ from skilltransfer.envs.registry import (
     stream_order,
 )
 from skilltransfer.errors import InputError
-from skilltransfer.llm.endpoint import EndpointProbe
 from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.snapshots import snapshot_library
-from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
-from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
+from skilltransfer.protocols import Embedder, Env, TaskSpec
+from skilltransfer.settings.config import EnvSpec, StreamConfig
 from skilltransfer.skill import Skill
 from skilltransfer.util.imports import load_target
 
@@ -364,24 +363,7 @@ def stream_library(config: StreamConfig) -> list[Skill] | None:
     return None if read is None else read.skills
 
 
-# --------------------------------------------------------------------------------------------- model, embedder
-def build_base_model(config: ModelSpec, probe: EndpointProbe | None = None) -> ChatModel:
-    """The client of a model entry, without the response cache (`stream_model` adds it per stream); ``probe``: its
-    endpoint's answer to ``GET /models`` when the run's check asked already (`skilltransfer.runner.preflight`)."""
-    from skilltransfer.llm import make_model
-
-    return make_model(config.model_copy(update={"cache_path": None}), probe=probe)
-
-
-def stream_model(base: ChatModel, config: ModelSpec) -> ChatModel:
-    """``base`` wrapped in the entry's response cache (one wrapper per stream: replay order is per stream)."""
-    if not config.cache_path or config.cache_mode == "off":
-        return base
-    from skilltransfer.llm.cache import CachedModel, ResponseCache
-
-    return CachedModel(base, ResponseCache(config.cache_path, config.cache_mode))
-
-
+# --------------------------------------------------------------------------------------------- embedder
 def build_embedder(config: StreamConfig) -> Embedder:
     """The stream's retrieval embedder (``embedder``, with the disk cache when ``embedder_cache``)."""
     from skilltransfer.memory.embedders import make_embedder

@@ -28,18 +28,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm import make_model, with_response_cache
 from skilltransfer.llm.cache import CachedModel
-from skilltransfer.llm.endpoint import EndpointProbe
+from skilltransfer.llm.endpoint import EndpointKey, EndpointProbe, endpoint_key
+from skilltransfer.llm.endpoint import check_endpoints as preflight
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
     LockedEmbedder,
-    build_base_model,
     build_embedder,
     single_thread_faiss,
     stream_library,
-    stream_model,
 )
 from skilltransfer.runner.execute import (
     StreamOutcome,
@@ -51,8 +51,6 @@ from skilltransfer.runner.execute import (
     listing_key,
 )
 from skilltransfer.runner.plan import StreamPlan, check_source_overlap, plan_streams
-from skilltransfer.runner.preflight import EndpointKey, endpoint_key
-from skilltransfer.runner.preflight import check_endpoints as preflight
 from skilltransfer.runner.spec import GridSpec
 from skilltransfer.settings.config import axes
 from skilltransfer.util.files import atomic_write_text
@@ -214,7 +212,7 @@ class ThreadBackend:
         if key not in self._models:
             endpoint = endpoint_key(plan.config.model)
             probe = self._probes.get(endpoint) if endpoint is not None else None
-            self._models[key] = build_base_model(plan.config.model, probe)
+            self._models[key] = make_model(plan.config.model, probe=probe, cache=False)
         return self._models[key]
 
     def _embedder(self, plan: StreamPlan) -> Any:
@@ -225,7 +223,7 @@ class ThreadBackend:
 
     def submit(self, plan: StreamPlan, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
         base = self._model(plan)
-        model = stream_model(base, plan.config.model)
+        model = with_response_cache(base, plan.config.model)
         embedder = self._embedder(plan) if plan.config.has_memory else None
 
         def work() -> None:
@@ -369,7 +367,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         ray_cpus_per_stream: CPUs Ray reserves per stream.
         stream_retries: how often a failed stream is started again (resuming) before it counts as failed.
         resume_command: the command that resumes the grid, written to ``status.json`` while it is unfinished.
-        check_endpoints: check each endpoint of the streams to run (`skilltransfer.runner.preflight`) first.
+        check_endpoints: check each endpoint of the streams to run (`skilltransfer.llm.endpoint.check_endpoints`) first.
         budget: a spending limit over all streams (thread backend): once reached no task starts; running tasks
             finish; the summary's ``stopped`` says why and rerunning resumes.
 

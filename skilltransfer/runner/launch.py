@@ -15,21 +15,19 @@ from typing import Any
 from rich.console import Console
 
 from skilltransfer.errors import InputError, check_output_path
-from skilltransfer.llm.endpoint import EndpointProbe
+from skilltransfer.llm import make_model
+from skilltransfer.llm.endpoint import EndpointProbe, check_endpoint, served_model
 from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
-    build_base_model,
     build_embedder,
     build_env,
     single_thread_faiss,
-    stream_model,
     stream_tasks,
 )
 from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.runner.plan import one_stream
-from skilltransfer.runner.preflight import check_endpoint, served_model
 from skilltransfer.runner.progress import StreamProgress
 from skilltransfer.runner.spec import load_run_spec
 from skilltransfer.runner.stream import (
@@ -136,7 +134,7 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
 
 def checked_endpoint(config: StreamConfig) -> tuple[StreamConfig, EndpointProbe | None]:
     """The stream's endpoint checked (`check_endpoint`: one ``GET /models``, the run's only one) and the stream with
-    the model id it serves filled in when none is given (`served_model`); the answer, for `build_base_model`.
+    the model id it serves filled in when none is given (`served_model`); the answer, for `make_model`.
 
     Raises:
         InputError: the endpoint does not answer, refuses the key, or serves no single model when one is needed.
@@ -172,7 +170,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
                          "per million input/output tokens)")
     env = build_env(config.env, workdir)
     tasks = stream_tasks(env, config)
-    model = stream_model(build_base_model(config.model, probe), config.model)
+    model = make_model(config.model, probe=probe)
     embedder = build_embedder(config) if config.has_memory else None
     console = console or Console(stderr=True)
     console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}"

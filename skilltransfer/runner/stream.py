@@ -51,6 +51,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
+from skilltransfer.llm import make_model
 from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.log import (
     TASK_ERROR,
@@ -83,7 +84,6 @@ from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Messag
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
     LockedEmbedder,
-    build_base_model,
     external_library,
     library_name,
     pick_positions,
@@ -314,7 +314,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     retriever = _lens_retriever(config, single, embedder, folder.memory_dir)
     own_verifier = None
     if verifier is None and config.verifier_model is not None and retriever is not None:
-        verifier = own_verifier = build_base_model(config.verifier_model)
+        verifier = own_verifier = make_model(config.verifier_model, cache=False)
     masking = _masking(config, memory)
     role_models = {"verifier": verifier} if verifier is not None else None
 
