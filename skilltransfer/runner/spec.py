@@ -386,8 +386,8 @@ def _build(data: dict[str, Any], allowed_imports: Collection[str] | None) -> Gri
             check_env_name(entry.name or label, f"{where + '.' if where else ''}envs.{label or entry.name}",
                            allowed_imports)
         for label, model in phase.models.items():  # type: ignore[attr-defined]
-            check_model_name(model.name, f"{where + '.' if where else ''}models.{label or model.name}.name",
-                             allowed_imports)
+            key = f"models.{label}.name" if label else "model.name"  # a run config's one entry: model.name
+            check_model_name(model.name, f"{where + '.' if where else ''}{key}", allowed_imports)
         verifier = phase.verifier_model  # type: ignore[attr-defined]
         if verifier is not None:
             check_model_name(verifier.name, f"{where + '.' if where else ''}verifier_model.name", allowed_imports)
