@@ -17,7 +17,7 @@ import inspect
 import json
 import threading
 import typing
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,15 +101,8 @@ def check_env_name(name: str, where: str, allowed_imports: Collection[str] | Non
     """
     if name in ENVS or _is_officebench(name):
         return
-    module = imported_module(name)
-    if module is not None and allowed_imports is not None and not import_allowed(module, allowed_imports):
-        raise InputError(f"field {where!r}: env {name!r} would import module {module!r}, which runs its code; a spec "
-                         f"file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} {module}, "
-                         f"or install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
-    try:
-        env_class_of(name)
-    except InputError as exc:
-        raise InputError(f"field {where!r}: {exc}") from None
+    _check_import("env", name, imported_module(name), where, allowed_imports, env_class_of,
+                  instead=f"install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
 
 
 def check_model_name(name: str | None, where: str, allowed_imports: Collection[str] | None = None) -> None:
@@ -124,13 +117,20 @@ def check_model_name(name: str | None, where: str, allowed_imports: Collection[s
         return
     from skilltransfer.llm import model_class
 
-    module = name.partition(":")[0].strip()
-    if allowed_imports is not None and not import_allowed(module, allowed_imports):
-        raise InputError(f"field {where!r}: model {name!r} would import module {module!r}, which runs its code; a spec "
-                         f"file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} {module}, "
-                         f"or give it on the command line (--model {name})")
+    _check_import("model", name, name.partition(":")[0].strip(), where, allowed_imports, model_class,
+                  instead=f"give it on the command line (--model {name})")
+
+
+def _check_import(what: str, name: str, module: str | None, where: str, allowed_imports: Collection[str] | None,
+                  load: Callable[[str], Any], *, instead: str) -> None:
+    """Refuse ``name`` (an env or model spec naming ``module``) unless the user allowed ``module``, then ``load`` it
+    (an `InputError` of its own is prefixed with ``where``)."""
+    if module is not None and allowed_imports is not None and not import_allowed(module, allowed_imports):
+        raise InputError(f"field {where!r}: {what} {name!r} would import module {module!r}, which runs its code; a "
+                         f"spec file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} "
+                         f"{module}, or {instead}")
     try:
-        model_class(name)
+        load(name)
     except InputError as exc:
         raise InputError(f"field {where!r}: {exc}") from None
 
