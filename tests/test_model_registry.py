@@ -121,3 +121,16 @@ def test_a_class_that_is_no_chat_model_is_one_error(mymod):
         make_model("mymod:NotAModel")
     with pytest.raises(InputError, match="cannot be imported"):
         make_model("nosuchmodule_48:MyChat")
+
+
+def test_the_description_is_one_frozen_value_passed_as_is(mymod):
+    """The flags become one `ModelConfig` once; `make_model` hands that very value to the class (no dict between)."""
+    from pydantic import ValidationError
+
+    from skilltransfer.commands.model_options import ModelOptions
+
+    config = ModelOptions(spec="mymod:MyChat", temperature=0.1, context_window=4096).config()
+    assert (config.name, config.params, config.context_window) == ("mymod:MyChat", {"temperature": 0.1}, 4096)
+    with pytest.raises(ValidationError, match="frozen"):
+        config.model = "other"  # type: ignore[misc]
+    assert make_model(config).config is config  # type: ignore[attr-defined]
