@@ -14,8 +14,8 @@ from helpers_cli import TINY, cli, main_cli, records_of
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm.config import OPENAI_URL, parse_model_string
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.modelstring import OPENAI_URL, parse_model_string
 from skilltransfer.report.compare import mcnemar_exact
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_library"

@@ -34,11 +34,11 @@ from helpers_hostile import HostileServer
 import skilltransfer
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
+from skilltransfer.llm.endpoint import check_endpoint
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel, error_body
 from skilltransfer.llm.retry import ModelCallError
 from skilltransfer.memory.endpoint_embedder import EndpointEmbedder
-from skilltransfer.runner.preflight import check_endpoint
 from skilltransfer.settings.config import ModelSpec
 from skilltransfer.util.http_client import Answer, HttpClient, HttpFailure, fetch_json
 

@@ -1979,15 +1979,14 @@ def test_a_hostile_models_reply_is_one_error_line(kind: str) -> None:
     """Class 13.7: a deep-JSON ``/v1/models`` reply crashed ``--model <url>`` with a traceback; a reply dripping one
     byte every 3 s kept ``run`` waiting forever. Replies are capped in size, depth and total time: one error line
     (the model-string lookup and the preflight check), and the window probe gives up (unknown window)."""
-    from skilltransfer.llm.modelstring import served_model_ids
-    from skilltransfer.runner.preflight import check_endpoint
+    from skilltransfer.llm.endpoint import check_endpoint, probe_endpoint
     from skilltransfer.settings.config import ModelSpec
 
     endpoint = _HostileModels(kind)
     try:
         expected = "levels deep" if kind == "deep" else "no complete answer within"
         with pytest.raises(InputError, match=expected):
-            served_model_ids(endpoint.url, timeout_s=4)
+            probe_endpoint(endpoint.url, timeout_s=4).only_model()
         with pytest.raises(InputError, match=expected):
             check_endpoint(ModelSpec(model="m", base_url=endpoint.url), timeout_s=4)
     finally:

@@ -11,9 +11,12 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import CounterScript
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm import make_model
+from skilltransfer.llm.endpoint import check_endpoint, model_string
 from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.runner.preflight import check_endpoint, model_string
+from skilltransfer.log import RunFolder
 from skilltransfer.settings.config import ModelSpec
+from skilltransfer.settings.recorded import read_run_settings
 
 
 def dead_url() -> str:
@@ -50,6 +53,7 @@ def test_the_openai_api_needs_a_key(monkeypatch):
 def test_a_live_endpoint_passes_and_lists_its_models():
     with MockServer(CounterScript()) as server:
         info = check_endpoint(ModelSpec(name="openai", model="mock", base_url=server.url))
+    assert info is not None
     assert info.served == ["mock"]
 
 
@@ -90,3 +94,44 @@ def test_grid_against_a_dead_endpoint_writes_nothing(tmp_path, monkeypatch, caps
     assert err.strip().count("\n") == 0
     assert f"qwen3@{url}" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_asks_the_model_list_once(tmp_path, monkeypatch, capsys):
+    """One ``GET /v1/models`` per run: the check, the model id a run records when none is given and the client's
+    context window all read the one answer (before: 2 with ``<id>@<url>``, 3 with ``<url>``)."""
+    with MockServer(CounterScript(), context_window=8192) as server:
+        for form, out in ((f"mock@{server.url}", tmp_path / "with-id"), (server.url, tmp_path / "no-id")):
+            server.model_list_requests = 0
+            code, _, err = main_cli(["run", "--env", TINY, "--condition", "task", "--model", form, "--limit", "2",
+                                     "--out", str(out), "--no-sandbox", "--no-progress"], monkeypatch, capsys)
+            assert code == 0, err
+            assert server.model_list_requests == 1, form
+            assert read_run_settings(RunFolder(out)).config.model.model == "mock"  # the no-id form: the served id
+        assert len(server.requests) >= 4  # the tasks ran through the endpoint
+
+
+def test_a_grid_of_two_streams_on_one_endpoint_asks_the_model_list_once(tmp_path, monkeypatch, capsys):
+    with MockServer(CounterScript(), context_window=8192) as server:
+        spec = {"name": "t", "out": str(tmp_path / "out"), "envs": {"a": {"env": TINY, "args": {"targets": [3, 4]}}},
+                "models": {"m": {"name": "openai", "base_url": server.url, "model": "mock"}},
+                "conditions": ["task", "task+text"], "embedder": "hash:64"}
+        path = tmp_path / "spec.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        code, _, err = main_cli(["grid", str(path), "--no-progress", *ALLOW_TINY], monkeypatch, capsys)
+        assert code == 0, err
+        assert server.model_list_requests == 1
+    assert sorted(p.parent.name for p in (tmp_path / "out").rglob("results.jsonl")) == ["task", "task+text"]
+
+
+def test_the_client_reads_the_window_from_the_runs_probe():
+    with MockServer(CounterScript(), context_window=4096) as server:
+        probe = check_endpoint(ModelSpec(name="openai", model="mock", base_url=server.url))
+        assert probe is not None
+        assert server.model_list_requests == 1
+        model = make_model(ModelSpec(name="openai", model="mock", base_url=server.url), probe=probe, cache=False)
+        assert model.context_window == 4096  # type: ignore[attr-defined]
+        assert server.model_list_requests == 1
+        alone = make_model(ModelSpec(name="openai", base_url=server.url), cache=False)  # no probe, no id: asks once
+        assert alone.model == "mock"
+        assert alone.context_window == 4096
+        assert server.model_list_requests == 2

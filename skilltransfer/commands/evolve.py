@@ -27,7 +27,7 @@ from skilltransfer.commands.options import (
     ScriptOld,
     Temperature,
 )
-from skilltransfer.commands.run import FLAG_KEYS, allowed_imports, with_endpoint_model
+from skilltransfer.commands.run import FLAG_KEYS, allowed_imports
 from skilltransfer.errors import InputError
 from skilltransfer.settings.config import Condition
 
@@ -92,9 +92,10 @@ def evolve(
     from skilltransfer.errors import check_output_path
     from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
     from skilltransfer.lens.power import check_can_commit, power_line
-    from skilltransfer.runner.build import build_base_model, build_embedder, build_env, stream_model, stream_tasks
+    from skilltransfer.llm import make_model
+    from skilltransfer.runner.build import build_embedder, build_env, stream_tasks
     from skilltransfer.runner.evolve import evolve_stream
-    from skilltransfer.runner.launch import run_spec
+    from skilltransfer.runner.launch import checked_endpoint, run_spec
 
     check_output_path(out, flag="--out")
     evolve_config = EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha,
@@ -109,14 +110,15 @@ def evolve(
                            cache=str(cache) if cache else None, cache_mode=cache_mode,
                            script=str(script) if script else None, retry_budget_s=retry_budget)
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
-    stream = with_endpoint_model(run_spec(config, overrides or [], flags, out / "evals" / "run",
-                                          allowed_imports=allowed_imports(allow_import, env)))
+    stream = run_spec(config, overrides or [], flags, out / "evals" / "run",
+                      allowed_imports=allowed_imports(allow_import, env))
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:
         raise InputError(f"the stream has {len(tasks)} tasks; --dev {dev} + --val {val} + --test {test} need "
                          f"{dev + val + test}")
-    chat = stream_model(build_base_model(stream.model), stream.model)
+    stream, probe = checked_endpoint(stream)  # one GET /models: the check, the model id, the window
+    chat = make_model(stream.model, probe=probe)
     vectors = build_embedder(stream)
     try:
         result, info = evolve_stream(

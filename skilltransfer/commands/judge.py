@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skilltransfer.commands.model_options import ModelOptions, with_served_model
+from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.commands.options import (
     MODEL_PANEL,
     ApiKey,
@@ -95,7 +95,7 @@ def judge(
     judge_prompt = load_judge_prompt(prompt)
     runs = load_run(run_a), load_run(run_b)
     shared_tasks(*runs)  # before any model starts
-    chat = make_model(with_served_model(config))
+    chat = make_model(config)
     console = Console(stderr=True)
     try:
         judge_ = PairwiseJudge(chat, prompt=judge_prompt, max_artifact_chars=max_chars, max_tokens=max_tokens)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import shutil
 import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from skilltransfer.commands.model_options import ModelOptions, with_served_model
+from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.commands.options import (
     MODEL_PANEL,
     ApiKey,
@@ -40,6 +40,9 @@ from skilltransfer.memory.organization import (
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary
 from skilltransfer.skill import MAX_RESOURCES_BYTES, Skill
 from skilltransfer.util.text import terminal_safe
+
+if TYPE_CHECKING:
+    from skilltransfer.llm.config import ModelConfig
 
 library_app = typer.Typer(no_args_is_help=True, help="Build and inspect skill libraries: organise one (flat, task "
                                                      "tree, LLM tree or graph), export one as Agent Skills, "
@@ -106,8 +109,6 @@ def organize(
                            max_tokens=max_tokens, context_window=context_window, cache=str(cache) if cache else None,
                            cache_mode=cache_mode, script=str(script) if script else None, retry_budget_s=retry_budget)
     config = options.config()  # checks the model flags before any work
-    if kind in ("tree", "graph"):
-        config = with_served_model(config)
     skills = _read(library).skills
     if kind == "flat":
         organization = flat_organization(skills)
@@ -133,7 +134,7 @@ def organize(
     return organization
 
 
-def _llm_organization(skills: list[Skill], config: dict[str, Any], settings: dict[str, Any]) -> Organization:
+def _llm_organization(skills: list[Skill], config: ModelConfig, settings: dict[str, Any]) -> Organization:
     """Build a tree/graph with the model the flags configure (closed afterwards)."""
     from skilltransfer.induction.organize import Organizer
     from skilltransfer.llm import make_model

@@ -40,14 +40,14 @@ def _model(name: str | None, base_url: str | None, api_key: str | None, model_na
            temperature: float | None, context_window: int | None, cache: Path | None, cache_mode: str | None,
            script: Path | None, retry_budget: float | None) -> tuple[ChatModel, str]:
     """The chat model of ``run``'s model flags, and its record for the manifest."""
-    from skilltransfer.commands.model_options import ModelOptions, with_served_model
+    from skilltransfer.commands.model_options import ModelOptions
     from skilltransfer.llm import make_model
 
     options = ModelOptions(spec=name, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
                            context_window=context_window, cache=str(cache) if cache else None,
                            cache_mode=cache_mode, script=str(script) if script else None,
                            retry_budget_s=retry_budget)
-    return make_model(with_served_model(options.config())), options.record()
+    return make_model(options.config()), options.record()
 
 
 def decompose(

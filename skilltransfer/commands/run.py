@@ -15,7 +15,7 @@ from rich.console import Console
 
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.agents.harness import HarnessName
-from skilltransfer.commands.model_options import ModelOptions, with_served_model
+from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.commands.options import (
     MODEL_PANEL,
     AllowImport,
@@ -45,7 +45,7 @@ from skilltransfer.report.summary import summarize_run
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import imported_module, parse_positions
 from skilltransfer.runner.launch import LaunchResult, run_config, run_spec
-from skilltransfer.settings.config import Condition, Coordination, LibraryFilter, Reuse, StreamConfig
+from skilltransfer.settings.config import Condition, Coordination, LibraryFilter, Reuse
 
 _AGENT = "Agent and memory"
 _ENV = "Environment"
@@ -59,16 +59,6 @@ FLAG_KEYS: dict[str, str] = {
 }
 """Flag (parameter name of `run`) -> the spec key it sets (the model flags: `ModelOptions.spec_keys`); `run` reads
 the values of exactly these parameters."""
-
-
-def with_endpoint_model(stream: StreamConfig) -> StreamConfig:
-    """``stream`` with its model id read from the endpoint's ``/v1/models`` when none is given and the endpoint
-    serves one model, so the run records (and the report tells apart) the model it ran."""
-    data = stream.model.model_dump(exclude_unset=True)
-    filled = with_served_model({k: v for k, v in data.items() if k != "label"})
-    if filled.get("model") == data.get("model"):
-        return stream
-    return stream.model_copy(update={"model": stream.model.model_copy(update={"model": filled["model"]})})
 
 
 def allowed_imports(allow_import: list[str] | None, env: str | None) -> list[str]:
@@ -203,8 +193,7 @@ def run(
                            script=str(script) if script else None, retry_budget_s=retry_budget)
     flags = ({FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
              | env_args(env_arg or []) | {"model.max_concurrency": max_connections})
-    stream_config = with_endpoint_model(run_spec(config, overrides or [], flags, out,
-                                                 allowed_imports=allowed_imports(allow_import, env)))
+    stream_config = run_spec(config, overrides or [], flags, out, allowed_imports=allowed_imports(allow_import, env))
     console = Console(stderr=True)
     budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
     result = run_config(stream_config, workdir=workdir, progress=progress, console=console, heartbeat_s=heartbeat,

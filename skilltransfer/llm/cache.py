@@ -17,10 +17,9 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.config import CacheMode, normalise_cache_mode
 from skilltransfer.protocols import ChatModel, Completion, Message
 
 _SCHEMA = """
@@ -37,6 +36,22 @@ CREATE TABLE IF NOT EXISTS facts (
     value INTEGER
 )
 """
+
+
+CacheMode = Literal["off", "rw", "ro"]
+"""off, rw (read-write) or ro (read-only: replay)."""
+CACHE_MODE_ALIASES: dict[str, CacheMode] = {
+    "off": "off", "none": "off", "rw": "rw", "read-write": "rw", "ro": "ro", "read-only": "ro", "replay": "ro",
+}
+
+
+def normalise_cache_mode(mode: str) -> CacheMode:
+    """Map user spellings (read-write, read-only, replay, ...) to "off" | "rw" | "ro"."""
+    try:
+        return CACHE_MODE_ALIASES[mode.strip().lower()]
+    except KeyError:
+        raise InputError(f"Unknown cache mode {mode!r}. Available: off, rw (read-write), ro (read-only/replay)"
+                         ) from None
 
 
 class CacheMiss(InputError):

@@ -1,16 +1,36 @@
-"""`ModelConfig`: everything needed to build a chat model, from flags, a YAML config or the usual env vars."""
+"""The model description: `ModelConfig`, the one typed value of a model (how to reach or start a chat model and how to
+call it), built once from a model string and the flags or spec keys that refine it (the CLI's `ModelOptions.config`,
+a stream's `ModelSpec`: this plus a label); `make_model` builds the model from it, the grid and a run pass it on as
+it is.
+
+Model strings, as people write them (``--model openai/gpt-4o``, ``--model Qwen/Qwen2.5-7B@http://gpu:8000/v1``,
+``--model local``, ``--model scripted:replies.jsonl``, ``--model mypkg.models:MyChat``; `parse_model_string`):
+
+- ``local`` or ``local:<file.gguf>``: the embedded llama.cpp model (the bundled one, or that GGUF file).
+- ``openai`` or ``openai/<id>``: OpenAI's API (https://api.openai.com/v1, key from OPENAI_API_KEY) unless
+  ``--base-url`` or OPENAI_BASE_URL names another endpoint.
+- ``<id>@<url>`` (also written ``vllm/<id>@<url>`` or ``openai/<id>@<url>``): model ``<id>`` at any
+  OpenAI-compatible endpoint (vLLM, llama.cpp's server, the mock server, ...).
+- ``<url>`` or ``vllm/<url>``: the only model that endpoint serves (read from its ``/v1/models``).
+- ``scripted:<file.jsonl>``: the scripted test double replaying that file's replies.
+- ``<module>:<Class>``: your own chat-model class, importable from ``sys.path`` (docs/models.md: what it must do;
+  a spec file names one only with ``--allow-import <module>``).
+"""
 
 from __future__ import annotations
 
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from skilltransfer.errors import InputError, validation_message
+from skilltransfer.llm.cache import CACHE_MODE_ALIASES, CachedModel, CacheMode, ResponseCache
+from skilltransfer.protocols import ChatModel
+from skilltransfer.util.imports import load_target, resolve
 
 ModelName = Literal["local", "openai", "scripted"]
 MODELS: dict[str, str] = {
@@ -18,16 +38,64 @@ MODELS: dict[str, str] = {
     "openai": "skilltransfer.llm.openai_client:OpenAIChatModel",
     "scripted": "skilltransfer.llm.testing:ScriptedModel",
 }
-"""Registry: model name -> ``module:Class``."""
+"""Registry: model name -> ``module:Class``. A ``name`` may also be a ``module:Class`` target of its own (an open
+registry: any class meeting `skilltransfer.protocols.ChatModel`, docs/models.md)."""
 assert tuple(MODELS) == get_args(ModelName)
-CacheMode = Literal["off", "rw", "ro"]
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP header name (RFC 9110's token)."""
-CACHE_MODE_ALIASES: dict[str, CacheMode] = {
-    "off": "off", "none": "off", "rw": "rw", "read-write": "rw", "ro": "ro", "read-only": "ro", "replay": "ro",
-}
 
 
+# --------------------------------------------------------------------------------------------- model strings
+OPENAI_URL = "https://api.openai.com/v1"
+"""The endpoint of ``openai`` / ``openai/<id>`` when no other endpoint is configured."""
+FORMS = ("openai/<id>", "<id>@<url> (any OpenAI-compatible endpoint; also vllm/<id>@<url>)",
+         "<url> (the endpoint's only model)", "local[:<file.gguf>]", "scripted:<file.jsonl>",
+         "<module>:<Class> (your own chat-model class)")
+"""The model string forms, as error messages list them."""
+_PROVIDERS = ("openai/", "vllm/")
+_AT_URL = re.compile(r"^(?P<id>.*)@(?P<url>https?://\S+)$")
+CLASS_TARGET = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+"""A ``module:Class`` target (dotted names on both sides)."""
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://")) and bool(text.split("://", 1)[1].strip("/"))
+
+
+def parse_model_string(text: str, *, flag: str = "--model") -> dict[str, str]:
+    """The `ModelConfig` fields a model string sets (``name``, and ``model``, ``base_url``, ``script`` as given;
+    ``name`` is a registry name or a ``module:Class`` target).
+
+    Raises:
+        InputError: a string of none of the forms (the message lists them and names ``flag``).
+    """
+    spec = text.strip()
+    if spec in ("local", "openai", "scripted"):
+        return {"name": spec}
+    for name, field in (("local:", "model"), ("scripted:", "script")):
+        if spec.startswith(name):
+            value = spec[len(name):].strip()
+            if not value:
+                raise InputError(f"{flag} {text!r}: give a file after {name!r} ({name}<file>)")
+            return {"name": name[:-1], field: value}
+    provider = next((p for p in _PROVIDERS if spec.startswith(p)), "")
+    rest = spec[len(provider):]
+    match = _AT_URL.match(rest)
+    if match is not None:
+        model_id, url = match["id"].strip(), match["url"]
+        if not model_id:
+            return {"name": "openai", "base_url": url}
+        return {"name": "openai", "model": model_id, "base_url": url}
+    if _is_url(rest):
+        return {"name": "openai", "base_url": rest}
+    if provider and rest.strip():
+        return {"name": "openai", "model": rest.strip()}
+    if CLASS_TARGET.match(spec):
+        return {"name": spec}
+    raise InputError(f"{flag} {text!r} is not a model string; write one of: {', '.join(FORMS)}")
+
+
+# --------------------------------------------------------------------------------------------- the description
 class Price(BaseModel):
     """A model's price in US dollars per million tokens; reasoning tokens are completion tokens, billed as output."""
 
@@ -44,12 +112,14 @@ class Price(BaseModel):
 
 
 class ModelConfig(BaseModel):
-    """How to reach (or start) a chat model and how to call it. Unset fields fall back to env vars / defaults."""
+    """How to reach (or start) a chat model and how to call it (frozen: a value passed from the CLI or a spec to the
+    client as it is). Unset fields fall back to env vars / defaults."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
     name: str | None = None
-    """Registry name: "local", "openai" or "scripted"; None: "openai" if an endpoint is configured, else "local"."""
+    """Registry name: "local", "openai" or "scripted", or ``module:Class`` (your own chat-model class, built with
+    this config: docs/models.md); None: "openai" if an endpoint is configured, else "local"."""
     base_url: str | None = None
     """OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (env: OPENAI_BASE_URL)."""
     api_key: str | None = None
@@ -127,8 +197,8 @@ class ModelConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _known_name(cls, name: str | None) -> str | None:
-        if name is not None and name not in MODELS:
-            raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+        if name is not None and name not in MODELS and not CLASS_TARGET.match(name):  # the class is imported on use
+            raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}, or module:Class")
         return name
 
     @field_validator("headers")
@@ -234,15 +304,6 @@ class ModelConfig(BaseModel):
         return self.model or os.environ.get("SKILLTRANSFER_MODEL") or None
 
 
-def normalise_cache_mode(mode: str) -> CacheMode:
-    """Map user spellings (read-write, read-only, replay, ...) to "off" | "rw" | "ro"."""
-    try:
-        return CACHE_MODE_ALIASES[mode.strip().lower()]
-    except KeyError:
-        raise InputError(f"Unknown cache mode {mode!r}. Available: off, rw (read-write), ro (read-only/replay)"
-                         ) from None
-
-
 def build_config(data: dict[str, Any]) -> ModelConfig:
     """Validate a dict into a `ModelConfig` (cache mode spellings normalised).
 
@@ -253,3 +314,101 @@ def build_config(data: dict[str, Any]) -> ModelConfig:
         return ModelConfig.model_validate(data)
     except ValidationError as exc:
         raise InputError(f"model config {validation_message(exc, model=ModelConfig)}") from None
+
+
+# --------------------------------------------------------------------------------------------- building the model
+def default_model_name(config: ModelConfig) -> str:
+    """"openai" when an endpoint is configured (config or OPENAI_BASE_URL), else "local"."""
+    return "openai" if config.resolved_base_url() else "local"
+
+
+def model_class(name: str) -> Any:
+    """The class behind a model name: a registry name, or a ``module:Class`` target (imported: its module's code runs),
+    checked to be a class with a ``complete`` method.
+
+    Raises:
+        InputError: an unknown name, a target that cannot be imported, or one that is no chat-model class.
+    """
+    if name in MODELS:
+        return resolve(MODELS[name])
+    if ":" not in name:
+        raise InputError(f"Unknown model {name!r}. Available: {', '.join(MODELS)}, or module:Class")
+    cls = load_target(name, what="model class")
+    if not isinstance(cls, type) or not callable(getattr(cls, "complete", None)):
+        raise InputError(f"model class {name!r} is not a chat-model class: it needs a complete(messages, **params) "
+                         "method returning a Completion (docs/models.md)")
+    return cls
+
+
+def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
+               outputs: Sequence[str] | Callable[..., str] | None = None, probe: Any = None,
+               cache: bool = True, **overrides: Any) -> ChatModel:
+    """Build a chat model from a name, a `ModelConfig` or a config dict.
+
+    Args:
+        spec: "local" | "openai" | "scripted", a model string as ``--model`` takes it (``qwen3@http://host:8000/v1``,
+            ``openai/gpt-4o``, ``local:<file.gguf>``, ``scripted:<file.jsonl>``, ``mypkg.models:MyChat``;
+            `parse_model_string`), a `ModelConfig` (used as it is), a dict of its fields, or None (the
+            default model).
+        outputs: replies for "scripted" (a list or a callable), instead of ``config.script``.
+        probe: the endpoint's answer to ``GET /models`` when the caller asked already (an "openai" model then
+            asks no more): a `skilltransfer.llm.endpoint.EndpointProbe` (typed loosely here: the endpoint module
+            reads `ModelConfig`, so this one names it not).
+        cache: wrap the model in its response cache (False: the bare client, e.g. one shared by a grid's streams,
+            each of which wraps it with `with_response_cache`: replay order is per stream).
+        **overrides: `ModelConfig` fields that override ``spec``'s.
+
+    Returns:
+        The model, wrapped in a `CachedModel` when ``cache_path`` is set and ``cache_mode`` is not "off".
+
+    Raises:
+        InputError: unknown name, bad config field, or a missing setting (says which flag/env var to set).
+    """
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(spec, ModelConfig) and not given:
+        return _built(spec, outputs, probe, cache)
+    if isinstance(spec, ModelConfig):
+        data = spec.model_dump(exclude_unset=True)
+    elif isinstance(spec, dict):
+        data = dict(spec)
+    elif isinstance(spec, str):
+        plain = not any(mark in spec for mark in "@/:")  # a registry name (an unknown one lists the choices)
+        data = {"name": spec} if plain else dict(parse_model_string(spec, flag="make_model"))
+    elif spec is None:
+        data = {}
+    else:
+        raise InputError(f"model spec must be a name or a config, got {type(spec).__name__}")
+    return _built(build_config({**data, **given}), outputs, probe, cache)
+
+
+def with_response_cache(model: ChatModel, config: ModelConfig) -> ChatModel:
+    """``model`` wrapped in ``config``'s response cache (a `CachedModel`) when ``cache_path`` is set and
+    ``cache_mode`` is not "off"; else ``model``."""
+    if not config.cache_path or config.cache_mode == "off":
+        return model
+    return CachedModel(model, ResponseCache(config.cache_path, config.cache_mode))
+
+
+def _built(config: ModelConfig, outputs: Sequence[str] | Callable[..., str] | None,
+           probe: Any, cache: bool) -> ChatModel:
+    name = config.name or default_model_name(config)
+    cls = model_class(name)
+    if name == "scripted":
+        if outputs is None:
+            if not config.script:
+                raise InputError("model 'scripted' (a test double) needs replies: --model scripted:<file.jsonl>")
+            from skilltransfer.llm.script import script_replies
+
+            outputs = script_replies(config.script)
+        model: Any = cls(outputs, model=config.model or "scripted")
+    elif name == "openai":
+        model = cls(config, probe=probe)
+    elif name in MODELS:
+        model = cls(config)
+    else:  # your own class (docs/models.md): one argument, the config
+        try:
+            model = cls(config)
+        except TypeError as exc:
+            raise InputError(f"model class {name!r} refused its config (it is built as {name.rpartition(':')[2]}"
+                             f"(config), config a ModelConfig): {exc}") from None
+    return with_response_cache(model, config) if cache else model

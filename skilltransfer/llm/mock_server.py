@@ -1,9 +1,9 @@
 """A mock OpenAI-compatible chat server on 127.0.0.1 for tests and benchmarks (a documented test double).
 
-It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /stats``: requests, most in flight, the
-times of the first request and the last answer; ``?reset=1`` restarts the high-water mark and the times) with
-configurable latency, token rate, injected faults and scripted replies, so the real ``openai`` client path is
-exercised end to end::
+It answers ``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /stats``: requests, model-list requests,
+most in flight, the times of the first request and the last answer; ``?reset=1`` restarts the high-water mark and
+the times) with configurable latency, token rate, injected faults and scripted replies, so the real ``openai`` client
+path is exercised end to end::
 
     with MockServer(replies=["Thought: ...", "complete_task()"], latency_s=0.2) as server:
         model = server.model()  # or make_model("openai", base_url=server.url, model="mock")
@@ -155,6 +155,8 @@ class MockServer:
         self.reasoning, self.reasoning_tokens = reasoning, max(1, reasoning_tokens)
         self.embedding_requests: list[dict[str, Any]] = []
         """Every ``/v1/embeddings`` request body, in order."""
+        self.model_list_requests = 0
+        """``GET /v1/models`` requests answered (a run asks once: tests count them)."""
         self.rejected: list[str] = []
         """The parameters of every request refused as unsupported (``reasoning="openai"``), in order."""
         """Requests refused because they did not fit ``context_window``."""
@@ -223,7 +225,8 @@ class MockServer:
         return web.json_response({"status": "ok"})
 
     async def _stats(self, request: web.Request) -> web.Response:
-        stats = {"requests": len(self.requests), "max_in_flight": self.max_in_flight, "in_flight": self.in_flight,
+        stats = {"requests": len(self.requests), "model_lists": self.model_list_requests,
+                 "max_in_flight": self.max_in_flight, "in_flight": self.in_flight,
                  "faults": len(self.faults), "first_request_at": self.first_request_at,
                  "last_answer_at": self.last_answer_at}
         if request.query.get("reset"):
@@ -245,6 +248,7 @@ class MockServer:
                                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     async def _models(self, _request: web.Request) -> web.Response:
+        self.model_list_requests += 1
         ids = self.models or ["mock"]
         extra = {"max_model_len": self.context_window} if self.context_window and self.advertise_window else {}
         return web.json_response({"object": "list", "data": [{"id": i, "object": "model", "owned_by": "mock", **extra}

@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.config import ModelConfig
+from skilltransfer.llm.config import OPENAI_URL, ModelConfig
 from skilltransfer.llm.context import (
     PromptCounter,
     approx_tokens,
     classify_context_error,
     estimate_tokens,
-    window_from_models,
 )
-from skilltransfer.llm.modelstring import OPENAI_URL, only_served_model
+from skilltransfer.llm.endpoint import EndpointProbe, probe_endpoint
 from skilltransfer.llm.reasoning import split_reply
 from skilltransfer.llm.retry import (
     ModelCallError,
@@ -140,9 +139,13 @@ class OpenAIChatModel:
     Args:
         config: endpoint, key, model id, params, timeouts, retry and concurrency settings.
         sleep: the wait function used between retries (default: `skilltransfer.llm.retry`'s; tests pass a recorder).
+        probe: the endpoint's answer to ``GET /models`` when the caller asked already (a run's endpoint check):
+            the served model id and the context window are read from it. Without it the client asks once, when it
+            first needs either.
     """
 
-    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] | None = None) -> None:
+    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] | None = None,
+                 probe: EndpointProbe | None = None) -> None:
         base_url = config.resolved_base_url() or OPENAI_URL
         if not base_url.startswith(("http://", "https://")) or not base_url.split("://", 1)[1].strip("/"):
             raise InputError(f"model 'openai': endpoint {base_url!r} is not an http(s) URL: set --base-url or "
@@ -152,10 +155,17 @@ class OpenAIChatModel:
             raise InputError("model 'openai' needs a model id: --model openai/<id> (e.g. openai/gpt-4o), or "
                              "--model <id>@<url> for another endpoint (--base-url / OPENAI_BASE_URL), or set "
                              "SKILLTRANSFER_MODEL")
-        if not model:  # the endpoint's only model, else an error naming what it serves
-            model = only_served_model(base_url, config.resolved_api_key(), config.headers)
+        self._http = HttpClient(base_url, openai_headers(config.resolved_api_key(), config.headers),
+                                deadline_s=config.timeout_s, max_bytes=int(config.max_answer_mib * (1 << 20)))
         self.config = config
         self.base_url = base_url
+        self._probe = probe if probe is not None and probe.base_url == base_url.rstrip("/") else None
+        if not model:  # the endpoint's only model, else an error naming what it serves
+            try:
+                model = self.probe().only_model()
+            except InputError:
+                self._http.close()
+                raise
         self.shown_url = shown_url(base_url)
         """The endpoint as messages name it (without credentials)."""
         self.model = model
@@ -171,8 +181,6 @@ class OpenAIChatModel:
         self._window_lock = threading.Lock()
         self._sleep = sleep
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)
-        self._http = HttpClient(base_url, openai_headers(config.resolved_api_key(), config.headers),
-                                deadline_s=config.timeout_s, max_bytes=int(config.max_answer_mib * (1 << 20)))
         self.adapter = ParamAdapter(model, {"max_tokens": "max_completion_tokens"} if base_url == OPENAI_URL else None)
         """The parameters this endpoint rejected and what is sent instead (`skilltransfer.llm.strict`)."""
 
@@ -196,26 +204,28 @@ class OpenAIChatModel:
         per-message template overhead (both corrected by the server's reported usage)."""
         return self.prompt_counter.count(messages)
 
-    def _get_json(self, url: str) -> Any:
-        return fetch_json(url, client=self._http, deadline_s=min(10.0, self.config.timeout_s),
-                          max_bytes=min(MAX_LISTING_BYTES, self._http.max_bytes))  # bounded in size, depth and time
+    def probe(self) -> EndpointProbe:
+        """The endpoint's answer to ``GET /models``: the one given, else asked once (`skilltransfer.llm.endpoint`)."""
+        if self._probe is None:  # asked from the constructor or under the window's lock: once
+            self._probe = probe_endpoint(self.base_url, timeout_s=min(10.0, self.config.timeout_s),
+                                         max_bytes=min(MAX_LISTING_BYTES, self._http.max_bytes), client=self._http)
+        return self._probe
 
     def _probe_window(self) -> int | None:
-        """Ask ``/v1/models`` (and llama.cpp's ``/props`` for its running n_ctx); any failure means unknown."""
-        try:
-            payload = self._get_json(f"{self.base_url.rstrip('/')}/models")
-        except (OSError, ValueError):
-            return None
-        entries = payload.get("data") if isinstance(payload, dict) else None
-        if isinstance(entries, list) and any(isinstance(e, dict) and "meta" in e for e in entries):
+        """The window ``/v1/models`` reports (for llama.cpp's server, ``/props``' running n_ctx); unknown on any
+        failure."""
+        probe = self.probe()
+        if probe.llama_cpp:
             try:  # llama.cpp's server: the running context size, which may be below n_ctx_train
-                props = self._get_json(f"{self.base_url.rstrip('/').removesuffix('/v1')}/props")
+                props = fetch_json(f"{self.base_url.rstrip('/').removesuffix('/v1')}/props", client=self._http,
+                                   deadline_s=min(10.0, self.config.timeout_s),
+                                   max_bytes=min(MAX_LISTING_BYTES, self._http.max_bytes))
                 n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
                 if isinstance(n_ctx, int) and n_ctx > 0:
                     return n_ctx
             except (OSError, ValueError, AttributeError):
                 pass
-        return window_from_models(payload, self.model)
+        return probe.window(self.model)
 
     def _learn_window(self, window: int | None) -> None:
         if window is None:

@@ -5,7 +5,7 @@ nothing of the runner, the agents, the report or the models, so everything that 
 **The folder.** A run is a folder ``<runs_dir>/<run>/``, every file with a ``format_version``, every write atomic (the
 JSONL files are appended, a line per write); `RunFolder` reads and writes it, and only this package names its files:
 
-- ``config.json`` (`RunConfigLog`): the stream's settings (`skilltransfer.settings.StreamConfig.identity`: typed
+- ``config.json`` (`RunConfigLog`): the stream's settings (`skilltransfer.settings.StreamConfig.recorded`: typed
   env, model, condition, every axis, limits, agent and memory settings), the derived agent/induction settings,
   prompt ids, the embedder id and the stream's task ids; a ``library_filter`` stream adds the utility it ranked its
   library by (`LibraryUtility`). The log reads the settings as JSON objects (`RunFolder.read_config`); typed, they

@@ -52,7 +52,7 @@ class RunConfigLog(BaseModel, Generic[StreamT, AgentT, InductionT]):
 
     format_version: int = FORMAT_VERSION
     config: StreamT
-    """The stream's settings as `skilltransfer.settings.StreamConfig.identity` gives them."""
+    """The stream's settings as `skilltransfer.settings.StreamConfig.recorded` gives them."""
     level: str
     """The agent's level ("task" or "subtask")."""
     skill_format: SkillFormat | None

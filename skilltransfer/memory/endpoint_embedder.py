@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.modelstring import OPENAI_URL
+from skilltransfer.llm.config import OPENAI_URL
 from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,

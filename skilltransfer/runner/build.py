@@ -17,7 +17,7 @@ import inspect
 import json
 import threading
 import typing
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +39,15 @@ from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.snapshots import snapshot_library
-from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
-from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
+from skilltransfer.protocols import Embedder, Env, TaskSpec
+from skilltransfer.settings.config import EnvSpec, StreamConfig
 from skilltransfer.skill import Skill
 from skilltransfer.util.imports import load_target
 
 ENV_CHOICES = ("apps, office, datasci, scienceworld, officebench[:<tasks folder>], an installed plug-in's name, or "
                "module:Class")
 ALLOW_IMPORT = "--allow-import"
-"""The flag that lets a spec file or ``-c`` name a ``module:Class`` env of that module (``grid``, ``run``)."""
+"""The flag that lets a spec file or ``-c`` name a ``module:Class`` env or model of that module (``grid``, ``run``)."""
 
 
 # --------------------------------------------------------------------------------------------- envs
@@ -101,13 +101,36 @@ def check_env_name(name: str, where: str, allowed_imports: Collection[str] | Non
     """
     if name in ENVS or _is_officebench(name):
         return
-    module = imported_module(name)
+    _check_import("env", name, imported_module(name), where, allowed_imports, env_class_of,
+                  instead=f"install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
+
+
+def check_model_name(name: str | None, where: str, allowed_imports: Collection[str] | None = None) -> None:
+    """Refuse a model entry's ``name`` that is a ``module:Class`` of a module the user did not allow, as
+    `check_env_name` does for envs (importing a module runs its code); an allowed one is imported and checked to be a
+    chat-model class (`skilltransfer.llm.model_class`). Registry names pass (checked when the spec is read).
+
+    Raises:
+        InputError: naming ``where``, the module and ``--allow-import``; or a class that cannot be used.
+    """
+    if name is None or ":" not in name:
+        return
+    from skilltransfer.llm import model_class
+
+    _check_import("model", name, name.partition(":")[0].strip(), where, allowed_imports, model_class,
+                  instead=f"give it on the command line (--model {name})")
+
+
+def _check_import(what: str, name: str, module: str | None, where: str, allowed_imports: Collection[str] | None,
+                  load: Callable[[str], Any], *, instead: str) -> None:
+    """Refuse ``name`` (an env or model spec naming ``module``) unless the user allowed ``module``, then ``load`` it
+    (an `InputError` of its own is prefixed with ``where``)."""
     if module is not None and allowed_imports is not None and not import_allowed(module, allowed_imports):
-        raise InputError(f"field {where!r}: env {name!r} would import module {module!r}, which runs its code; a spec "
-                         f"file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} {module}, "
-                         f"or install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
+        raise InputError(f"field {where!r}: {what} {name!r} would import module {module!r}, which runs its code; a "
+                         f"spec file or -c never imports a module you did not name: allow it with {ALLOW_IMPORT} "
+                         f"{module}, or {instead}")
     try:
-        env_class_of(name)
+        load(name)
     except InputError as exc:
         raise InputError(f"field {where!r}: {exc}") from None
 
@@ -340,24 +363,7 @@ def stream_library(config: StreamConfig) -> list[Skill] | None:
     return None if read is None else read.skills
 
 
-# --------------------------------------------------------------------------------------------- model, embedder
-def build_base_model(config: ModelSpec) -> ChatModel:
-    """The client of a model entry, without the response cache (`stream_model` adds it per stream)."""
-    from skilltransfer.llm import make_model
-
-    data = config.model_dump(exclude_unset=True, exclude={"label", "cache_path"})
-    return make_model(data)
-
-
-def stream_model(base: ChatModel, config: ModelSpec) -> ChatModel:
-    """``base`` wrapped in the entry's response cache (one wrapper per stream: replay order is per stream)."""
-    if not config.cache_path or config.cache_mode == "off":
-        return base
-    from skilltransfer.llm.cache import CachedModel, ResponseCache
-
-    return CachedModel(base, ResponseCache(config.cache_path, config.cache_mode))
-
-
+# --------------------------------------------------------------------------------------------- embedder
 def build_embedder(config: StreamConfig) -> Embedder:
     """The stream's retrieval embedder (``embedder``, with the disk cache when ``embedder_cache``)."""
     from skilltransfer.memory.embedders import make_embedder

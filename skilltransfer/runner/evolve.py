@@ -42,9 +42,10 @@ from skilltransfer.lens.evolve import (
 )
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.power import DEFAULT_MDE, never_commits, power_line
+from skilltransfer.llm import make_model
 from skilltransfer.log import RetrievalStep, RunFolder, TaskRecord, read_steps
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
-from skilltransfer.runner.build import build_base_model, library_skills
+from skilltransfer.runner.build import library_skills
 from skilltransfer.runner.stream import StreamSummary, run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import read_run_settings
@@ -124,7 +125,7 @@ def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: S
     kinds = {tuple(t.id for t in split): name for split, name in ((dev_tasks, "dev"), (val_tasks, "val"),
                                                                     (test_tasks, "test"))}
     base = config.model_copy(update={"evolution": None})
-    verifier = build_base_model(config.verifier_model) if config.verifier_model is not None else None
+    verifier = make_model(config.verifier_model, cache=False) if config.verifier_model is not None else None
 
     def run_round(pair: SkillGraph, tasks: Sequence[TaskSpec], kind: str | None = None) -> list[TaskOutcome]:
         counter["n"] += 1

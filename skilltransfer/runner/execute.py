@@ -118,7 +118,7 @@ def finished_records(plan: StreamPlan, task_ids: Sequence[str]) -> list[TaskReco
             task_ids = []
     except InputError:
         return None
-    if saved.task_ids != list(task_ids) or saved.config.differences(plan.config.identity()):
+    if saved.task_ids != list(task_ids) or saved.config.differences(plan.config.recorded()):
         return None
     return records if {r.task_id for r in records} >= set(task_ids) else None
 

@@ -21,24 +21,25 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm import make_model, with_response_cache
 from skilltransfer.llm.cache import CachedModel
+from skilltransfer.llm.endpoint import EndpointKey, EndpointProbe, endpoint_key
+from skilltransfer.llm.endpoint import check_endpoints as preflight
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
     LockedEmbedder,
-    build_base_model,
     build_embedder,
     single_thread_faiss,
     stream_library,
-    stream_model,
 )
 from skilltransfer.runner.execute import (
     StreamOutcome,
@@ -50,7 +51,6 @@ from skilltransfer.runner.execute import (
     listing_key,
 )
 from skilltransfer.runner.plan import StreamPlan, check_source_overlap, plan_streams
-from skilltransfer.runner.preflight import check_endpoints as preflight
 from skilltransfer.runner.spec import GridSpec
 from skilltransfer.settings.config import axes
 from skilltransfer.util.files import atomic_write_text
@@ -193,8 +193,11 @@ class ThreadBackend:
 
     name = "thread"
 
-    def __init__(self, plans: Sequence[StreamPlan], budget: Budget | None = None) -> None:
+    def __init__(self, plans: Sequence[StreamPlan], budget: Budget | None = None,
+                 probes: Mapping[EndpointKey, EndpointProbe] | None = None) -> None:
         self.budget = budget
+        self._probes = dict(probes or {})
+        """The endpoints' answers to ``GET /models`` from the grid's check: the clients ask no more."""
         self._models: dict[str, Any] = {}
         self._embedders: dict[tuple[str, bool], Any] = {}
         self._done: queue.Queue[StreamOutcome] = queue.Queue()
@@ -207,7 +210,9 @@ class ThreadBackend:
     def _model(self, plan: StreamPlan) -> Any:
         key = plan.config.model.model_dump_json(exclude={"label"})
         if key not in self._models:
-            self._models[key] = build_base_model(plan.config.model)
+            endpoint = endpoint_key(plan.config.model)
+            probe = self._probes.get(endpoint) if endpoint is not None else None
+            self._models[key] = make_model(plan.config.model, probe=probe, cache=False)
         return self._models[key]
 
     def _embedder(self, plan: StreamPlan) -> Any:
@@ -218,7 +223,7 @@ class ThreadBackend:
 
     def submit(self, plan: StreamPlan, tasks: Sequence[TaskSpec], on_task: TaskSink) -> None:
         base = self._model(plan)
-        model = stream_model(base, plan.config.model)
+        model = with_response_cache(base, plan.config.model)
         embedder = self._embedder(plan) if plan.config.has_memory else None
 
         def work() -> None:
@@ -362,7 +367,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         ray_cpus_per_stream: CPUs Ray reserves per stream.
         stream_retries: how often a failed stream is started again (resuming) before it counts as failed.
         resume_command: the command that resumes the grid, written to ``status.json`` while it is unfinished.
-        check_endpoints: check each endpoint of the streams to run (`skilltransfer.runner.preflight`) first.
+        check_endpoints: check each endpoint of the streams to run (`skilltransfer.llm.endpoint.check_endpoints`) first.
         budget: a spending limit over all streams (thread backend): once reached no task starts; running tasks
             finish; the summary's ``stopped`` says why and rerunning resumes.
 
@@ -386,8 +391,7 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         else:
             state.outcomes[plan.run].tasks_done = RunFolder(out / plan.run).committed()
     todo = [p for p in plans if state.outcomes[p.run].state == "pending"]
-    if check_endpoints:
-        preflight([p.config.model for p in todo])
+    probes = preflight(p.config.model for p in todo) if check_endpoints else {}  # GET /models once per endpoint
     if budget is not None and budget.limited:
         if backend != "thread":
             raise InputError("--token-limit and --cost-limit apply to the thread backend only")
@@ -402,7 +406,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
 
         runner = RayBackend(todo, address=address, cpus_per_stream=ray_cpus_per_stream)
     elif backend == "thread":
-        runner = ThreadBackend(todo, budget)  # builds models and embedders: bad settings fail here, before any output
+        # builds models and embedders: bad settings fail here, before any output
+        runner = ThreadBackend(todo, budget, probes)
     else:
         raise InputError(f"unknown backend {backend!r}; choose one of: thread, ray")
     guard_stdlib_parse()  # streams run side by side from here (see skilltransfer.util.pyast)

@@ -15,20 +15,19 @@ from typing import Any
 from rich.console import Console
 
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.llm import make_model
+from skilltransfer.llm.endpoint import EndpointProbe, check_endpoint, served_model
 from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
-    build_base_model,
     build_embedder,
     build_env,
     single_thread_faiss,
-    stream_model,
     stream_tasks,
 )
 from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.runner.plan import one_stream
-from skilltransfer.runner.preflight import check_endpoint
 from skilltransfer.runner.progress import StreamProgress
 from skilltransfer.runner.spec import load_run_spec
 from skilltransfer.runner.stream import (
@@ -64,11 +63,15 @@ def run_spec(config_file: Path | None = None, overrides: Sequence[str] = (), fla
     """The stream ``run`` runs: `RUN_DEFAULTS`, the ``--config`` YAML, the ``-c`` overrides, then the flags (key path ->
     value; None: not given), logging to ``out``, else the spec's ``out``, else `default_folder`. Embeddings are
     cached on disk unless the spec says ``embedder_cache: false`` or the embedder is the hash test double.
-    ``allowed_imports``: the modules a ``module:Class`` env may import (`load_spec`; None: any).
+    ``allowed_imports``: the modules a ``module:Class`` env or model may import (`load_spec`; None: any); a
+    ``model.name`` flag (``--model module:Class``) adds its own module.
 
     Raises:
         InputError: a bad file, key or value; a spec with several streams.
     """
+    typed = (flags or {}).get("model.name")  # --model module:Class typed on the command line allows its module
+    if allowed_imports is not None and isinstance(typed, str) and ":" in typed:
+        allowed_imports = [*allowed_imports, typed.partition(":")[0]]
     grid = load_run_spec(config_file, list(overrides), dict(flags or {}), base=RUN_DEFAULTS,
                          allowed_imports=allowed_imports)
     phase = grid.phases[0]
@@ -129,6 +132,17 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
     return LaunchResult(summary, list(tasks), time.perf_counter() - start)
 
 
+def checked_endpoint(config: StreamConfig) -> tuple[StreamConfig, EndpointProbe | None]:
+    """The stream's endpoint checked (`check_endpoint`: one ``GET /models``, the run's only one) and the stream with
+    the model id it serves filled in when none is given (`served_model`); the answer, for `make_model`.
+
+    Raises:
+        InputError: the endpoint does not answer, refuses the key, or serves no single model when one is needed.
+    """
+    model, probe = served_model(config.model, check_endpoint(config.model))
+    return config.model_copy(update={"model": model}), probe
+
+
 def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: bool = True,
                console: Console | None = None, heartbeat_s: float = 30.0,
                budget: Budget | None = None) -> LaunchResult:
@@ -148,15 +162,15 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
             raise InputError("not a file, so --out is not a run folder; use another --out", path=folder / name)
     if workdir is not None:
         check_output_path(workdir, flag="--workdir")
+    config, probe = checked_endpoint(config)  # a dead endpoint or a missing key: one line in seconds
     check_settings(RunFolder(folder), config)  # a rerun with other settings is refused before anything is built
     inputs = prepare_stream(config)  # a bad library fails here, before the run folder is written; loaded once
     if budget is not None and budget.cost_limit is not None and config.model.price is None:
         raise InputError("--cost-limit needs the model's price: -c 'model.price={input: 2.5, output: 10}' (dollars "
                          "per million input/output tokens)")
-    check_endpoint(config.model)  # a dead endpoint or a missing key: one line in seconds, before anything is built
     env = build_env(config.env, workdir)
     tasks = stream_tasks(env, config)
-    model = stream_model(build_base_model(config.model), config.model)
+    model = make_model(config.model, probe=probe)
     embedder = build_embedder(config) if config.has_memory else None
     console = console or Console(stderr=True)
     console.print(f"run {folder} | {len(tasks)} tasks | {config.condition_label()} | model {config.model.describe()}"

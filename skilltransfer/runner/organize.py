@@ -65,7 +65,7 @@ def run_organize_stream(model: ChatModel, config: StreamConfig) -> StreamSummary
                                                          "skills": len(skills), "library": config.library}) + "\n")
         save_organization(organization, target)
         LibraryView.load(target)  # what was written reloads and validates
-    log = RunSettings(config=config.identity(), level=config.level, skill_format=config.skill_format,
+    log = RunSettings(config=config.recorded(), level=config.level, skill_format=config.skill_format,
                      agent=config.agent_config(), induction=None, prompt_ids={}, embedder_id=None, task_ids=[],
                      created=datetime.now(UTC).isoformat(timespec="seconds"))
     atomic_write_text(folder.config_file, log.to_json())

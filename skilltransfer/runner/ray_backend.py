@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm import make_model, with_response_cache
 from skilltransfer.log import TaskRecord
 from skilltransfer.protocols import TaskSpec
-from skilltransfer.runner.build import build_base_model, build_embedder, single_thread_faiss, stream_model
+from skilltransfer.runner.build import build_embedder, single_thread_faiss
 from skilltransfer.runner.execute import StreamOutcome, TaskSink, execute_stream
 from skilltransfer.runner.plan import StreamPlan
 
@@ -69,8 +70,8 @@ def run_stream_task(plan: StreamPlan, tasks: Sequence[TaskSpec], limiter: Any, p
     """The body of one stream's Ray task (runs on a worker)."""
     single_thread_faiss()
     try:
-        base = build_base_model(plan.config.model)
-        model = stream_model(base, plan.config.model)
+        base = make_model(plan.config.model, cache=False)
+        model = with_response_cache(base, plan.config.model)
         if limiter is not None:
             model = LimitedModel(model, limiter)
         embedder = build_embedder(plan.config) if plan.config.has_memory else None

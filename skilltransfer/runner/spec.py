@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError, check_output_path, validation_message
-from skilltransfer.runner.build import check_env_name
+from skilltransfer.runner.build import check_env_name, check_model_name
 from skilltransfer.settings.config import CONDITIONS, EnvSpec, ModelSpec, StreamConfig, axes, axis_of
 from skilltransfer.util.files import read_text
 
@@ -385,6 +385,12 @@ def _build(data: dict[str, Any], allowed_imports: Collection[str] | None) -> Gri
         for label, entry in phase.envs.items():  # type: ignore[attr-defined]
             check_env_name(entry.name or label, f"{where + '.' if where else ''}envs.{label or entry.name}",
                            allowed_imports)
+        for label, model in phase.models.items():  # type: ignore[attr-defined]
+            key = f"models.{label}.name" if label else "model.name"  # a run config's one entry: model.name
+            check_model_name(model.name, f"{where + '.' if where else ''}{key}", allowed_imports)
+        verifier = phase.verifier_model  # type: ignore[attr-defined]
+        if verifier is not None:
+            check_model_name(verifier.name, f"{where + '.' if where else ''}verifier_model.name", allowed_imports)
         phases.append(phase)
     names = [p.name for p in phases]
     if len(set(names)) != len(names):

@@ -51,6 +51,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
+from skilltransfer.llm import make_model
 from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.log import (
     TASK_ERROR,
@@ -84,7 +85,6 @@ from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
     LockedEmbedder,
     agent_library_name,
-    build_base_model,
     external_library,
     pick_positions,
     stream_library_read,
@@ -300,7 +300,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
     inducer = Inducer(induction_model or model, config=induction) if induction is not None else None
     prompt_ids = stream_prompt_ids(config, inducer, disclosed=agent_cfg.skill_disclosure == "progressive")
-    log = RunSettings(config=config.identity(), level=config.level, skill_format=config.skill_format,
+    log = RunSettings(config=config.recorded(), level=config.level, skill_format=config.skill_format,
                        agent=agent_cfg, induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id) if embedder is not None else None,
                        task_ids=[t.id for t in tasks], created=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -314,7 +314,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     retriever = _lens_retriever(config, single, embedder, folder.memory_dir)
     own_verifier = None
     if verifier is None and config.verifier_model is not None and retriever is not None:
-        verifier = own_verifier = build_base_model(config.verifier_model)
+        verifier = own_verifier = make_model(config.verifier_model, cache=False)
     masking = _masking(config, memory)
     role_models = {"verifier": verifier} if verifier is not None else None
 

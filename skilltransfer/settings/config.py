@@ -174,7 +174,7 @@ class EnvSpec(BaseModel):
         return f"{self.name}{label}" + (f" {json.dumps(extra, sort_keys=True, default=str)}" if extra else "")
 
 
-IDENTITY_MODEL_FIELDS = ("label", "name", "model", "params", "extra_body", "context_window")
+RECORDED_MODEL_FIELDS = ("label", "name", "model", "params", "extra_body", "context_window")
 """What a run records of its model: what shapes the answers (not the endpoint, key, timeouts, retries, cache)."""
 
 
@@ -216,8 +216,8 @@ class ModelSpec(ModelConfig):
             return with_local_defaults(self.params)
         return dict(self.params)
 
-    def identity(self) -> ModelSpec:
-        """What the run log records: `IDENTITY_MODEL_FIELDS`, the name and model id resolved (from env vars too), so
+    def recorded(self) -> ModelSpec:
+        """What the run log records: `RECORDED_MODEL_FIELDS`, the name and model id resolved (from env vars too), so
         a run may resume against another endpoint serving the same model."""
         return ModelSpec(label=self.label, name=self.resolved_name(), model=self.resolved_model(),
                          params=self.effective_params(), extra_body=self.extra_body,
@@ -638,11 +638,11 @@ class StreamConfig(BaseModel):
                                lessons=self.induction_source == "lessons",
                                mask_instance_names=bool(self.mask_instance_names), skills_per_task=per_task)
 
-    def identity(self) -> StreamConfig:
-        """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.identity`,
+    def recorded(self) -> StreamConfig:
+        """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.recorded`,
         without the settings that do not change results (sandboxing, the embedding cache)."""
-        verifier = self.verifier_model.identity() if self.verifier_model is not None else None
-        return self.model_copy(update={"model": self.model.identity(), "embedder_cache": False,
+        verifier = self.verifier_model.recorded() if self.verifier_model is not None else None
+        return self.model_copy(update={"model": self.model.recorded(), "embedder_cache": False,
                                        "verifier_model": verifier,
                                        "env": self.env.model_copy(update={"sandboxed": None})})
 

@@ -12,7 +12,7 @@ from skilltransfer.agents.config import AgentConfig, AgentLevel
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.log import FORMAT_VERSION, RunConfigLog, RunFolder
-from skilltransfer.settings.config import IDENTITY_MODEL_FIELDS, ModelSpec, StreamConfig
+from skilltransfer.settings.config import RECORDED_MODEL_FIELDS, ModelSpec, StreamConfig
 
 
 class RunSettings(RunConfigLog[StreamConfig, AgentConfig, InductionConfig]):
@@ -21,9 +21,9 @@ class RunSettings(RunConfigLog[StreamConfig, AgentConfig, InductionConfig]):
     level: AgentLevel
 
     def to_json(self) -> str:
-        """The file's text: the model recorded by what shapes its answers only (`IDENTITY_MODEL_FIELDS`), nothing
+        """The file's text: the model recorded by what shapes its answers only (`RECORDED_MODEL_FIELDS`), nothing
         that does not change results (no endpoint, key, cache, sandboxing)."""
-        transport = set(ModelSpec.model_fields) - set(IDENTITY_MODEL_FIELDS)
+        transport = set(ModelSpec.model_fields) - set(RECORDED_MODEL_FIELDS)
         exclude: Any = {"config": {"model": transport, "embedder_cache": True, "env": {"sandboxed"}}}
         if self.library_utility is None:  # the file of every other stream is as it was
             exclude["library_utility"] = True
@@ -108,7 +108,7 @@ def check_settings(folder: RunFolder, config: StreamConfig) -> None:
         InputError: naming each differing setting with both values, and the flag that picks another folder.
     """
     if folder.config_file.is_file():
-        _refuse(folder, setting_changes(_resumable_settings(folder).config, config.identity()))
+        _refuse(folder, setting_changes(_resumable_settings(folder).config, config.recorded()))
 
 
 def _refuse(folder: RunFolder, changed: list[str]) -> None:
