@@ -62,6 +62,8 @@ class OptionGroup(Generic[T]):
             raise TypeError(f"option group {self.collect.__name__} has no option {name!r}")
         parameters = tuple(p if p.name != name else p.replace(annotation=annotation, default=default)
                            for p in self.parameters if p.name != name or annotation is not None)
+        if not parameters:
+            raise TypeError(f"option group {self.collect.__name__} would have no option left")
         return OptionGroup(self.collect, parameters)
 
 
@@ -93,9 +95,10 @@ def with_groups(function: F) -> F:
             values[name] = group.collect(**{p.name: values.pop(p.name, p.default) for p in group.parameters})
         return function(**values)
 
-    del wrapper.__wrapped__  # Typer reads the signature below, not the function's
-    wrapper.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in shown} | {"return": signature.return_annotation}
+    wrapper.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]  # what Typer reads
+    wrapper.__annotations__ = {p.name: p.annotation for p in shown if p.annotation is not p.empty}
+    if signature.return_annotation is not signature.empty:
+        wrapper.__annotations__["return"] = signature.return_annotation
     return typing.cast(F, wrapper)
 
 
