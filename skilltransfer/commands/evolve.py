@@ -4,51 +4,55 @@ the initial and final pair once on a test split (`skilltransfer.runner.evolve`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 
 from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.options import (
-    MODEL_PANEL,
-    AllowImport,
-    ApiKey,
-    BaseUrl,
-    CacheMode,
-    ConfigFile,
-    ContextWindow,
-    ModelNameOld,
-    ModelString,
-    Overrides,
-    ResponseCache,
-    RetryBudget,
-    ScriptOld,
-    Temperature,
-)
+from skilltransfer.commands.option_groups import SPEC, OptionGroup, SpecLayers, model_group, with_groups
 from skilltransfer.commands.run import FLAG_KEYS, allowed_imports
 from skilltransfer.errors import InputError
 from skilltransfer.settings.config import Condition
 
+if TYPE_CHECKING:  # the lens is imported when the command runs
+    from skilltransfer.lens.evolve import EvolveConfig
+
 _EVOLVE = "Evolution"
 
 
-def evolve(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new or empty): graph/, evolution.jsonl, "
-                                      "pairs/, evals/.")],
-    env: Annotated[str | None, typer.Option(help="Env: the one whose tasks are split (as for run).")] = None,
-    library: Annotated[Path | None, typer.Option(help="Frozen skill library whose skill graph is evolved.")] = None,
-    condition: Annotated[Condition, typer.Option(help="Condition: the agent's (its level; induction is off with a "
-                                                "library).")] = "task",
-    reuse: Annotated[Literal["lens", "rewrite-all", "no-walk"], typer.Option(help="Skill reuse over the graph: "
-                                                                             "lens, rewrite-all or no-walk.")]
-    = "lens",
+@dataclass(frozen=True)
+class Splits:
+    """The stream's first ``dev`` tasks, the ``val`` after them and the ``test`` after those."""
+
+    dev: int
+    val: int
+    test: int
+
+
+def _splits(
     dev: Annotated[int, typer.Option(min=1, help="Development tasks: the first N of the stream.")] = 10,
     val: Annotated[int, typer.Option(min=1, help="Validation tasks: the N after the development tasks.")] = 10,
     test: Annotated[int, typer.Option(min=0, help="Test tasks: the N after the validation tasks, run once at the end "
                                                   "for the initial and the final pair; their paired gain is the "
                                                   "headline (0: none).")] = 10,
+) -> Splits:
+    return Splits(dev, val, test)
+
+
+@dataclass(frozen=True)
+class Evolution:
+    """The evolution's settings (`EvolveConfig`), the writer's candidates per round and the effect whose commit
+    power is printed first."""
+
+    config: EvolveConfig
+    candidates: int
+    mde: float
+
+
+def _evolution(
     rounds: Annotated[int, typer.Option(min=1, help="Evolution rounds.", rich_help_panel=_EVOLVE)] = 3,
     lam: Annotated[float, typer.Option(min=0, help="lambda in J = success - lambda * cost.",
                                        rich_help_panel=_EVOLVE)] = 0.05,
@@ -64,21 +68,30 @@ def evolve(
                                              "more power).", rich_help_panel=_EVOLVE)] = 1,
     mde: Annotated[float, typer.Option(min=0.01, max=0.5, help="The minimum success gain whose commit power is "
                                        "printed before running.", rich_help_panel=_EVOLVE)] = 0.1,
-    config: ConfigFile = None,
-    overrides: Overrides = None,
-    allow_import: AllowImport = None,
-    model: ModelString = None,
-    base_url: BaseUrl = None,
-    api_key: ApiKey = None,
-    model_name: ModelNameOld = None,
-    temperature: Temperature = None,
-    context_window: ContextWindow = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call, every role.",
-                                                   rich_help_panel=MODEL_PANEL)] = None,
-    cache: ResponseCache = None,
-    cache_mode: CacheMode = None,
-    retry_budget: RetryBudget = None,
-    script: ScriptOld = None,
+) -> Evolution:
+    from skilltransfer.lens.evolve import EvolveConfig
+
+    config = EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha, commit_test=commit_test,
+                          val_repeats=val_repeats)
+    return Evolution(config, candidates, mde)
+
+
+@with_groups
+def evolve(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new or empty): graph/, evolution.jsonl, "
+                                      "pairs/, evals/.")],
+    env: Annotated[str | None, typer.Option(help="Env: the one whose tasks are split (as for run).")] = None,
+    library: Annotated[Path | None, typer.Option(help="Frozen skill library whose skill graph is evolved.")] = None,
+    condition: Annotated[Condition, typer.Option(help="Condition: the agent's (its level; induction is off with a "
+                                                "library).")] = "task",
+    reuse: Annotated[Literal["lens", "rewrite-all", "no-walk"], typer.Option(help="Skill reuse over the graph: "
+                                                                             "lens, rewrite-all or no-walk.")]
+    = "lens",
+    *,
+    splits: Annotated[Splits, OptionGroup(_splits)],
+    evolution: Annotated[Evolution, OptionGroup(_evolution)],
+    spec: Annotated[SpecLayers, SPEC],
+    model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call, every role.")],
     embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm, hash:DIM (test double).")]
     = None,
     sandbox: Annotated[bool | None, typer.Option("--sandbox/--no-sandbox", help="Run agent code in the sandbox "
@@ -90,7 +103,7 @@ def evolve(
     writer edits -> paired validation against the incumbent; a candidate is committed only when its gain in J =
     success - lambda * cost passes the commit test; --test scores the initial and final pair once at the end."""
     from skilltransfer.errors import check_output_path
-    from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
+    from skilltransfer.lens.evolve import WriterConfig
     from skilltransfer.lens.power import check_can_commit, power_line
     from skilltransfer.llm import make_model
     from skilltransfer.runner.build import build_embedder, build_env, stream_tasks
@@ -98,20 +111,15 @@ def evolve(
     from skilltransfer.runner.launch import checked_endpoint, run_spec
 
     check_output_path(out, flag="--out")
-    evolve_config = EvolveConfig(rounds=rounds, lam=lam, cost_unit_tokens=cost_unit, alpha=alpha,
-                                 commit_test=commit_test, val_repeats=val_repeats)
-    check_can_commit(val, candidates, evolve_config, where=f"--val {val} with --candidates {candidates}")
+    dev, val, test, candidates = splits.dev, splits.val, splits.test, evolution.candidates
+    check_can_commit(val, candidates, evolution.config, where=f"--val {val} with --candidates {candidates}")
     console = Console(stderr=True)
-    console.print(power_line(val, candidates, evolve_config, mde), highlight=False, soft_wrap=True)
+    console.print(power_line(val, candidates, evolution.config, evolution.mde), highlight=False, soft_wrap=True)
     given = {"env": env, "condition": condition, "reuse": reuse, "library": str(library) if library else None,
              "embedder": embedder, "sandbox": sandbox, "limit": dev + val + test}
-    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
-                           temperature=temperature, max_tokens=max_tokens, context_window=context_window,
-                           cache=str(cache) if cache else None, cache_mode=cache_mode,
-                           script=str(script) if script else None, retry_budget_s=retry_budget)
-    flags = {FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
-    stream = run_spec(config, overrides or [], flags, out / "evals" / "run",
-                      allowed_imports=allowed_imports(allow_import, env))
+    flags = {FLAG_KEYS[name]: value for name, value in given.items()} | model.spec_keys()
+    stream = run_spec(spec.config, spec.overrides, flags, out / "evals" / "run",
+                      allowed_imports=allowed_imports(spec.allow_import, env))
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:
@@ -124,7 +132,7 @@ def evolve(
         result, info = evolve_stream(
             built, chat, stream, tasks[:dev], tasks[dev:dev + val], out, embedder=vectors,
             test_tasks=tasks[dev + val:dev + val + test],
-            evolve_config=evolve_config,
+            evolve_config=evolution.config,
             writer_config=WriterConfig(candidates=candidates),
             on_eval=lambda name, n: console.print(f"evaluating {name} ({n} tasks)", highlight=False),
             on_round=lambda log: console.print(

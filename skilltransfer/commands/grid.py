@@ -15,15 +15,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.commands.options import (
-    AllowImport,
-    CostLimit,
-    MaxConnections,
-    Overrides,
-    QuietOld,
-    TokenLimit,
-    warn_deprecated,
-)
+from skilltransfer.commands.option_groups import SPENDING, Spending, with_groups
+from skilltransfer.commands.options import AllowImport, Overrides, QuietOld, warn_deprecated
 from skilltransfer.errors import InputError
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
@@ -156,6 +149,7 @@ def resume_command(spec: str, out: str | None, config: list[str] | None, overrid
     return shlex.join(parts)
 
 
+@with_groups
 def grid(
     spec: Annotated[str, typer.Argument(help="A grid spec YAML file, or a ready-made spec name "
                                              "(paper-table2, cross-level, utility-split, order-reshuffle, "
@@ -181,9 +175,8 @@ def grid(
                                                 rich_help_panel=_ADVANCED)] = None,
     ray_cpus: Annotated[float, typer.Option(min=0.01, help="CPUs Ray reserves per stream.",
                                             rich_help_panel=_ADVANCED)] = 1.0,
-    token_limit: TokenLimit = None,
-    cost_limit: CostLimit = None,
-    max_connections: MaxConnections = None,
+    *,
+    spending: Annotated[Spending, SPENDING],
     stream_retries: Annotated[int, typer.Option(min=0, help="Times a failed stream (an error outside its tasks, e.g. "
                                                 "an endpoint down past its retry budget) is started again, resuming, "
                                                 "before the streams that read its library are marked failed.")] = 1,
@@ -212,9 +205,9 @@ def grid(
     flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": limit,
                              "embedder": embedder}
     grid_spec = load_spec(spec, [*layers, *(overrides or [])], allowed_imports=tuple(allow_import or ()), **flags)
-    if max_connections is not None:  # every model entry of every phase
+    if spending.max_connections is not None:  # every model entry of every phase
         for phase in grid_spec.phases:
-            phase.models = {label: entry.model_copy(update={"max_concurrency": max_connections})
+            phase.models = {label: entry.model_copy(update={"max_concurrency": spending.max_connections})
                             for label, entry in phase.models.items()}
     console = Console(file=sys.stderr)
     if dry_run:  # the same checks as a run: a spec that cannot run fails here
@@ -268,9 +261,9 @@ def grid(
             for note in _library_notes(plan.config):
                 console.print(f"library {plan.config.library}: {note}", highlight=False, markup=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
-                            {"--token-limit": token_limit, "--cost-limit": cost_limit,
-                             "--max-connections": max_connections}, allow_import)
-    budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
+                            {"--token-limit": spending.token_limit, "--cost-limit": spending.cost_limit,
+                             "--max-connections": spending.max_connections}, allow_import)
+    budget = Budget(token_limit=spending.token_limit, cost_limit=spending.cost_limit)
     try:
         summary = run_grid(grid_spec, backend=backend, address=address,
                            progress=view if progress else None, ray_cpus_per_stream=ray_cpus,

@@ -11,19 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.options import (
-    MODEL_PANEL,
-    ApiKey,
-    BaseUrl,
-    CacheMode,
-    ContextWindow,
-    ModelNameOld,
-    ModelString,
-    ResponseCache,
-    RetryBudget,
-    ScriptOld,
-    Temperature,
-)
+from skilltransfer.commands.option_groups import MODEL, with_groups
+from skilltransfer.commands.options import MODEL_PANEL
 from skilltransfer.errors import check_output_path
 from skilltransfer.judge import JudgeReport, PairwiseJudge, judge_runs, load_judge_prompt, load_run, shared_tasks
 from skilltransfer.util.files import atomic_write_text
@@ -50,22 +39,15 @@ def report_table(report: JudgeReport) -> Table:
     return table
 
 
+@with_groups
 def judge(
     run_a: Annotated[Path, typer.Argument(help="Run folder A (the preference is A's).")],
     run_b: Annotated[Path, typer.Argument(help="Run folder B.")],
-    model: ModelString = None,
-    base_url: BaseUrl = None,
-    api_key: ApiKey = None,
-    model_name: ModelNameOld = None,
-    temperature: Temperature = None,
+    *,
+    model: Annotated[ModelOptions, MODEL],
     max_tokens: Annotated[int | None, typer.Option(
         min=16, help="Most completion tokens per call (one judgment); default: none sent (the provider's own, as the "
                      "study; a reasoning model thinks before its verdict).", rich_help_panel=MODEL_PANEL)] = None,
-    context_window: ContextWindow = None,
-    cache: ResponseCache = None,
-    cache_mode: CacheMode = None,
-    script: ScriptOld = None,
-    retry_budget: RetryBudget = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: each task's presentation order "
                                            "and the bootstrap.")] = 0,
     orders: Annotated[Literal["balanced", "both", "one"], typer.Option(
@@ -88,10 +70,7 @@ def judge(
 
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
-    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
-                           context_window=context_window, cache=str(cache) if cache else None, cache_mode=cache_mode,
-                           script=str(script) if script else None, retry_budget_s=retry_budget)
-    config = options.config()
+    config = model.config()
     judge_prompt = load_judge_prompt(prompt)
     runs = load_run(run_a), load_run(run_b)
     shared_tasks(*runs)  # before any model starts
@@ -100,7 +79,7 @@ def judge(
     try:
         judge_ = PairwiseJudge(chat, prompt=judge_prompt, max_artifact_chars=max_chars, max_tokens=max_tokens)
         report = judge_runs(judge_, *runs, seed=seed, orders=orders, limit=limit, repeats=repeats,
-                            judge_model=options.record(),
+                            judge_model=model.record(),
                             on_judgment=lambda j: console.print(f"{j.task_id} [{j.order}]: {j.verdict or j.error}",
                                                                 highlight=False))
     finally:

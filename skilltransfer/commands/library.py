@@ -12,19 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.options import (
-    MODEL_PANEL,
-    ApiKey,
-    BaseUrl,
-    CacheMode,
-    ContextWindow,
-    ModelNameOld,
-    ModelString,
-    ResponseCache,
-    RetryBudget,
-    ScriptOld,
-    Temperature,
-)
+from skilltransfer.commands.option_groups import model_group, with_groups
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.export import ExportedSkill, ExportReport, export_library, write_agent_skills
 from skilltransfer.memory.library import LibraryRead, read_library
@@ -70,6 +58,7 @@ def _export_lines(written: list[ExportedSkill]) -> list[str]:
 
 
 @library_app.command("organize")
+@with_groups
 def organize(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
     kind: Annotated[Literal["tree", "graph", "task-tree", "flat"], typer.Option(
@@ -86,18 +75,8 @@ def organize(
     = 60,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks after an unusable reply before falling back to the "
                                                      "task tree.", rich_help_panel=_BUILD)] = 2,
-    model: ModelString = None,
-    base_url: BaseUrl = None,
-    api_key: ApiKey = None,
-    model_name: ModelNameOld = None,
-    temperature: Temperature = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call (default 1024).",
-                                                   rich_help_panel=MODEL_PANEL)] = None,
-    context_window: ContextWindow = None,
-    cache: ResponseCache = None,
-    cache_mode: CacheMode = None,
-    script: ScriptOld = None,
-    retry_budget: RetryBudget = None,
+    *,
+    model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call (default 1024).")],
 ) -> Organization:
     """Organise a skill library and save it, with its skills, in a new folder (reload it with ``library show``)."""
     if kind not in ORGANIZATION_KINDS:
@@ -105,10 +84,7 @@ def organize(
     check_output_path(out, flag="--out")
     if out.is_dir() and any(out.iterdir()):
         raise InputError("--out: exists and is not empty; give a new folder", path=out)
-    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
-                           max_tokens=max_tokens, context_window=context_window, cache=str(cache) if cache else None,
-                           cache_mode=cache_mode, script=str(script) if script else None, retry_budget_s=retry_budget)
-    config = options.config()  # checks the model flags before any work
+    config = model.config()  # checks the model flags before any work
     skills = _read(library).skills
     if kind == "flat":
         organization = flat_organization(skills)
@@ -117,8 +93,8 @@ def organize(
     else:
         settings: dict[str, Any] = {"kind": kind, "height": height, "max_groups": max_groups, "batch_size": batch_size,
                                     "retries": retries}
-        if max_tokens is not None:
-            settings["max_tokens"] = max_tokens
+        if model.max_tokens is not None:
+            settings["max_tokens"] = model.max_tokens
         organization = _llm_organization(skills, config, settings)
     folder, written = _write(skills, organization, out)
     view = LibraryView.load(folder)  # what was written reloads and validates

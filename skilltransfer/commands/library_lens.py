@@ -9,19 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from rich.console import Console
 
-from skilltransfer.commands.options import (
-    ApiKey,
-    BaseUrl,
-    CacheMode,
-    ContextWindow,
-    ModelNameOld,
-    ModelString,
-    ResponseCache,
-    RetryBudget,
-    ScriptOld,
-    Temperature,
-    warn_deprecated,
-)
+from skilltransfer.commands.model_options import ModelOptions
+from skilltransfer.commands.option_groups import MODEL, with_groups
+from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
 
 if TYPE_CHECKING:  # the lens package is imported when a command runs (every CLI start imports all command modules)
@@ -36,20 +26,14 @@ Embedder = Annotated[str, typer.Option(help="Embedder of the units: minilm, hash
                                             "sentence-transformers folder.")]
 
 
-def _model(name: str | None, base_url: str | None, api_key: str | None, model_name: str | None,
-           temperature: float | None, context_window: int | None, cache: Path | None, cache_mode: str | None,
-           script: Path | None, retry_budget: float | None) -> tuple[ChatModel, str]:
-    """The chat model of ``run``'s model flags, and its record for the manifest."""
-    from skilltransfer.commands.model_options import ModelOptions
+def _model(options: ModelOptions) -> tuple[ChatModel, str]:
+    """The chat model of the model flags, and its record for the manifest."""
     from skilltransfer.llm import make_model
 
-    options = ModelOptions(spec=name, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
-                           context_window=context_window, cache=str(cache) if cache else None,
-                           cache_mode=cache_mode, script=str(script) if script else None,
-                           retry_budget_s=retry_budget)
     return make_model(options.config()), options.record()
 
 
+@with_groups
 def decompose(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: the skill graph.")],
@@ -62,9 +46,8 @@ def decompose(
     max_tokens: Annotated[int, typer.Option(min=16, help="Most completion tokens per call (one skill's "
                                                          "decomposition).",
                                             rich_help_panel=_ADVANCED)] = 512,
-    model: ModelString = None, base_url: BaseUrl = None, api_key: ApiKey = None, model_name: ModelNameOld = None,
-    temperature: Temperature = None, context_window: ContextWindow = None, cache: ResponseCache = None,
-    cache_mode: CacheMode = None, script: ScriptOld = None, retry_budget: RetryBudget = None,
+    *,
+    model: Annotated[ModelOptions, MODEL],
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress: one line per skill.")]
     = True,
 ) -> dict[str, object]:
@@ -79,8 +62,7 @@ def decompose(
         raise InputError(f"--merge-threshold must be > 0, got {merge_threshold}")
     skills = load_library(library)[:limit]
     config = DecomposeConfig(merge_threshold=merge_threshold, retries=retries, max_tokens=max_tokens)
-    chat, record = _model(model, base_url, api_key, model_name, temperature, context_window, cache, cache_mode,
-                          script, retry_budget)
+    chat, record = _model(model)
     unit_embedder = make_embedder(embedder, cache=True)
     console = Console(stderr=True)
 
@@ -102,6 +84,7 @@ def decompose(
     return counts
 
 
+@with_groups
 def route_query(
     graph_dir: Annotated[Path, typer.Argument(help="A skill graph folder (from `library decompose`).")],
     query: Annotated[str, typer.Option(help="The task instruction or subtask text.")],
@@ -114,9 +97,8 @@ def route_query(
     seeds_old: Annotated[int | None, typer.Option("--seeds", hidden=True, help="Deprecated: --seed-units.")] = None,
     budget: Annotated[int, typer.Option(min=1, help="Most tokens of the context section.")] = 1200,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON: the routing log.")] = False,
-    model: ModelString = None, base_url: BaseUrl = None, api_key: ApiKey = None, model_name: ModelNameOld = None,
-    temperature: Temperature = None, context_window: ContextWindow = None, cache: ResponseCache = None,
-    cache_mode: CacheMode = None, script: ScriptOld = None, retry_budget: RetryBudget = None,
+    *,
+    model: Annotated[ModelOptions, MODEL],
 ) -> dict[str, object]:
     """Route one query over a skill graph and print the context section and what the verifier decided."""
     from skilltransfer.lens.graph import SkillGraph
@@ -132,8 +114,7 @@ def route_query(
     if mode not in ROUTE_MODES:
         raise InputError(f"--reuse must be one of {', '.join(ROUTE_MODES)}, got {mode!r}")
     graph = SkillGraph.load(graph_dir, make_embedder(embedder, cache=True))
-    chat, _ = _model(model, base_url, api_key, model_name, temperature, context_window, cache, cache_mode, script,
-                     retry_budget)
+    chat, _ = _model(model)
     routed = route(graph, query, chat, RouteConfig.model_validate({"mode": mode, "seeds_k": seeds,
                                                                    "token_budget": budget}))
     log = routed.log.to_dict()

@@ -7,6 +7,7 @@ The stream is a one-point grid spec: ``--config FILE`` (the keys of a grid spec,
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,27 +17,16 @@ from rich.console import Console
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.agents.harness import HarnessName
 from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.options import (
-    MODEL_PANEL,
-    AllowImport,
-    ApiKey,
-    BaseUrl,
-    CacheMode,
-    ConfigFile,
-    ContextWindow,
-    CostLimit,
-    MaxConnections,
-    ModelNameOld,
-    ModelString,
-    Overrides,
-    Progress,
-    ResponseCache,
-    RetryBudget,
-    ScriptOld,
-    Temperature,
-    TokenLimit,
-    warn_deprecated,
+from skilltransfer.commands.option_groups import (
+    SPEC,
+    SPENDING,
+    OptionGroup,
+    SpecLayers,
+    Spending,
+    model_group,
+    with_groups,
 )
+from skilltransfer.commands.options import Progress, warn_deprecated
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import PromptVariant
@@ -57,8 +47,8 @@ FLAG_KEYS: dict[str, str] = {
     "coordination": "coordination", "skill_exec": "skill_exec", "library_organization": "library_organization",
     "reuse": "reuse", "harness": "agent.harness", "only_tasks": "task_positions", "at_snapshot": "library_snapshot",
 }
-"""Flag (parameter name of `run`) -> the spec key it sets (the model flags: `ModelOptions.spec_keys`); `run` reads
-the values of exactly these parameters."""
+"""Flag (parameter name of `run`, in its option groups) -> the spec key it sets (the model flags:
+`ModelOptions.spec_keys`)."""
 
 
 def allowed_imports(allow_import: list[str] | None, env: str | None) -> list[str]:
@@ -87,43 +77,36 @@ def env_args(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def run(
-    env: Annotated[str | None, typer.Option(help="Env: apps, office, datasci, scienceworld, officebench[:<tasks "
-                                                 "folder>], or module:Class (your own env class).")] = None,
-    condition: Annotated[Condition | None, typer.Option(help="Condition: level x skill format (required here or in "
-                                                             "the config).", case_sensitive=False)] = None,
-    config: ConfigFile = None,
-    overrides: Overrides = None,
-    allow_import: AllowImport = None,
-    model: ModelString = None,
-    base_url: BaseUrl = None,
+def _spec_keys(**given: Any) -> dict[str, Any]:
+    """Shortcut flags (parameter name -> value, None: not given) as the spec keys `FLAG_KEYS` names."""
+    return {FLAG_KEYS[name]: str(value) if isinstance(value, Path) else value for name, value in given.items()}
+
+
+def _task_selection(
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of the stream.")]
     = None,
     only_tasks: Annotated[str | None, typer.Option(help="Only these tasks of the stream: their numbers N[,M|A-B] "
                                                        "(1-based, as --task elsewhere; e.g. 1,4,6-8) in the stream "
                                                        "as ordered and limited.")] = None,
-    at_snapshot: Annotated[int | None, typer.Option(min=0, help="Use --library (another run's folder or memory "
-                                                              "folder) as it was after that run's first K tasks "
-                                                              "(0: empty; its memory/snapshots.jsonl).",
-                                                    rich_help_panel=_AGENT)] = None,
     order_seed: Annotated[int | None, typer.Option(help="Stream order seed (0, the default: the canonical order).")]
     = None,
     stream: Annotated[str | None, typer.Option(help="A curated stream of the env, in its own order (e.g. apps "
                                                     "'starter'; `skilltransfer envs list` shows them).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output run folder (default "
-                                             "runs/<env>-<condition>-<model>). Rerunning with the same folder "
-                                             "resumes.")] = None,
-    api_key: ApiKey = None,
-    model_name: ModelNameOld = None,
-    temperature: Temperature = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Most completion tokens per call, for every role "
-                                                   "(default: per role, executor 1024, planner 96, summarizer 256, "
-                                                   "induction 768).", rich_help_panel=MODEL_PANEL)] = None,
-    context_window: ContextWindow = None,
-    cache: ResponseCache = None,
-    cache_mode: CacheMode = None,
-    script: ScriptOld = None,
-    retry_budget: RetryBudget = None,
+) -> dict[str, Any]:
+    positions = parse_positions(only_tasks) if only_tasks is not None else None
+    return _spec_keys(limit=limit, only_tasks=positions, order_seed=order_seed, stream=stream)
+
+
+TASK_SELECTION = OptionGroup(_task_selection)
+"""Which tasks of the env, in which order: ``--limit``, ``--only-tasks``, ``--order-seed``, ``--stream`` (spec
+keys)."""
+
+
+def _agent_and_memory(
+    at_snapshot: Annotated[int | None, typer.Option(min=0, help="Use --library (another run's folder or memory "
+                                                              "folder) as it was after that run's first K tasks "
+                                                              "(0: empty; its memory/snapshots.jsonl).",
+                                                    rich_help_panel=_AGENT)] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm (default), hash:DIM (test "
                                                       "double) or a sentence-transformers folder.",
                                                  rich_help_panel=_AGENT)] = None,
@@ -159,6 +142,23 @@ def run(
                                                      rich_help_panel=_AGENT)] = None,
     top_k: Annotated[int | None, typer.Option(min=0, help="Skills retrieved per query (default 5).",
                                               rich_help_panel=_AGENT)] = None,
+) -> dict[str, Any]:
+    return _spec_keys(**locals())
+
+
+AGENT_AND_MEMORY = OptionGroup(_agent_and_memory)
+"""The agent, its skill library and how skills are retrieved, shown and reused (spec keys)."""
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """How the env is built (spec keys) and where its episode workspaces are created (None: a temp folder)."""
+
+    spec_keys: dict[str, Any]
+    workdir: Path | None
+
+
+def _environment(
     env_seed: Annotated[int | None, typer.Option(help="Env generation seed (default: the env's, 0 for the bundled "
                                                       "ones).", rich_help_panel=_ENV)] = None,
     seed_old: Annotated[int | None, typer.Option("--seed", hidden=True, help="Deprecated here: --env-seed.")]
@@ -172,32 +172,67 @@ def run(
                                                       "folder).", rich_help_panel=_ENV)] = None,
     env_arg: Annotated[list[str] | None, typer.Option(help="key=value passed to the env's constructor (JSON "
                                                            "values); repeatable.", rich_help_panel=_ENV)] = None,
-    progress: Progress = True,
-    heartbeat: Annotated[float, typer.Option(help="Without a terminal: a progress line at most every this many "
-                                                  "seconds while a task runs (0: none).", min=0)] = 30.0,
-    token_limit: TokenLimit = None,
-    cost_limit: CostLimit = None,
-    max_connections: MaxConnections = None,
-) -> LaunchResult:
-    """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
+) -> EnvironmentSettings:
     if seed_old is not None:
         warn_deprecated("run --seed", "--env-seed")
         env_seed = seed_old if env_seed is None else env_seed
-    given = {name: str(value) if isinstance(value, Path) else value  # the shortcut flags, named once: FLAG_KEYS
-             for name, value in locals().items() if name in FLAG_KEYS}
-    if only_tasks is not None:
-        given["only_tasks"] = parse_positions(only_tasks)
-    options = ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name,
-                           temperature=temperature, max_tokens=max_tokens, context_window=context_window,
-                           cache=str(cache) if cache else None, cache_mode=cache_mode,
-                           script=str(script) if script else None, retry_budget_s=retry_budget)
-    flags = ({FLAG_KEYS[name]: value for name, value in given.items()} | options.spec_keys()
-             | env_args(env_arg or []) | {"model.max_concurrency": max_connections})
-    stream_config = run_spec(config, overrides or [], flags, out, allowed_imports=allowed_imports(allow_import, env))
+    return EnvironmentSettings(_spec_keys(env_seed=env_seed, split=split, sandbox=sandbox) | env_args(env_arg or []),
+                               workdir)
+
+
+ENVIRONMENT = OptionGroup(_environment)
+"""``--env-seed``, ``--split``, ``--sandbox``, ``--workdir``, ``--env-arg`` (and the deprecated ``--seed``)."""
+
+
+@dataclass(frozen=True)
+class ProgressSettings:
+    """How a stream's progress is shown: the live bar or lines, and the heartbeat without a terminal."""
+
+    show: bool
+    heartbeat_s: float
+
+
+def _progress(
+    progress: Progress = True,
+    heartbeat: Annotated[float, typer.Option(help="Without a terminal: a progress line at most every this many "
+                                                  "seconds while a task runs (0: none).", min=0)] = 30.0,
+) -> ProgressSettings:
+    return ProgressSettings(progress, heartbeat)
+
+
+PROGRESS = OptionGroup(_progress)
+"""``--progress/--no-progress`` and ``--heartbeat``."""
+
+
+@with_groups
+def run(
+    env: Annotated[str | None, typer.Option(help="Env: apps, office, datasci, scienceworld, officebench[:<tasks "
+                                                 "folder>], or module:Class (your own env class).")] = None,
+    condition: Annotated[Condition | None, typer.Option(help="Condition: level x skill format (required here or in "
+                                                             "the config).", case_sensitive=False)] = None,
+    *,
+    spec: Annotated[SpecLayers, SPEC],
+    model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call, for every role "
+                                               "(default: per role, executor 1024, planner 96, summarizer 256, "
+                                               "induction 768).")],
+    tasks: Annotated[dict[str, Any], TASK_SELECTION],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output run folder (default "
+                                             "runs/<env>-<condition>-<model>). Rerunning with the same folder "
+                                             "resumes.")] = None,
+    agent: Annotated[dict[str, Any], AGENT_AND_MEMORY],
+    environment: Annotated[EnvironmentSettings, ENVIRONMENT],
+    progress: Annotated[ProgressSettings, PROGRESS],
+    spending: Annotated[Spending, SPENDING],
+) -> LaunchResult:
+    """Run one condition over an env's task stream (seed order), with a skill memory that persists across tasks."""
+    flags = (_spec_keys(env=env, condition=condition) | tasks | agent | environment.spec_keys | model.spec_keys()
+             | {"model.max_concurrency": spending.max_connections})
+    stream_config = run_spec(spec.config, spec.overrides, flags, out,
+                             allowed_imports=allowed_imports(spec.allow_import, env))
     console = Console(stderr=True)
-    budget = Budget(token_limit=token_limit, cost_limit=cost_limit)
-    result = run_config(stream_config, workdir=workdir, progress=progress, console=console, heartbeat_s=heartbeat,
-                        budget=budget)
+    budget = Budget(token_limit=spending.token_limit, cost_limit=spending.cost_limit)
+    result = run_config(stream_config, workdir=environment.workdir, progress=progress.show, console=console,
+                        heartbeat_s=progress.heartbeat_s, budget=budget)
     records = result.summary.records
     if result.summary.stopped:
         console.print(f"stopped: {result.summary.stopped}; {len(records)}/{len(result.tasks)} tasks finished and kept; "

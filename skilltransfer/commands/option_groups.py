@@ -1,0 +1,179 @@
+"""Option groups: flags declared once, collected into one value, taken by every command that needs them.
+
+A group is a function whose parameters are its options (Typer ``Annotated`` options) and whose return value is what
+a command receives, e.g. `MODEL`: the model flags -> one `ModelOptions`. A command takes a group with one parameter
+``name: Annotated[T, GROUP]`` and the decorator `with_groups`; Typer sees the group's options at that place (so each
+help panel keeps its order), and the command is called with the collected value.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Generic, TypeVar
+
+import typer
+
+from skilltransfer.commands.model_options import ModelOptions
+from skilltransfer.commands.options import (
+    MODEL_PANEL,
+    AllowImport,
+    ApiKey,
+    BaseUrl,
+    CacheMode,
+    ConfigFile,
+    ContextWindow,
+    CostLimit,
+    MaxConnections,
+    ModelNameOld,
+    ModelString,
+    Overrides,
+    ResponseCache,
+    RetryBudget,
+    ScriptOld,
+    Temperature,
+    TokenLimit,
+)
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class OptionGroup(Generic[T]):
+    """Options declared once: ``collect``'s parameters are the options, its return value what a command gets."""
+
+    collect: Callable[..., T]
+    parameters: tuple[inspect.Parameter, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.parameters:
+            found = inspect.signature(self.collect, eval_str=True).parameters.values()
+            object.__setattr__(self, "parameters", tuple(p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                                                         for p in found))
+
+    def with_option(self, name: str, annotation: Any | None, default: Any = None) -> OptionGroup[T]:
+        """This group with its option ``name`` declared as ``annotation`` (None: without that option)."""
+        if name not in {p.name for p in self.parameters}:
+            raise TypeError(f"option group {self.collect.__name__} has no option {name!r}")
+        parameters = tuple(p if p.name != name else p.replace(annotation=annotation, default=default)
+                           for p in self.parameters if p.name != name or annotation is not None)
+        if not parameters:
+            raise TypeError(f"option group {self.collect.__name__} would have no option left")
+        return OptionGroup(self.collect, parameters)
+
+
+def with_groups(function: F) -> F:
+    """``function`` with each parameter ``name: Annotated[T, OptionGroup]`` replaced (for Typer) by the group's
+    options, and called with ``name`` = the group's collected value. Groups are collected in signature order.
+
+    Raises:
+        TypeError: an option of a group has the name of another parameter of ``function``.
+    """
+    signature = inspect.signature(function, eval_str=True)
+    groups: dict[str, OptionGroup[Any]] = {}
+    shown: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        group = _group_of(parameter.annotation)
+        if group is None:
+            shown.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            continue
+        groups[parameter.name] = group
+        shown += group.parameters
+    names = [p.name for p in shown]
+    clashes = sorted({name for name in names if names.count(name) > 1})
+    if clashes:
+        raise TypeError(f"{function.__name__}: options named twice: {', '.join(clashes)}")
+
+    @functools.wraps(function)
+    def wrapper(**values: Any) -> Any:
+        for name, group in groups.items():
+            values[name] = group.collect(**{p.name: values.pop(p.name, p.default) for p in group.parameters})
+        return function(**values)
+
+    wrapper.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]  # what Typer reads
+    wrapper.__annotations__ = {p.name: p.annotation for p in shown if p.annotation is not p.empty}
+    if signature.return_annotation is not signature.empty:
+        wrapper.__annotations__["return"] = signature.return_annotation
+    return typing.cast(F, wrapper)
+
+
+def _group_of(annotation: Any) -> OptionGroup[Any] | None:
+    if typing.get_origin(annotation) is not Annotated:
+        return None
+    return next((item for item in annotation.__metadata__ if isinstance(item, OptionGroup)), None)
+
+
+# ---------------------------------------------------------------------------------------------------- the groups
+def _model_options(
+    model: ModelString = None,
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model_name: ModelNameOld = None,
+    temperature: Temperature = None,
+    max_tokens: int | None = None,
+    context_window: ContextWindow = None,
+    cache: ResponseCache = None,
+    cache_mode: CacheMode = None,
+    script: ScriptOld = None,
+    retry_budget: RetryBudget = None,
+) -> ModelOptions:
+    return ModelOptions(spec=model, base_url=base_url, api_key=api_key, model=model_name, temperature=temperature,
+                        max_tokens=max_tokens, context_window=context_window, cache=str(cache) if cache else None,
+                        cache_mode=cache_mode, script=str(script) if script else None, retry_budget_s=retry_budget)
+
+
+def model_group(max_tokens: str | None = None) -> OptionGroup[ModelOptions]:
+    """The model flags (``--model``, ``--base-url``, ``--api-key``, ``--temperature``, ``--context-window``,
+    ``--cache``, ``--cache-mode``, ``--retry-budget``, the deprecated ``--model-name`` and ``--script``) as one
+    `ModelOptions`; with ``max_tokens`` (its help: what the command's default is), also ``--max-tokens``, a limit
+    the model applies to every call. A command whose ``--max-tokens`` is not the model's declares its own."""
+    if max_tokens is None:
+        return MODEL
+    option = typer.Option("--max-tokens", min=1, help=max_tokens, rich_help_panel=MODEL_PANEL)
+    return OptionGroup(_model_options).with_option("max_tokens", Annotated[int | None, option])
+
+
+MODEL: OptionGroup[ModelOptions] = OptionGroup(_model_options).with_option("max_tokens", None)
+"""The model flags without ``--max-tokens`` (`model_group`)."""
+
+
+@dataclass(frozen=True)
+class SpecLayers:
+    """What a run spec is layered from besides the flags: ``--config FILE``, then each ``-c``; and the modules a
+    ``module:Class`` env of those may import."""
+
+    config: Path | None
+    overrides: list[str]
+    allow_import: list[str]
+
+
+def _spec_layers(config: ConfigFile = None, overrides: Overrides = None,
+                 allow_import: AllowImport = None) -> SpecLayers:
+    return SpecLayers(config, overrides or [], allow_import or [])
+
+
+SPEC: OptionGroup[SpecLayers] = OptionGroup(_spec_layers)
+"""``--config``, ``-c/--set`` and ``--allow-import`` (``run``, ``evolve``)."""
+
+
+@dataclass(frozen=True)
+class Spending:
+    """How far this invocation may go: token and dollar limits, and requests in flight per endpoint."""
+
+    token_limit: int | None
+    cost_limit: float | None
+    max_connections: int | None
+
+
+def _spending(token_limit: TokenLimit = None, cost_limit: CostLimit = None,
+              max_connections: MaxConnections = None) -> Spending:
+    return Spending(token_limit, cost_limit, max_connections)
+
+
+SPENDING: OptionGroup[Spending] = OptionGroup(_spending)
+"""``--token-limit``, ``--cost-limit`` and ``--max-connections`` (``run``, ``grid``)."""
