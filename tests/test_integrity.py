@@ -1979,7 +1979,7 @@ def test_a_hostile_models_reply_is_one_error_line(kind: str) -> None:
     """Class 13.7: a deep-JSON ``/v1/models`` reply crashed ``--model <url>`` with a traceback; a reply dripping one
     byte every 3 s kept ``run`` waiting forever. Replies are capped in size, depth and total time: one error line
     (the model-string lookup and the preflight check), and the window probe gives up (unknown window)."""
-    from skilltransfer.llm.endpoint import check_endpoint, probe_endpoint
+    from skilltransfer.llm.openai_client import check_endpoint, probe_endpoint
     from skilltransfer.settings.config import ModelSpec
 
     endpoint = _HostileModels(kind)

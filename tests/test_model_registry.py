@@ -127,7 +127,7 @@ def test_the_description_is_one_frozen_value_passed_as_is(mymod):
     """The flags become one `ModelConfig` once; `make_model` hands that very value to the class (no dict between)."""
     from pydantic import ValidationError
 
-    from skilltransfer.commands.model_options import ModelOptions
+    from skilltransfer.commands.option_groups import ModelOptions
 
     config = ModelOptions(spec="mymod:MyChat", temperature=0.1, context_window=4096).config()
     assert (config.name, config.params, config.context_window) == ("mymod:MyChat", {"temperature": 0.1}, 4096)

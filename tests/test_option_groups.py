@@ -10,8 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.option_groups import MODEL, OptionGroup, model_group, with_groups
+from skilltransfer.commands.option_groups import MODEL, ModelOptions, OptionGroup, model_group, with_groups
 from skilltransfer.commands.options import ModelString
 
 

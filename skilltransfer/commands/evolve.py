@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.console import Console
 
-from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.option_groups import SPEC, OptionGroup, SpecLayers, model_group, with_groups
+from skilltransfer.commands.option_groups import SPEC, ModelOptions, OptionGroup, SpecLayers, model_group, with_groups
 from skilltransfer.commands.run import FLAG_KEYS, allowed_imports
 from skilltransfer.errors import InputError
 from skilltransfer.settings.config import Condition

@@ -10,8 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.option_groups import MODEL, with_groups
+from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
 from skilltransfer.commands.options import MODEL_PANEL
 from skilltransfer.errors import check_output_path
 from skilltransfer.judge import JudgeReport, PairwiseJudge, judge_runs, load_judge_prompt, load_run, shared_tasks

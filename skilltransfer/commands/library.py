@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.option_groups import model_group, with_groups
+from skilltransfer.commands.option_groups import ModelOptions, model_group, with_groups
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.export import ExportedSkill, ExportReport, export_library, write_agent_skills
 from skilltransfer.memory.library import LibraryRead, read_library

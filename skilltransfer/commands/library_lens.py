@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from rich.console import Console
 
-from skilltransfer.commands.model_options import ModelOptions
-from skilltransfer.commands.option_groups import MODEL, with_groups
+from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
 from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
 

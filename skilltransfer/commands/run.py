@@ -16,10 +16,10 @@ from rich.console import Console
 
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.agents.harness import HarnessName
-from skilltransfer.commands.model_options import ModelOptions
 from skilltransfer.commands.option_groups import (
     SPEC,
     SPENDING,
+    ModelOptions,
     OptionGroup,
     SpecLayers,
     Spending,

@@ -352,7 +352,7 @@ def make_model(spec: str | ModelConfig | dict[str, Any] | None = None, *,
             default model).
         outputs: replies for "scripted" (a list or a callable), instead of ``config.script``.
         probe: the endpoint's answer to ``GET /models`` when the caller asked already (an "openai" model then
-            asks no more): a `skilltransfer.llm.endpoint.EndpointProbe` (typed loosely here: the endpoint module
+            asks no more): a `skilltransfer.llm.openai_client.EndpointProbe` (typed loosely here: the endpoint module
             reads `ModelConfig`, so this one names it not).
         cache: wrap the model in its response cache (False: the bare client, e.g. one shared by a grid's streams,
             each of which wraps it with `with_response_cache`: replay order is per stream).

@@ -30,8 +30,8 @@ from typing import Any, Literal
 from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model, with_response_cache
 from skilltransfer.llm.cache import CachedModel
-from skilltransfer.llm.endpoint import EndpointKey, EndpointProbe, endpoint_key
-from skilltransfer.llm.endpoint import check_endpoints as preflight
+from skilltransfer.llm.openai_client import EndpointKey, EndpointProbe, endpoint_key
+from skilltransfer.llm.openai_client import check_endpoints as preflight
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.budget import Budget
@@ -367,7 +367,8 @@ def run_grid(spec: GridSpec, *, backend: Backend = "thread", address: str | None
         ray_cpus_per_stream: CPUs Ray reserves per stream.
         stream_retries: how often a failed stream is started again (resuming) before it counts as failed.
         resume_command: the command that resumes the grid, written to ``status.json`` while it is unfinished.
-        check_endpoints: check each endpoint of the streams to run (`skilltransfer.llm.endpoint.check_endpoints`) first.
+        check_endpoints: check each endpoint of the streams to run first
+            (`skilltransfer.llm.openai_client.check_endpoints`).
         budget: a spending limit over all streams (thread backend): once reached no task starts; running tasks
             finish; the summary's ``stopped`` says why and rerunning resumes.
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.llm import make_model
-from skilltransfer.llm.endpoint import EndpointProbe, check_endpoint, served_model
+from skilltransfer.llm.openai_client import EndpointProbe, check_endpoint, served_model
 from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.runner.budget import Budget
