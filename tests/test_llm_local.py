@@ -127,6 +127,8 @@ def _bundled_model_or_skip() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("embedded-model")
+@pytest.mark.usefixtures("embedded_model_threads")
 def test_embedded_model_answers_through_the_real_server() -> None:
     path = _bundled_model_or_skip()
     server = serve_model(path, ctx=2048, block=False)  # what `skilltransfer serve` starts
@@ -194,6 +196,8 @@ def test_a_server_that_dies_at_start_is_reported(tmp_path: Path, monkeypatch: py
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("embedded-model")
+@pytest.mark.usefixtures("embedded_model_threads")
 def test_a_growing_conversation_reuses_the_cached_prefix(tmp_path: Path) -> None:
     path = _bundled_model_or_skip()
     log = tmp_path / "server.log"
