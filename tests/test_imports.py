@@ -170,34 +170,59 @@ def test_every_module_imports() -> None:
 
 
 _ALONE = r"""
-import importlib, json, os, sys, traceback
+import importlib, json, os, sys, tempfile, traceback
 modules, preload = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 for name in preload:  # third-party modules only: no module of the package is loaded before a fork
     try:
         importlib.import_module(name)
     except BaseException:
         pass
-assert not [m for m in sys.modules if m == "skilltransfer" or m.startswith("skilltransfer.")]
-failed = []
-for module in modules:
-    read, write = os.pipe()
+roots = {name.split(".")[0] for name in modules}
+assert not [m for m in sys.modules if m.split(".")[0] in roots]
+children = {}
+for name in modules:
+    children.setdefault(name.rpartition(".")[0], []).append(name)
+failures = tempfile.TemporaryFile()  # one line per failure; one process runs at a time, the others wait
+
+
+def import_then_branch(module):
+    # A child imports `module` on top of its package's state, then forks one child per module inside it.
     pid = os.fork()
     if pid == 0:
-        os.close(read)
         try:
             importlib.import_module(module)
-            status = 0
         except BaseException:
-            os.write(write, traceback.format_exc().strip().splitlines()[-1].encode()[-2000:])
-            status = 1
-        os._exit(status)
-    os.close(write)
-    message = os.read(read, 4096).decode(errors="replace")
-    os.close(read)
-    if os.waitpid(pid, 0)[1] != 0:
-        failed.append(f"{module}: {message}")
-print(json.dumps(failed))
+            inside = sum(name.startswith(module + ".") for name in modules)
+            line = traceback.format_exc().strip().splitlines()[-1][-2000:]
+            os.write(failures.fileno(), f"{module}: {line}{f' (and its {inside} modules)' if inside else ''}\n"
+                     .encode(errors="replace"))
+            os._exit(1)
+        for child in children.get(module, ()):
+            import_then_branch(child)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+for root in children[""]:
+    import_then_branch(root)
+failures.seek(0)
+print(json.dumps(failures.read().decode(errors="replace").splitlines()))
 """
+"""Imports each module as the first of its package in a forked child, in a tree of forks along the package
+hierarchy: Python imports ``a.b.c`` by importing ``a``, then ``a.b``, each in full, then ``a.b.c``, so the state in
+which ``a.b.c`` starts is the state after importing ``a.b`` first; a child that imported ``a.b`` forks the children
+that import each module inside ``a.b``. Each module is still imported first on a state no other module touched, and
+every package's own import runs once instead of once per module below it (the forks took 60 s, now 16 s, on a
+quiet 2-core machine)."""
+
+
+def _imports_alone(modules: list[str], preload: list[str], pythonpath: str) -> list[str]:
+    """The modules (of one package) that fail when imported first, with their errors (`_ALONE`)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([pythonpath, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(modules), json.dumps(preload)],
+                          capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
@@ -205,8 +230,8 @@ def test_every_module_imports_alone() -> None:
     """Each module first in a fresh interpreter: an import cycle cannot hide behind an import order.
 
     A fresh interpreter per module spent ~2 s on re-importing torch, pandas and the like, 200 times (6 min under
-    load); here one interpreter loads only the third-party modules the package uses, then forks one child per module,
-    in which that module is the first of the package to be imported.
+    load); here one interpreter loads only the third-party modules the package uses, then forks the tree of
+    `_ALONE`, in which each module is the first of the package to be imported.
     """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")])}
     listing = subprocess.run(
@@ -215,11 +240,24 @@ def test_every_module_imports_alone() -> None:
          "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] not in ('skilltransfer', '__main__'))))"],
         capture_output=True, text=True, env=env, timeout=600, check=True)
     third_party = json.loads(listing.stdout.strip().splitlines()[-1])
-    done = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(sorted(package_modules())),
-                           json.dumps(third_party)], capture_output=True, text=True, env=env, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    failed = json.loads(done.stdout.strip().splitlines()[-1])
+    failed = _imports_alone(sorted(package_modules()), third_party, str(PACKAGE.parent))
     assert not failed, "\n".join(failed)
+
+
+def test_importing_alone_finds_a_module_that_fails_only_when_imported_first(tmp_path: Path) -> None:
+    """The check above can fail: ``pkg.a`` fails when imported first (its cycle with ``pkg.b`` meets it half
+    made), ``pkg.b`` imports fine first; a package that fails is named with the modules below it."""
+    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg import b\nX = 1\n", "pkg/b.py": "from pkg.a import X\n",
+             "pkg/sub/__init__.py": "from pkg.sub import c\n", "pkg/sub/c.py": "import pkg.b\n",
+             "pkg/bad/__init__.py": "raise RuntimeError('broken package')\n", "pkg/bad/leaf.py": ""}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    modules = ["pkg", "pkg.a", "pkg.b", "pkg.bad", "pkg.bad.leaf", "pkg.sub", "pkg.sub.c"]
+    failed = _imports_alone(modules, [], str(tmp_path))
+    assert [line.split(":")[0] for line in failed] == ["pkg.a", "pkg.bad"], failed
+    assert "cannot import name 'X' from partially initialized module 'pkg.a'" in failed[0]
+    assert failed[1].endswith("RuntimeError: broken package (and its 1 modules)")
 
 
 LOOP_TYPES = ("steps", "result", "views", "decisions", "replies", "context", "exceptions", "config", "prompts")

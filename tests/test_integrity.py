@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -794,10 +795,15 @@ def test_folders_of_killed_runs_are_removed_at_the_next_start(tmp_path: Path) ->
         print(process_root(), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
+    # Its own temporary folder: a toolkit process starting beside this test (another pytest-xdist worker's) sweeps
+    # the shared one and could remove the dead run's root before this test's sweep does.
+    private_tmp = Path(tempfile.mkdtemp(prefix="sweep-test-"))
+    private_tmp.chmod(0o711)  # sandbox workers with a private uid traverse it to their workspace
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(private_tmp)})
     assert done.returncode == -signal.SIGKILL
     root = Path(done.stdout.strip().splitlines()[-1])
+    assert root.parent == private_tmp
     assert root.is_dir()
     assert any(root.rglob("mine.txt")), "the killed run left its folders behind"
     foreign = root.parent / f"skilltransfer-not-ours-{os.getpid()}"  # no owner marker: never touched
@@ -809,6 +815,7 @@ def test_folders_of_killed_runs_are_removed_at_the_next_start(tmp_path: Path) ->
         assert foreign.exists()
     finally:
         foreign.rmdir()
+        remove_tree(private_tmp)
     dead = root.name.split("-")[1]  # its workspace mount and control group (root) are gone too
     assert f"skilltransfer-ws-{dead} " not in Path("/proc/self/mountinfo").read_text()
     groups = [p for p in Path("/sys/fs/cgroup").rglob(f"skilltransfer-{dead}-*")] if ROOT else []

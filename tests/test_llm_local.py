@@ -127,6 +127,8 @@ def _bundled_model_or_skip() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("embedded-model")
+@pytest.mark.usefixtures("embedded_model_threads")
 def test_embedded_model_answers_through_the_real_server() -> None:
     path = _bundled_model_or_skip()
     server = serve_model(path, ctx=2048, block=False)  # what `skilltransfer serve` starts
@@ -194,10 +196,13 @@ def test_a_server_that_dies_at_start_is_reported(tmp_path: Path, monkeypatch: py
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("embedded-model")
+@pytest.mark.usefixtures("embedded_model_threads")
 def test_a_growing_conversation_reuses_the_cached_prefix(tmp_path: Path) -> None:
     path = _bundled_model_or_skip()
     log = tmp_path / "server.log"
-    model = LocalModel(server=LocalServer(path, ctx=2048, verbose=True, log_path=log))
+    server = LocalServer(path, ctx=2048, verbose=True, log_path=log)
+    model = LocalModel(server=server)  # a server passed in is the caller's to stop
     messages = [{"role": "system", "content": "You are a terse assistant. " + "Answer in one word. " * 40},
                 {"role": "user", "content": "Name a colour."}]
     prompt_tokens = []
@@ -209,6 +214,8 @@ def test_a_growing_conversation_reuses_the_cached_prefix(tmp_path: Path) -> None
                         {"role": "user", "content": f"Another one, number {step + 2}."}]
     finally:
         model.close()
+        server.stop()  # was left running (2.3 GB resident) until the pytest process ended
+    assert server.process is None
     evaluated = [int(n) for n in re.findall(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens", log.read_text())]
     assert len(evaluated) == 3
     assert evaluated[0] >= prompt_tokens[0] - 8  # the first prompt is processed in full
