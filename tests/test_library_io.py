@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -89,6 +90,14 @@ def test_saved_memory_folder_is_a_library(tmp_path: Path) -> None:
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"nope: skill library not found"):
         load_library(tmp_path / "nope")
+
+
+def test_a_missing_relative_path_says_where_it_was_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shipped spec's `data/demo_library`, run from another folder: the line names the folder it was read from."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=r"^data/demo_library: skill library not found \(a relative path is read "
+                                         rf"from the working directory, {re.escape(str(tmp_path))}: run from"):
+        load_library(Path("data/demo_library"))
 
 
 def test_empty_libraries(tmp_path: Path) -> None:

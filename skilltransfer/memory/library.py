@@ -284,7 +284,10 @@ def read_library(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYT
     """
     path = Path(path)
     if not path.exists():
-        raise InputError("skill library not found", path=path)
+        where = "" if path.is_absolute() else (
+            f" (a relative path is read from the working directory, {Path.cwd()}: run from the folder it is relative"
+            " to, or give the library's full path)")
+        raise InputError(f"skill library not found{where}", path=path)
     if path.is_dir():
         if (path / MANIFEST).is_file():
             skills_file = path / SKILLS_JSONL
