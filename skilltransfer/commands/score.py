@@ -15,7 +15,6 @@ from rich.console import Console
 from rich.text import Text
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
-from skilltransfer.commands.score_effects import effects_score, group_label, print_effects
 from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
@@ -196,6 +195,8 @@ def score(
     console = Console()
     result: ScoreReport | GroupedScore
     if effects:
+        from skilltransfer.commands.score_effects import effects_score, group_label, print_effects  # the report's
+
         scored = effects_score(effects, skills, library, tasks=task_set, task_set=tasks or "the runs' own tasks",
                                embedder=embedder, embed_cache=embed_cache, pool=pool, seed=seed, **options)
         against = "the runs' own tasks (report's utility_effects too)" if tasks is None else f"--tasks {tasks}"
