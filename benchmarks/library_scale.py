@@ -94,9 +94,11 @@ def write_tasks(path: Path, tasks: int, seed: int = 1) -> None:
                             for i in range(tasks)))
 
 
-def run_score(library: Path, tasks: Path, out: Path, env: dict[str, str], embedder: str) -> tuple[float, float]:
-    """One ``skilltransfer score`` process as a user runs it: (wall seconds, peak RSS MiB of the largest child so
-    far)."""
+def run_score(library: Path, tasks: Path, out: Path, env: dict[str, str], embedder: str) -> tuple[float, float, float]:
+    """One ``skilltransfer score`` process as a user runs it: (wall seconds, CPU seconds, peak RSS MiB of the largest
+    child so far). On a shared machine the CPU seconds say what the load hid: wall time on a quiet 2-core machine is
+    about CPU time over the cores the embedder keeps busy."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "skilltransfer", "score", str(library), "--tasks", str(tasks),
                            "--embedder", embedder, "--out", str(out)], env=env, capture_output=True, text=True,
@@ -104,7 +106,9 @@ def run_score(library: Path, tasks: Path, out: Path, env: dict[str, str], embedd
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"score failed ({done.returncode}): {done.stderr[-2000:]}")
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, after.ru_maxrss / 1024
 
 
 def screen_and_recall(library: Path, tasks: Path, cache: Path, embedder: str) -> tuple[float, float]:
@@ -195,10 +199,10 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
         env = {**os.environ, "SKILLTRANSFER_CACHE": str(cache), "COLUMNS": "120"}
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
-        cold, cold_peak = run_score(library, tasks, root / "cold.json", env, args.embedder)
-        print(f"cold {cold:.1f} s (peak {cold_peak:.0f} MiB)", flush=True)
-        warm, warm_peak = run_score(library, tasks, root / "warm.json", env, args.embedder)
-        print(f"warm {warm:.1f} s (peak so far {warm_peak:.0f} MiB)", flush=True)
+        cold, cold_cpu, cold_peak = run_score(library, tasks, root / "cold.json", env, args.embedder)
+        print(f"cold {cold:.1f} s wall, {cold_cpu:.1f} s CPU (peak {cold_peak:.0f} MiB)", flush=True)
+        warm, warm_cpu, warm_peak = run_score(library, tasks, root / "warm.json", env, args.embedder)
+        print(f"warm {warm:.1f} s wall, {warm_cpu:.1f} s CPU (peak so far {warm_peak:.0f} MiB)", flush=True)
         screen, _ = screen_and_recall(library, tasks, cache, args.embedder)
         print(f"screen {screen:.3f} s", flush=True)
         p50, index = retrieval_p50(args.retrieval_skills, args.queries)

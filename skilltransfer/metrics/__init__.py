@@ -1,17 +1,36 @@
 """Skill-utility metrics (specificity, abstractness, utility), the statistics of the transfer analyses, and
 per-context-window accounting.
 
-The names below are imported from their modules on first use (PEP 562), so a command that needs the utility alone
-does not import scipy (``score`` starts a second sooner)."""
+The statistics (`pairwise`, `stats`: scipy) are imported on first use of one of their names (PEP 562), so a command
+that needs the utility alone does not import scipy (``score`` starts a second sooner)."""
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
+from skilltransfer.metrics.task_texts import load_task_texts
+from skilltransfer.metrics.utility import (
+    DEFAULT_MAX_PAIRS,
+    DEFAULT_TAU,
+    OFF_DOMAIN_QUANTILE,
+    SPECIFICITY_MODES,
+    TaskReference,
+    UtilityScores,
+    abstractness,
+    best_match,
+    best_match_and_abstractness,
+    knn_k,
+    specificity,
+    task_reference,
+    utility,
+    utility_scores,
+)
+from skilltransfer.metrics.windows import ContextAccount, ContextWindow
+
 if TYPE_CHECKING:
     from skilltransfer.metrics.pairwise import PairwisePreference, PositionBias, pairwise_preference, position_bias
-    from skilltransfer.metrics.scoring import ScoreReport, SkillScore, score_library, skill_text, write_report
     from skilltransfer.metrics.stats import (
         PAIRED_TESTS,
         Bin,
@@ -25,35 +44,12 @@ if TYPE_CHECKING:
         stratified_bootstrap_ci,
         transfer_density,
     )
-    from skilltransfer.metrics.task_texts import load_task_texts
-    from skilltransfer.metrics.utility import (
-        DEFAULT_MAX_PAIRS,
-        DEFAULT_TAU,
-        OFF_DOMAIN_QUANTILE,
-        SPECIFICITY_MODES,
-        TaskReference,
-        UtilityScores,
-        abstractness,
-        best_match,
-        best_match_and_abstractness,
-        knn_k,
-        specificity,
-        task_reference,
-        utility,
-        utility_scores,
-    )
-    from skilltransfer.metrics.windows import ContextAccount, ContextWindow
 
-_HOME = {
+_LAZY = {
     "PairwisePreference": "skilltransfer.metrics.pairwise",
     "PositionBias": "skilltransfer.metrics.pairwise",
     "pairwise_preference": "skilltransfer.metrics.pairwise",
     "position_bias": "skilltransfer.metrics.pairwise",
-    "ScoreReport": "skilltransfer.metrics.scoring",
-    "SkillScore": "skilltransfer.metrics.scoring",
-    "score_library": "skilltransfer.metrics.scoring",
-    "skill_text": "skilltransfer.metrics.scoring",
-    "write_report": "skilltransfer.metrics.scoring",
     "PAIRED_TESTS": "skilltransfer.metrics.stats",
     "Bin": "skilltransfer.metrics.stats",
     "BinnedSpearman": "skilltransfer.metrics.stats",
@@ -65,31 +61,14 @@ _HOME = {
     "paired_gain": "skilltransfer.metrics.stats",
     "stratified_bootstrap_ci": "skilltransfer.metrics.stats",
     "transfer_density": "skilltransfer.metrics.stats",
-    "load_task_texts": "skilltransfer.metrics.task_texts",
-    "DEFAULT_MAX_PAIRS": "skilltransfer.metrics.utility",
-    "DEFAULT_TAU": "skilltransfer.metrics.utility",
-    "OFF_DOMAIN_QUANTILE": "skilltransfer.metrics.utility",
-    "SPECIFICITY_MODES": "skilltransfer.metrics.utility",
-    "TaskReference": "skilltransfer.metrics.utility",
-    "UtilityScores": "skilltransfer.metrics.utility",
-    "abstractness": "skilltransfer.metrics.utility",
-    "best_match": "skilltransfer.metrics.utility",
-    "best_match_and_abstractness": "skilltransfer.metrics.utility",
-    "knn_k": "skilltransfer.metrics.utility",
-    "specificity": "skilltransfer.metrics.utility",
-    "task_reference": "skilltransfer.metrics.utility",
-    "utility": "skilltransfer.metrics.utility",
-    "utility_scores": "skilltransfer.metrics.utility",
-    "ContextAccount": "skilltransfer.metrics.windows",
-    "ContextWindow": "skilltransfer.metrics.windows",
 }
-"""Each exported name -> the module that defines it."""
+"""The statistics' names -> the module that defines them."""
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _HOME:
+    if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
+    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
 
