@@ -97,7 +97,8 @@ class GroupEffects:
     why: list[str] = field(default_factory=list)
     """Why the group has no rows (no library, too few tasks), in words."""
     drawn: list[str] = field(default_factory=list)
-    """The skill ids the runs drew (a masking coin), sorted."""
+    """The skill ids the runs masked (a randomised coin: 0 < propensity < 1; an own skill beside the library is
+    always shown), sorted."""
     missing: list[str] = field(default_factory=list)
     """Of `drawn`, those not in the scored library (no diagnostics, no row)."""
 
@@ -113,7 +114,7 @@ def join_group(key: Key, members: list[RunLog], library: Sequence[Skill], embedd
     ``embedder`` (``options``: `score_library`'s settings) — or take the ``report`` already scored — and join it
     with the group's masking draws (the bootstrap and the harmful flags seeded by ``seed``)."""
     draws = [task_draws(r) for run in members for r in run.records if r.exposures]
-    drawn = sorted({d.skill_id for t in draws for d in t.draws})
+    drawn = sorted({d.skill_id for t in draws for d in t.draws if 0 < d.propensity < 1})  # masked: a coin drawn
     ids = {skill.id for skill in library} if report is None else {row.id for row in report.skills}
     out = GroupEffects(key, members, draws, drawn=drawn, missing=[i for i in drawn if i not in ids])
     task_set = list(tasks) if tasks is not None else group_tasks(members)
