@@ -328,6 +328,7 @@ def _parse_yaml_c(text: str, shown: object, *, max_depth: int, first_line: int) 
     """`parse_yaml` by libyaml: the events checked for aliases, anchors and depth, then the document loaded."""
     try:
         depth = 0
+        event: Any
         for event in yaml.parse(text, Loader=_C_LOADER):
             problem = None
             if isinstance(event, yaml.AliasEvent):
