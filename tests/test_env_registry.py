@@ -123,6 +123,7 @@ def test_summarize_counts_and_unavailable(fake_registry: None) -> None:
 
 def test_cli_envs_list(fake_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(registry.OFFICEBENCH_ENV_VAR, raising=False)
     result = CliRunner().invoke(app, ["envs", "list"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
