@@ -13,7 +13,13 @@ import pytest
 from skilltransfer import untrusted
 from skilltransfer.memory import Skill, SkillMemory
 from skilltransfer.memory.ann import IVF_MIN_SKILLS, uses_ivf
-from skilltransfer.memory.embedders import SentenceTransformerEmbedder, declared_dim
+from skilltransfer.memory.embedders import (
+    BATCH_TOKENS,
+    MAX_BATCH,
+    SentenceTransformerEmbedder,
+    batches,
+    declared_dim,
+)
 
 
 class TableEmbedder:
@@ -110,6 +116,16 @@ def test_a_model_folder_s_dimension_without_loading_it(tmp_path: Path):
     embedder = SentenceTransformerEmbedder(tmp_path, name="fake")
     assert (embedder.dim, embedder.id) == (128, "st:fake")  # no weights in the folder: nothing was loaded
     assert embedder._model is None
+
+
+def test_batches_hold_many_short_texts_and_few_long_ones():
+    texts = ["a short skill description"] * 600 + ["word " * 300] * 70 + [""]
+    got = batches(texts)
+    assert sorted(i for batch in got for i in batch) == list(range(len(texts)))
+    assert max(len(batch) for batch in got) == MAX_BATCH
+    long = [batch for batch in got if any(len(texts[i]) > 1000 for i in batch)]
+    assert all(len(batch) * 256 <= BATCH_TOKENS for batch in long)
+    assert got[0][0] == len(texts) - 1  # shortest first
 
 
 @pytest.mark.parametrize("text", ["name: a\ndescription: 'one: two'\nmetadata:\n  tags: [x, y]\n",
