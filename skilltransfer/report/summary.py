@@ -17,6 +17,7 @@ from skilltransfer.log import (
     FORMAT_VERSION,
     ActionStep,
     InductionStep,
+    MessageStep,
     PlanStep,
     ReadStep,
     RetrievalStep,
@@ -456,6 +457,9 @@ def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None
         name = step.skill_name or "-"
         reason = f": {step.reason}" if step.reason else ""
         return f"[induce{_where(step)}] {step.status} {name} ({step.skill_id or 'no id'}){reason}"
+    if isinstance(step, MessageStep):
+        where = f" (subagent {step.window})" if step.window else ""
+        return f"[{step.source} message{where}]\n" + _indent(truncate(step.message, max_chars))
     return f"[{step.type}] {json.dumps(step.data, default=str)[:max_chars]}"
 
 
