@@ -206,6 +206,22 @@ def read_atif(paths: Sequence[str | Path], *, run: str | None = None) -> AtifRea
     return out
 
 
+def task_instructions(paths: Sequence[str | Path]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(task id, instruction) of each ATIF trajectory under ``paths`` (its first user message; a task run several
+    times, such as a Harbor job's trials, once: the first trajectory with that instruction), and one line for each
+    file or trajectory left out (unusable, or without a user message)."""
+    read = read_atif(paths)
+    out: dict[str, str] = {}
+    left = list(read.unusable)
+    for item in read.trajectories:
+        text = item.trajectory.instruction.strip()
+        if not text:
+            left.append(f"{item.source}: no user message (no task instruction)")
+        elif text not in out:
+            out[text] = item.record.template or item.trajectory.task_id
+    return [(task_id, text) for text, task_id in out.items()], left
+
+
 def looks_like_atif(path: str | Path) -> bool:
     """Whether ``path`` is an ATIF file or a folder holding ATIF trajectories or Harbor trials (and no run folder):
     what ``show`` and ``view`` read through `read_atif` instead of as runs."""
@@ -224,4 +240,4 @@ def looks_like_atif(path: str | Path) -> bool:
 
 
 __all__ = ["MAX_ATIF_BYTES", "MAX_ENTRIES", "MAX_JSON_DEPTH", "AtifRead", "looks_like_atif", "read_atif",
-           "read_outcome"]
+           "read_outcome", "task_instructions"]

@@ -411,7 +411,7 @@ def import_atif(document: Any, *, source: str, position: int = 0, run: str = "",
     latency = (max(walk.times) - min(walk.times)).total_seconds() if len(walk.times) > 1 else 0.0
     trajectory = TrajectoryLog(task_id=task_id, position=position, instruction=walk.instruction or "",
                                status="finished", exit_status=(outcome.exception if outcome and outcome.exception
-                                                               else "finished"),
+                                                               else "finished" if reward is not None else "unscored"),
                                score=score, steps=walk.steps, calls=walk.calls, contexts=[])
     final = _dict(document.get("final_metrics"))
     cost = _number(final.get("total_cost_usd"))
