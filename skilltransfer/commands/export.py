@@ -17,8 +17,8 @@ def export(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (default tasks.<format>); with "
                                              "--format atif a new folder (default atif).")] = None,
     fmt: Annotated[Literal["csv", "parquet", "jsonl", "atif"], typer.Option(
-        "--format", help="csv (list columns as JSON text), parquet or jsonl; atif: each task's trajectory as an ATIF "
-        "file, <run>/<task>.json.")] = "csv",
+        "--format", help="Format: csv (list columns as JSON text), parquet or jsonl; atif: each task's trajectory as "
+        "an ATIF file, <run>/<task>.json.")] = "csv",
 ) -> None:
     """Write one row per finished task across runs: the settings that differ between them, outcome, tokens, cost,
     retrieved, transferred and induced skills (the same table as skilltransfer.load_runs); or, with --format atif,

@@ -79,7 +79,7 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
         if as_json:
             typer.echo(json.dumps({"trajectories": rows, "unusable": read.unusable}, indent=2))
             return ""
-        lines = [f"{len(items)} ATIF trajectories" + (f" ({len(read.unusable)} files not read)" if read.unusable
+        lines = [f"{len(items)} ATIF trajectories" + (f" ({len(read.unusable)} file(s) not read)" if read.unusable
                                                       else "") + " (--task N prints one):"]
         lines += [f"  {r['task']:>3}. {r['task_id']}  {r['agent']} / {r['model'] or '?'}  {r['steps']} steps  reward "
                   + ("?" if r["reward"] is None else f"{r['reward']:g}") for r in rows]

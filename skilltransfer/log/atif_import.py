@@ -5,7 +5,8 @@ writer) as the toolkit's trajectory view: `import_atif` turns the parsed documen
 What it keeps, step by step (in the order the agent took them, each subagent's steps right after the step that
 started it):
 
-- the first ``user`` step is the task's instruction (as written: a harness's prompt template stays around it);
+- the first ``user`` step is the task's instruction (as written; in Terminus' prompt template, its ``Task
+  Description:`` section, `task_text`);
 - each ``agent`` step is an ``ActionStep``: ``reply`` its message, ``thought`` its message when it made tool calls,
   ``action`` its tool calls one per line as ``name(argument=value, ...)``, ``observation`` the results' contents,
   tokens from ``metrics``; its ``reasoning_content`` is the call's reasoning (with ``prompts``);
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -154,6 +156,18 @@ def _timestamp(value: Any) -> datetime | None:
         return None
 
 
+_TASK_SECTION = re.compile(r"^Task Description:[ \t]*\n(.*?)(?:\n[ \t]*\nCurrent terminal state:|\Z)",
+                           re.MULTILINE | re.DOTALL)
+"""The task section of Terminus' prompt template (Harbor's default agent): the instruction inside it."""
+
+
+def task_text(message: str) -> str:
+    """A task's instruction from its first user message: the message as written, or, when it is Terminus' prompt
+    template, its ``Task Description:`` section."""
+    found = _TASK_SECTION.search(message)
+    return found.group(1).strip() if found and found.group(1).strip() else message
+
+
 FileReader = Callable[[str], dict[str, Any]]
 """Reads a trajectory file named by a reference (a name beside the trajectory); raises ValueError (one line)."""
 
@@ -239,7 +253,7 @@ def _walk(walk: _Walk, document: dict[str, Any], window: int, where: str) -> Non
         results = _results(step.get("observation"))
         observation = "\n".join(_text(r.get("content")) for r in results if r.get("content") is not None)
         if source == "user" and walk.instruction is None and window == 0:
-            walk.instruction = text
+            walk.instruction = task_text(text)
         elif source == "agent":
             _agent_step(walk, step, text, observation, window)
         elif source in ("user", "system"):
@@ -443,4 +457,4 @@ def _record(trajectory: TrajectoryLog, run: str, position: int, template: str, c
 
 
 __all__ = ["MAX_DOCUMENTS", "MAX_STEPS", "SUCCESS_REWARD", "FileReader", "ImportedTrajectory", "Outcome",
-           "UnusableTrajectory", "import_atif", "render_call"]
+           "UnusableTrajectory", "import_atif", "render_call", "task_text"]

@@ -440,7 +440,8 @@ def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None
         flags = [name for name, on in (("error", step.error), ("format_error", step.format_error),
                                        ("done", step.done)) if on]
         flags += [f"{name}={value}" for name, value in (("refused", step.refused), ("stuck", step.stuck)) if value]
-        head = f"[step {step.index}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
+        head = f"[step {step.index}{_where(step)}" + (f" (subagent {step.window})" if step.window else "") + "]" \
+            + (f" {' '.join(flags)}" if flags else "")
         parts = [head]
         if step.thought.strip() and step.action is not None:
             parts.append("  thought:\n" + _indent(truncate(step.thought, max_chars)))
