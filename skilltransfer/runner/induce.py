@@ -117,13 +117,14 @@ def check_out_folder(out: Path) -> None:
                          "folder", path=out)
 
 
-def _settings(out: Path, spec: ModelSpec, options: InduceOptions, induction: InductionConfig, prompt_ids: dict[str, str],
-              embedder: Embedder, items: Sequence[ImportedTrajectory]) -> RunSettings:
-    config = StreamConfig(run=STATE, runs_dir=str(out), env=EnvSpec(label="atif"), model=spec,
-                          condition=f"{options.level}+{options.format}", induction_variant=options.variant,
-                          induction_source=options.source, embedder=options.embedder,
-                          memory=MemoryConfig() if options.dedup_threshold is None
-                          else MemoryConfig(dedup_threshold=options.dedup_threshold))
+def _settings(out: Path, spec: ModelSpec, options: InduceOptions, induction: InductionConfig,
+              prompt_ids: dict[str, str], embedder: Embedder, items: Sequence[ImportedTrajectory]) -> RunSettings:
+    config = StreamConfig.model_validate({
+        "run": STATE, "runs_dir": str(out), "env": EnvSpec(label="atif"), "model": spec,
+        "condition": f"{options.level}+{options.format}", "induction_variant": options.variant,
+        "induction_source": options.source, "embedder": options.embedder,
+        "memory": MemoryConfig() if options.dedup_threshold is None
+        else MemoryConfig(dedup_threshold=options.dedup_threshold)})
     return RunSettings(config=config.recorded(), level=options.level, skill_format=options.format,
                        agent=AgentConfig(level=options.level), induction=induction, prompt_ids=prompt_ids,
                        embedder_id=str(embedder.id), task_ids=[t.trajectory.task_id for t in items],
