@@ -229,3 +229,65 @@ def other_writers(folder: Path) -> Path:
     _write(folder / "legacy.json", legacy_trajectory())
     _write(folder / "package.json", {"name": "not-a-trajectory"})
     return folder
+
+
+# ------------------------------------------------------------------------------------------------- hostile input
+ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b[31mred\x1b[0m\r\x00\u202e"
+"""Control sequences a hostile trajectory may carry (clipboard OSC 52, clear screen, colour, CR, NUL, bidi)."""
+
+
+def _minimal(steps: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"schema_version": "ATIF-v1.8", "session_id": "h", "agent": {"name": "hostile", "version": "1"},
+            "steps": steps, **extra}
+
+
+def _act(step_id: int, text: str = "act", **extra: Any) -> dict[str, Any]:
+    return {"step_id": step_id, "source": "agent", "message": text,
+            "tool_calls": [{"tool_call_id": f"c{step_id}", "function_name": "bash", "arguments": {"cmd": "ls"}}],
+            "observation": {"results": [{"source_call_id": f"c{step_id}", "content": "ok"}]}, **extra}
+
+
+def hostile_cases(folder: Path) -> dict[str, Path]:
+    """One file (or folder) per hostile case below ``folder``: name -> path (see tests/test_atif_read.py)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+    huge = folder / "huge.json"  # 100 MB, sparse: its size is refused before it is read
+    with huge.open("wb") as f:
+        f.write(b'{"schema_version": "ATIF-v1.8", "steps": [')
+        f.truncate(100 << 20)
+    out["100 MB"] = huge
+    steps = [{"step_id": 1, "source": "user", "message": "go"}] + [_act(i) for i in range(2, 100_001)]
+    out["100,000 steps"] = _write(folder / "many-steps.json", _minimal(steps))
+    deep = folder / "deep.json"
+    deep.write_text('{"schema_version": "ATIF-v1.8", "steps": [], "extra": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    out["deep nesting"] = deep
+    nested: dict[str, Any] = _minimal([_act(1)], trajectory_id="n0")
+    for level in range(1, 40):  # subagents embedded 40 deep
+        nested = _minimal([{"step_id": 1, "source": "user", "message": "sub"}, _act(2, observation={"results": [
+            {"subagent_trajectory_ref": [{"trajectory_id": f"n{level - 1}"}]}]})],
+            trajectory_id=f"n{level}", subagent_trajectories=[nested])
+    out["deep subagents"] = _write(folder / "deep-subagents.json", nested)
+    out["control characters"] = _write(folder / "control.json", {
+        "schema_version": "ATIF-v1.8", "session_id": "s" + ESCAPES,
+        "agent": {"name": "agent" + ESCAPES, "version": "1", "model_name": "m" + ESCAPES},
+        "steps": [{"step_id": 1, "source": "user", "message": "Count the words" + ESCAPES},
+                  {"step_id": 2, "source": "agent", "message": "thinking" + ESCAPES,
+                   "tool_calls": [{"tool_call_id": "c" + ESCAPES, "function_name": "bash" + ESCAPES,
+                                   "arguments": {"cmd": "ls" + ESCAPES}}],
+                   "observation": {"results": [{"source_call_id": "c" + ESCAPES, "content": "out" + ESCAPES}]}}],
+        "extra": {"reward": 1.0}})
+    looped = _minimal([{"step_id": 1, "source": "user", "message": "loop"}, _act(2, observation={"results": [
+        {"subagent_trajectory_ref": [{"trajectory_id": "a"}, {"trajectory_id": "a"}, {"trajectory_id": "h"}]}]})],
+        subagent_trajectories=[{**_minimal([_act(1, observation={"results": [
+            {"subagent_trajectory_ref": [{"trajectory_id": "a"}]}]})]), "trajectory_id": "a",
+            "subagent_trajectories": [{**_minimal([_act(1)]), "trajectory_id": "a"}]}])
+    out["subagent_trajectories loop"] = _write(folder / "loop.json", looped)
+    files = folder / "file-loop" / "agent"
+    _write(files / "trajectory.json", _minimal([{"step_id": 1, "source": "user", "message": "files"}, _act(
+        2, observation={"results": [{"subagent_trajectory_ref": [{"trajectory_path": "trajectory.sub-1.json"}]}]})],
+        continued_trajectory_ref="trajectory.json"))
+    _write(files / "trajectory.sub-1.json", _minimal([_act(1, observation={"results": [
+        {"subagent_trajectory_ref": [{"trajectory_path": "trajectory.json"},
+                                     {"trajectory_path": "../../huge.json"}]}]})]))
+    out["file reference loop"] = files / "trajectory.json"
+    return out
