@@ -84,7 +84,8 @@ def test_roles_and_subagents_are_subagent_trajectories(runs: dict[str, Path]) ->
     assert result["source_call_id"] == run_skill["tool_calls"][0]["tool_call_id"]
     assert result["subagent_trajectory_ref"] == [{"trajectory_id": "subagent-1"}]
     (child,) = subagent["subagent_trajectories"]
-    assert child["trajectory_id"] == "subagent-1" and all(s["source"] == "agent" for s in child["steps"])
+    assert child["trajectory_id"] == "subagent-1"
+    assert all(s["source"] == "agent" for s in child["steps"])
 
     composed = _documents(runs["composition"])[0]
     assert [s["trajectory_id"] for s in composed["subagent_trajectories"]][:2] == ["node-0", "node-1"]
@@ -95,15 +96,18 @@ def test_reward_skills_and_tokens_are_in_extra_and_metrics(runs: dict[str, Path]
     folder = RunFolder(runs["subagent"])
     record = folder.read_records()[0]
     document = _documents(runs["subagent"])[0]
-    assert document["extra"]["reward"] == record.reward and document["extra"]["success"] == record.success
+    assert document["extra"]["reward"] == record.reward
+    assert document["extra"]["success"] == record.success
     skills = document["extra"]["skills"]
     assert [s["id"] for s in skills["retrieved"]] == [r.skill_id for r in record.retrieved]
-    assert skills["shown"] and skills["picked"][0]["action"] == "run_skill"
+    assert skills["shown"]
+    assert skills["picked"][0]["action"] == "run_skill"
     agent_steps = [s for d in _all_documents(document) for s in d["steps"] if s["source"] == "agent"]
     assert sum(s["metrics"]["prompt_tokens"] for s in agent_steps if "metrics" in s) == record.prompt_tokens
     assert document["final_metrics"]["total_prompt_tokens"] == record.prompt_tokens
     system = document["steps"][0]
-    assert system["source"] == "system" and "EXECUTOR" in system["message"]  # the recorded system prompt
+    assert system["source"] == "system"
+    assert "EXECUTOR" in system["message"]
     assert document["steps"][1] == {"step_id": 2, "source": "user", "message": "Set the counter to 3."}
 
 

@@ -46,7 +46,8 @@ def test_harbor_job_folder_reads_each_trial_with_its_reward(sources: Path) -> No
     assert "broken__Xy0/agent/trajectory.json: not JSON" in broken
     first = read.trajectories[0]
     assert first.trajectory.instruction == COUNT_WORDS  # Terminus' Task Description section
-    assert first.record.template == "count-words" and first.agent == "terminus-2"
+    assert first.record.template == "count-words"
+    assert first.agent == "terminus-2"
     assert first.trajectory.exit_status == "finished"
     assert read.trajectories[1].trajectory.exit_status == "AgentTimeoutError"
     steps = read_steps(first.trajectory.steps)
@@ -66,18 +67,23 @@ def test_other_writers_read_with_one_note_per_deviation(sources: Path) -> None:
     read = read_atif([sources / "other"])
     assert not read.unusable  # package.json is no trajectory: passed over silently
     by_agent = {t.agent: t for t in read.trajectories}
-    assert set(by_agent) == {"claude-code", "codex", "openhands-sdk"} and len(read.trajectories) == 4
+    assert set(by_agent) == {"claude-code", "codex", "openhands-sdk"}
+    assert len(read.trajectories) == 4
     claude = next(t for t in read.trajectories if t.session_id == "cc-sess-1")
-    assert "agent.version: Field required" in claude.notes[0] and "read anyway" in claude.notes[0]
+    assert "agent.version: Field required" in claude.notes[0]
+    assert "read anyway" in claude.notes[0]
     steps = read_steps(claude.trajectory.steps)
     task = next(s for s in steps if isinstance(s, ActionStep) and s.action and s.action.startswith("Task("))
     assert task.action == "Task(prompt='make run.sh executable and run it')"  # arguments given as a JSON string
     sub = [s for s in steps if getattr(s, "window", 0) == 1]
-    assert isinstance(sub[0], MessageStep) and sub[0].source == "user"
-    assert isinstance(sub[1], ActionStep) and "chmod +x" in (sub[1].action or "")
+    assert isinstance(sub[0], MessageStep)
+    assert sub[0].source == "user"
+    assert isinstance(sub[1], ActionStep)
+    assert "chmod +x" in (sub[1].action or "")
     assert steps.index(sub[0]) == steps.index(task) + 1  # the subagent's steps right after the call that ran it
     codex = by_agent["codex"]
-    assert codex.reward == 1.0 and codex.trajectory.instruction == COUNT_WORDS
+    assert codex.reward == 1.0
+    assert codex.trajectory.instruction == COUNT_WORDS
     assert isinstance(read_steps(codex.trajectory.steps)[0], MessageStep)  # its system prompt
     (call,) = codex.trajectory.calls
     assert codex.prompts[call["reasoning"]]["content"] == "wc -w counts words; redirect to the file."
@@ -85,7 +91,8 @@ def test_other_writers_read_with_one_note_per_deviation(sources: Path) -> None:
     (action,) = [s for s in read_steps(openhands.trajectory.steps) if isinstance(s, ActionStep)]
     assert action.observation == "exit 0"  # the tool step's result, on the call it answers
     legacy = next(t for t in read.trajectories if t.session_id == "legacy-1")
-    assert legacy.model == "claude-legacy" and legacy.reward == 1.0  # agent.model, extra.success
+    assert legacy.model == "claude-legacy"
+    assert legacy.reward == 1.0
     assert legacy.trajectory.instruction == COUNT_WORDS
 
 
@@ -106,7 +113,7 @@ def test_outcome_of_harbor_result_shapes() -> None:
 
 
 @pytest.mark.skipif(not MIRROR.is_dir(), reason="the OpenAgentsInc/openagents mirror is not on this machine")
-@pytest.mark.parametrize("commit,path", list(REAL), ids=list(REAL.values()))
+@pytest.mark.parametrize(("commit", "path"), list(REAL), ids=list(REAL.values()))
 def test_real_files_another_project_published(commit: str, path: str, tmp_path: Path) -> None:
     shown = subprocess.run(["git", "--git-dir", str(MIRROR), "show", f"{commit}:{path}"], capture_output=True,
                            check=False)
@@ -117,7 +124,8 @@ def test_real_files_another_project_published(commit: str, path: str, tmp_path: 
     read = read_atif([file])
     assert not read.unusable
     (item,) = read.trajectories
-    assert item.trajectory.instruction and any(isinstance(s, ActionStep) for s in read_steps(item.trajectory.steps))
+    assert item.trajectory.instruction
+    assert any(isinstance(s, ActionStep) for s in read_steps(item.trajectory.steps))
     out = cli("show", str(file)).output
     assert item.trajectory.instruction.splitlines()[0] in out
 
@@ -125,14 +133,21 @@ def test_real_files_another_project_published(commit: str, path: str, tmp_path: 
 def test_show_lists_and_prints_and_names_what_it_cannot_read(sources: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = main_cli(["show", str(sources)], monkeypatch, capsys)
-    assert code == 0 and "7 ATIF trajectories" in out and "count-words__Ab3xQ9k" in out
+    assert code == 0
+    assert "7 ATIF trajectories" in out
+    assert "count-words__Ab3xQ9k" in out
     assert err.count("not read:") == 1
     code, out, _ = main_cli(["show", str(sources / "other" / "codex" / "rollout.json")], monkeypatch, capsys)
-    assert code == 0 and "exec_command(cmd='wc -w < /app/notes.txt > /app/count.txt')" in out
+    assert code == 0
+    assert "exec_command(cmd='wc -w < /app/notes.txt > /app/count.txt')" in out
     code, out, _ = main_cli(["show", str(sources), "--task", "fix-permissions__Zz81Lmq"], monkeypatch, capsys)
-    assert code == 0 and "FAILURE" in out and FIX_PERMISSIONS in out
+    assert code == 0
+    assert "FAILURE" in out
+    assert FIX_PERMISSIONS in out
     code, _, err = main_cli(["show", str(sources), "--task", "99"], monkeypatch, capsys)
-    assert code == 2 and err.splitlines()[-1].startswith("error:") and err.count("\n") == 2  # not-read, error
+    assert code == 2
+    assert err.splitlines()[-1].startswith("error:")
+    assert err.count("\n") == 2
 
 
 def test_score_takes_the_first_user_messages_as_tasks(sources: Path, tmp_path: Path) -> None:
@@ -163,7 +178,8 @@ def test_view_shows_imported_trajectories_and_serves_each_as_atif(sources: Path,
     index = catalog.index()
     assert not index["problems"]
     terminus = next(r for r in index["runs"] if r["label"].startswith("imported/terminus-2"))
-    assert terminus["finished"] == 3 and terminus["success"] == pytest.approx(2 / 3)
+    assert terminus["finished"] == 3
+    assert terminus["success"] == pytest.approx(2 / 3)
     with ViewServer(catalog) as server:
         with urllib.request.urlopen(f"{server.url}atif/{terminus['key']}/0.json", timeout=20) as answer:
             document = json.loads(answer.read())
@@ -178,7 +194,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case,expected", [
+@pytest.mark.parametrize(("case", "expected"), [
     ("100 MB", "over the 67108864-byte limit (not read)"),
     ("100,000 steps", f"100,000 steps with its subagents, over the {MAX_STEPS:,}-step limit"),
     ("deep nesting", "nests more than 64 levels deep"),
@@ -190,11 +206,15 @@ def test_a_hostile_file_is_one_line(hostile: dict[str, Path], case: str, expecte
     read = read_atif([hostile[case]])
     assert not read.trajectories
     (line,) = read.unusable
-    assert line.startswith(str(hostile[case])) and expected in line and "\n" not in line
+    assert line.startswith(str(hostile[case]))
+    assert expected in line
+    assert "\n" not in line
     library = tmp_path / "lib"
     code, out, err = main_cli(["induce", str(hostile[case]), "--out", str(library), "--model", "scripted:none",
                                "--embedder", "hash:32"], monkeypatch, capsys)
-    assert code == 2 and err.count("\n") == 2 and expected in err  # the not-read line and the error
+    assert code == 2
+    assert err.count("\n") == 2
+    assert expected in err
     assert not library.exists()  # nothing written
 
 
@@ -204,7 +224,9 @@ def test_control_characters_reach_no_terminal(hostile: dict[str, Path], monkeypa
     assert ESCAPES in item.trajectory.instruction  # kept as data
     for argv in (["show", str(hostile["control characters"])], ["show", str(hostile["control characters"].parent)]):
         code, out, err = main_cli(argv, monkeypatch, capsys)
-        assert "\x1b" not in out + err and "\x07" not in out + err and "\x00" not in out + err
+        assert "\x1b" not in out + err
+        assert "\x07" not in out + err
+        assert "\x00" not in out + err
     assert "\\x1b]52" in out or "\\x1b" in out
 
 
@@ -232,8 +254,11 @@ def test_links_fifos_and_bad_bytes_in_a_folder_are_one_line_each(tmp_path: Path)
     (job / "c" / "agent").mkdir(parents=True)
     (job / "c" / "agent" / "trajectory.json").write_bytes(b'{"schema_version": "\xff"}')
     read = read_atif([job])
-    assert not read.trajectories and len(read.unusable) == 3
-    assert "symbolic link" in read.unusable[0] and "FIFO" in read.unusable[1] and "not UTF-8" in read.unusable[2]
+    assert not read.trajectories
+    assert len(read.unusable) == 3
+    assert "symbolic link" in read.unusable[0]
+    assert "FIFO" in read.unusable[1]
+    assert "not UTF-8" in read.unusable[2]
     assert looks_like_atif(job)
 
 

@@ -47,7 +47,8 @@ def test_a_valid_library_whose_skills_name_their_source(sources: Path, tmp_path:
     with MockServer(play) as server:
         out = induce(server, str(sources), "--out", str(library), "--price", "2.5,10").output
     assert "induced from 4 of 7 trajectories (skipped: 2 no reward known; 1 reward below 1)" in out
-    assert "$0.0" in out and "not read:" in out  # the cost, and the one unusable trial named
+    assert "$0.0" in out
+    assert "not read:" in out
     folders = assert_valid_agent_skills(library)
     skills = read_library(library).skills
     assert len(skills) == len(folders) >= 1
@@ -55,17 +56,22 @@ def test_a_valid_library_whose_skills_name_their_source(sources: Path, tmp_path:
     for skill in skills:
         source = sources_read[skill.extra["source_file"]]  # each skill names the file it was induced from
         assert skill.provenance.source_task_id == source.trajectory.task_id
-        assert skill.extra["source_agent"] == source.agent and skill.extra["source_reward"] == "1"
-        assert skill.extra["inducer_model"] == "mock" and source.success
+        assert skill.extra["source_agent"] == source.agent
+        assert skill.extra["source_reward"] == "1"
+        assert skill.extra["inducer_model"] == "mock"
+        assert source.success
     for folder in folders:  # the Agent Skills metadata carries the source
         text = (folder / "SKILL.md").read_text()
-        assert "skilltransfer.extra.source_file:" in text and "skilltransfer.extra.source_session:" in text
+        assert "skilltransfer.extra.source_file:" in text
+        assert "skilltransfer.extra.source_session:" in text
     records = RunFolder(library / STATE).read_records()
-    assert len(records) == 7 and sum(r.model_calls for r in records) == play.roles["inducer"] == 4
+    assert len(records) == 7
+    assert sum(r.model_calls for r in records) == play.roles["inducer"] == 4
     assert {i.status for r in records for i in r.induced} >= {"added", "skipped"}
     assert all(r.cost_usd is not None for r in records if r.model_calls)
     index = Catalog([library / STATE]).index()  # view shows what was induced from what
-    assert not index["problems"] and index["runs"][0]["finished"] == 7
+    assert not index["problems"]
+    assert index["runs"][0]["finished"] == 7
 
 
 def test_all_induces_every_trajectory_and_a_rerun_resumes(sources: Path, tmp_path: Path,
@@ -82,7 +88,9 @@ def test_all_induces_every_trajectory_and_a_rerun_resumes(sources: Path, tmp_pat
         code, _, err = main_cli(["induce", str(sources), "--out", str(library), "--source", "all", "--format", "code",
                                  "--model", "openai/mock", "--base-url", server.url, "--api-key", "x",
                                  "--embedder", "hash:64"], monkeypatch, capsys)
-    assert code == 2 and "started with different settings" in err and "skill_format" in err
+    assert code == 2
+    assert "started with different settings" in err
+    assert "skill_format" in err
     assert len(RunFolder(library / STATE).read_records()) == 7
     assert_valid_agent_skills(library)
 
@@ -116,7 +124,8 @@ def test_an_interrupted_induce_resumes_to_the_library_of_an_uninterrupted_one(so
     assert len(RunFolder(cut / STATE).read_records()) == 3  # three committed, the fourth not
     again = induce_library(items, cut, ScriptedModel(RolePlay()), ModelSpec(), _options(source="all"),
                            embedder=embedder)
-    assert again.resumed == 3 and again.skills == whole.skills
+    assert again.resumed == 3
+    assert again.skills == whole.skills
     names = sorted(p.name for p in cut.iterdir() if not p.name.startswith("."))
     assert names == sorted(p.name for p in (tmp_path / "whole").iterdir() if not p.name.startswith("."))
 
@@ -162,7 +171,8 @@ def test_the_induced_library_works_with_score_export_and_run(sources: Path, tmp_
         assert_valid_agent_skills(tmp_path / "exported")
         run_tiny(server, tmp_path / "run", "task", (3,), "--library", str(library))
     (record,) = records_of(tmp_path / "run")
-    assert record["retrieved"] and record["retrieved"][0]["source_task_id"]
+    assert record["retrieved"]
+    assert record["retrieved"][0]["source_task_id"]
 
 
 def test_bad_output_folders_and_nothing_to_read_are_refused(sources: Path, tmp_path: Path) -> None:
