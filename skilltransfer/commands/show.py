@@ -77,7 +77,7 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
         rows = [{"task": i + 1, "task_id": t.record.task_id, "agent": t.agent, "model": t.model,
                  "steps": t.record.steps, "reward": t.reward, "source": t.source} for i, t in enumerate(items)]
         if as_json:
-            typer.echo(json.dumps({"trajectories": rows, "unusable": read.unusable}, indent=2))
+            typer.echo(json.dumps({"atif": rows, "unusable": read.unusable}, indent=2))
             return ""
         lines = [f"{len(items)} ATIF trajectories" + (f" ({len(read.unusable)} file(s) not read)" if read.unusable
                                                       else "") + " (--task N prints one):"]

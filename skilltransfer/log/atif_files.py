@@ -11,6 +11,7 @@ be used is named in one line (``unusable``) and the others are read; a JSON file
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -20,7 +21,14 @@ from typing import Any
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.log.atif_import import ImportedTrajectory, Outcome, UnusableTrajectory, import_atif
+from skilltransfer.log.atif_import import (
+    MAX_STEPS,
+    ImportedTrajectory,
+    Outcome,
+    UnusableTrajectory,
+    count_steps,
+    import_atif,
+)
 from skilltransfer.util import trees
 
 MAX_ATIF_BYTES = 64 << 20
@@ -57,7 +65,20 @@ class AtifRead:
 
 
 def _parse(data: bytes, shown: object) -> Any:
-    return untrusted.parse_json(untrusted.decode_utf8(data, shown), shown, max_depth=MAX_JSON_DEPTH)
+    """JSON as `skilltransfer.untrusted.parse_json` parses it, a document of too many steps refused before its depth
+    is walked (a 100,000-step file costs its parse, not a walk of every container)."""
+    text = untrusted.decode_utf8(data, shown)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError, MemoryError):
+        return untrusted.parse_json(text, shown, max_depth=MAX_JSON_DEPTH)  # raises, naming the problem
+    count = count_steps(value)
+    if count > MAX_STEPS:
+        raise UnusableTrajectory(f"{count:,} steps with its subagents, over the {MAX_STEPS:,}-step limit")
+    problem = untrusted.depth_problem(value, MAX_JSON_DEPTH)
+    if problem is not None:
+        raise untrusted.UntrustedFileError(shown, f"not accepted: {problem}")
+    return value
 
 
 def _read(path: str | PurePosixPath, root: Path | None, shown: object) -> Any:

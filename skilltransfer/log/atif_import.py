@@ -212,7 +212,7 @@ def _results(observation: Any) -> list[dict[str, Any]]:
     return [observation] if "content" in observation else []
 
 
-def _count_steps(document: Any) -> int:
+def count_steps(document: Any) -> int:
     """The steps of a document and every document embedded in it (iterative; no recursion)."""
     total, pending = 0, [document]
     while pending:
@@ -389,7 +389,7 @@ def import_atif(document: Any, *, source: str, position: int = 0, run: str = "",
         raise UnusableTrajectory(f"not an ATIF document (a JSON {type(document).__name__}, not an object)")
     if not isinstance(document.get("steps"), list):
         raise UnusableTrajectory("not an ATIF document (no steps list)")
-    count = _count_steps(document)
+    count = count_steps(document)
     if count > MAX_STEPS:
         raise UnusableTrajectory(f"{count:,} steps with its subagents, over the {MAX_STEPS:,}-step limit")
     problem = atif_problem(document)
@@ -457,4 +457,4 @@ def _record(trajectory: TrajectoryLog, run: str, position: int, template: str, c
 
 
 __all__ = ["MAX_DOCUMENTS", "MAX_STEPS", "SUCCESS_REWARD", "FileReader", "ImportedTrajectory", "Outcome",
-           "UnusableTrajectory", "import_atif", "render_call", "task_text"]
+           "UnusableTrajectory", "count_steps", "import_atif", "render_call", "task_text"]
