@@ -37,12 +37,12 @@ def show(
 ) -> RunSummary | str:
     """Print a run's summary (success with bootstrap CI, latency, tokens, skills), or a task's trajectory; an ATIF
     file or Harbor job folder: its trajectories, or one of them."""
-    if prompts and task is None:
-        raise InputError("--prompts needs --task")
     from skilltransfer.log.atif_files import looks_like_atif
 
     if run.exists() and looks_like_atif(run):
         return _show_atif(run, task, max_chars=max_chars, as_json=as_json, prompts=prompts)
+    if prompts and task is None:
+        raise InputError("--prompts needs --task")
     if task is not None:
         record, trajectory = load_task(run, task)
         where = run / (record.trajectory if record is not None else RunFolder(run).trajectory_file(trajectory.task_id))
@@ -73,7 +73,9 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
     if not items:
         raise InputError("no ATIF trajectory could be read here" + (" (see the lines above)" if read.unusable
                                                                      else ""), path=path)
-    if task is None and len(items) > 1 and not prompts:
+    if prompts and task is None and len(items) > 1:
+        raise InputError(f"--prompts needs --task (these are {len(items)} trajectories)", path=path)
+    if task is None and len(items) > 1:
         rows = [{"task": i + 1, "task_id": t.record.task_id, "agent": t.agent, "model": t.model,
                  "steps": t.record.steps, "reward": t.reward, "source": t.source} for i, t in enumerate(items)]
         if as_json:

@@ -550,8 +550,7 @@ def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], sho
     messages = prompt.get("messages")
     if messages is None:
         lines.append("    (prompt not recorded)")
-        return "\n".join(lines)
-    for key, message in zip(call.get("messages") or [], messages, strict=False):
+    for key, message in zip(call.get("messages") or [], messages or [], strict=False):
         role = message.get("role", "?")
         if key in shown:
             lines.append(f"    --- {role} {key} (as in call {shown[key]})")
