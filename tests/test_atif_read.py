@@ -262,6 +262,31 @@ def test_links_fifos_and_bad_bytes_in_a_folder_are_one_line_each(tmp_path: Path)
     assert looks_like_atif(job)
 
 
+def test_crafted_fields_are_a_note_or_a_line_never_a_traceback(sources: Path, tmp_path: Path) -> None:
+    from skilltransfer.log.atif import KEY
+
+    cli("view", str(sources / "other" / "codex"), "--export", str(tmp_path / "s"))
+    own = json.loads(next((tmp_path / "s" / "atif").rglob("*.json")).read_text())
+    assert own["extra"][KEY]["task_id"]  # a document this toolkit wrote (re-exported)
+    for step in own["steps"]:
+        if step.get("metrics"):
+            step["metrics"]["extra"] = {"latency_s": "soon"}
+    own["extra"][KEY]["record"] = {"reward": "lots"}
+    (tmp_path / "crafted.json").write_text(json.dumps(own))
+    mixed = {"schema_version": "ATIF-v1.8", "agent": {"name": "a", "version": "1"}, "steps": [
+        {"step_id": 1, "source": "user", "message": "go", "timestamp": "2026-01-01T10:00:00"},
+        {"step_id": 2, "source": "agent", "message": "x", "timestamp": "2026-01-01T10:00:05Z"}]}
+    (tmp_path / "mixed.json").write_text(json.dumps(mixed))
+    read = read_atif([tmp_path / "crafted.json", tmp_path / "mixed.json"])
+    assert not read.unusable
+    crafted = next(t for t in read.trajectories if t.source.endswith("crafted.json"))
+    assert not crafted.own
+    assert "read as another agent's" in crafted.notes[0]
+    timed = next(t for t in read.trajectories if t.source.endswith("mixed.json"))
+    assert timed.started == "2026-01-01T10:00:00+00:00"
+    assert timed.record.latency_s == 5.0
+
+
 def test_a_document_that_is_no_trajectory_is_unusable() -> None:
     from skilltransfer.log.atif_import import UnusableTrajectory
 

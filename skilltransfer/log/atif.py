@@ -60,6 +60,11 @@ _CARRIED = {
 _MESSAGE_FIELD = {"PlanStep": "reply", "SummaryStep": "summary", "InductionStep": "reply"}
 
 
+def _count(value: Any) -> int:
+    """A logged token count, 0 when it is not a whole number (a crafted file)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def atif_problem(data: Any) -> str | None:
     """Why ``data`` is not a valid ATIF document by the ``atif`` models (the first few problems, one line), else
     None."""
@@ -315,8 +320,8 @@ def to_atif(trajectory: TrajectoryLog, record: TaskRecord | None = None, *, run:
     extra["skills"] = skills_summary(trajectory, record)
     calls = trajectory.calls
     final: dict[str, Any] = {
-        "total_prompt_tokens": sum(int(c.get("prompt_tokens") or 0) for c in calls),
-        "total_completion_tokens": sum(int(c.get("completion_tokens") or 0) for c in calls),
+        "total_prompt_tokens": sum(_count(c.get("prompt_tokens")) for c in calls),
+        "total_completion_tokens": sum(_count(c.get("completion_tokens")) for c in calls),
         "total_steps": len(root.steps), "extra": {"model_calls": len(calls)}}
     if record is not None and record.cost_usd is not None:
         final["total_cost_usd"] = record.cost_usd
@@ -410,7 +415,8 @@ def _logged_step(atif_step: dict[str, Any], marker: dict[str, Any]) -> dict[str,
         step["reply"] = message
         step["action"] = arguments.get("code") if isinstance(arguments, dict) else None
         step["observation"] = _text(results[0].get("content")) if results and isinstance(results[0], dict) else ""
-        step["latency_s"] = float((metrics.get("extra") or {}).get("latency_s", 0.0))
+        latency = (metrics.get("extra") or {}).get("latency_s", 0.0)
+        step["latency_s"] = latency if isinstance(latency, int | float) else 0.0
     elif kind == "RetrievalStep":
         step["skills"] = [dict(r.get("extra") or {}) for r in results if isinstance(r, dict)]
     elif kind == "MessageStep":

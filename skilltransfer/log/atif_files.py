@@ -215,6 +215,9 @@ def read_atif(paths: Sequence[str | Path], *, run: str | None = None) -> AtifRea
                 out.unusable.append(f"{shown}: {reason}")
             except RecursionError:
                 out.unusable.append(f"{shown}: nests too deeply (not read)")
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:  # a field no reader expects
+                out.unusable.append(f"{shown}: a field has an unexpected type or value ({type(exc).__name__}: "
+                                    f"{str(exc)[:120]}; not read)")
     out.trajectories.sort(key=_time_key)
     seen: dict[str, int] = {}
     for position, item in enumerate(out.trajectories):

@@ -29,9 +29,10 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from skilltransfer.errors import InputError
 from skilltransfer.log.atif import atif_problem, from_atif, is_own
 from skilltransfer.log.prompts import message_id, reasoning_message, reply_message
 from skilltransfer.log.records import TaskRecord, TrajectoryLog
@@ -151,9 +152,10 @@ def _timestamp(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)  # comparable with the aware ones
 
 
 _TASK_SECTION = re.compile(r"^Task Description:[ \t]*\n(.*?)(?:\n[ \t]*\nCurrent terminal state:|\Z)",
@@ -398,14 +400,19 @@ def import_atif(document: Any, *, source: str, position: int = 0, run: str = "",
     model = agent.get("model_name") or agent.get("model") or (outcome.model if outcome else None)
     model = str(model) if model is not None else None
     session = document.get("session_id")
-    if is_own(document) and problem is None:
-        own = from_atif(document, path=source)
-        record = own.record or _record(own.trajectory, run, position, agent_name, [], None, None)
-        return ImportedTrajectory(own.trajectory, record.model_copy(update={"position": position}), source,
-                                  str(session) if session is not None else None, agent_name,
-                                  str(agent.get("version") or ""), model, record.reward if own.record else None,
-                                  None, [], own.prompts, own=True)
     walk = _Walk(read_file)
+    if is_own(document) and problem is None:
+        try:
+            own = from_atif(document, path=source)
+        except (InputError, TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            walk.note(f"extra.skilltransfer is not what skilltransfer writes ({str(exc)[:120]}): read as another "
+                      "agent's")
+        else:
+            record = own.record or _record(own.trajectory, run, position, agent_name, [], None, None)
+            return ImportedTrajectory(own.trajectory, record.model_copy(update={"position": position}), source,
+                                      str(session) if session is not None else None, agent_name,
+                                      str(agent.get("version") or ""), model, record.reward if own.record else None,
+                                      None, [], own.prompts, own=True)
     if file_name:
         walk.open.add(f"file:{file_name}")
     if problem is not None:
@@ -433,7 +440,9 @@ def import_atif(document: Any, *, source: str, position: int = 0, run: str = "",
         cost = sum(float(c.get("cost_usd", 0.0)) for c in walk.calls)
     task_name = outcome.task_name if outcome is not None and outcome.task_name else ""
     record = _record(trajectory, run, position, task_name, walk.calls, reward, cost, latency=max(latency, 0.0))
-    started = min(walk.times).isoformat() if walk.times else (outcome.started if outcome else None)
+    trial = _timestamp(outcome.started) if outcome is not None else None
+    first = min(walk.times) if walk.times else trial
+    started = first.astimezone(UTC).isoformat() if first is not None else None
     return ImportedTrajectory(trajectory, record, source, str(session) if session is not None else None, agent_name,
                               str(agent.get("version") or ""), model, reward, started, walk.notes, walk.prompts)
 

@@ -837,8 +837,9 @@
       head.push(h("p", { class: "result" }, h("span", { class: "badge pending" }, t.status), t.error ? ` ${t.error}` : " not finished"));
     }
     const atif = atifHref(payload.key, payload.position);
-    if (atif) head.push(h("p", { class: "muted atif" }, h("a", { href: atif, download: "" }, "trajectory as ATIF"),
-      " (Harbor's trajectory format)"));
+    head.push(h("p", { class: "muted atif" }, atif ? h("a", { href: atif, download: "" }, "trajectory as ATIF")
+      : h("span", { title: "not inside a single-file export: view --export or export --format atif writes it" },
+        "trajectory as ATIF"), " (Harbor's trajectory format)"));
     const checks = (t.score && t.score.checks) || [];
     if (checks.length) {
       head.push(h("ul", { class: "checks" }, checks.map((c) => h("li", { class: c.passed ? "ok" : "fail" },
