@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
@@ -18,6 +18,7 @@ from rich.text import Text
 from skilltransfer.commands.option_groups import SPENDING, Spending, with_groups
 from skilltransfer.commands.options import AllowImport, Overrides, QuietOld, warn_deprecated
 from skilltransfer.errors import InputError
+from skilltransfer.util.terminal import Console, echo
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.runner.grid import GridState, GridSummary
@@ -232,17 +233,17 @@ def grid(
             split = f" ({plan.config.env.split} split)" if plan.config.env.split and counts[plan.run] else ""
             what = f" (organises its library: {', '.join(plan.config.organize)})" if plan.config.organize else ""
             evolution = f"\n    {evolution_note(plan.config)}" if plan.config.evolution is not None else ""
-            typer.echo(f"{plan.run:<{width}}  {counts[plan.run]:>4} tasks{split}{what}{spend}{reads}{evolution}")
-        typer.echo(f"{len(plans)} streams, {sum(counts.values())} tasks -> {grid_spec.out_dir}")
+            echo(f"{plan.run:<{width}}  {counts[plan.run]:>4} tasks{split}{what}{spend}{reads}{evolution}")
+        echo(f"{len(plans)} streams, {sum(counts.values())} tasks -> {grid_spec.out_dir}")
         if basis:
             tokens = sum(e.tokens or 0 for e in estimates)
             costs = [e.cost_usd for e in estimates if e.cost_usd is not None]
-            typer.echo(f"estimate from {basis} earlier tasks of this spec: {sum(e.tasks_left for e in estimates)} "
-                       f"tasks left, ~{_tokens(round(tokens))} tokens"
-                       + (f", ~${sum(costs):,.2f}" if costs else " (no price: set models.<label>.price for a cost)"))
+            echo(f"estimate from {basis} earlier tasks of this spec: {sum(e.tasks_left for e in estimates)} "
+                 f"tasks left, ~{_tokens(round(tokens))} tokens"
+                 + (f", ~${sum(costs):,.2f}" if costs else " (no price: set models.<label>.price for a cost)"))
         else:
-            typer.echo("no earlier tasks of this spec to estimate tokens and cost from (run some, e.g. with "
-                       "--limit 2 or --token-limit, then --dry-run again)")
+            echo("no earlier tasks of this spec to estimate tokens and cost from (run some, e.g. with "
+                 "--limit 2 or --token-limit, then --dry-run again)")
         return None
 
     def view(state: GridState) -> GridView:

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from skilltransfer.util.terminal import echo
+
 MODEL_PANEL = "Model"
 
 
@@ -93,7 +95,7 @@ DEPRECATED_MEANINGS: dict[tuple[str, str], str] = {
 
 def warn_deprecated(old: str, new: str) -> None:
     """One ``warning:`` line on stderr: ``old`` still works, ``new`` is the spelling to use."""
-    typer.echo(f"warning: {old} is deprecated; use {new}", err=True)
+    echo(f"warning: {old} is deprecated; use {new}", err=True)
 
 
 def take_deprecated(old: str, value: object, current: object = None) -> object:

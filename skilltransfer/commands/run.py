@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.agents.harness import HarnessName
@@ -36,6 +35,7 @@ from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import imported_module, parse_positions
 from skilltransfer.runner.launch import LaunchResult, run_config, run_spec
 from skilltransfer.settings.config import Condition, Coordination, LibraryFilter, Reuse
+from skilltransfer.util.terminal import Console
 
 _AGENT = "Agent and memory"
 _ENV = "Environment"

