@@ -257,3 +257,137 @@ def test_shown_makes_every_terminal_control_visible() -> None:
     assert "\t" in out and "\n" in out
     assert shown(out) == out
     assert shown("naïve café — 東京 [bold]") == "naïve café — 東京 [bold]"
+
+
+def test_package_warnings_reach_stderr_made_safe(capsys: pytest.CaptureFixture[str]) -> None:
+    """A warning the package logs may quote a file name from a task folder or a sandbox event: the CLI's handler
+    prints it through the same conversion."""
+    import logging
+
+    from skilltransfer.util.terminal import install_log_handler
+
+    install_log_handler()
+    install_log_handler()  # once per process
+    logging.getLogger("skilltransfer.envs.office.env").warning("task t: testbed files not copied: %s", HOSTILE)
+    err = capsys.readouterr().err
+    assert err.count("testbed files not copied") == 1
+    assert "\\x1b]52;c;" in err
+    assert_no_raw_controls(err)
+
+
+# ------------------------------------------------------------------------------------------ 2. secrets
+KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+RUN_TINY = ["run", "--env", "apps", "--condition", "task", "--limit", "1", "--no-sandbox", "--no-progress"]
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", " "])
+def test_a_key_with_a_trailing_line_break_is_trimmed_with_a_warning(ending: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 2: ``OPENAI_API_KEY`` ending in a line break (as ``export KEY=$(cat file)`` of a CRLF file leaves it)
+    ended the run with ``Illegal header value b'Bearer sk-...\\n'``: the key on the screen. Now it is sent trimmed,
+    with one warning that does not show it."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + ending)
+    with MockServer(RolePlay(), api_key=KEY) as server:  # 401 unless the key arrives exactly
+        code, out, err = main_cli([*RUN_TINY, "--model", f"m@{server.url}", "--out", str(tmp_path / "run")],
+                                  monkeypatch, capsys)
+    assert code == 0, err[-2000:]
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: OPENAI_API_KEY ends or starts with a line break or space; it is sent without them"]
+    assert KEY not in out + err
+    assert not any(KEY in path.read_text(errors="replace") for path in (tmp_path / "run").rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("key", [f"{KEY}\nsk-other-0123456789", f"{KEY}\x1b[2J", f"sk-{'é' * 8}"])
+def test_a_key_with_a_break_inside_is_one_error_line_that_does_not_show_it(
+        key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with MockServer(RolePlay()) as server:
+        code, out, err = main_cli([*RUN_TINY, "--model", f"m@{server.url}", "--out", str(tmp_path / "run")],
+                                  monkeypatch, capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith("error: OPENAI_API_KEY holds a line break, space, control or non-ASCII character inside "
+                          "(its value is not shown)")
+    assert "sk-" not in out + err
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_api_key_flag_is_read_the_same_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    with MockServer(RolePlay(), api_key=KEY) as server:
+        code, out, err = main_cli([*RUN_TINY, "--model", f"m@{server.url}", "--api-key", KEY + "\n", "--out",
+                                   str(tmp_path / "run")], monkeypatch, capsys)
+    assert code == 0, err[-2000:]
+    assert "warning: the model's api_key (--api-key) ends or starts with a line break" in err
+    assert KEY not in out + err
+
+
+def test_an_embedder_endpoint_takes_url_credentials_as_a_chat_endpoint_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 2: ``--embedder 'bge@http://user:pw@host/v1'`` was split at the last ``@`` (it could never work) and the
+    ``error:`` line showed the password. Now it is split as ``--model NAME@URL`` is: it works, sends the credentials
+    as Basic auth, and no message, config.json or grid.json shows the password."""
+    from skilltransfer.memory.endpoint_embedder import parse_endpoint_spec
+
+    password = "hunter2-embedder-pw"
+    assert parse_endpoint_spec(f"bge@http://user:{password}@gpu:8000/v1") == \
+        ("bge", f"http://user:{password}@gpu:8000/v1")
+    library = hostile_library(tmp_path / "lib")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"instruction": "count to 3"}\n{"instruction": "count to 5"}\n')
+    with MockServer(RolePlay()) as server:
+        spec = f"bge@{server.url.replace('http://', f'http://user:{password}@')}"
+        code, out, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder", spec], monkeypatch,
+                                  capsys)
+        assert code == 0, err[-2000:]
+        assert password not in out + err
+        code, out, err = main_cli([*RUN_TINY[:4], "task+text", *RUN_TINY[5:], "--model", f"m@{server.url}",
+                                   "--embedder", spec, "--out", str(tmp_path / "run")], monkeypatch, capsys)
+        assert code == 0, err[-2000:]
+        assert password not in out + err
+        assert password not in (tmp_path / "run" / "config.json").read_text()
+        assert "bge@http://127.0.0.1" in (tmp_path / "run" / "config.json").read_text()
+    dead = f"bge@http://user:{password}@127.0.0.1:9/v1"
+    code, out, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder", dead, "--retry-budget",
+                               "0"], monkeypatch, capsys)
+    assert code == 2
+    assert err.startswith("error: ")
+    assert password not in out + err
+    code, out, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder",
+                               f"@http://user:{password}@127.0.0.1:9/v1"], monkeypatch, capsys)
+    assert code == 2
+    assert password not in out + err
+
+
+def test_secrets_are_redacted_by_value_in_any_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message may quote a secret as bytes with its line break, percent-encoded, as Basic auth: each form goes."""
+    import base64
+
+    from skilltransfer.util import secrets
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\n")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxyuser:proxy%40pass99@proxy:3128")
+    secrets.register_url("http://alice:s3cret%2Fpw@host/v1")
+    secrets.register_headers({"X-Api-Key": "hdr-0123456789", "X-Title": "skilltransfer study"})
+    basic = base64.b64encode(b"alice:s3cret/pw").decode()
+    message = (f"Illegal header value b'Bearer {KEY}\\n' | {KEY!r} | proxy%40pass99 proxy@pass99 | s3cret%2Fpw "
+               f"s3cret/pw | Basic {basic} | hdr-0123456789 | skilltransfer study")
+    redacted = secrets.redact(message)
+    for secret in (KEY, "proxy%40pass99", "proxy@pass99", "s3cret%2Fpw", "s3cret/pw", basic, "hdr-0123456789"):
+        assert secret not in redacted
+    assert "skilltransfer study" in redacted  # a header that carries no credential is no secret
+    assert secrets.redact("sk-no-key and x") == "sk-no-key and x"
+
+
+def test_a_proxy_password_is_never_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    for proxy in ("http://user:proxy-pw-7777@127.0.0.1:9", "bogus://user:proxy-pw-7777@proxy:1"):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        code, out, err = main_cli([*RUN_TINY, "--model", "m@http://example.invalid:8000/v1", "--out",
+                                   str(tmp_path / "run")], monkeypatch, capsys)
+        assert code == 2, err
+        assert err.startswith("error: ")
+        assert "proxy-pw-7777" not in out + err

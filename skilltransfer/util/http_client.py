@@ -35,6 +35,7 @@ import httpx2
 
 from skilltransfer.errors import InputError
 from skilltransfer.untrusted import MAX_DEPTH, parse_json
+from skilltransfer.util import secrets
 from skilltransfer.version import __version__
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,9 @@ def openai_headers(api_key: str | None, extra: Mapping[str, str] | None = None) 
         headers["OpenAI-Organization"] = organization
     if project := os.environ.get("OPENAI_PROJECT_ID"):
         headers["OpenAI-Project"] = project
-    return {**headers, **(extra or {})}
+    headers = {**headers, **(extra or {})}
+    secrets.register_headers(headers)  # never shown in a message, whatever its bytes
+    return headers
 
 
 def shown_url(url: str) -> str:
@@ -211,6 +214,8 @@ class HttpClient:
                  max_bytes: int = MAX_ANSWER_BYTES) -> None:
         self.base_url = base_url.rstrip("/")
         self.shown = shown_url(self.base_url)
+        secrets.register_url(self.base_url)  # a password in the URL: never shown in a message
+        secrets.register_headers(headers)
         if urlsplit(self.base_url).scheme not in ("http", "https"):
             raise InputError(f"endpoint {self.shown!r} is not an http(s) URL")
         self.deadline_s = deadline_s

@@ -117,7 +117,7 @@ def redact(text: str) -> str:
 
 def api_key(value: str | None, source: str = "OPENAI_API_KEY") -> str | None:
     """The key ``value`` (from ``source``, named in messages) as it can be sent: surrounding whitespace trimmed with
-    a ``warning:`` (once per key), registered as a secret; None for none.
+    a ``warning:`` (once per key and source), registered as a secret; None for none.
 
     Raises:
         InputError: the key holds a space, control or non-ASCII character inside (the message does not show it).
@@ -129,7 +129,7 @@ def api_key(value: str | None, source: str = "OPENAI_API_KEY") -> str | None:
     if not all(0x21 <= ord(c) <= 0x7e for c in key):  # what an HTTP header carries without complaint
         raise InputError(f"{source} holds a line break, space, control or non-ASCII character inside (its value is "
                          "not shown): a key is one word of printable ASCII; set it again without them")
-    if key != value and hash(value) not in _warned:
-        _warned.add(hash(value))
+    if key != value and hash((source, value)) not in _warned:
+        _warned.add(hash((source, value)))
         log.warning("warning: %s ends or starts with a line break or space; it is sent without them", source)
     return key
