@@ -26,6 +26,7 @@ from types import ModuleType
 
 import pytest
 from helpers_cli import main_cli
+from helpers_hostile import HostileServer
 
 import skilltransfer
 from skilltransfer.cli import main
@@ -349,14 +350,15 @@ def test_an_embedder_endpoint_takes_url_credentials_as_a_chat_endpoint_does(
         assert password not in (tmp_path / "run" / "config.json").read_text()
         assert "bge@http://127.0.0.1" in (tmp_path / "run" / "config.json").read_text()
     dead = f"bge@http://user:{password}@127.0.0.1:9/v1"
-    code, out, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder", dead, "--retry-budget",
-                               "0"], monkeypatch, capsys)
+    code, out, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder", dead], monkeypatch,
+                              capsys)  # retry waits are virtual in tests (conftest)
     assert code == 2
-    assert err.startswith("error: ")
+    assert err.strip().splitlines()[-1].startswith("error: embedding endpoint http://127.0.0.1:9/v1 failed after")
     assert password not in out + err
     code, out, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder",
                                f"@http://user:{password}@127.0.0.1:9/v1"], monkeypatch, capsys)
     assert code == 2
+    assert err.startswith("error: embedder '@http://127.0.0.1:9/v1': write openai/<id>"), err
     assert password not in out + err
 
 
@@ -391,3 +393,58 @@ def test_a_proxy_password_is_never_shown(tmp_path: Path, monkeypatch: pytest.Mon
         assert code == 2, err
         assert err.startswith("error: ")
         assert "proxy-pw-7777" not in out + err
+
+
+# ------------------------------------------------------------------------------------------ 3. deep answers
+def test_a_deeply_nested_answer_is_retried_then_one_error_line_and_the_folder_resumes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 3: a chat answer of valid JSON nested 200,000 levels deep raised ``RecursionError`` in the client; the
+    task was committed as an error and ``run`` exited 0. Now it is a malformed answer like any other: retried within
+    the budget, then one ``error:`` line, no record, and the folder resumes against a working endpoint."""
+    out = tmp_path / "run"
+    with HostileServer("deep") as server:
+        code, _, err = main_cli([*RUN_TINY, "--model", f"m@{server.url}", "--out", str(out), "--retry-budget",
+                                 "1", "-c", "model.backoff_base_s=0.01"], monkeypatch, capsys)
+        attempts = server.chat_requests
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2, err[-2000:]
+    assert errors == [err.strip().splitlines()[-1]]
+    assert f"failed after {attempts} attempts" in errors[0]
+    assert "nests more than 64 levels deep" in errors[0]
+    assert attempts >= 2
+    assert "Traceback" not in err
+    assert not (out / "results.jsonl").is_file() or (out / "results.jsonl").read_text() == ""
+    with MockServer(RolePlay()) as good:
+        code, _, err = main_cli([*RUN_TINY, "--model", f"m@{good.url}", "--out", str(out)], monkeypatch, capsys)
+    assert code == 0, err[-2000:]
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_every_parse_of_an_endpoints_answer_is_bounded_in_depth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedder's answers and an error status's body are parsed through the same bound; a plan writer's reply
+    nested too deeply is an unusable plan, not a crash."""
+    from skilltransfer.coordination.writer import _loads
+    from skilltransfer.llm.openai_client import error_body
+    from skilltransfer.untrusted import parse_json
+    from skilltransfer.util.http_client import Answer
+
+    library = hostile_library(tmp_path / "lib")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"instruction": "count to 3"}\n{"instruction": "count to 5"}\n')
+    with HostileServer("deep") as server:
+        code, _, err = main_cli(["score", str(library), "--tasks", str(tasks), "--embedder", f"e@{server.url}"],
+                                monkeypatch, capsys)  # retry waits are virtual in tests (conftest)
+    assert code == 2, err[-2000:]
+    assert err.count("error:") == 1
+    assert "nests more than 64 levels deep" in err.strip().splitlines()[-1]
+    deep = b"[" * 200_000 + b"]" * 200_000
+    assert error_body(Answer(400, {}, b'{"error": ' + deep + b"}"))[1] == "Error code: 400"
+    with pytest.raises(ValueError, match="levels deep"):
+        Answer(200, {}, deep).json()
+    with pytest.raises(ValueError, match="levels deep"):
+        _loads(deep.decode())
+    assert parse_json(b"[" * 64 + b"]" * 64)  # 64 levels: accepted
+    for text in (b"[" * 65 + b"]" * 65, b"[{" + b'"a": [' * 70 + b"]" * 70 + b"}]", b"[" * 10**6):
+        with pytest.raises(OSError, match="levels deep"):
+            parse_json(text)

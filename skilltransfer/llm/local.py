@@ -254,7 +254,7 @@ class LocalServer:
         answer = client.post_json("/extras/tokenize/count", json.dumps({"input": text}).encode("utf-8"))
         if answer.status != 200:
             raise HttpStatusError(f"{client.base_url}/extras/tokenize/count", answer.status)
-        return int(json.loads(answer.body)["count"])
+        return int(answer.json()["count"])
 
     def command(self, model_path: Path) -> list[str]:
         """The server command line (``llama_cpp.server`` by way of `skilltransfer.llm.llama_serve`, which keeps it off

@@ -18,7 +18,6 @@ with another status (some gateways do not serve it) passes: its first call says 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -290,7 +289,7 @@ def error_body(reply: Answer) -> tuple[Any, str]:
     text = reply.text.strip()
     message = f"Error code: {reply.status}"
     try:
-        body: Any = json.loads(text)
+        body: Any = reply.json()
     except ValueError:
         return text, message
     error = body.get("error", body) if isinstance(body, dict) else None

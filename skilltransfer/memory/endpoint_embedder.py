@@ -11,7 +11,6 @@ it does a local model's.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -27,6 +26,7 @@ from skilltransfer.llm.retry import (
     call_with_retries,
     requested_wait,
 )
+from skilltransfer.untrusted import UntrustedFileError, parse_json
 from skilltransfer.util import secrets
 from skilltransfer.util.http_client import (
     MAX_ANSWER_BYTES,
@@ -153,8 +153,8 @@ def _vectors(body: bytes, expected: int) -> list[list[float]]:
             non-empty list of finite numbers, or rows of different lengths.
     """
     try:
-        payload = json.loads(body)
-    except ValueError as exc:
+        payload = parse_json(body, "the answer")  # bounded in depth before it is parsed
+    except UntrustedFileError as exc:
         raise TransientModelError("bad_response", f"unparsable response ({str(exc)[:200]})") from None
     data = payload.get("data") if isinstance(payload, dict) else None
     rows = [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []

@@ -34,7 +34,7 @@ import httpcore2
 import httpx2
 
 from skilltransfer.errors import InputError
-from skilltransfer.untrusted import MAX_DEPTH, parse_json
+from skilltransfer.untrusted import MAX_DEPTH, UntrustedFileError, parse_json
 from skilltransfer.util import secrets
 from skilltransfer.version import __version__
 
@@ -81,9 +81,17 @@ class Answer:
     headers: Mapping[str, str]
     body: bytes
 
-    def json(self) -> Any:
-        """The body parsed as JSON (raises ``ValueError`` if it is not)."""
-        return json.loads(self.body)
+    def json(self, max_depth: int = MAX_DEPTH) -> Any:
+        """The body parsed as JSON, at most ``max_depth`` containers deep (`skilltransfer.untrusted.parse_json`:
+        checked before the parser recurses).
+
+        Raises:
+            ValueError: not JSON, or nested too deeply (saying which).
+        """
+        try:
+            return parse_json(self.body, "the answer", max_depth=max_depth)
+        except UntrustedFileError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     def text(self) -> str:
