@@ -112,7 +112,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         places = {"lib": str(library), "url": server.url, "root": str(root), "run": str(root / "run"),
                   "org": str(root / "org"), "graph": str(root / "graph")}
         for argv in (RUN, ["library", "organize", "{lib}", "--as", "flat", "--out", "{org}"],
-                     ["library", "decompose", "{lib}", "--out", "{graph}", "--model", "{url}", "--embedder", "hash:64"]):
+                     ["library", "decompose", "{lib}", "--out", "{graph}", "--model", "{url}", "--embedder",
+                      "hash:64"]):
             assert _main([arg.format(**places) for arg in argv]) == 0, argv
         yield places
 
@@ -160,7 +161,8 @@ def test_no_command_prints_a_raw_control_sequence(name: str, hostile: dict[str, 
     """Class 1: escape sequences in a library, an endpoint's model id, a run folder, an organised library's
     ``organization.json`` or an OfficeBench task reach stdout and stderr of every command as visible escapes."""
     (tmp_path / "grid.yaml").write_text(
-        f"name: g\nenvs: {{apps: {{env: apps, sandboxed: false}}}}\nconditions: [task+text]\nlibrary: {hostile['lib']}\nembedder: hash:64\n"
+        f"name: g\nenvs: {{apps: {{env: apps, sandboxed: false}}}}\nconditions: [task+text]\n"
+        f"library: {hostile['lib']}\nembedder: hash:64\n"
         f"models: {{m: {{name: openai, base_url: {hostile['url']}, model: {json.dumps('m' + HOSTILE)}}}}}\n"
         f"limits: {{task_limit: 1}}\nout: {tmp_path / 'grid'}\n")
     argv = [arg.format(tmp=tmp_path, **hostile) for arg in COMMANDS[name]]
@@ -254,8 +256,10 @@ def test_shown_makes_every_terminal_control_visible() -> None:
     every = "".join(chr(c) for c in [*range(0x20), 0x7f, *range(0x80, 0xa0), 0x202e, 0x2066])
     out = shown(every + HOSTILE)
     assert_no_raw_controls(out)
-    assert "\u202e" not in out and "\\u202e" in out
-    assert "\t" in out and "\n" in out
+    assert "\u202e" not in out
+    assert "\\u202e" in out
+    assert "\t" in out
+    assert "\n" in out
     assert shown(out) == out
     assert shown("naïve café — 東京 [bold]") == "naïve café — 東京 [bold]"
 
@@ -448,3 +452,105 @@ def test_every_parse_of_an_endpoints_answer_is_bounded_in_depth(tmp_path: Path, 
     for text in (b"[" * 65 + b"]" * 65, b"[{" + b'"a": [' * 70 + b"]" * 70 + b"}]", b"[" * 10**6):
         with pytest.raises(OSError, match="levels deep"):
             parse_json(text)
+
+
+# ------------------------------------------------------------------------------------------ 5. numbers of run folders
+DONE = '"Thought: done\\n```python\\ncomplete_task()\\n```"'
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished two-task run folder (the crafted folders are copies of it)."""
+    folder = tmp_path_factory.mktemp("numbers")
+    (folder / "done.jsonl").write_text((DONE + "\n") * 4)
+    assert _main(["run", "--env", "apps", "--condition", "task", "--model", f"scripted:{folder / 'done.jsonl'}",
+                  "--limit", "2", "--out", str(folder / "run"), "--no-sandbox", "--no-progress"]) == 0
+    return folder / "run"
+
+
+CRAFTED = {  # (file, how the second line or the file is changed, what the error line names)
+    "huge-int": ("results.jsonl", ("prompt_tokens", "1" + "0" * 400), "results.jsonl:2: field prompt_tokens: "),
+    "nan": ("results.jsonl", ("latency_s", "NaN"), "results.jsonl:2: field latency_s: nan is not a finite number"),
+    "inf": ("results.jsonl", ("reward", "1e999"), "results.jsonl:2: field reward: inf is not a finite number"),
+    "negative": ("results.jsonl", ("completion_tokens", "-5"),
+                 "results.jsonl:2: field 'completion_tokens': Input should be greater than or equal to 0"),
+    "nested": ("results.jsonl", ("tokens_by_role", '{"executor": {"calls": 1e300}}'),
+               "results.jsonl:2: field tokens_by_role.executor.calls: 1e+300 is out of range"),
+    "config": ("config.json", ("step_limit", "Infinity"), "config.json: field config.agent.step_limit: inf is not a "
+               "finite number"),
+}
+READERS = {
+    "show": ["show", "{run}"],
+    "report": ["report", "{run}", "--out", "{tmp}/report"],
+    "report-compare": ["report", "--compare", "{run}", "{good}"],
+    "export": ["export", "{run}", "--out", "{tmp}/tasks.csv"],
+    "view-export": ["view", "{run}", "--export", "{tmp}/site"],
+    "judge": ["judge", "{run}", "{good}", "--model", "scripted:{tmp}/verdicts.jsonl", "--out", "{tmp}/j.json"],
+    "score-effects": ["score", "{good}/memory", "--effects", "{run}", "--embedder", "hash:64"],
+    "library-prune": ["library", "prune", "{tmp}/lib.jsonl", "--harmful", "{run}", "--out", "{tmp}/pruned"],
+}
+"""Every command that reads run folders."""
+
+
+def _craft(good: Path, out: Path, file: str, field: str, value: str) -> Path:
+    shutil.copytree(good, out)
+    path = out / file
+    if file == "results.jsonl":
+        lines = path.read_text().splitlines()
+        record = json.loads(lines[1])
+        record[field] = "@@"
+        lines[1] = json.dumps(record).replace('"@@"', value)
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        data = json.loads(path.read_text())
+        data["config"]["agent"][field] = "@@"
+        path.write_text(json.dumps(data).replace('"@@"', value))
+    return out
+
+
+@pytest.mark.parametrize("command", list(READERS))
+@pytest.mark.parametrize("crafted", list(CRAFTED))
+def test_a_crafted_number_in_a_run_folder_is_one_error_line(command: str, crafted: str, good_run: Path,
+                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Class 5: ``prompt_tokens: 10**400`` in a shared run's ``results.jsonl`` ended ``score --effects``, ``library
+    prune --harmful``, ``show`` and ``report`` in an ``OverflowError`` traceback; a NaN or infinite number went into
+    every mean unseen. Now every number is checked at the log's door: one ``error:`` line naming the file, the line
+    and the field, in every command that reads runs, and nothing written."""
+    file, (field, value), needle = CRAFTED[crafted]
+    if (command, file) == ("judge", "config.json"):
+        pytest.skip("judge reads no config.json (results and trajectories only)")
+    run = _craft(good_run, tmp_path / "crafted", file, field, value)
+    (tmp_path / "verdicts.jsonl").write_text('"Verdict: A"\n' * 20)
+    (tmp_path / "lib.jsonl").write_text('{"name": "a", "description": "Send an email", "body": "1. x"}\n')
+    argv = [arg.format(run=run, good=good_run, tmp=tmp_path) for arg in READERS[command]]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = main_cli(argv, monkeypatch, capsys)
+    assert code == 2, (out + err)[-3000:]
+    assert err.count("\n") == 1, err
+    assert err.startswith("error: ")
+    assert needle in err
+    assert str(run) in err
+    assert "Traceback" not in out + err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_numbers_in_a_trajectory_are_checked_and_an_agents_answer_is_not(good_run: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A model call's token count of 10**400 in a trajectory is one ``error:`` line in ``show --task``; a NaN among a
+    coordinated node's outputs (a model's or an agent's value, not the toolkit's) is shown as it is."""
+    run = tmp_path / "run"
+    shutil.copytree(good_run, run)
+    path = run / json.loads((run / "results.jsonl").read_text().splitlines()[0])["trajectory"]
+    data = json.loads(path.read_text())
+    data["coordination"] = {"outputs": {"n1": "@@"}}
+    path.write_text(json.dumps(data).replace('"@@"', "NaN"))
+    code, out, err = main_cli(["show", str(run), "--task", "1"], monkeypatch, capsys)
+    assert code == 0, err
+    data["calls"][0]["prompt_tokens"] = "@@"
+    path.write_text(json.dumps(data).replace('"@@"', "1" + "0" * 400))
+    code, out, err = main_cli(["show", str(run), "--task", "1"], monkeypatch, capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert f"{path}: field calls[0].prompt_tokens: 10000000000000000000... (401 digits) is out of range" in err

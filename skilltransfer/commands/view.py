@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,6 +33,7 @@ def view(
     catalog = Catalog(paths)
     if export is not None and export_file is not None:
         raise InputError("give --export or --export-file, not both")
+    _some_run_reads(catalog)
     if export is not None or export_file is not None:
         done = export_site(catalog, export) if export is not None else write_single_file(catalog, export_file or "")
         where = f"{done.path}/index.html" if export is not None else str(done.path)
@@ -55,3 +56,14 @@ def view(
         pass
     finally:
         server.stop()
+
+
+def _some_run_reads(catalog: Any) -> None:
+    """Refuse, in one line, paths whose run folders all fail to read (a crafted one: the file, line and field); when
+    some read, the page lists the others with why."""
+    runs, _ = catalog.scan()
+    if not runs:
+        return
+    index = catalog.index()
+    if not index["runs"] and index["problems"]:
+        raise InputError(index["problems"][0]["error"])
