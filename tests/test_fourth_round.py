@@ -278,6 +278,15 @@ def test_package_warnings_reach_stderr_made_safe(capsys: pytest.CaptureFixture[s
     assert err.count("testbed files not copied") == 1
     assert "\\x1b]52;c;" in err
     assert_no_raw_controls(err)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        install_log_handler()  # catch_warnings restores showwarning: set it inside
+        warnings.warn_explicit(f"invalid escape sequence {HOSTILE!s}", SyntaxWarning, "<skill>", 1)
+    err = capsys.readouterr().err
+    assert "SyntaxWarning" in err
+    assert_no_raw_controls(err)
 
 
 # ------------------------------------------------------------------------------------------ 2. secrets

@@ -10,7 +10,8 @@ that text must not act on the terminal nor show a secret.
 - `Console` is rich's console with rich's own interpretation of text turned off by default (markup: a skill named
   ``[link=...]`` stays text; highlighting; emoji codes), whose every text segment passes through `shown` after
   layout (rich lets escape sequences through), while rich's own styles and cursor controls still draw.
-- `install_log_handler` gives the package's log records the same treatment on stderr (the CLI installs it).
+- `install_log_handler` gives the package's log records and Python's warnings the same treatment on stderr (the CLI
+  installs it).
 
 A test forbids printing any other way in the package (``print``, ``typer.echo``, ``sys.stdout.write``, rich's
 ``Console``), but in the agent's own sandbox and the developer scripts it names.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -93,10 +95,23 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: IO[str] | None = None, line: str | None = None) -> None:
+    """Python's warnings (a ``SyntaxWarning`` of a library's code skill parsed here quotes its text) through
+    `shown`."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    try:
+        (file or sys.stderr).write(shown(text))
+    except OSError:  # as warnings.showwarning: a closed stream loses the warning
+        pass
+
+
 def install_log_handler() -> None:
-    """Print the package's log records of level WARNING and above on stderr through `shown` (once per process)."""
+    """Print the package's log records of level WARNING and above, and Python's warnings, on stderr through `shown`
+    (once per process; the CLI's entry point calls it)."""
     logger = logging.getLogger("skilltransfer")
     if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
         handler = _StderrHandler()
         handler.setLevel(logging.WARNING)
         logger.addHandler(handler)
+    warnings.showwarning = _show_warning
