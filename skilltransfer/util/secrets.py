@@ -87,10 +87,15 @@ def register_headers(headers: Mapping[str, str] | None) -> None:
             register(str(value), credential if scheme.lower() in ("bearer", "basic", "token") else None)
 
 
-def _environment() -> set[str]:
-    forms = _forms(key) if (key := os.environ.get("OPENAI_API_KEY")) else set()
-    for name in PROXY_VARIABLES:
-        url = os.environ.get(name)
+_ENVIRONMENT = ("OPENAI_API_KEY", *PROXY_VARIABLES)
+_cache: tuple[tuple[object, ...], list[str]] = ((), [])
+"""(what `known` was computed from, its answer): redaction runs on every printed segment."""
+
+
+def _environment(values: tuple[str | None, ...]) -> set[str]:
+    key, *proxies = values
+    forms = _forms(key) if key else set()
+    for url in proxies:
         try:
             password = urlsplit(url.strip()).password if url else None
         except ValueError:
@@ -102,14 +107,19 @@ def _environment() -> set[str]:
 
 def known() -> list[str]:
     """Every form of every secret known now, longest first (the order `redact` replaces them in)."""
+    global _cache
+    values = tuple(os.environ.get(name) for name in _ENVIRONMENT)
     with _lock:
-        forms = _known | _environment()
-    return sorted(forms, key=len, reverse=True)
+        basis = (len(_known), *values)
+        if _cache[0] != basis:
+            _cache = (basis, sorted(_known | _environment(values), key=len, reverse=True))
+        return _cache[1]
 
 
-def redact(text: str) -> str:
-    """``text`` with every form of every known secret replaced by `REDACTED`."""
-    for secret in known():
+def redact(text: str, forms: list[str] | None = None) -> str:
+    """``text`` with every form of every known secret (``forms``: `known`, asked now when not given) replaced by
+    `REDACTED`."""
+    for secret in known() if forms is None else forms:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text

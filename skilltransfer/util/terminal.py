@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import warnings
 from collections.abc import Iterable
 from typing import IO, Any
@@ -31,13 +32,14 @@ from rich.console import ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from skilltransfer.util.secrets import redact
+from skilltransfer.util.secrets import known, redact
 from skilltransfer.util.text import terminal_safe
 
 
-def shown(text: object) -> str:
-    """``text`` as it may reach a terminal: secrets redacted, control characters visible (see the module docstring)."""
-    return terminal_safe(redact(str(text)))
+def shown(text: object, secrets: list[str] | None = None) -> str:
+    """``text`` as it may reach a terminal: secrets redacted (``secrets``: their forms, `known` asked now when not
+    given), control characters visible (see the module docstring)."""
+    return terminal_safe(redact(str(text), secrets))
 
 
 def echo(message: object = "", *, err: bool = False, nl: bool = True) -> None:
@@ -51,27 +53,37 @@ class Console(RichConsole):
 
     def __init__(self, *, markup: bool = False, highlight: bool = False, emoji: bool = False, **kwargs: Any) -> None:
         super().__init__(markup=markup, highlight=highlight, emoji=emoji, **kwargs)
+        self._rendering = threading.local()
+        """``depth``: whether this thread is inside a `render` already (its outermost call makes the segments safe)."""
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         """A string as rich text, made safe before rich measures and wraps it."""
         return super().render_str(shown(text), **kwargs)
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        """rich's segments with every text segment made safe (`Text` objects built elsewhere included)."""
-        for segment in super().render(renderable, options):
+        """rich's segments with every text segment made safe (`Text` objects built elsewhere included), once: by the
+        outermost call on this thread (rich renders a table's cells through nested calls)."""
+        if getattr(self._rendering, "depth", 0):
+            yield from super().render(renderable, options)
+            return
+        self._rendering.depth = 1
+        try:
+            yield from self._safe_segments(super().render(renderable, options))
+        finally:
+            self._rendering.depth = 0
+
+    @staticmethod
+    def _safe_segments(segments: Iterable[Segment]) -> Iterable[Segment]:
+        forms = known()
+        for segment in segments:
             text, style, control = segment
             if control:  # rich's own cursor movements (live displays)
                 yield segment
                 continue
-            safe = shown(text) if text else text
-            if style is not None and style.link and shown(style.link) != style.link:
-                style = style.update_link(shown(style.link))
+            safe = shown(text, forms) if text else text
+            if style is not None and style.link and shown(style.link, forms) != style.link:
+                style = style.update_link(shown(style.link, forms))
             yield segment if safe is text and style is segment.style else Segment(safe, style, control)
-
-
-def stderr_console(**kwargs: Any) -> Console:
-    """A `Console` on stderr (progress, notes)."""
-    return Console(stderr=True, **kwargs)
 
 
 class _SafeFormatter(logging.Formatter):
