@@ -703,3 +703,17 @@ def test_run_config_files_are_checked_too_and_local_or_paired_endpoints_pass(
     assert env_key_host(ModelConfig(name="openai", base_url="http://gpu:8000/v1", model="m")) is None
     monkeypatch.delenv("OPENAI_API_KEY")
     assert env_key_host(ModelConfig(name="openai", base_url="http://attacker.invalid/v1", model="m")) is None
+
+
+@pytest.mark.parametrize("name", ["tasks.jsonl", "tasks.json"])
+def test_a_deep_task_file_is_one_error_line(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Found on the way: ``score --tasks`` parsed a task file unbounded (a ``RecursionError`` traceback)."""
+    library = hostile_library(tmp_path / "lib")
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / name).write_text('{"instruction": ' + deep + "}\n" if name.endswith("l") else deep)
+    code, _, err = main_cli(["score", str(library), "--tasks", str(tmp_path / name), "--embedder", "hash:64"],
+                            monkeypatch, capsys)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "nests more than 64 levels deep" in err
