@@ -275,7 +275,9 @@ def test_crafted_fields_are_a_note_or_a_line_never_a_traceback(sources: Path, tm
     (tmp_path / "crafted.json").write_text(json.dumps(own))
     mixed = {"schema_version": "ATIF-v1.8", "agent": {"name": "a", "version": "1"}, "steps": [
         {"step_id": 1, "source": "user", "message": "go", "timestamp": "2026-01-01T10:00:00"},
-        {"step_id": 2, "source": "agent", "message": "x", "timestamp": "2026-01-01T10:00:05Z"}]}
+        {"step_id": 2, "source": "agent", "message": "x", "timestamp": "2026-01-01T10:00:05Z",
+         "metrics": {"prompt_tokens": 10**400, "completion_tokens": 7, "cost_usd": float("inf")}}],
+        "extra": {"reward": 1e308}}
     (tmp_path / "mixed.json").write_text(json.dumps(mixed))
     read = read_atif([tmp_path / "crafted.json", tmp_path / "mixed.json"])
     assert not read.unusable
@@ -285,6 +287,11 @@ def test_crafted_fields_are_a_note_or_a_line_never_a_traceback(sources: Path, tm
     timed = next(t for t in read.trajectories if t.source.endswith("mixed.json"))
     assert timed.started == "2026-01-01T10:00:00+00:00"
     assert timed.record.latency_s == 5.0
+    assert timed.record.prompt_tokens == 0  # a count no run folder holds: unknown
+    assert timed.record.completion_tokens == 7
+    assert timed.reward is None
+    write_imported_runs(tmp_path / "imported", read.trajectories)  # what view writes reads back through the log
+    assert not Catalog([tmp_path / "imported"]).index()["problems"]
 
 
 def test_a_document_that_is_no_trajectory_is_unusable() -> None:

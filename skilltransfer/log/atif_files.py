@@ -12,6 +12,7 @@ be used is named in one line (``unusable``) and the others are read; a JSON file
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -91,7 +92,11 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A finite reward of sensible size (at most 1e12 in magnitude), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or isinstance(value, int) and abs(value) > 10**12:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and abs(number) <= 1e12 else None
 
 
 def read_outcome(data: Any) -> Outcome:

@@ -137,15 +137,22 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+MAX_TOKENS = 10**9
+"""The most tokens one step's metrics may claim (more is read as unknown: 0), so that every count and the
+dependency P*C stay within what a run folder holds (`skilltransfer.log.numbers`)."""
+
+
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """A finite number of sensible size (at most 1e12 in magnitude), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or isinstance(value, int) and abs(value) > 10**12:
         return None
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) and abs(number) <= 1e12 else None
 
 
 def _tokens(value: Any) -> int:
     number = _number(value)
-    return int(number) if number is not None and number >= 0 else 0
+    return int(number) if number is not None and 0 <= number <= MAX_TOKENS else 0
 
 
 def _timestamp(value: Any) -> datetime | None:
