@@ -10,6 +10,7 @@ import typer
 
 from skilltransfer.commands.option_groups import ModelOptions, model_group, with_groups
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.util.terminal import echo
 from skilltransfer.util.text import terminal_safe
 
 
@@ -69,21 +70,21 @@ def induce(
     spec = ModelSpec.model_validate({**config.model_dump(), "price": _price(price)})
     read = read_atif(trajectories)
     for line in read.unusable:
-        typer.echo(f"not read: {terminal_safe(line)}", err=True)
+        echo(f"not read: {terminal_safe(line)}", err=True)
     for line in read.notes():
-        typer.echo(f"note: {terminal_safe(line)}", err=True)
+        echo(f"note: {terminal_safe(line)}", err=True)
     if not read.trajectories:
         raise InputError("no ATIF trajectory could be read" + (" (see the lines above)" if read.unusable else
                                                                " (no ATIF file or Harbor trial found)"),
                          path=trajectories[0])
     options = InduceOptions(format=skill_format, level=level, source=source, variant=variant, min_reward=min_reward,
                             embedder=embedder)
-    typer.echo(f"{len(read.trajectories)} trajectories read" + (f", the first {limit}" if limit else "")
+    echo(f"{len(read.trajectories)} trajectories read" + (f", the first {limit}" if limit else "")
                + f"; inducing {level}-level {skill_format} skills ({source}) into {out}", err=True)
     chat = make_model(config)
     try:
         summary = induce_library(read.trajectories, out, chat, spec, options, embedder=make_embedder(embedder),
-                                 limit=limit, progress=lambda line: typer.echo(terminal_safe(line), err=True))
+                                 limit=limit, progress=lambda line: echo(terminal_safe(line), err=True))
     finally:
         close = getattr(chat, "close", None)
         if close is not None:
@@ -92,11 +93,11 @@ def induce(
     statuses = ", ".join(f"{n} {status}" for status, n in summary.statuses.most_common())
     cost = f", ${summary.cost_usd:.4f}" if summary.cost_usd is not None else " (no --price: no cost)"
     resumed = f" ({summary.resumed} done before, resumed)" if summary.resumed else ""
-    typer.echo(f"induced from {summary.induced_from} of {summary.trajectories} trajectories{resumed}"
+    echo(f"induced from {summary.induced_from} of {summary.trajectories} trajectories{resumed}"
                + (f" (skipped: {skipped})" if skipped else "") + (f"; skills {statuses}" if statuses else "")
                + f"; {summary.calls} calls, {summary.prompt_tokens:,}+{summary.completion_tokens:,} tokens{cost}; "
                f"{summary.seconds:.0f} s")
-    typer.echo(f"wrote {out}: {summary.skills} skills as Agent Skills folders; what was induced from what: "
+    echo(f"wrote {out}: {summary.skills} skills as Agent Skills folders; what was induced from what: "
                f"skilltransfer view {out}/.induce")
 
 

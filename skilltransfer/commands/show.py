@@ -68,7 +68,7 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
 
     read = read_atif([path])
     for line in [*read.unusable]:
-        typer.echo(f"not read: {terminal_safe(line)}", err=True)
+        echo(f"not read: {terminal_safe(line)}", err=True)
     items = read.trajectories
     if not items:
         raise InputError("no ATIF trajectory could be read here" + (" (see the lines above)" if read.unusable
@@ -79,7 +79,7 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
         rows = [{"task": i + 1, "task_id": t.record.task_id, "agent": t.agent, "model": t.model,
                  "steps": t.record.steps, "reward": t.reward, "source": t.source} for i, t in enumerate(items)]
         if as_json:
-            typer.echo(json.dumps({"atif": rows, "unusable": read.unusable}, indent=2))
+            echo(json.dumps({"atif": rows, "unusable": read.unusable}, indent=2))
             return ""
         lines = [f"{len(items)} ATIF trajectories" + (f" ({len(read.unusable)} file(s) not read)" if read.unusable
                                                       else "") + " (--task N prints one):"]
@@ -87,7 +87,7 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
                   + ("?" if r["reward"] is None else f"{r['reward']:g}") for r in rows]
         lines += [f"  note: {note}" for note in read.notes()]
         text = "\n".join(lines) + "\n"
-        typer.echo(terminal_safe(text), nl=False)
+        echo(terminal_safe(text), nl=False)
         return text
     chosen = items[0] if task is None else next((t for t in items if t.record.task_id == task), None)
     if chosen is None and task is not None and task.isdigit() and 1 <= int(task) <= len(items):
@@ -105,7 +105,7 @@ def _show_atif(path: Path, task: str | None, *, max_chars: int, as_json: bool, p
         head += "note: no reward known (no Harbor result.json beside it): shown as not successful\n"
     text = head + format_trajectory(chosen.record, chosen.trajectory, max_chars=max_chars, prompts=shown,
                                     path=chosen.source)
-    typer.echo(terminal_safe(text), nl=False)
+    echo(terminal_safe(text), nl=False)
     return text
 
 

@@ -44,13 +44,13 @@ def _with_imported(paths: list[Path], tmp: Path) -> list[Path]:
         return paths
     read = read_atif(given)
     for line in read.unusable:
-        typer.echo(f"  not read: {terminal_safe(line)}", err=True)
+        echo(f"  not read: {terminal_safe(line)}", err=True)
     for line in read.notes():
-        typer.echo(f"  note: {terminal_safe(line)}", err=True)
+        echo(f"  note: {terminal_safe(line)}", err=True)
     if not read.trajectories:
         raise InputError("no ATIF trajectory could be read (see the lines above)", path=given[0])
     write_imported_runs(tmp / "atif", read.trajectories)
-    typer.echo(f"read {len(read.trajectories)} ATIF trajectories from {len(given)} path(s)"
+    echo(f"read {len(read.trajectories)} ATIF trajectories from {len(given)} path(s)"
                + (f"; {len(read.unusable)} not read" if read.unusable else ""), err=True)
     return [p for p in paths if p not in given] + [tmp / "atif"]
 

@@ -356,7 +356,8 @@ def _system_prompt(trajectory: TrajectoryLog, prompts: Mapping[str, Mapping[str,
 def skills_summary(trajectory: TrajectoryLog, record: TaskRecord | None) -> dict[str, Any]:
     """The skills of a task for readers that know no skilltransfer: ``retrieved`` (id, name, score, subtask, use),
     ``shown`` (masking: each candidate and whether it was shown; else every retrieved skill), ``picked`` (what the
-    agent chose among them, when the log records it: the skill actions it took), ``induced``."""
+    agent chose among them: the record's picks when the log keeps them, else the skill actions it took),
+    ``induced``."""
     retrieved = []
     if record is not None:
         retrieved = [{"id": r.skill_id, "name": r.name, "score": r.score, "subtask_index": r.subtask_index,
@@ -372,12 +373,16 @@ def skills_summary(trajectory: TrajectoryLog, record: TaskRecord | None) -> dict
                  for e in record.exposures]
     else:
         shown = [{"id": r["id"], "name": r["name"], "shown": True, "propensity": 1.0} for r in retrieved]
-    picked = []
-    for step in trajectory.steps:
-        action = step.get("skill_action")
-        if step.get("type") == "ActionStep" and isinstance(action, dict) and action.get("target"):
-            picked.append({"action": action.get("action"), "target": action.get("target"),
-                           "subtask_index": step.get("subtask_index")})
+    picked: list[dict[str, Any]] = []
+    picks = getattr(record, "picks", None)  # the record's picks, when the log keeps them (selection as data)
+    if isinstance(picks, list):
+        picked = [p.model_dump(mode="json") if hasattr(p, "model_dump") else dict(p) for p in picks]
+    else:  # the skill actions the agent took
+        for step in trajectory.steps:
+            action = step.get("skill_action")
+            if step.get("type") == "ActionStep" and isinstance(action, dict) and action.get("target"):
+                picked.append({"action": action.get("action"), "target": action.get("target"),
+                               "subtask_index": step.get("subtask_index")})
     induced = [{"id": s.get("skill_id"), "name": s.get("skill_name"), "status": s.get("status"),
                 "subtask_index": s.get("subtask_index")} for s in trajectory.steps if s.get("type") == "InductionStep"]
     return {"retrieved": retrieved, "shown": shown, "picked": picked, "induced": induced}

@@ -69,6 +69,8 @@ def _parse(data: bytes, shown: object) -> Any:
     """JSON as `skilltransfer.untrusted.parse_json` parses it, a document of too many steps refused before its depth
     is walked (a 100,000-step file costs its parse, not a walk of every container)."""
     text = untrusted.decode_utf8(data, shown)
+    if untrusted.nesting_exceeds(text, MAX_JSON_DEPTH):  # measured before the parser recurses
+        raise untrusted.UntrustedFileError(shown, f"not accepted: nests more than {MAX_JSON_DEPTH} levels deep")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError, MemoryError):
