@@ -255,14 +255,16 @@ class _Writer:
         finally:
             os.close(fd)
 
-    def write(self, relative: str, data: bytes) -> None:
+    def write(self, relative: str, data: bytes, mode: int | None = None) -> None:
+        """Create the file ``relative`` holding ``data``, with the permission bits ``mode`` (default ``0o644``)."""
         parts = untrusted.parts_inside(relative, self.root / relative)
         fd = untrusted.make_folder(self.root, "/".join(parts[:-1]))
         try:
-            out = os.open(parts[-1], _NEW_FILE_FLAGS, 0o644, dir_fd=fd)
+            out = os.open(parts[-1], _NEW_FILE_FLAGS, 0o600, dir_fd=fd)
         finally:
             os.close(fd)
         try:
+            os.fchmod(out, 0o644 if mode is None else mode & 0o777)  # not the umask's: the library's mode
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view):]
@@ -297,17 +299,18 @@ def write_agent_skills(skills: Sequence[Skill], folder: str | Path) -> list[Expo
     for skill, kept, name in zip(skills, kept_files, _folders(skills, kept_files), strict=True):
         writer.make_new(name)
         report = ExportedSkill(skill.name, name, kept is not None)
+        mode = skill.package.instruction_mode if skill.package is not None else None
         if kept is not None:
-            writer.write(f"{name}/{INSTRUCTION_FILE}", kept.text.encode("utf-8"))
+            writer.write(f"{name}/{INSTRUCTION_FILE}", kept.text.encode("utf-8"), mode)
             report.problems = format_problems(kept.front, name)
         else:
-            writer.write(f"{name}/{INSTRUCTION_FILE}", render_agent_skill(skill, name).encode("utf-8"))
+            writer.write(f"{name}/{INSTRUCTION_FILE}", render_agent_skill(skill, name).encode("utf-8"), mode)
         copied: set[str] = set()
         if skill.package is not None:
             for item in skill.package.files:
                 data = _read_source(skill.package, item.path, item.size, item.sha256,
                                     f"skill {skill.name!r}, file {item.path!r}")
-                writer.write(f"{name}/{item.path}", data)
+                writer.write(f"{name}/{item.path}", data, item.mode)
                 copied.add(item.path)
         for path, text in skill.resources.items():
             if path not in copied:
