@@ -292,3 +292,9 @@ class AddResult:
     target_id: str | None = None
     """For merged/dropped: the stored skill it was folded into or duplicated."""
     reason: str = ""
+
+
+def with_name(skill: Skill, name: str) -> Skill:
+    """``skill`` named ``name``; its id is derived again when it was derived from its content (its old name)."""
+    derived = skill.id == Skill.model_validate({**skill.model_dump(), "id": ""}).id
+    return Skill.model_validate({**skill.model_dump(), "name": name, **({"id": ""} if derived else {})})

@@ -6,6 +6,7 @@ fences (read only when asked, and recorded as such). Each test builds its own sm
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,16 @@ def test_find_skills_names_a_skill_file_that_is_not_a_regular_file(tmp_path: Pat
     assert [spot.where for spot in layout.spots] == ["real"]
     assert layout.refused == [f"{lib}/linked/SKILL.md: a SKILL.md must be a regular file, this is a symbolic link "
                               "(skill not read)"]
+
+
+def test_a_skill_folder_whose_name_is_not_utf8_is_named_and_the_rest_read(tmp_path: Path, monkeypatch,
+                                                                            capsys) -> None:
+    lib = tmp_path / "lib"
+    skill(lib / "fine", "fine")
+    skill(lib / os.fsdecode(b"caf\xe9"), "cafe")
+    read = read_library(lib)
+    assert [s.name for s in read.skills] == ["fine"]
+    assert read.unreadable == [f"{lib}/caf\\xe9/SKILL.md: a folder name that is not UTF-8 (skill not read)"]
+    code, _, err = main_cli(["library", "show", str(lib)], monkeypatch, capsys)
+    assert code == 0
+    assert "caf\\xe9/SKILL.md: a folder name that is not UTF-8" in err

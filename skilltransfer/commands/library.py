@@ -249,8 +249,10 @@ def export(
     lenient: Lenient = False,
 ) -> ExportReport:
     """Export a library as Agent Skills folders that pass the reference validator (agentskills validate): a skill
-    read from a folder keeps every file byte for byte and its SKILL.md body, the front matter only added to under
-    metadata; the toolkit's fields travel as metadata skilltransfer.* entries. Written atomically."""
+    read from a folder keeps every file byte for byte with its mode and its SKILL.md body, the front matter only added
+    to under metadata (or written anew where the validator refuses the library's, naming the skill and why); what a
+    skill folder holds that is not part of its package is one left out: line per skill; the toolkit's fields travel
+    as metadata skilltransfer.* entries. Written atomically."""
     check_output_path(out, flag="--out")
     if out.is_symlink() or (out.exists() and any(out.iterdir())):
         raise InputError("--out: exists and is not an empty folder; give a new folder", path=out)
@@ -259,13 +261,23 @@ def export(
     report = export_library(skills, out)
     for line in report.lines():
         typer.echo(f"note: {terminal_safe(line)}")
-    kept = sum(item.kept for item in report.skills)
+    for line in read.not_kept():  # the words of show's and run's left out: lines
+        typer.echo(f"left out: {terminal_safe(line)}")
+    for line in read.read_lines()[1:]:
+        typer.echo(terminal_safe(line))
+    kept = sum(item.kept and not item.rewritten for item in report.skills)
+    rewritten = sum(bool(item.rewritten) for item in report.skills)
     copied = sum(item.copied for item in report.skills)
+    executable = sum(1 for skill in skills if skill.package is not None for item in skill.package.files
+                     if item.mode is not None and item.mode & 0o111)
     written = sum(item.written for item in report.skills)
+    left = sum(len(skill.package.left_out) for skill in skills if skill.package is not None)
     skipped = f"; {len(read.unreadable)} could not be read (above)" if read.unreadable else ""
     typer.echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
-               f"added, {len(report.skills) - kept} written from the skills' fields); {copied} package files copied "
-               f"byte for byte, {written} resource files written from text{skipped}")
+               f"added, {rewritten} with the front matter written anew, {len(report.skills) - kept - rewritten} "
+               f"written from the skills' fields); {copied} package files copied byte for byte with their modes "
+               f"({executable} executable), {written} resource files written from text; {left} entries not part "
+               f"of a package (left out: above){skipped}")
     return report
 
 

@@ -39,6 +39,15 @@ MAX_LINKS_FOLLOWED = 1000
 """The most folder links one library read follows."""
 
 
+def shown_path(path: str | Path) -> str:
+    """A path as text that can be printed and stored: bytes of a name that are not UTF-8 (held as surrogates) shown
+    as ``\\xNN`` escapes."""
+    text = str(path)
+    if not any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+        return text
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
 def skip_reason(name: str) -> str | None:
     """Why a folder of this name is not looked in (None: it is)."""
     if name in VCS_FOLDERS:
@@ -166,37 +175,44 @@ def find_skills(root: str | Path, *, max_entries: int) -> LibraryLayout:
         found = _walk_one(base, limits)
         new: list[SkillSpot] = []
         for folder, relative in found.spots:
-            spot = SkillSpot(_join(prefix, folder), base, relative, through)
+            where = _join(prefix, folder)
+            if shown_path(where) != where:
+                layout.refused.append(f"{shown_path(root / where)}/{INSTRUCTION_FILE}: a folder name that is not "
+                                      "UTF-8 (skill not read)")
+                continue
+            spot = SkillSpot(where, base, relative, through)
             real = real_base / folder
             if real not in by_real:
                 by_real[real] = spot
                 new.append(spot)
         layout.spots.extend(new)
-        layout.refused.extend(f"{root / _join(prefix, path)}: a {INSTRUCTION_FILE} must be a regular file, this is "
-                              f"{kind} (skill not read)" for path, kind in found.refused)
+        layout.refused.extend(f"{shown_path(root / _join(prefix, path))}: a {INSTRUCTION_FILE} must be a regular "
+                              f"file, this is {kind} (skill not read)" for path, kind in found.refused)
         folders = {spot.where for spot in layout.spots}
-        layout.skipped.extend(f"{_join(prefix, path)}/ ({reason})" for path, reason in found.skipped
+        layout.skipped.extend(f"{shown_path(_join(prefix, path))}/ ({reason})" for path, reason in found.skipped
                               if not _inside_a_skill(_join(prefix, path), folders))
         if through is not None:
-            layout.followed.append(f"{through}: a link to {named} inside the library, {len(new)} skills read "
-                                   "through it" + ("" if new or not found.spots else
-                                                   f" ({len(found.spots)} read at their own place)"))
+            again = f" ({len(found.spots)} read at their own place)" if found.spots and not new else ""
+            layout.followed.append(f"{shown_path(through)}: a link to {named} inside the library, {len(new)} skills "
+                                   f"read through it{again}")
         for link in found.links:
             where = _join(prefix, link)
+            shown = shown_path(where)
             if _inside_a_skill(where, folders):
                 continue  # a skill's package names its own links
             kind, target, real = _link_target(base / link, real_root, walked)
             if kind == "follow" and followed >= MAX_LINKS_FOLLOWED:
-                layout.not_followed.append(f"{where}: a link to {target} (not followed: more than "
+                layout.not_followed.append(f"{shown}: a link to {shown_path(target)} (not followed: more than "
                                            f"{MAX_LINKS_FOLLOWED} links in the library)")
             elif kind == "follow":
                 followed += 1
                 walked.add(real)
-                queue.append((real, where, where, target))
+                queue.append((real, where, where, shown_path(target)))
             elif kind == "seen":
-                layout.followed.append(f"{where}: a link to {target} inside the library, a folder already looked in")
+                layout.followed.append(f"{shown}: a link to {shown_path(target)} inside the library, a folder "
+                                       "already looked in")
             elif kind != "file":
-                layout.not_followed.append(f"{where}: a link to {target}, {kind} (not followed)")
+                layout.not_followed.append(f"{shown}: a link to {shown_path(target)}, {kind} (not followed)")
     if limits.truncated:
         layout.truncated = f"the rest of {root} (more than {max_entries} entries, not looked at)"
     layout.spots.sort(key=lambda spot: spot.where)

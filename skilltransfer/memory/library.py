@@ -21,6 +21,7 @@ is `skilltransfer.memory.export`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -46,7 +47,7 @@ from skilltransfer.memory.package import (
     read_package,
     write_package,
 )
-from skilltransfer.skill import INSTRUCTION_FILE, Skill
+from skilltransfer.skill import INSTRUCTION_FILE, Skill, resource_name_problem, with_name
 from skilltransfer.util.files import atomic_write_text, jsonl_lines, read_text
 
 SKILL_FILE = INSTRUCTION_FILE
@@ -531,7 +532,7 @@ def _distinct(entries: list[tuple[Skill, SkillSpot]], root: Path) -> tuple[list[
     for skill, spot in entries:
         shown = str(root / spot.where / SKILL_FILE)
         if len(by_name[skill.name]) > 1 and spot.where:
-            skill = _renamed(skill, spot.where)
+            skill = with_name(skill, spot.where)
         if skill.id in ids or skill.name in names:
             what = f"id {skill.id!r}" if skill.id in ids else f"name {skill.name!r}"
             refused.append(f"{shown}: duplicate skill {what}, read from {ids.get(skill.id) or names[skill.name]} "
@@ -540,13 +541,6 @@ def _distinct(entries: list[tuple[Skill, SkillSpot]], root: Path) -> tuple[list[
         ids[skill.id] = names[skill.name] = shown
         skills.append(skill)
     return skills, renamed, refused
-
-
-def _renamed(skill: Skill, name: str) -> Skill:
-    """``skill`` named ``name``, its id derived again when it was derived from the old name."""
-    derived = skill.id == Skill.model_validate({**skill.model_dump(), "id": ""}).id
-    data = {**skill.model_dump(), "name": name, **({"id": ""} if derived else {})}
-    return Skill.model_validate(data)
 
 
 def load_library(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> list[Skill]:
@@ -628,10 +622,67 @@ def package_dirname(name: str) -> str:
     return _slug(name)
 
 
-def materialize_skill(skill: Skill, base: str | Path, folder: str = "skills", *, dirname: str | None = None) -> Path:
-    """Write a skill's package (SKILL.md and resources) into ``base/folder/<dirname>/``, made afresh, without
-    following any link below ``base`` (`skilltransfer.memory.package.write_package`): for a package placed in an
-    episode workspace the agent can write to.
+MAX_PLACED_BYTES = 64 << 20
+"""The most bytes of a skill's package files (beyond its text resources) copied into an agent's workspace."""
+
+
+@dataclass
+class PlacedSkill:
+    """A skill's package as placed in an agent's workspace (`place_skill`)."""
+
+    folder: Path
+    more: list[str] = dataclasses.field(default_factory=list)
+    """Package files placed beyond the text resources (binary files, text over the text budget)."""
+    left_out: list[str] = dataclasses.field(default_factory=list)
+    """``path (reason)`` for each package file not placed."""
+
+
+def workspace_files(skill: Skill) -> tuple[dict[str, str | bytes], dict[str, int], list[str], list[str]]:
+    """What of a skill goes into an agent's workspace: ``SKILL.md`` and its text resources, and the other files of
+    its package (binary, over the text budget) copied byte for byte from the folder it was read from when they still
+    have their manifest's hash, within ``MAX_PLACED_BYTES``; each with the mode it had in the library.
+
+    Returns:
+        (relative path -> text or bytes, relative path -> mode, the package files placed beyond the resources,
+        ``path (reason)`` for each package file not placed).
+    """
+    files: dict[str, str | bytes] = dict(package_files(skill))
+    package = skill.package
+    if package is None:
+        return files, {}, [], []
+    modes = {item.path: item.mode for item in package.files if item.mode is not None}
+    more: list[str] = []
+    left: list[str] = []
+    total = 0
+    for item in package.files:
+        if item.path in files:
+            continue
+        reason = resource_name_problem(item.path) and "a name an agent's file cannot have"
+        if reason is None and total + item.size > MAX_PLACED_BYTES:
+            reason = f"over the {MAX_PLACED_BYTES >> 20} MiB of package files a workspace copy holds"
+        if reason is None:
+            try:
+                data = untrusted.read_bytes(item.path, root=package.folder, max_bytes=item.size)
+            except untrusted.UntrustedFileError as exc:
+                reason = f"changed since the library was read: {exc.reason}"
+            else:
+                if hashlib.sha256(data).hexdigest() != item.sha256:
+                    reason = "changed since the library was read"
+                else:
+                    files[item.path] = data
+                    more.append(item.path)
+                    total += item.size
+        if reason is not None:
+            left.append(f"{item.path} ({reason})")
+    return files, modes, more, left
+
+
+def place_skill(skill: Skill, base: str | Path, folder: str = "skills", *, dirname: str | None = None
+                ) -> PlacedSkill:
+    """Write a skill's package into ``base/folder/<dirname>/``, made afresh, without following any link below
+    ``base`` (`skilltransfer.memory.package.write_package`): for a package placed in an episode workspace the agent
+    can write to. The files are `workspace_files`: the text resources, and the package's other files byte for byte,
+    each with its mode (a script the library ships executable stays executable).
 
     Args:
         skill: the skill.
@@ -639,10 +690,18 @@ def materialize_skill(skill: Skill, base: str | Path, folder: str = "skills", *,
         folder: the folder below ``base`` that holds packages.
         dirname: the package folder's name (default `package_dirname` of the skill's name).
 
-    Returns:
-        The package folder.
+    Raises:
+        PackageWriteError: the package could not be written (one-line reason).
+    """
+    files, modes, more, left = workspace_files(skill)
+    target = write_package(Path(base), [folder, dirname or package_dirname(skill.name)], files, modes)
+    return PlacedSkill(target, more, left)
+
+
+def materialize_skill(skill: Skill, base: str | Path, folder: str = "skills", *, dirname: str | None = None) -> Path:
+    """The folder `place_skill` writes the skill's package into.
 
     Raises:
         PackageWriteError: the package could not be written (one-line reason).
     """
-    return write_package(Path(base), [folder, dirname or package_dirname(skill.name)], package_files(skill))
+    return place_skill(skill, base, folder, dirname=dirname).folder

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from skilltransfer import untrusted
-from skilltransfer.memory.layout import skip_reason
+from skilltransfer.memory.layout import shown_path, skip_reason
 from skilltransfer.skill import (
     INSTRUCTION_FILE,
     MAX_RESOURCE_BYTES,
@@ -165,7 +165,7 @@ def _walk_package(folder: Path) -> tuple[list[_Found], list[str]]:
     def prune(entry: Entry) -> bool:
         reason = skip_reason(entry.name)
         if reason is not None:
-            left.append(f"{entry.path}/ ({reason}, not part of the package)")
+            left.append(f"{shown_path(entry.path)}/ ({reason}, not part of the package)")
             return True
         return _is_nested_package(entry)  # a skill of its own
 
@@ -191,7 +191,7 @@ def _walk_package(folder: Path) -> tuple[list[_Found], list[str]]:
                     found.append(_Found(PackageFile(path=rel, size=size, sha256=digest,
                                                     mode=stat.S_IMODE(info.st_mode) & 0o777), text))
         if reason is not None:
-            left.append(f"{rel}{'/' if reason == LINKED and _links_to_folder(entry) else ''} ({reason})")
+            left.append(f"{shown_path(rel)}{'/' if reason == LINKED and _links_to_folder(entry) else ''} ({reason})")
     if limits.truncated:
         left.append(f"the rest of the folder (not read: stopped after {limits.max_entries} entries)")
     return found, left
@@ -383,8 +383,10 @@ def _enter(parent: int, name: str, *, fresh: bool) -> int:
     return os.open(name, _DIR_FLAGS, dir_fd=parent)
 
 
-def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str]) -> Path:
-    """Write ``files`` (relative path -> text) into the fresh folder ``base/folder[0]/.../folder[-1]``.
+def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str | bytes],
+                  modes: Mapping[str, int] | None = None) -> Path:
+    """Write ``files`` (relative path -> text or bytes) into the fresh folder ``base/folder[0]/.../folder[-1]``,
+    each with its permission bits from ``modes`` (default ``0o644``).
 
     ``base`` is trusted (made by the harness); the folders below it may have been changed by an agent: the folders
     on the way are kept when they are real folders, and the last one is replaced whole. No link is followed.
@@ -422,9 +424,10 @@ def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str]) -
             for part in parts[:-1]:
                 where = _enter(where, part, fresh=False)
                 opened.append(where)
-            fd = os.open(parts[-1], _NEW_FILE_FLAGS, 0o644, dir_fd=where)
+            fd = os.open(parts[-1], _NEW_FILE_FLAGS, 0o600, dir_fd=where)
             try:
-                data = memoryview(text.encode("utf-8"))
+                os.fchmod(fd, (modes or {}).get(name, 0o644) & 0o777)
+                data = memoryview(text.encode("utf-8") if isinstance(text, str) else text)
                 while data:
                     data = data[os.write(fd, data):]
             finally:
