@@ -418,9 +418,12 @@ class LibraryRead:
         return lines
 
     def notes(self) -> list[str]:
-        """Every line a command prints about the read: the skills not read, what the layout led to, then what each
-        package leaves out."""
-        return [*self.unreadable, *self.read_lines()[1:], *self.left_out()]
+        """Every line a command prints about the read: the skills not read, what the layout led to (with the
+        ``read:`` summary when it is more than a plain folder of skills), then what each package leaves out."""
+        lines = self.read_lines()
+        layout = self.layout
+        plain = len(lines) == 1 and (layout is None or not (layout.hidden() or layout.followed))
+        return [*self.unreadable, *(lines[1:] if plain else lines), *self.left_out()]
 
     def all_read(self) -> LibraryRead:
         """This read, when every skill of the library could be read.
