@@ -513,8 +513,8 @@ def _read_folder(path: Path, *, resource_bytes: int, lenient: bool) -> LibraryRe
 
 def _distinct(entries: list[tuple[Skill, SkillSpot]], root: Path) -> tuple[list[Skill], list[str], list[str]]:
     """The skills of a folder with distinct names and ids: skills that share a name are each named by their folder's
-    path below the library (a stable name: it does not depend on which other skills there are, nor on their order);
-    a skill whose id (its own ``skilltransfer.id``) another skill has already is not read.
+    path below the library (a stable name: neither the order the skills are found in nor skills of other names change
+    it); a skill whose id (its own ``skilltransfer.id``) another skill has already is not read.
 
     Returns:
         (the skills, one line per name given to several skills, one line per skill not read).
