@@ -393,10 +393,10 @@ class LibraryRead:
         """What the read looked in and what it did not: the summary (skills read, in hidden folders, through links),
         then one line per link not followed, folder not looked in, name shared, skill read leniently."""
         files = len(self.skills) + len(self.unreadable)
-        head = f"read: {len(self.skills)} skills of {files} {SKILL_FILE} files in {self.source}"
         layout = self.layout
         if layout is None:
-            return [head]
+            return [f"read: {len(self.skills)} skills from {self.source}"]
+        head = f"read: {len(self.skills)} skills of {files} {SKILL_FILE} files in {self.source}"
         hidden = layout.hidden()
         if hidden:
             head += (f"; {sum(hidden.values())} in hidden folders (" +
@@ -417,13 +417,18 @@ class LibraryRead:
         lines += [f"read leniently: {line}" for line in self.lenient()]
         return lines
 
-    def notes(self) -> list[str]:
-        """Every line a command prints about the read: the skills not read, what the layout led to (with the
-        ``read:`` summary when it is more than a plain folder of skills), then what each package leaves out."""
+    def layout_lines(self) -> list[str]:
+        """`read_lines` when the folder is more than a plain folder of skills (hidden folders, links, folders not
+        looked in, shared names, lenient reads); none otherwise."""
         lines = self.read_lines()
         layout = self.layout
         plain = len(lines) == 1 and (layout is None or not (layout.hidden() or layout.followed))
-        return [*self.unreadable, *(lines[1:] if plain else lines), *self.left_out()]
+        return [] if plain else lines
+
+    def notes(self) -> list[str]:
+        """Every line a command prints about the read: the skills not read, what the layout led to
+        (`layout_lines`), then what each package leaves out."""
+        return [*self.unreadable, *self.layout_lines(), *self.left_out()]
 
     def all_read(self) -> LibraryRead:
         """This read, when every skill of the library could be read.
