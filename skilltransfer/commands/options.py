@@ -48,6 +48,7 @@ VOCABULARY: dict[str, Term] = {
     "--retry-budget": Term("Seconds a model call keeps retrying"),
     "--embed-cache": Term("Cache embeddings on disk"),
     "--embedder": Term("Embedder"),
+    "--format": Term("Format"),
     "--env": Term("Env:"),
     "--condition": Term("Condition:"),
     "--library": Term("Frozen skill library"),

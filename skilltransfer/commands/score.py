@@ -130,6 +130,15 @@ def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
                              f"{', '.join([*registry.ENVS, registry.OFFICEBENCH])})")
         if split is not None:
             raise InputError("--split selects an env's tasks: give --tasks an env name (apps, office, ...)")
+        from skilltransfer.log.atif_files import looks_like_atif, task_instructions
+
+        if field is None and Path(tasks).exists() and looks_like_atif(tasks):  # trajectories: their first user message
+            found, left = task_instructions([tasks])
+            for line in left:
+                Console(stderr=True).print(Text(f"not read: {terminal_safe(line)}"))
+            if len(found) < 2:
+                raise InputError(f"need at least 2 tasks, found {len(found)} in these ATIF trajectories", path=tasks)
+            return [TaskText(task_id, text) for task_id, text in found]
         return load_tasks(tasks, field=field)
     if field is not None:
         raise InputError("--field reads a task file: with --tasks an env name, the tasks' instructions are used")
@@ -142,8 +151,9 @@ def score(
     tasks: Annotated[str | None, typer.Option("--tasks", help="Task instructions: an env's name (apps, office, "
                                               "datasci, scienceworld, officebench[:<folder>]: its tasks' "
                                               "instructions), or a .jsonl, .txt, .json file, a folder of JSON task "
-                                              "files (OfficeBench) or a saved HF dataset. With --effects, default: "
-                                              "the runs' own tasks.")] = None,
+                                              "files (OfficeBench), a saved HF dataset, or ATIF trajectories (a file, "
+                                              "a folder, a Harbor job folder: each task's first user message). With "
+                                              "--effects, default: the runs' own tasks.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
     = None,
     embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
