@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
@@ -31,6 +30,7 @@ from skilltransfer.metrics.scoring import (
 from skilltransfer.metrics.task_texts import TaskText, load_tasks
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
 from skilltransfer.util.counting import counted
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"
@@ -103,6 +103,15 @@ def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
                              f"{', '.join([*registry.ENVS, registry.OFFICEBENCH])})")
         if split is not None:
             raise InputError("--split selects an env's tasks: give --tasks an env name (apps, office, ...)")
+        from skilltransfer.log.atif_files import looks_like_atif, task_instructions
+
+        if field is None and Path(tasks).exists() and looks_like_atif(tasks):  # trajectories: their first user message
+            found, left = task_instructions([tasks])
+            for line in left:
+                Console(stderr=True).print(Text(f"not read: {terminal_safe(line)}"))
+            if len(found) < 2:
+                raise InputError(f"need at least 2 tasks, found {len(found)} in these ATIF trajectories", path=tasks)
+            return [TaskText(task_id, text) for task_id, text in found]
         return load_tasks(tasks, field=field)
     if field is not None:
         raise InputError("--field reads a task file: with --tasks an env name, the tasks' instructions are used")
@@ -115,8 +124,9 @@ def score(
     tasks: Annotated[str | None, typer.Option("--tasks", help="Task instructions: an env's name (apps, office, "
                                               "datasci, scienceworld, officebench[:<folder>]: its tasks' "
                                               "instructions), or a .jsonl, .txt, .json file, a folder of JSON task "
-                                              "files (OfficeBench) or a saved HF dataset. With --effects, default: "
-                                              "each group's own tasks.")] = None,
+                                              "files (OfficeBench), a saved HF dataset, or ATIF trajectories (a file, "
+                                              "a folder, a Harbor job folder: each task's first user message). With "
+                                              "--effects, default: each group's own tasks.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
     = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder: minilm (default), hash:DIM (test double) or a "
@@ -156,6 +166,9 @@ def score(
                                        rich_help_panel=_ADVANCED)] = False,
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
+    lenient: Annotated[bool, typer.Option(
+        "--lenient", help="Also read model-written SKILL.md files the format refuses (no --- fences, ...), each "
+        "recorded as read leniently (library show --lenient).", rich_help_panel=_ADVANCED)] = False,
 ) -> ScoreReport | GroupedScore:
     """Rank a skill library against a set of task instructions: relevance, utility = specificity x abstractness
     (seed §6.1), retrieval counts and best-matching task per skill, in one order on screen and in the files."""
@@ -183,11 +196,13 @@ def score(
         check_output_path(out, flag="--out", folder=False)
     if not effects and tasks is None:
         raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
+    read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
+    for line in [*(f"warning: {line}" for line in read.unreadable), *read.layout_lines()]:
+        Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
+    skills = read.skills
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False
-    read = read_library(library).all_read()  # a library with a skill that cannot be read is refused
-    skills = read.skills
     task_set = _tasks(str(tasks), field, split) if tasks is not None else None
     shown = None if show_all else (top or SCREEN_TOP)
     options: dict[str, Any] = {"tau": tau, "specificity_mode": specificity, "text": skill_text, "rank_by": rank,

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.text import Text
 
 from skilltransfer.errors import InputError
@@ -23,6 +22,7 @@ from skilltransfer.report.runs import RunLog, load_runs
 from skilltransfer.report.utility_effects import join_group, masked_groups
 from skilltransfer.skill import Skill
 from skilltransfer.util.counting import counted
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 POOLED = ("all envs", "all models", "pooled")

@@ -17,6 +17,7 @@ from skilltransfer.log import (
     FORMAT_VERSION,
     ActionStep,
     InductionStep,
+    MessageStep,
     PlanStep,
     ReadStep,
     RetrievalStep,
@@ -451,7 +452,8 @@ def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None
         flags = [name for name, on in (("error", step.error), ("format_error", step.format_error),
                                        ("done", step.done)) if on]
         flags += [f"{name}={value}" for name, value in (("refused", step.refused), ("stuck", step.stuck)) if value]
-        head = f"[step {step.index}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
+        head = f"[step {step.index}{_where(step)}" + (f" (subagent {step.window})" if step.window else "") + "]" \
+            + (f" {' '.join(flags)}" if flags else "")
         parts = [head]
         if step.thought.strip() and step.action is not None:
             parts.append("  thought:\n" + _indent(truncate(step.thought, max_chars)))
@@ -468,6 +470,9 @@ def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None
         name = step.skill_name or "-"
         reason = f": {step.reason}" if step.reason else ""
         return f"[induce{_where(step)}] {step.status} {name} ({step.skill_id or 'no id'}){reason}"
+    if isinstance(step, MessageStep):
+        where = f" (subagent {step.window})" if step.window else ""
+        return f"[{step.source} message{where}]\n" + _indent(truncate(step.message, max_chars))
     return f"[{step.type}] {json.dumps(step.data, default=str)[:max_chars]}"
 
 
@@ -557,8 +562,7 @@ def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], sho
     messages = prompt.get("messages")
     if messages is None:
         lines.append("    (prompt not recorded)")
-        return "\n".join(lines)
-    for key, message in zip(call.get("messages") or [], messages, strict=False):
+    for key, message in zip(call.get("messages") or [], messages or [], strict=False):
         role = message.get("role", "?")
         if key in shown:
             lines.append(f"    --- {role} {key} (as in call {shown[key]})")
