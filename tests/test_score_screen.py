@@ -118,7 +118,8 @@ LONG_DESCRIPTION = ("Read every sheet of the quarterly workbook, sum the sales c
 def test_library_show_follows_columns_and_says_unknown(tmp_path: Path, columns: int, monkeypatch, capsys):
     lib = write_library(tmp_path / "lib", {"quarterly-sales-digest": LONG_DESCRIPTION, **LONG_NAMES})
     out = run(["library", "show", str(lib)], columns, monkeypatch, capsys)
-    lines = out.splitlines()[1:]
+    lines = [line for line in out.splitlines()[1:] if line[:3].strip().isdigit() or line.startswith(" " * 5)]
+    assert len(lines) >= 6
     assert all(len(line) <= columns for line in lines), max(lines, key=len)
     assert "unknown/unknown" in out  # what score calls unknown, not the skill model's task/text defaults
     assert "task/text" not in out

@@ -196,6 +196,11 @@ def score(
         check_output_path(out, flag="--out", folder=False)
     if not effects and tasks is None:
         raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
+    runs = None
+    if effects:
+        from skilltransfer.commands.score_effects import masked_runs  # the report's reading of runs
+
+        runs = masked_runs(effects)
     read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
     for line in [*(f"warning: {line}" for line in read.unreadable), *read.layout_lines()]:
         Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
@@ -210,9 +215,10 @@ def score(
     console = Console()
     result: ScoreReport | GroupedScore
     if effects:
-        from skilltransfer.commands.score_effects import effects_score, group_label, print_effects  # the report's
+        from skilltransfer.commands.score_effects import effects_score, group_label, print_effects
 
-        scored = effects_score(effects, skills, library, tasks=task_set, task_set=tasks or "the runs' own tasks",
+        assert runs is not None
+        scored = effects_score(effects, runs, skills, library, tasks=task_set, task_set=tasks or "the runs' own tasks",
                                embedder=embedder, embed_cache=embed_cache, pool=pool, seed=seed, **options)
         against = "the runs' own tasks (report's utility_effects too)" if tasks is None else f"--tasks {tasks}"
         for number, group in enumerate(scored.grouped.groups, start=1):

@@ -49,21 +49,34 @@ def _libraries(members: list[RunLog]) -> str:
     return ", ".join(paths) if paths else "their own memory"
 
 
-def effects_score(paths: list[Path], skills: list[Skill], library: Path, *, tasks: list[TaskText] | None,
-                  task_set: str, embedder: str | None, embed_cache: bool, pool: bool, seed: int,
-                  **options: Any) -> EffectsScore:
-    """Score ``skills`` (the library at ``library``) per group of the runs under ``paths`` and join each group's
-    effects (module docstring); ``options``: `score_library`'s settings.
+def _where(paths: list[Path]) -> str:
+    return str(paths[0]) if len(paths) == 1 else f"the {len(paths)} --effects folders"
+
+
+def masked_runs(paths: list[Path]) -> list[RunLog]:
+    """The runs under ``paths`` (read and checked before the library is: a broken run folder is the first error).
 
     Raises:
-        InputError: no run with randomised masking draws; none of the skills the runs masked is in the library.
+        InputError: a run folder that does not read; no run with randomised masking draws.
     """
     runs = load_runs(paths)
-    where = str(paths[0]) if len(paths) == 1 else f"the {len(paths)} --effects folders"
     draws = [task_draws(record) for run in runs for record in run.records if record.exposures]
     if not has_contrast(draws):
-        raise InputError(f"--effects {where}: no randomised masking draws in its {len(runs)} run(s) (run the library "
-                         "frozen with -c mask_rate=0.3, as experiments/skill-effects.yaml does)")
+        raise InputError(f"--effects {_where(paths)}: no randomised masking draws in its {len(runs)} run(s) (run the "
+                         "library frozen with -c mask_rate=0.3, as experiments/skill-effects.yaml does)")
+    return runs
+
+
+def effects_score(paths: list[Path], runs: list[RunLog], skills: list[Skill], library: Path, *,
+                  tasks: list[TaskText] | None, task_set: str, embedder: str | None, embed_cache: bool, pool: bool,
+                  seed: int, **options: Any) -> EffectsScore:
+    """Score ``skills`` (the library at ``library``) per group of ``runs`` (`masked_runs` of ``paths``) and join
+    each group's effects (module docstring); ``options``: `score_library`'s settings.
+
+    Raises:
+        InputError: none of the skills the runs masked is in the library; no group could be scored.
+    """
+    where = _where(paths)
     groups = ({POOLED: runs} if has_draws(runs) else {}) if pool else masked_groups(runs)
     resolver = EmbedderResolver(embedder, cache=embed_cache)
     out = EffectsScore(GroupedScore([], pooled=pool))
