@@ -415,13 +415,25 @@ def use_label(hit: RetrievedSkill | None) -> str:
     return f"followed {hit.followed:.2f}" + (" used" if hit.used else "")
 
 
+def _origin(skill: dict[str, Any]) -> str:
+    """Where a retrieved skill came from, as a trajectory's retrieval step records it: ``from library NAME`` (and
+    the task that induced it, when the library's skill says), else the task of this run that induced it."""
+    induced = skill.get("source_task_id")
+    if skill.get("source") == "library":
+        name = skill.get("library")
+        return (f"from library {name}" if name else "from the library") + (
+            f" (induced on {induced})" if induced else "")
+    if induced:
+        return f"from {induced} (task {_number(skill.get('source_position'))})"
+    return "from an unrecorded source"
+
+
 def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None = None) -> str:
     """One trajectory step (`skilltransfer.log.trajectory_io.read_steps`) as readable text; a retrieval step's
     skills with their use from the task's ``record`` (`use_label`)."""
     if isinstance(step, RetrievalStep):
         hits = {(h.skill_id, h.subtask_index): h for h in record.retrieved} if record is not None else {}
-        found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
-                          f"{s.get('source_task_id') or '?'} (task {_number(s.get('source_position'))})"
+        found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} {_origin(s)}"
                           + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "")
                           + (f" - {label}" if (label := use_label(hits.get((s["id"], step.subtask_index)))) else "")
                           for s in step.skills)

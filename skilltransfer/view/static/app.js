@@ -708,7 +708,8 @@
         { label: "format", cell: (k) => k.format },
         { label: "score", num: true, cell: (k) => Number(k.score).toFixed(3) },
         { label: "followed", num: true, cell: (k) => followedCell(payload, step, k) },
-        { label: "source task", cell: (k) => (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
+        { label: "source", cell: (k) => k.source === "library" ? `library ${k.library || ""}`.trim()
+          : (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
           ? link(route.task(run.key, k.source_position), `#${no(k.source_position)} ${k.source_task_id}`) : (k.source_task_id || "-")) },
         { label: "load error", cell: (k) => k.load_error || "" },
       ], skills, { cls: "retrieved" }) : h("p", { class: "muted" }, "no skills"));
