@@ -37,8 +37,9 @@ from skilltransfer.skill import Provenance, UsageStats, content_id
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "tests" / "data" / "agent_skills"
 DEMO = REPO / "data" / "demo_library"
-PUBLIC = Path(os.environ.get("SKILLTRANSFER_PUBLIC_SKILLS", "/work/ext/anthropics-skills/skills"))
-"""A checkout of anthropics/skills' ``skills/`` folder (17 skills, 409 files), when present."""
+PUBLIC = Path(os.environ.get("SKILLTRANSFER_PUBLIC_SKILLS", REPO.parent / "ext" / "anthropics-skills" / "skills"))
+"""A checkout of anthropics/skills' ``skills/`` folder (17 skills, 409 files), when present: beside the repository
+(``../ext/anthropics-skills``, found as ``conftest.SHARED`` is), or where ``SKILLTRANSFER_PUBLIC_SKILLS`` says."""
 
 INDUCED = [
     Skill(name="look_before_acting", description="List the folder before you move or delete files in it.",

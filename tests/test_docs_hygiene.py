@@ -1,5 +1,6 @@
 """The docs print no author's local paths and no removed CLI spellings (the deprecated ones `--help` no longer
-lists): what a reader copies works on their machine."""
+lists): what a reader copies works on their machine; and no test names a path of this machine outside the
+repository (a folder beside it is found from the repository's root, as ``conftest.SHARED`` is)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from skilltransfer.commands.options import DEPRECATED
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([*ROOT.joinpath("docs").rglob("*.md"), ROOT / "README.md"])
 LOCAL = re.compile(r"(?<![\w.])/(?:work|home|Users|root)/[\w.-]+")
+TESTS = sorted(ROOT.joinpath("tests").glob("*.py"))
+IN_A_WORLD = {("test_integrity.py", "/home/bomb-"): "a path of the office world's own file system, written by the "
+                                                    "agent under test",
+              ("test_docs_hygiene.py", "/home/bomb-"): "the line above"}
+"""(test file, path) -> why the path is not this machine's."""
 KEPT = {"changelog.md"}
 """Pages that may name old spellings (the changelog says what changed)."""
 
@@ -27,3 +33,10 @@ def test_no_removed_flags_in_docs():
     found = [f"{page.relative_to(ROOT)}:{n}: {m.group(0)}" for page in PAGES if page.name not in KEPT
              for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1) for m in pattern.finditer(line)]
     assert not found, "\n".join(found)
+
+
+def test_no_local_paths_in_tests():
+    found = [f"tests/{test.name}:{n}: {m.group(0)}" for test in TESTS
+             for n, line in enumerate(test.read_text(encoding="utf-8").splitlines(), 1) for m in LOCAL.finditer(line)
+             if (test.name, m.group(0)) not in IN_A_WORLD]
+    assert not found, "find these from the repository's root (see conftest.SHARED):\n" + "\n".join(found)

@@ -13,6 +13,7 @@ from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, task_start
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.log import memory_folder
 from skilltransfer.memory.snapshots import read_snapshots, snapshot_library
 from skilltransfer.metrics.forgetting import per_task_measures
 from skilltransfer.report import build_report, load_runs
@@ -58,24 +59,24 @@ def _source(tmp_path, embedder, script=None, run="source"):
 
 def test_a_memory_stream_records_one_snapshot_per_position(tmp_path, hash_embedder):
     summary = _source(tmp_path, hash_embedder)
-    snapshots = read_snapshots(summary.path)
+    snapshots = read_snapshots(memory_folder(summary.path))
     assert [(s.position, s.task_id, len(s.skill_ids)) for s in snapshots] == [
         (0, "tiny/0", 1), (1, "tiny/1", 2), (2, "tiny/2", 3), (3, "tiny/3", 4)]
     assert snapshots[1].skill_ids == snapshots[3].skill_ids[:2]
-    assert [s.name for s in snapshot_library(summary.path, 2)] == ["recipe_3", "recipe_5"]
+    assert [s.name for s in snapshot_library(memory_folder(summary.path), 2)] == ["recipe_3", "recipe_5"]
     assert snapshot_library(summary.path / "memory", 0) == []
     with pytest.raises(InputError, match="snapshot 5: the run committed 4 tasks"):
-        snapshot_library(summary.path, 5)
+        snapshot_library(memory_folder(summary.path), 5)
 
 
 def test_a_resumed_stream_keeps_its_snapshots_consistent(tmp_path, hash_embedder):
     with pytest.raises(SimulatedCrash):
         _source(tmp_path, hash_embedder, Crowded(recipe, fail_at=5))
-    first = read_snapshots(tmp_path / "runs" / "source")
+    first = read_snapshots(memory_folder(tmp_path / "runs" / "source"))
     assert [s.position for s in first] == list(range(len(first)))
     assert 0 < len(first) < 4
     summary = _source(tmp_path, hash_embedder)
-    assert [s.position for s in read_snapshots(summary.path)] == [0, 1, 2, 3]
+    assert [s.position for s in read_snapshots(memory_folder(summary.path))] == [0, 1, 2, 3]
     assert len(summary.records) == 4
 
 
@@ -164,5 +165,5 @@ def test_run_only_tasks_and_at_snapshot_through_the_cli(tmp_path, monkeypatch, c
     records = records_of(tmp_path / "one")
     assert [r["task_id"] for r in records] == [stream[0], stream[2], stream[3]]
     assert [r["success"] for r in records] == [True, False, False]  # snapshot 1: the first task's recipe only
-    assert [len(s.skill_ids) for s in read_snapshots(tmp_path / "one")] == [1, 1, 1]  # frozen
+    assert [len(s.skill_ids) for s in read_snapshots(memory_folder(tmp_path / "one"))] == [1, 1, 1]  # frozen
     assert not (tmp_path / "bad").exists()

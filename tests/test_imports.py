@@ -1,6 +1,11 @@
-"""The package's import graph: every module imports, no import cycle between modules, no cycle between the parts
-(floors), and none of the forbidden directions (a world knows no agent, the agent calls the inducer, ...); and only
-the run log names a run folder's files.
+"""The package's import graph against the drawing: every module imports, no import cycle between modules, and the
+rooms' imports are exactly what the table of docs/architecture.md says; only the run log names a run folder's files.
+
+The table is the one source of truth: its first column names each room's modules (``view/``, ``cli.py``, ...; a row
+whose cell starts with ``name:`` is called that), its last column the rooms it imports (or ``any room``, or
+``nothing``). A room that imports a room its row does not name fails, and so does a row naming a room it no longer
+imports: the drawing states what is true. `NEVER` are the directions no row may allow, so widening the table
+cannot hide a back-edge.
 
 The graph is read from the source (``ast``): every ``import`` and ``from ... import`` anywhere in a module (inside
 functions and ``TYPE_CHECKING`` blocks too), so a deferred import cannot hide a cycle. ``from package import name``
@@ -13,8 +18,10 @@ import ast
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -24,62 +31,78 @@ import skilltransfer
 
 PACKAGE = Path(skilltransfer.__file__).resolve().parent
 ROOT = "skilltransfer"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+ANY, NOTHING = "any room", "nothing"
 
-PARTS: dict[str, tuple[str, ...]] = {
-    "Face": ("__init__", "cli", "commands", "__main__"),
-    "View": ("view",),
-    "Report": ("report",),
-    "Runner": ("runner",),
-    "Settings": ("settings",),
-    "Judge": ("judge",),
-    "Coordination": ("coordination",),
-    "Agents": ("agents",),
-    "Lens": ("lens",),
-    "Induction": ("induction",),
-    "Envs": ("envs",),
-    "LLM": ("llm",),
-    "Memory": ("memory",),
-    "Metrics": ("metrics",),
-    "Sandbox": ("sandbox",),
-    "Log": ("log",),
-    "Base": ("protocols", "errors", "skill", "untrusted", "util", "version"),
-}
-"""Part -> the top-level modules and subpackages of ``skilltransfer`` it holds."""
+
+@dataclass(frozen=True)
+class Room:
+    """One row of the table: its name, the top-level modules and subpackages of ``skilltransfer`` it holds, and the
+    rooms it may import (None: any room)."""
+
+    name: str
+    members: tuple[str, ...]
+    imports: frozenset[str] | None
+
+
+def rooms_of(text: str) -> dict[str, Room]:
+    """The rooms of the first table (``| room | what it holds | imports |``) of an architecture page."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*room\s*\|", line))
+    rooms: dict[str, Room] = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        first, _, last = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        members = tuple(name.rstrip("/").removesuffix(".py") for name in re.findall(r"`([^`]+)`", first))
+        named = re.match(r"(\w+):", first)
+        name = named.group(1) if named else members[0]
+        cell = re.sub(r"\([^)]*\)", "", last)  # a parenthesis says why; the names are what is checked
+        if cell.strip() == ANY:
+            imports = None
+        elif cell.strip() == NOTHING:
+            imports = frozenset()
+        else:
+            imports = frozenset(word.strip() for word in cell.split(","))
+        rooms[name] = Room(name, members, imports)
+    return rooms
+
+
+ROOMS = rooms_of(ARCHITECTURE.read_text(encoding="utf-8"))
+"""The rooms as docs/architecture.md draws them."""
 
 NEVER: list[tuple[str, str, str]] = [
-    ("Sandbox", "Envs", "the sandbox runs code; it knows no world"),
-    ("Envs", "Agents", "a world knows no agent"),
-    ("Envs", "Runner", "a world knows no runner"),
-    ("Envs", "Memory", "a world knows no skill memory"),
-    ("Envs", "Induction", "a world knows no induction"),
-    ("Induction", "Agents", "the agent calls the inducer, not the reverse"),
-    ("Memory", "Agents", "memory knows no agent"),
-    ("Memory", "Envs", "memory knows no world"),
-    ("Memory", "Runner", "memory knows no runner"),
-    ("Metrics", "Runner", "metrics compute from numbers"),
-    ("Metrics", "Agents", "metrics compute from numbers"),
-    ("Metrics", "Envs", "metrics compute from numbers"),
-    ("LLM", "Agents", "models know no agent"),
-    ("LLM", "Envs", "models know no world"),
-    ("LLM", "Runner", "models know no runner"),
-    ("Agents", "Runner", "the runner drives the agent"),
-    ("Agents", "Face", "no CLI below the face"),
-    ("Runner", "Face", "no CLI below the face"),
-    ("Report", "Face", "no CLI below the face"),
-    ("View", "Face", "no CLI below the face"),
-    ("Runner", "View", "the viewer reads run logs; the runner knows no viewer"),
-    ("Runner", "Report", "running and reporting apart: the runner writes run logs, the report reads them"),
-    ("Report", "Runner", "running and reporting apart: the report reads run logs, never the runner"),
-    ("Report", "View", "the viewer shows reports; the report knows no viewer"),
-    ("View", "Runner", "the viewer reads run logs, never the runner"),
-    ("Judge", "Runner", "a judge reads run logs, never the runner"),
-    ("Settings", "Runner", "the settings lie below the runner and the report"),
-    ("Settings", "Report", "the settings lie below the runner and the report"),
-    *[("Log", part, "the run log imports only the base: every reader of runs stands on it") for part in PARTS
-      if part not in ("Log", "Base")],
-    *[("Base", part, "the base is the floor: it imports nothing of the package") for part in PARTS if part != "Base"],
+    ("sandbox", "envs", "the sandbox runs code; it knows no world"),
+    ("envs", "agents", "a world knows no agent"),
+    ("envs", "runner", "a world knows no runner"),
+    ("envs", "memory", "a world knows no skill memory"),
+    ("envs", "induction", "a world knows no induction"),
+    ("induction", "agents", "the agent calls the inducer, not the reverse"),
+    ("memory", "agents", "memory knows no agent"),
+    ("memory", "envs", "memory knows no world"),
+    ("memory", "runner", "memory knows no runner"),
+    ("metrics", "runner", "metrics compute from numbers"),
+    ("metrics", "agents", "metrics compute from numbers"),
+    ("metrics", "envs", "metrics compute from numbers"),
+    ("llm", "agents", "models know no agent"),
+    ("llm", "envs", "models know no world"),
+    ("llm", "runner", "models know no runner"),
+    ("agents", "runner", "the runner drives the agent"),
+    ("runner", "view", "the viewer reads run logs; the runner knows no viewer"),
+    ("runner", "report", "running and reporting apart: the runner writes run logs, the report reads them"),
+    ("report", "runner", "running and reporting apart: the report reads run logs, never the runner"),
+    ("report", "view", "the viewer shows reports; the report knows no viewer"),
+    ("view", "runner", "the viewer reads run logs, never the runner"),
+    ("judge", "runner", "a judge reads run logs, never the runner"),
+    ("settings", "runner", "the settings lie below the runner and the report"),
+    ("settings", "report", "the settings lie below the runner and the report"),
+    *[(room, "face", "no CLI below the face") for room in ROOMS if room != "face"],
+    *[("log", room, "the run log imports only the base: every reader of runs stands on it") for room in ROOMS
+      if room not in ("log", "base")],
+    *[("base", room, "the base is the floor: it imports nothing of the package") for room in ROOMS if room != "base"],
 ]
-"""Forbidden directions (``/work/shared/house.json`` plus: the base imports no other part)."""
+"""Directions no row of the table may allow (the floors' rules in words): a row that allows one fails before any
+import is read."""
 
 
 def package_modules() -> dict[str, Path]:
@@ -124,18 +147,76 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def part_of(module: str) -> str:
-    """The part a module belongs to (see `PARTS`)."""
+def room_of(module: str) -> str:
+    """The room a module belongs to (see `ROOMS`)."""
     top = module.split(".")[1] if "." in module else "__init__"
-    for part, tops in PARTS.items():
-        if top in tops:
-            return part
-    raise AssertionError(f"{module} belongs to no part: add its top-level name to PARTS")
+    for room in ROOMS.values():
+        if top in room.members:
+            return room.name
+    raise AssertionError(f"{module} belongs to no room: add `{top}` to a row of docs/architecture.md's table")
 
 
-def test_every_module_belongs_to_a_part() -> None:
+def room_edges() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
+    """Room -> the other rooms its modules import, and one ``module -> module`` import for each such pair."""
+    edges: dict[str, set[str]] = {room: set() for room in ROOMS}
+    witness: dict[tuple[str, str], str] = {}
+    for module, targets in import_graph().items():
+        for target in targets:
+            a, b = room_of(module), room_of(target)
+            if a != b:
+                edges[a].add(b)
+                witness.setdefault((a, b), f"{module} -> {target}")
+    return edges, witness
+
+
+def test_the_table_names_every_module_once_and_only_rooms_that_exist() -> None:
+    members = [member for room in ROOMS.values() for member in room.members]
+    assert len(members) == len(set(members)), f"a module in two rows: {sorted(members)}"
+    tops = {module.split(".")[1] if "." in module else "__init__" for module in package_modules()}
+    assert not set(members) - tops, f"the table names modules the package lacks: {sorted(set(members) - tops)}"
     for module in package_modules():
-        part_of(module)
+        room_of(module)
+    unknown = {f"{room.name}: {name}" for room in ROOMS.values() for name in room.imports or () if name not in ROOMS}
+    assert not unknown, f"an imports cell names no room of the table: {sorted(unknown)}"
+
+
+def test_no_row_allows_a_forbidden_direction() -> None:
+    allowed = [f"{a} -> {b} ({why})" for a, b, why in NEVER if ROOMS[a].imports is None or b in ROOMS[a].imports]
+    assert not allowed, "docs/architecture.md's table allows:\n" + "\n".join(allowed)
+
+
+def table_problems(rooms: dict[str, Room], edges: dict[str, set[str]],
+                   witness: dict[tuple[str, str], str]) -> list[str]:
+    """Where the table and the rooms' imports differ: an import a row does not allow, a row naming a room its
+    modules no longer import."""
+    problems = []
+    for room in rooms.values():
+        if room.imports is None:
+            continue
+        problems += [f"{room.name} imports {b}, which its row does not allow: {witness[(room.name, b)]} (import "
+                     f"through a room it may import, or add {b} to the row if the direction is right)"
+                     for b in sorted(edges[room.name] - room.imports)]
+        problems += [f"{room.name}'s row names {b}, which none of its modules imports: remove it from the row"
+                     for b in sorted(room.imports - edges[room.name])]
+    return problems
+
+
+def test_every_room_imports_exactly_what_its_row_says() -> None:
+    problems = table_problems(ROOMS, *room_edges())
+    assert not problems, "docs/architecture.md's table and the imports differ:\n" + "\n".join(problems)
+
+
+def test_the_table_check_fails_on_an_import_the_row_does_not_allow_and_on_a_stale_row() -> None:
+    edges, witness = room_edges()
+    edges = {room: set(targets) for room, targets in edges.items()}
+    edges["judge"].add("memory")
+    witness[("judge", "memory")] = "skilltransfer.judge.judge -> skilltransfer.memory.store"
+    edges["envs"].discard("sandbox")
+    problems = table_problems(ROOMS, edges, witness)
+    assert problems == ["judge imports memory, which its row does not allow: skilltransfer.judge.judge -> "
+                        "skilltransfer.memory.store (import through a room it may import, or add memory to the row "
+                        "if the direction is right)",
+                        "envs's row names sandbox, which none of its modules imports: remove it from the row"]
 
 
 def test_no_import_cycle_between_modules() -> None:
@@ -145,23 +226,14 @@ def test_no_import_cycle_between_modules() -> None:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
 
 
-def test_parts_form_floors_without_back_edges() -> None:
-    """The parts' graph has no cycle (so every arrow points down a floor) and no forbidden direction."""
-    edges: dict[str, set[str]] = {part: set() for part in PARTS}
-    witness: dict[tuple[str, str], str] = {}
-    for module, targets in import_graph().items():
-        for target in targets:
-            a, b = part_of(module), part_of(target)
-            if a != b:
-                edges[a].add(b)
-                witness.setdefault((a, b), f"{module} -> {target}")
-    forbidden = [f"{a} -> {b} ({why}): {witness[(a, b)]}" for a, b, why in NEVER if (a, b) in witness]
-    assert not forbidden, "\n".join(forbidden)
+def test_rooms_form_floors_without_back_edges() -> None:
+    """The rooms' graph has no cycle, so every arrow points down a floor."""
+    edges, witness = room_edges()
     try:
         tuple(TopologicalSorter(edges).static_order())
     except CycleError as exc:
         cycle = exc.args[1]
-        pytest.fail("parts in a circle: " + "; ".join(witness[(a, b)] for a, b in zip(cycle, cycle[1:], strict=False)))
+        pytest.fail("rooms in a circle: " + "; ".join(witness[(a, b)] for a, b in zip(cycle, cycle[1:], strict=False)))
 
 
 def test_every_module_imports() -> None:
@@ -288,47 +360,85 @@ def test_errors_stay_on_the_ground_floor() -> None:
 
 RUN_FILES = ("config.json", "results.jsonl", "prompts.jsonl", "trajectories", "artifacts", "memory.next",
              "memory.next.task", "memory.old")
-"""The names of a run folder's files and folders (`skilltransfer.log.folder`); ``memory/`` and ``plans/`` are words
-of other meanings too (settings, the memory's own folder) and are left out."""
+"""The names of a run folder's files and folders (`skilltransfer.log.folder`), found in any string of code."""
+RUN_WORDS = ("memory", "plans")
+"""A run folder's two folders whose names are words of other meanings too (a skill's source, a cgroup controller, a
+display key): found where they make a path (beside ``/``, in ``joinpath(...)``, compared with a ``.name``, or
+before ``/`` in a string)."""
+MEMORY_FILES = ("skills.jsonl", "manifest.json", "index.faiss", "snapshots.jsonl", "snapshot_skills.jsonl",
+                "organization.json", "prune_log.jsonl", "evictions.jsonl")
+"""The files of a skill memory folder (a run's ``memory/``, a library): its format, named by `skilltransfer.memory`
+alone."""
 NAMED_ELSEWHERE = {
     ("skilltransfer.memory.embedders", "config.json"): "a sentence-transformers model folder's file, not a run's",
     ("skilltransfer.judge.judge", "artifacts"): "the judge's name for where an artifact came from (its source)",
     ("skilltransfer.judge.runs", "artifacts"): "the judge's name for where an artifact came from (its source)",
+    ("skilltransfer.lens.graph", "skills.jsonl"): "a lens graph folder's own skill list (`lens/graph.py`), not a "
+                                                  "memory folder's",
 }
-"""(module, name) -> why a module outside the log may spell that name."""
+"""(module, name) -> why a module outside the owner may spell that name."""
 
 
-def run_file_names(source: str) -> list[tuple[int, str]]:
-    """(line, text) of each string in code (not a docstring) that names a run folder's file: the name itself, or a
-    path under one of its folders (``"trajectories/"``, an f-string's ``f"artifacts/{name}"``)."""
+def folder_names(source: str) -> list[tuple[int, str, str]]:
+    """(line, text, owner) of each string in code (not a docstring) that names a run folder's entry (owner "log") or
+    a memory folder's file (owner "memory"): the name itself, a path under one of the run's folders
+    (``"trajectories/"``, an f-string's ``f"artifacts/{name}"``), or one of `RUN_WORDS` making a path."""
     tree = ast.parse(source)
     docstrings = {id(node.value) for node in ast.walk(tree)
                   if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    in_path: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            in_path.update({id(node.left), id(node.right)})
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "joinpath":
+            in_path.update(id(arg) for arg in node.args)
+        elif isinstance(node, ast.Compare) and any(isinstance(side, ast.Attribute) and side.attr == "name"
+                                                   for side in [node.left, *node.comparators]):
+            in_path.update(id(side) for side in [node.left, *node.comparators])
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
-            text = node.value.strip("/")
-            if text in RUN_FILES or any(node.value.startswith(name + "/") for name in RUN_FILES):
-                found.append((node.lineno, node.value))
-    return found
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings:
+            continue
+        text = node.value.strip("/")
+        if text in RUN_FILES or any(node.value.startswith(name + "/") for name in (*RUN_FILES, *RUN_WORDS)) \
+                or (text in RUN_WORDS and id(node) in in_path):
+            found.append((node.lineno, node.value, "log"))
+        elif text in MEMORY_FILES:
+            found.append((node.lineno, node.value, "memory"))
+    return sorted(found)
 
 
-def test_the_run_file_scan_finds_names_in_code_and_not_in_prose() -> None:
+def test_the_folder_name_scan_finds_names_in_code_and_not_in_prose() -> None:
     source = ('"""Reads results.jsonl."""\nA = "results.jsonl"\nB = f"trajectories/{x}.json"\n'
-              'C = folder / "config.json"\nD = "the results.jsonl file"\nE = 1\n"""config.json: a docstring."""\n')
-    assert run_file_names(source) == [(2, "results.jsonl"), (3, "trajectories/"), (4, "config.json")]
+              'C = folder / "config.json"\nD = "the results.jsonl file"\nE = 1\n"""config.json: a docstring."""\n'
+              'F = run / "memory"\nG = {"source": "memory"}\nH = path.name == "plans"\nI = "skills.jsonl"\n'
+              'J = root.joinpath("plans", "x")\nK = "memory/skills.jsonl"\n')
+    assert folder_names(source) == [(2, "results.jsonl", "log"), (3, "trajectories/", "log"),
+                                    (4, "config.json", "log"), (8, "memory", "log"), (10, "plans", "log"),
+                                    (11, "skills.jsonl", "memory"), (12, "plans", "log"),
+                                    (13, "memory/skills.jsonl", "log")]
 
 
-def test_only_the_run_log_names_the_run_folders_files() -> None:
+def test_only_the_log_names_a_run_folders_entries_and_only_the_memory_its_files() -> None:
     """Every reader and writer of run folders goes through `skilltransfer.log` (issue 48): no module outside it
-    spells a run folder's file names (it takes `RunFolder` paths, or the log's ``CONFIG``, ``RESULTS``, ...)."""
+    spells a run folder's entries (it takes `RunFolder` paths, or the log's ``CONFIG``, ``MEMORY``, ...); a memory
+    folder inside one is the skill memory's format, whose file names only `skilltransfer.memory` spells (the
+    others import its ``SKILLS_JSONL``, ``SNAPSHOTS``, ...). Every package is read."""
     found = []
     for module, path in package_modules().items():
-        if module == "skilltransfer.log" or module.startswith("skilltransfer.log."):
-            continue
-        found += [f"{path.relative_to(PACKAGE.parent)}:{line}: {text!r}"
-                  for line, text in run_file_names(path.read_text(encoding="utf-8"))
-                  if (module, text.strip("/")) not in NAMED_ELSEWHERE]
-    assert not found, "name the run folder's files through skilltransfer.log:\n" + "\n".join(found)
-    log_source = "\n".join(p.read_text(encoding="utf-8") for p in (PACKAGE / "log").glob("*.py"))
-    assert {text.strip("/") for _, text in run_file_names(log_source)} == set(RUN_FILES)  # the log names them all
+        for line, text, owner in folder_names(path.read_text(encoding="utf-8")):
+            if module == f"{ROOT}.{owner}" or module.startswith(f"{ROOT}.{owner}.") \
+                    or (module, text.strip("/")) in NAMED_ELSEWHERE:
+                continue
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {text!r} (through skilltransfer.{owner})")
+    assert not found, "name these through the package that owns the folder:\n" + "\n".join(found)
+    by_owner: dict[str, set[str]] = {"log": set(), "memory": set()}
+    for owner in by_owner:
+        for path in (PACKAGE / owner).glob("*.py"):
+            by_owner[owner].update(text.strip("/") for _, text, who in folder_names(path.read_text(encoding="utf-8"))
+                                   if who == owner)
+    assert set(RUN_FILES) <= by_owner["log"]  # the log names them all
+    from skilltransfer import log
+
+    assert {log.MEMORY, log.PLANS} == set(RUN_WORDS)
+    assert by_owner["memory"] == set(MEMORY_FILES)  # the memory names its own files, and the list is whole

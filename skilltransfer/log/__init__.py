@@ -56,6 +56,7 @@ from skilltransfer.log.folder import (
     RESULTS,
     TRAJECTORIES,
     RunFolder,
+    memory_folder,
     parse_trajectory,
     safe_task_id,
 )
@@ -96,6 +97,6 @@ __all__ = [
     "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "MessageStep",
     "ModelCall", "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord",
     "RunConfigData", "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog",
-    "TrajectoryStatus", "UnknownStep", "message_id", "parse_trajectory", "read_step", "read_steps", "reasoning_message",
-    "reply_message", "safe_task_id",
+    "TrajectoryStatus", "UnknownStep", "memory_folder", "message_id", "parse_trajectory", "read_step", "read_steps",
+    "reasoning_message", "reply_message", "safe_task_id",
 ]

@@ -47,6 +47,13 @@ MAX_RESULTS_BYTES = 256 << 20
 ConfigLogT = TypeVar("ConfigLogT", bound=RunConfigLog[Any, Any, Any])
 
 
+def memory_folder(path: str | Path) -> Path:
+    """The skill memory folder of ``path``: a run folder's ``memory/`` when it has one, else ``path`` itself (a
+    memory or library folder)."""
+    path = Path(path)
+    return path / MEMORY if (path / MEMORY).is_dir() else path
+
+
 def safe_task_id(task_id: str) -> str:
     """A file-name-safe form of a task id ('/' and other unsafe characters replaced, plus a hash if changed)."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", task_id).strip(".") or "task"

@@ -81,19 +81,14 @@ def _position(line: str) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def memory_folder(path: str | Path) -> Path:
-    """The saved memory folder of ``path``: a run folder (its ``memory``) or the memory folder itself."""
-    path = Path(path)
-    return path / "memory" if (path / "memory" / SNAPSHOTS).is_file() else path
-
-
-def read_snapshots(path: str | Path) -> list[Snapshot]:
-    """The snapshots of a run's memory (``path``: the run folder or its memory folder), in stream order.
+def read_snapshots(folder: str | Path) -> list[Snapshot]:
+    """The snapshots of a run's memory folder (`skilltransfer.log.memory_folder` finds it in a run folder), in stream
+    order.
 
     Raises:
         InputError: no ``snapshots.jsonl`` (a run without a memory, or from before snapshots), or a bad line.
     """
-    folder = memory_folder(path)
+    folder = Path(folder)
     if not (folder / SNAPSHOTS).is_file():
         raise InputError(f"no {SNAPSHOTS}: not the memory of a run that records snapshots (a stream with a skill "
                          "memory)", path=folder)
@@ -109,15 +104,15 @@ def read_snapshots(path: str | Path) -> list[Snapshot]:
     return out
 
 
-def snapshot_library(path: str | Path, k: int) -> list[Skill]:
-    """The library after the first ``k`` tasks of the run whose memory is ``path`` (0: empty).
+def snapshot_library(folder: str | Path, k: int) -> list[Skill]:
+    """The library after the first ``k`` tasks of the run whose memory folder is ``folder`` (0: empty).
 
     Raises:
         InputError: no snapshots, ``k`` past the run's committed tasks, a skill id without a stored body.
     """
     if k < 0:
         raise InputError(f"snapshot must be >= 0, got {k}")
-    folder = memory_folder(path)
+    folder = Path(folder)
     snapshots = read_snapshots(folder)
     if k == 0:
         return []
@@ -135,6 +130,6 @@ def snapshot_library(path: str | Path, k: int) -> list[Skill]:
     return [bodies[i] for i in ids]
 
 
-def task_positions(path: str | Path) -> dict[str, int]:
-    """Each task id of a run's snapshots -> its stream position."""
-    return {s.task_id: s.position for s in read_snapshots(path)}
+def task_positions(folder: str | Path) -> dict[str, int]:
+    """Each task id of a run's snapshots (``folder``: its memory folder) -> its stream position."""
+    return {s.task_id: s.position for s in read_snapshots(folder)}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from skilltransfer.errors import InputError
-from skilltransfer.memory.snapshots import memory_folder, task_positions
+from skilltransfer.log import memory_folder
+from skilltransfer.memory.snapshots import task_positions
 from skilltransfer.metrics.forgetting import forgetting_measures
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import per_task

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skilltransfer.errors import InputError
+from skilltransfer.log import memory_folder
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.library import read_library
 from skilltransfer.memory.snapshots import snapshot_library
@@ -39,7 +40,7 @@ def _beside_library(run: RunLog) -> list[Skill]:
         raise InputError(f"library {config.library} (the run's config.library) not found from {Path.cwd()}: run "
                          "the report from the folder the run started in")
     if config.library_snapshot is not None:
-        skills = snapshot_library(path, config.library_snapshot)
+        skills = snapshot_library(memory_folder(path), config.library_snapshot)
     else:
         skills = read_library(path, resource_bytes=config.library_resource_bytes).skills
     if config.library_filter is not None and run.log.library_utility is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.log import TaskRecord
+from skilltransfer.memory.organization import ORGANIZATION_FILE
 from skilltransfer.metrics import bootstrap_ci
 from skilltransfer.metrics.windows import ContextAccount
 from skilltransfer.report.runs import RunLog
@@ -69,7 +70,7 @@ def organization_built(config: StreamConfig) -> str:
     if config.organization is None:
         return "fallback:task-tree (no organization given)"
     path = Path(config.organization)
-    path = path / "organization.json" if path.is_dir() else path
+    path = path / ORGANIZATION_FILE if path.is_dir() else path
     try:
         built = json.loads(read_text(path, what="organization")).get("built_by") or {}
     except (InputError, ValueError, AttributeError):

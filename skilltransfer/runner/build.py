@@ -35,6 +35,7 @@ from skilltransfer.envs.registry import (
     stream_order,
 )
 from skilltransfer.errors import InputError
+from skilltransfer.log import memory_folder
 from skilltransfer.memory.embedders import EmbedderWrapper
 from skilltransfer.memory.library import MANIFEST, SKILL_FILE, SKILLS_JSONL, LibraryRead, read_jsonl, read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
@@ -352,7 +353,8 @@ def stream_library_read(config: StreamConfig) -> LibraryRead | None:
     if config.library is None:
         return None
     if config.library_snapshot is not None:
-        return LibraryRead(Path(config.library), snapshot_library(config.library, config.library_snapshot))
+        snapshot = snapshot_library(memory_folder(config.library), config.library_snapshot)
+        return LibraryRead(Path(config.library), snapshot)
     return read_frozen_library(config.library, resource_bytes=config.library_resource_bytes,
                                lenient=config.library_lenient)
 

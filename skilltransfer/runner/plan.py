@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
+from skilltransfer.log import MEMORY
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.spec import LOCATION, GridSpec, env_entry, model_entry
 from skilltransfer.settings.config import ORGANIZATIONS, StreamConfig, axes
@@ -68,7 +69,7 @@ def plan_streams(grid: GridSpec) -> list[StreamPlan]:
             source = None if phase.library_from is None else _source(phase, by_phase,
                                                                      StreamConfig.model_validate(unread))
             if source is not None:
-                data["library"] = str(out / source.run / "memory")
+                data["library"] = str(out / source.run / MEMORY)
             depends = source.run if source is not None else None
             if phase.organization_from is not None and data.get("library_organization") in ("tree", "graph"):
                 organizer = _organizer(phase, by_phase, StreamConfig.model_validate({**data, "library_filter": None}))

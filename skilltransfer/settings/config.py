@@ -47,7 +47,7 @@ from skilltransfer.lens.power import never_commits
 from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.log import PLANS
+from skilltransfer.log import MEMORY, PLANS
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.store import MemoryConfig
 from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
@@ -723,7 +723,7 @@ class StreamConfig(BaseModel):
         if self.library is None:
             return None
         path = Path(self.library)
-        if path.name == "memory":
+        if path.name == MEMORY:
             path = path.parent
         try:
             return path.relative_to(self.runs_dir).as_posix()
@@ -750,7 +750,7 @@ class StreamConfig(BaseModel):
         if path.is_absolute() and path.is_relative_to(self.runs_dir):
             path = path.relative_to(self.runs_dir)
         snapshot = f"@{self.library_snapshot}" if self.library_snapshot is not None else ""
-        if path.name == "memory" and path.parent != path:
+        if path.name == MEMORY and path.parent != path:
             return f"run {path.parent.as_posix()}{snapshot}"
         return f"library {path.as_posix()}{snapshot}"
 

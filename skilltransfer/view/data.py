@@ -581,7 +581,7 @@ def _skills(root: Path, records: list[TaskRecord], transfers: list[dict[str, Any
     ``library_filter`` run ranked it; (skills, why none could be read)."""
     from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, read_jsonl
 
-    if not (root / "memory" / MANIFEST).is_file():
+    if not (root / MEMORY / MANIFEST).is_file():
         return [], None
     try:  # a memory may hold two skills of one name (a library import would refuse them)
         library = [skill for skill, _ in read_jsonl(f"{MEMORY}/{SKILLS_JSONL}", root=root)]
