@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from skilltransfer.llm import retry
+from skilltransfer.llm import chain
 from skilltransfer.memory.embedders import HashEmbedder
 
 settings.register_profile("untimed", deadline=None)
@@ -63,8 +63,8 @@ class FakeClock:
 def fast_retry_waits(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """Every test: retry waits are virtual (see `FakeClock`); request the fixture to read the clock or the waits."""
     clock = FakeClock()
-    monkeypatch.setattr(retry, "_sleep", clock.sleep)
-    monkeypatch.setattr(retry, "_now", clock.now)
+    monkeypatch.setattr(chain, "_sleep", clock.sleep)
+    monkeypatch.setattr(chain, "_now", clock.now)
     return clock
 
 

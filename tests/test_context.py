@@ -9,7 +9,8 @@ from helpers_tinyenv import CounterScript, HistoryScript, TinyEnv
 from skilltransfer.agents import Agent, CallLog, ContextExceeded, ContextFitter
 from skilltransfer.agents.context import CONVERSATION_BLOCK, SKILL_LEVELS, margin_tokens, variants
 from skilltransfer.agents.steps import TrajectoryText
-from skilltransfer.llm.cache import CachedModel, ResponseCache
+from skilltransfer.llm.cache import ResponseCache
+from skilltransfer.llm.chain import CachedModel
 from skilltransfer.llm.context import (
     ContextLengthError,
     PromptCounter,

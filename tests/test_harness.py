@@ -308,7 +308,8 @@ def test_an_agent_built_directly_gets_the_streams_default_preset(tmp_path):
     the embedded model (also behind a wrapper such as the response cache) ``small-model``; a resolved config passes
     through unchanged, and the harness refuses settings nobody resolved."""
     from skilltransfer.llm import make_model
-    from skilltransfer.llm.cache import CachedModel, ResponseCache
+    from skilltransfer.llm.cache import ResponseCache
+    from skilltransfer.llm.chain import CachedModel
 
     api = make_model("qwen3@http://127.0.0.1:9/v1")  # a CLI model string; nothing is called
     assert Agent(api).config.harness == "paper"

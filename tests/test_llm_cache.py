@@ -8,7 +8,8 @@ import pytest
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model
-from skilltransfer.llm.cache import CachedModel, CacheMiss, ResponseCache, request_key
+from skilltransfer.llm.cache import CacheMiss, ResponseCache, request_key
+from skilltransfer.llm.chain import CachedModel
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
 

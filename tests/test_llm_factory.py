@@ -8,7 +8,7 @@ import pytest
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm import MODELS, ModelConfig, make_model
-from skilltransfer.llm.cache import CachedModel
+from skilltransfer.llm.chain import CachedModel
 from skilltransfer.llm.local import LocalModel
 from skilltransfer.llm.openai_client import OpenAIChatModel
 from skilltransfer.llm.testing import ScriptedModel
@@ -79,22 +79,6 @@ def test_cache_path_wraps_the_model(tmp_path: Path) -> None:
     assert isinstance(model, CachedModel)
     assert model.complete(HI).text == "a"
     assert len(model.cache) == 1
-
-
-def test_key_path_overrides_from_flags() -> None:
-    base = ModelConfig(name="openai", params={"top_p": 0.9})
-    cfg = base.with_overrides(["params.temperature=0.2", "extra_body.chat_template_kwargs={enable_thinking: false}",
-                               "max_concurrency=16", "cache_mode=replay", "model=qwen"])
-    assert cfg.params == {"top_p": 0.9, "temperature": 0.2}
-    assert cfg.extra_body == {"chat_template_kwargs": {"enable_thinking": False}}
-    assert (cfg.max_concurrency, cfg.cache_mode, cfg.model) == (16, "ro", "qwen")
-    assert base.params == {"top_p": 0.9}  # a copy
-    with pytest.raises(InputError, match="key.path=value"):
-        base.with_overrides(["temperature"])
-    with pytest.raises(InputError, match="'max_concurrency'"):
-        base.with_overrides(["max_concurrency=lots"])
-    with pytest.raises(InputError, match="'name' is not a mapping"):
-        base.with_overrides(["name.x=1"])
 
 
 def test_make_model_takes_the_clis_model_strings() -> None:

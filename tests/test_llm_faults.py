@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm.chain import Retry
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.faults import WRAPPER_FAULTS, FaultyModel
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
-from skilltransfer.llm.retry import ModelCallError, RetryingModel, RetryPolicy, TransientModelError
+from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError
 from skilltransfer.llm.script import ReplyRule, load_replies
 from skilltransfer.llm.testing import ScriptedModel, ScriptExhausted
 
@@ -41,11 +42,11 @@ def test_faulty_model_is_seeded_and_hits_its_rate() -> None:
 
 
 @pytest.mark.parametrize("fault", ["rate_limit", "server_error", "timeout"])
-def test_retrying_model_recovers_from_each_transport_fault(fault: str) -> None:
+def test_the_retry_layer_recovers_from_each_transport_fault(fault: str) -> None:
     inner = ScriptedModel(["answer"])
-    model = RetryingModel(FaultyModel(inner, plan=[fault, fault], rate=0.0), NO_WAIT)
-    assert model.complete(HI).text == "answer"
-    assert model.retries == 2
+    model = FaultyModel(inner, plan=[fault, fault], rate=0.0)
+    assert Retry(NO_WAIT, what="model")(lambda: model.complete(HI)).text == "answer"
+    assert (model.calls, model.faults) == (3, [fault, fault])
     assert len(inner.calls) == 1  # transport faults never reach the wrapped model
 
 
@@ -59,10 +60,9 @@ def test_content_faults_damage_the_answer() -> None:
 
 
 def test_retry_budget_exhausted_names_the_last_fault() -> None:
-    model = RetryingModel(FaultyModel(ScriptedModel(["x"]), rate=1.0, kinds=["timeout"]),
-                          RetryPolicy(max_retries=2, base_s=0))
+    model = FaultyModel(ScriptedModel(["x"]), rate=1.0, kinds=["timeout"])
     with pytest.raises(ModelCallError, match=r"failed after 3 attempts \(last: timeout"):
-        model.complete(HI)
+        Retry(RetryPolicy(max_retries=2, base_s=0), what="model")(lambda: model.complete(HI))
 
 
 def test_backoff_is_exponential_with_full_jitter_and_capped() -> None:

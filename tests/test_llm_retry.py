@@ -8,17 +8,12 @@ from email.utils import formatdate
 import pytest
 from conftest import FakeClock
 
+from skilltransfer.llm.chain import Retry
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.local import free_port
 from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
-from skilltransfer.llm.retry import (
-    ModelCallError,
-    RetryPolicy,
-    TransientModelError,
-    call_with_retries,
-    parse_retry_after,
-)
+from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError, parse_retry_after
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -129,6 +124,6 @@ def test_budget_counts_real_time_when_waits_are_disabled(fast_retry_waits: FakeC
         raise TransientModelError("server_error", "HTTP 500")
 
     with pytest.raises(ModelCallError, match="retry_budget_s"):
-        call_with_retries(failing, RetryPolicy(base_s=0, budget_s=0.1), what="x")
+        Retry(RetryPolicy(base_s=0, budget_s=0.1), what="x")(failing)
     assert 3 <= calls <= 12
     assert fast_retry_waits.waits == []

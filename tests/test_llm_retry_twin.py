@@ -16,9 +16,9 @@ from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelE
 
 def retried(fn: Callable[[], Any], policy: RetryPolicy, what: str = "model endpoint http://h/v1") -> Any:
     """One call through the retry layer (the seam these tests hold still while the layer changes)."""
-    from skilltransfer.llm.retry import call_with_retries
+    from skilltransfer.llm.chain import Retry
 
-    return call_with_retries(fn, policy, what=what)
+    return Retry(policy, what=what)(fn)
 
 
 def failing(*errors: BaseException | None, then: Any = "ok") -> tuple[Callable[[], Any], list[int]]:

@@ -30,19 +30,18 @@ from skilltransfer.agents.harness.base import Harness
 from skilltransfer.agents.prompts import DISCLOSURE_SECTIONS, AgentPrompts
 from skilltransfer.agents.result import AgentResult
 from skilltransfer.agents.skill_actions import SkillActions, organize_retrieved
-from skilltransfer.agents.steps import CallLog, TrajectoryText
+from skilltransfer.agents.steps import TrajectoryText
 from skilltransfer.agents.views import InductionView
 from skilltransfer.induction.abstraction import instance_values
 from skilltransfer.induction.inducer import Induced, Inducer
-from skilltransfer.llm.context import ContextLengthError, context_window
+from skilltransfer.llm.chain import LoggedModel
+from skilltransfer.llm.context import context_window
 from skilltransfer.log import ActionStep, GuardRecord, InductionStep, RetrievalStep
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.protocols import (
     ChatModel,
-    Completion,
     Episode,
-    Message,
     Retrieval,
     RetrievalMask,
     SkillRetriever,
@@ -101,20 +100,6 @@ class _Deferred:
     index: int | None
 
 
-class _LoggedModel:
-    """A model behind the task's call log under one role (what a `SkillRetriever` calls): every call is fitted and
-    recorded like the agent's own; a prompt that cannot fit raises ``ContextLengthError``."""
-
-    def __init__(self, model: ChatModel, calls: CallLog, role: str) -> None:
-        self.model, self.calls, self.role = model, calls, role
-
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        try:
-            return self.calls.complete(self.model, messages, self.role, **params)
-        except ContextExceeded as exc:
-            raise ContextLengthError(exc.message) from exc
-
-
 class TaskSkills:
     """One task's reads from and writes to the skill memory (see the module docstring).
 
@@ -156,8 +141,8 @@ class TaskSkills:
                 got = retriever.mask(got)
         else:
             models = self.source.role_models
-            got = retriever.retrieve(query, self.config.top_k, lambda role: _LoggedModel(
-                models.get(role, self.source.model), result.calls, role))
+            got = retriever.retrieve(query, self.config.top_k, lambda role: LoggedModel(
+                models.get(role, self.source.model), result.calls, role, overflow=ContextExceeded))
         step = RetrievalStep(query=query, query_kind=kind, subtask_index=index, route=got.log,
                              below_min_score=below + sum(len(record.removed) for record in records), guards=records)
         load_errors: dict[str, str | None] = {}

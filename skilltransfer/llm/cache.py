@@ -1,4 +1,5 @@
-"""An on-disk (SQLite) response cache keyed by the full request, and the ChatModel wrapper that uses it.
+"""An on-disk (SQLite) response cache keyed by the full request (`skilltransfer.llm.chain.CachedModel` is the layer
+that answers from it).
 
 Modes: ``off`` (pass through), ``rw`` (answer hits from disk, record misses: an interrupted run resumes without
 paying twice) and ``ro`` (replay: every call must hit, a miss is an error). The key is the SHA-256 of the canonical
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skilltransfer.errors import InputError
-from skilltransfer.protocols import ChatModel, Completion, Message
+from skilltransfer.protocols import Completion
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -140,82 +141,3 @@ class ResponseCache:
         """Close the database."""
         with self._lock:
             self._db.close()
-
-
-class CachedModel:
-    """Wraps a ChatModel with a `ResponseCache`.
-
-    Args:
-        inner: the model paid on a miss (in ro mode it is never called).
-        cache: the store.
-    """
-
-    def __init__(self, inner: ChatModel, cache: ResponseCache) -> None:
-        self.inner = inner
-        self.cache = cache
-        self.model = getattr(inner, "model", "?")
-        self.hits = 0
-        self.misses = 0
-        self._seen: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def request_body(self, messages: list[Message], **params: Any) -> dict[str, Any]:
-        """The full request the inner model would send (its own ``request_body`` when it has one)."""
-        if hasattr(self.inner, "request_body"):
-            body: dict[str, Any] = self.inner.request_body(messages, **params)
-            return body
-        return {"model": self.model, "messages": list(messages), **params}
-
-    @property
-    def context_window(self) -> int | None:
-        """The inner model's window, recorded; a replay answers the recorded one without asking the model."""
-        from skilltransfer.llm.context import context_window
-
-        known, value = self.cache.fact("context_window")
-        if self.cache.mode == "ro":
-            return value
-        window = context_window(self.inner)
-        if not known or value != window:
-            self.cache.put_fact("context_window", window)
-        return window
-
-    def count_prompt_tokens(self, messages: list[Message]) -> int:
-        """The inner model's count of a prompt, recorded by the messages' hash; a replay answers the recorded count
-        (or `estimate_tokens`' when the prompt was never counted)."""
-        from skilltransfer.llm.context import count_prompt_tokens
-
-        key = "tokens:" + request_key({"messages": list(messages)})
-        known, value = self.cache.fact(key)
-        if known and value is not None:
-            return int(value)
-        if self.cache.mode == "ro":
-            return count_prompt_tokens(None, messages)[0]
-        count = count_prompt_tokens(self.inner, messages)[0]
-        self.cache.put_fact(key, count)
-        return count
-
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        request = self.request_body(messages, **params)
-        key = request_key(request)
-        with self._lock:
-            seq = self._seen.get(key, 0)
-            self._seen[key] = seq + 1
-        hit = self.cache.get(key, seq)
-        if hit is not None:
-            with self._lock:
-                self.hits += 1
-            return hit
-        with self._lock:
-            self.misses += 1
-        if self.cache.mode == "ro":
-            raise CacheMiss(f"replay cache has no answer for request {key[:12]} (#{seq}, model {self.model}, "
-                            f"{len(messages)} messages); record it with cache mode rw", path=self.cache.path)
-        completion: Completion = self.inner.complete(messages, **params)
-        self.cache.put(key, seq, request, completion)
-        return completion
-
-    def close(self) -> None:
-        """Close the cache and the inner model."""
-        self.cache.close()
-        if hasattr(self.inner, "close"):
-            self.inner.close()

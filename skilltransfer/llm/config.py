@@ -28,7 +28,8 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from skilltransfer.errors import InputError, validation_message
-from skilltransfer.llm.cache import CACHE_MODE_ALIASES, CachedModel, CacheMode, ResponseCache
+from skilltransfer.llm.cache import CACHE_MODE_ALIASES, CacheMode, ResponseCache
+from skilltransfer.llm.chain import CachedModel
 from skilltransfer.protocols import ChatModel
 from skilltransfer.util import secrets
 from skilltransfer.util.imports import load_target, resolve
@@ -247,35 +248,6 @@ class ModelConfig(BaseModel):
             raise ValueError("script is only for the scripted test double: set its name to scripted "
                              "(run: --model scripted)")
         return self
-
-    def with_overrides(self, settings: Sequence[str]) -> ModelConfig:
-        """A copy with ``key.path=value`` settings applied, as given by ``-c`` flags.
-
-        Values are parsed as YAML (``0.2``, ``true``, ``[a, b]``, ``{k: v}``); e.g. ``params.temperature=0.2``,
-        ``extra_body.reasoning_effort=low``, ``max_concurrency=16``.
-
-        Raises:
-            InputError: a setting without ``=``, or an unknown/invalid field (named).
-        """
-        import yaml
-
-        data = self.model_dump(exclude_unset=True)
-        for setting in settings:
-            key, sep, raw = setting.partition("=")
-            if not sep or not key.strip():
-                raise InputError(f"model setting {setting!r} must look like key.path=value")
-            try:
-                value = yaml.safe_load(raw) if raw.strip() else ""
-            except yaml.YAMLError:
-                value = raw
-            node = data
-            *parents, leaf = key.strip().split(".")
-            for part in parents:
-                node = node.setdefault(part, {})
-                if not isinstance(node, dict):
-                    raise InputError(f"model setting {setting!r}: {part!r} is not a mapping")
-            node[leaf] = value
-        return build_config(data)
 
     def resolved_base_url(self) -> str | None:
         """The endpoint from the config, else OPENAI_BASE_URL, else None."""

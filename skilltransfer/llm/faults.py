@@ -1,7 +1,8 @@
 """`FaultyModel`: a seeded fault-injecting wrapper around any ChatModel (a documented test double).
 
-Transport faults (rate_limit, server_error, timeout) raise `TransientModelError` as the real client does, so a
-`RetryingModel` around it retries them; content faults (garbage_text, truncated) return a damaged answer, as a real
+Transport faults (rate_limit, server_error, timeout) raise `TransientModelError` as the real client's requests do,
+so the chain's retry layer retries them (``Retry(policy, what=...)(lambda: model.complete(messages))``,
+`skilltransfer.llm.chain.Retry`); content faults (garbage_text, truncated) return a damaged answer, as a real
 model sometimes does, so agent loops can be tested against them.
 """
 

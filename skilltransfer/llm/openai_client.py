@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
+from skilltransfer.llm.chain import Retry
 from skilltransfer.llm.config import OPENAI_URL, ModelConfig
 from skilltransfer.llm.context import (
     PromptCounter,
@@ -43,7 +44,6 @@ from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,
     TransientModelError,
-    call_with_retries,
     requested_wait,
 )
 from skilltransfer.llm.strict import DROPPED, ParamAdapter, cut_at_stop, rejected_parameter
@@ -373,7 +373,7 @@ class OpenAIChatModel:
 
     Args:
         config: endpoint, key, model id, params, timeouts, retry and concurrency settings.
-        sleep: the wait function used between retries (default: `skilltransfer.llm.retry`'s; tests pass a recorder).
+        sleep: the wait function used between retries (default: `skilltransfer.llm.chain`'s; tests pass a recorder).
         probe: the endpoint's answer to ``GET /models`` when the caller asked already (a run's endpoint check):
             the served model id and the context window are read from it. Without it the client asks once, when it
             first needs either.
@@ -406,6 +406,8 @@ class OpenAIChatModel:
         self.model = model
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s, config.backoff_max_s,
                                   budget_s=config.retry_budget_s)
+        self.retry = Retry(self.policy, what=f"model endpoint {self.shown_url}", sleep=sleep)
+        """Retries each request's transient failures (`skilltransfer.llm.chain`: where it stands in the chain)."""
         self.counter = TokenCounter(config.tokenizer)
         exact = self.counter.source == "tokenizer"
         self.prompt_counter = PromptCounter(self.counter.count if exact else estimate_tokens, exact=exact)
@@ -414,7 +416,6 @@ class OpenAIChatModel:
         self._window = config.resolved_context_window()
         self._probed = self._window is not None
         self._window_lock = threading.Lock()
-        self._sleep = sleep
         self._limiter = endpoint_limiter(base_url, config.max_concurrency)
         self.adapter = ParamAdapter(model, {"max_tokens": "max_completion_tokens"} if base_url == OPENAI_URL else None)
         """The parameters this endpoint rejected and what is sent instead (`skilltransfer.llm.strict`)."""
@@ -488,8 +489,7 @@ class OpenAIChatModel:
             serial = self.adapter.unconfirmed(self.adapter.apply(body))
             with self.adapter.learning if serial else nullcontext():
                 try:
-                    response = call_with_retries(attempt, self.policy, what=f"model endpoint {self.shown_url}",
-                                                 sleep=self._sleep)
+                    response = self.retry(attempt)
                 except ParamRejected as exc:
                     self.adapter.learn(exc.param)
                     continue

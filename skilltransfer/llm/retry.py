@@ -1,34 +1,21 @@
-"""Retries within a time budget: exponential backoff with full jitter, honouring Retry-After, and the errors the
-model layer raises.
+"""What a retry needs to know: the errors the model layer raises, the retry limits and backoff (`RetryPolicy`), and
+the wait a server asks for (Retry-After).
 
 A rate-limited or overloaded endpoint is retried until ``RetryPolicy.budget_s`` seconds (default 300) have passed
 since the call's first attempt, so a run rides out a rate-limit window or a short outage; then one clear
-`ModelCallError`. Waits go through this module's ``_sleep`` and ``_now`` (tests replace them with a fake clock).
+`ModelCallError`. The retrying itself is `skilltransfer.llm.chain.Retry`, a layer of the chain around a model call.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
 
 from skilltransfer.errors import InputError
-from skilltransfer.protocols import ChatModel, Completion, Message
-
-T = TypeVar("T")
-log = logging.getLogger(__name__)
-
-_sleep: Callable[[float], None] = time.sleep
-"""How retries wait (module-level so that tests can swap in a fake clock)."""
-_now: Callable[[], float] = time.monotonic
-"""The clock the retry budget is measured on."""
-LOUD_WAIT_S = 10.0
-"""Retries that wait at least this long are logged as warnings (shorter ones at INFO)."""
 
 
 class TransientModelError(RuntimeError):
@@ -105,9 +92,14 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
 
+    @property
+    def waits(self) -> bool:
+        """Whether retries wait at all (``base_s`` and ``max_s`` above 0)."""
+        return self.base_s > 0 and self.max_s > 0
+
     def backoff_s(self, attempt: int) -> float:
         """The jittered wait before retry number ``attempt`` (0-based): uniform in [0, min(max_s, base_s·2^attempt)]."""
-        if self.base_s <= 0 or self.max_s <= 0:
+        if not self.waits:
             return 0.0
         return self._rng.uniform(0, min(self.max_s, self.base_s * 2.0 ** min(attempt, 64)))
 
@@ -116,84 +108,6 @@ class RetryPolicy:
 
         With waits disabled (``base_s`` 0) it is always 0, Retry-After included.
         """
-        if self.base_s <= 0 or self.max_s <= 0:
+        if not self.waits:
             return 0.0
         return max(self.backoff_s(attempt), retry_after_s or 0.0)
-
-
-def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, *, what: str,
-                      sleep: Callable[[float], None] | None = None,
-                      on_retry: Callable[[TransientModelError, float], None] | None = None) -> T:
-    """Call ``fn`` and retry it on `TransientModelError` until it succeeds or ``policy``'s budget is spent.
-
-    A retry happens while fewer than ``max_retries`` were made and the budget is not spent; a backoff wait that
-    would pass the budget is cut short so that the last attempt happens at the deadline. A Retry-After that lies
-    beyond the budget ends the call at once (retrying earlier would only be refused again).
-
-    Args:
-        fn: the attempt.
-        policy: the retry limits and backoff.
-        what: names the endpoint in the final error.
-        sleep: the wait function (default: this module's ``_sleep``).
-        on_retry: called with the error and the wait before each retry.
-
-    Raises:
-        ModelCallError: once the budget is spent; says what failed last and what to change.
-    """
-    wait_fn = sleep or _sleep
-    start = _now()
-    attempt = 0
-    while True:
-        try:
-            return fn()
-        except TransientModelError as exc:
-            attempt += 1
-            elapsed = _now() - start
-            remaining = policy.budget_s - elapsed
-            wait = policy.wait_s(attempt - 1, exc.retry_after_s)
-            reason = None
-            if policy.max_retries is not None and attempt > policy.max_retries:
-                reason = f"raise max_retries (now {policy.max_retries})"
-            elif remaining <= 0:
-                reason = f"raise retry_budget_s (now {policy.budget_s:g} s)"
-            elif exc.retry_after_s is not None and wait > 0 and exc.retry_after_s > remaining:
-                reason = (f"the server asked to retry after {exc.retry_after_s:.0f} s, beyond the "
-                          f"{remaining:.0f} s left of retry_budget_s ({policy.budget_s:g} s)")
-            if reason is not None:
-                hint = ("is the server running? set --base-url / OPENAI_BASE_URL to a reachable endpoint"
-                        if exc.kind == "connection" else f"retry later or {reason}")
-                raise ModelCallError(f"{what} failed after {attempt} attempts (last: {exc.kind}: {exc}) "
-                                     f"in {elapsed:.0f} s; {hint}") from exc
-            wait = min(wait, remaining)
-            log.log(logging.WARNING if wait >= LOUD_WAIT_S else logging.INFO,
-                    "%s: %s (%s); retry %d in %.0f s (%.0f of %g s retry budget spent)",
-                    what, exc.kind, exc, attempt, wait, elapsed, policy.budget_s)
-            if on_retry is not None:
-                on_retry(exc, wait)
-            if wait > 0:
-                wait_fn(wait)
-
-
-class RetryingModel:
-    """Wraps any ChatModel and retries its `TransientModelError`s (e.g. a `FaultyModel` in agent tests).
-
-    Args:
-        inner: the model to call.
-        policy: retry budget and backoff.
-    """
-
-    def __init__(self, inner: ChatModel, policy: RetryPolicy | None = None) -> None:
-        self.inner = inner
-        self.policy = policy or RetryPolicy()
-        self.retries = 0
-
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        def attempt() -> Completion:
-            completion: Completion = self.inner.complete(messages, **params)
-            return completion
-
-        def count(_exc: TransientModelError, _wait: float) -> None:
-            self.retries += 1
-
-        return call_with_retries(attempt, self.policy, what=f"model {getattr(self.inner, 'model', '?')}",
-                                 on_retry=count)

@@ -2,8 +2,9 @@
 
 `software` is read once per process: the toolkit's version, its git commit and whether the checkout had uncommitted
 changes (when it runs from a checkout), Python and the versions of the packages that shape results (pandas is what the
-datasci agents' code runs on). `ServedWatch` wraps a stream's model and keeps what the endpoint said it served: the
-model id of each answer and its ``system_fingerprint``. `provenance_differences` says which of these differ between
+datasci agents' code runs on). `ServedModels` hears each of a stream's completions (a listener of the chain's
+``ReportingModel``) and keeps what the endpoint said it served: the model id of each answer and its
+``system_fingerprint``. `provenance_differences` says which of these differ between
 runs (``report`` names them).
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skilltransfer.protocols import ChatModel, Completion, Message
+from skilltransfer.protocols import Completion
 from skilltransfer.version import __version__
 
 PACKAGES = ("numpy", "pandas", "scipy", "pydantic", "openai", "faiss-cpu", "sentence-transformers", "torch",
@@ -71,32 +72,25 @@ def run_provenance(params: Mapping[str, Any]) -> dict[str, Any]:
     return {**software(), "seed": params.get("seed"), "served_models": [], "system_fingerprints": []}
 
 
-class ServedWatch:
-    """Wraps a model and keeps the model ids and ``system_fingerprint`` values its answers carry (other members are
-    the inner model's)."""
+class ServedModels:
+    """Keeps the model ids and ``system_fingerprint`` values a stream's answers carry (called with each completion)."""
 
-    def __init__(self, inner: ChatModel) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
         self.served: list[str] = []
         self.fingerprints: list[str] = []
         self._lock = threading.Lock()
 
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        completion = self.inner.complete(messages, **params)
+    def __call__(self, completion: Completion) -> None:
         fingerprint = completion.raw_response.get("system_fingerprint") if completion.raw_response else None
         with self._lock:
             if completion.model and completion.model not in self.served and not completion.cached:
                 self.served.append(str(completion.model))
             if isinstance(fingerprint, str) and fingerprint and fingerprint not in self.fingerprints:
                 self.fingerprints.append(fingerprint)
-        return completion
 
     def seen(self) -> dict[str, list[str]]:
         with self._lock:
             return {"served_models": list(self.served), "system_fingerprints": list(self.fingerprints)}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def merged(before: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
+from skilltransfer.llm.chain import Retry
 from skilltransfer.llm.config import OPENAI_URL
 from skilltransfer.llm.retry import (
     ModelCallError,
     RetryPolicy,
     TransientModelError,
-    call_with_retries,
     requested_wait,
 )
 from skilltransfer.untrusted import UntrustedFileError, parse_json
@@ -91,6 +91,7 @@ class EndpointEmbedder:
         self.model_id, self.base_url, self.batch_size = model_id, base_url, max(1, batch_size)
         self.policy = RetryPolicy(max_retries, backoff_base_s, 30.0, budget_s=retry_budget_s)
         self._http = HttpClient(base_url, openai_headers(key), deadline_s=timeout_s, max_bytes=max_answer_bytes)
+        self._retry = Retry(self.policy, what=f"embedding endpoint {self._http.shown}")
         self._dim: int | None = None
         self.requests = 0
         """Requests sent (batches, retries included)."""
@@ -111,8 +112,7 @@ class EndpointEmbedder:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]  # "" is refused
-            rows += call_with_retries(lambda b=batch: self._send(b), self.policy,  # type: ignore[misc]
-                                      what=f"embedding endpoint {self._http.shown}")
+            rows += self._retry(lambda b=batch: self._send(b))  # type: ignore[misc]
         if not rows:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         matrix = np.asarray(rows, dtype=np.float32)

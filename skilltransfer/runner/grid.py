@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model, with_response_cache
-from skilltransfer.llm.cache import CachedModel
+from skilltransfer.llm.chain import CachedModel
 from skilltransfer.llm.openai_client import EndpointKey, EndpointProbe, endpoint_key
 from skilltransfer.llm.openai_client import check_endpoints as preflight
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord

@@ -1,7 +1,8 @@
 """The progress display of a stream run: step-level progress on a terminal, task lines and heartbeats in a log.
 
 `StreamProgress` follows the agent's events (task, subtask, step and model-call starts and ends) and the finished
-task records; `WatchedModel` reports each model call's tokens to it.
+task records; ``watch`` puts a `skilltransfer.llm.chain.ReportingModel` around the stream's model that tells it
+each model call's tokens.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from skilltransfer.agents.result import AgentEvent
+from skilltransfer.llm.chain import ReportingModel
 from skilltransfer.log import TaskRecord
-from skilltransfer.protocols import Completion, Message
+from skilltransfer.protocols import ChatModel, Completion
 from skilltransfer.util.terminal import Console
 
 
@@ -159,22 +161,6 @@ class StreamProgress:
             self.live_tokens += completion.prompt_tokens + completion.completion_tokens
             self.progress.update(self._task, stats=self._stats())
 
-    def watch(self, model: Any) -> WatchedModel:
-        """``model`` wrapped so that every call updates the bar."""
-        return WatchedModel(model, self)
-
-
-class WatchedModel:
-    """A ChatModel that reports each completion to a `StreamProgress` (everything else is the inner model's)."""
-
-    def __init__(self, inner: Any, bar: StreamProgress) -> None:
-        self.inner = inner
-        self.bar = bar
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        completion: Completion = self.inner.complete(messages, **params)
-        self.bar.on_call(completion)
-        return completion
+    def watch(self, model: ChatModel) -> ReportingModel:
+        """``model`` with every call reported to the bar (`on_call`)."""
+        return ReportingModel(model, self.on_call)

@@ -15,6 +15,7 @@ from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model, with_response_cache
+from skilltransfer.llm.chain import LimitedModel
 from skilltransfer.log import TaskRecord
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.build import build_embedder, single_thread_faiss
@@ -43,27 +44,20 @@ class EndpointLimiter:
         self._sem.release()
 
 
-class LimitedModel:
-    """A model whose calls hold a slot of an `EndpointLimiter` actor."""
+class ActorSlot:
+    """One slot of an `EndpointLimiter` actor, held as a context manager (the chain's `LimitedModel` holds it around
+    each call)."""
 
-    def __init__(self, inner: Any, limiter: Any) -> None:
-        self.inner = inner
-        self.model = getattr(inner, "model", "?")
+    def __init__(self, limiter: Any) -> None:
         self._limiter = limiter
 
-    def complete(self, messages: list[Any], **params: Any) -> Any:
+    def __enter__(self) -> None:
         import ray
 
         ray.get(self._limiter.acquire.remote())
-        try:
-            return self.inner.complete(messages, **params)
-        finally:
-            self._limiter.release.remote()
 
-    def request_body(self, messages: list[Any], **params: Any) -> dict[str, Any]:
-        if hasattr(self.inner, "request_body"):
-            return self.inner.request_body(messages, **params)
-        return {"model": self.model, "messages": list(messages), **params}
+    def __exit__(self, *exc: object) -> None:
+        self._limiter.release.remote()
 
 
 def run_stream_task(plan: StreamPlan, tasks: Sequence[TaskSpec], limiter: Any, progress: Any) -> StreamOutcome:
@@ -73,7 +67,7 @@ def run_stream_task(plan: StreamPlan, tasks: Sequence[TaskSpec], limiter: Any, p
         base = make_model(plan.config.model, cache=False)
         model = with_response_cache(base, plan.config.model)
         if limiter is not None:
-            model = LimitedModel(model, limiter)
+            model = LimitedModel(model, ActorSlot(limiter))
         embedder = build_embedder(plan.config) if plan.config.has_memory else None
     except Exception as exc:  # noqa: BLE001 - reported as the stream's failure
         return StreamOutcome(plan.run, "failed", len(tasks), error=f"{type(exc).__name__}: {exc}")

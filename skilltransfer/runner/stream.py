@@ -52,6 +52,7 @@ from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.retriever import GRAPH_DIR, LensRetriever, lens_prompt_ids
 from skilltransfer.llm import make_model
+from skilltransfer.llm.chain import ReportingModel, TimedModel
 from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.log import (
     TASK_ERROR,
@@ -69,7 +70,7 @@ from skilltransfer.log import (
     TrajectoryLog,
     TrajectoryStatus,
 )
-from skilltransfer.log.provenance import ServedWatch, merged, run_provenance
+from skilltransfer.log.provenance import ServedModels, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
@@ -80,7 +81,7 @@ from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.metrics.windows import ContextAccount, ContextWindow
-from skilltransfer.protocols import ChatModel, Completion, Embedder, Env, Message, Score, SkillStore, TaskSpec
+from skilltransfer.protocols import ChatModel, Embedder, Env, Score, SkillStore, TaskSpec
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import (
     LockedEmbedder,
@@ -130,21 +131,6 @@ class TaskClock:
         """Raises `TaskTimeout` past the deadline."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise TaskTimeout(f"the task ran past agent.task_timeout_s={self.limit_s:g}")
-
-
-class TimedModel:
-    """A chat model whose calls first check the task's `TaskClock` (other members are the inner model's)."""
-
-    def __init__(self, inner: ChatModel, clock: TaskClock) -> None:
-        self.inner = inner
-        self.clock = clock
-
-    def complete(self, messages: list[Message], **params: Any) -> Completion:
-        self.clock.check()
-        return self.inner.complete(messages, **params)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 @dataclass
@@ -225,7 +211,7 @@ class StreamParts:
     """The lens verifier's model when the stream built it (``config.verifier_model``): closed when the stream ends."""
     clock: TaskClock = field(default_factory=lambda: TaskClock(None))
     """The running task's deadline (``agent.task_timeout_s``)."""
-    watch: ServedWatch | None = None
+    served: ServedModels | None = None
     """What the endpoint says it serves (recorded in ``config.json``'s provenance after each task)."""
     masking: MaskedRetriever | None = None
     """The retriever of a stream with ``mask_rate`` > 0 (told each task's id before it runs)."""
@@ -294,8 +280,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     agent_cfg = stream_agent_config(config, inputs, read_run_settings(folder).agent if folder.exists() else None)
     induction = config.induction_config()
     clock = TaskClock(config.agent.task_timeout_s)
-    watch = ServedWatch(model)
-    model = watch
+    served = ServedModels()
+    model = ReportingModel(model, served)
     if clock.limit_s is not None:
         model = TimedModel(model, clock)
         induction_model = TimedModel(induction_model, clock) if induction_model is not None else None
@@ -329,7 +315,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     own_task = OwnTaskLibrary(single, embedder) if config.library_scope == "own-task" and single is not None \
         and embedder is not None else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock, watch, masking=masking, make_agent=make_agent, own_task=own_task)
+                       clock, served, masking=masking, make_agent=make_agent, own_task=own_task)
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
@@ -793,8 +779,8 @@ def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
     if changes != parts.recorded.get("adaptations"):
         folder.record_adaptations(changes)
         parts.recorded["adaptations"] = dict(changes)
-    if parts.watch is not None:
-        seen = parts.watch.seen()
+    if parts.served is not None:
+        seen = parts.served.seen()
         if seen != parts.recorded.get("served"):
             before = folder.read_config().provenance
             folder.record_provenance(merged(before, seen) if before else before)
