@@ -376,6 +376,26 @@ class SkillMemory:
         out.read_only = self.read_only
         return out
 
+    def view(self, skill_ids: Sequence[str]) -> SkillMemory:
+        """A read-only memory of these skills, in this order: the same skill objects and their stored vectors (no
+        copy, no embedding; a per-task library of `skilltransfer.memory.near_miss`).
+
+        Raises:
+            KeyError: an id is not in memory.
+        """
+        out = SkillMemory(self.embedder, config=self.config)
+        ids = list(dict.fromkeys(skill_ids))
+        if ids:
+            vectors = np.stack([self.vector(skill_id) for skill_id in ids]).astype(np.float32)
+            out._index.add_with_ids(vectors, np.arange(len(ids), dtype=np.int64))
+            for key, skill_id in enumerate(ids):
+                skill = self._skills[skill_id]
+                out._skills[skill_id], out._key[skill_id], out._id_of_key[key] = skill, key, skill_id
+                out._formats[skill.format] += 1
+            out._next_key = len(ids)
+        out.read_only = True
+        return out
+
     # ----------------------------------------------------------------- persistence
     def manifest(self) -> dict[str, Any]:
         """The manifest saved with the memory."""

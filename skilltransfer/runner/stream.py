@@ -56,10 +56,12 @@ from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.log import (
     TASK_ERROR,
     TASK_TIMEOUT,
+    USED_SHARE,
     ActionStep,
     CoordinationRecord,
     Exposure,
     InducedSkill,
+    LibraryDraw,
     LibraryUtility,
     RetrievalStep,
     RetrievedSkill,
@@ -68,12 +70,15 @@ from skilltransfer.log import (
     TaskRecord,
     TrajectoryLog,
     TrajectoryStatus,
+    picks_from_steps,
 )
 from skilltransfer.log.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
+from skilltransfer.memory.library import read_library
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
+from skilltransfer.memory.near_miss import RELEVANT_KEY, SizedLibrary, corpus_skills, right_skills
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
@@ -176,6 +181,9 @@ class StreamInputs:
     external: bool = False
     """The library is an external one (a SKILL.md folder or a .jsonl, not a run's memory; `external_library`): the
     agent discloses it progressively unless ``agent.skill_disclosure`` says otherwise."""
+    corpus: list[tuple[str, list[Skill]]] = field(default_factory=list)
+    """``library_size``: each ``near_miss.corpus`` library's name and readable skills (its notes join
+    ``library_notes``)."""
 
 
 def prepare_stream(config: StreamConfig) -> StreamInputs:
@@ -190,7 +198,14 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     library = read.skills if read is not None else None
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
-    return StreamInputs(library, organization, read.notes() if read is not None else [], external_library(config))
+    notes = read.notes() if read is not None else []
+    corpus: list[tuple[str, list[Skill]]] = []
+    if config.library_size is not None:
+        for path in config.near_miss.corpus:
+            part = read_library(path, resource_bytes=config.library_resource_bytes)
+            corpus.append((agent_library_name(path), part.skills))
+            notes += [f"near_miss.corpus {line}" for line in part.unreadable]
+    return StreamInputs(library, organization, notes, external_library(config), corpus)
 
 
 def stream_agent_config(config: StreamConfig, inputs: StreamInputs,
@@ -232,6 +247,8 @@ class StreamParts:
     """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
     own_task: OwnTaskLibrary | None = None
     """``library_scope`` own-task: each task's view of the frozen library (the agent's memory is set before it)."""
+    sized: SizedLibrary | None = None
+    """``library_size``: each task's library of that many skills (the agent's memory is set before it)."""
     recorded: dict[str, Any] = field(default_factory=dict)
     """What `_commit_task` last recorded in ``config.json`` (adaptations, served provenance): unchanged, the file is
     neither read nor written again."""
@@ -327,8 +344,10 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     own_task = OwnTaskLibrary(single, embedder) if config.library_scope == "own-task" and single is not None \
         and embedder is not None else None
+    sized = SizedLibrary(single, config.library_size, config.near_miss) if config.library_size is not None \
+        and single is not None else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock, watch, masking=masking, make_agent=make_agent, own_task=own_task)
+                       clock, watch, masking=masking, make_agent=make_agent, own_task=own_task, sized=sized)
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
@@ -342,7 +361,8 @@ def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> Mas
 
 # --------------------------------------------------------------------------------------------- memory set-up
 def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
-                    tasks: Sequence[TaskSpec], folder: RunFolder) -> SkillMemory:
+                    tasks: Sequence[TaskSpec], folder: RunFolder,
+                    corpus: Sequence[tuple[str, list[Skill]]] = ()) -> SkillMemory:
     if cfg.library_filter is not None and skills:  # half of no skills is none
         from skilltransfer.metrics import score_library
 
@@ -358,6 +378,8 @@ def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
     skills = [s.model_copy(update={"usage": UsageStats()}, deep=True) for s in skills]
     if cfg.distractors:
         skills += distractor_skills(cfg.distractors)
+    if cfg.library_size is not None:
+        skills += corpus_skills(corpus, skills)
     memory = SkillMemory(embedder, config=cfg.memory.model_copy(update={"dedup_threshold": 1.01}))
     memory.add_many(skills)
     memory.read_only = True
@@ -380,7 +402,7 @@ def _open_memory(cfg: StreamConfig, inputs: StreamInputs, embedder: Embedder | N
     if own is not None:
         return own
     if inputs.library is not None:
-        return _frozen_library(cfg, inputs.library, embedder, tasks, folder)
+        return _frozen_library(cfg, inputs.library, embedder, tasks, folder, inputs.corpus)
     return SkillMemory(embedder, config=cfg.memory)
 
 
@@ -478,7 +500,8 @@ def context_account(result: AgentResult) -> ContextAccount:
 
 
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
-            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None) -> TaskRecord:
+            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None,
+            library_draw: LibraryDraw | None = None) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
     answered = [call for call in result.calls.calls if call.error is None]
     for call in answered:
@@ -493,8 +516,11 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
                                 load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s),
-                                source=s.get("source"))
-                 for step in result.retrievals for after in [actions_after(result, step)] for s in step.skills]
+                                source=s.get("source"), rank=rank)
+                 for step in result.retrievals for after in [actions_after(result, step)]
+                 for rank, s in enumerate(step.skills, start=1)]
+    picks = picks_from_steps(result.steps, [(r.skill_id, r.name, r.followed) for r in retrieved if r.format == "text"],
+                             used_share=USED_SHARE)
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
                for s in result.inductions]
@@ -514,7 +540,20 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
                       context_account=context_account(result).to_dict(), routes=routes,
-                      exposures=exposures(result))
+                      exposures=exposures(result), picks=picks, relevant_skills=relevant_skills(task, memory),
+                      library_draw=library_draw)
+
+
+def relevant_skills(task: TaskSpec, memory: SkillStore | None) -> list[str] | None:
+    """The ids of the task's right skills as known when it ran (`skilltransfer.memory.near_miss.right_skills`): named
+    by the task's metadata in any memory, or induced from the task itself in a frozen library (read-only, or beside
+    the agent's own memory); None when unknown."""
+    if memory is None:
+        return None
+    library = memory.library if isinstance(memory, JointMemory) else memory
+    if not library.read_only and RELEVANT_KEY not in task.metadata:
+        return None
+    return right_skills(task, library)
 
 
 def actions_after(result: AgentResult, step: RetrievalStep) -> list[ActionStep]:
@@ -717,6 +756,10 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         parts.masking.task_key = task.id
     if parts.own_task is not None:  # library_scope own-task: this task sees the skills induced from it
         agent.memory = parts.own_task.memory_for(task.id)
+    drawn = None
+    if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
+        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory))
+        drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
     episode = None
@@ -761,7 +804,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     live.write("finished", score={"reward": score.reward, "success": score.success,
                                   "checks": [asdict(c) for c in score.checks]},
                error=failure[1] if failure is not None else None)
-    record = _record(config, position, task, result, score, memory, trajectory, live.plan)
+    record = _record(config, position, task, result, score, memory, trajectory, live.plan, drawn)
     if memory is not None and memory.config.capacity is not None:
         memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
         record.memory_size = len(memory)
