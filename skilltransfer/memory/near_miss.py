@@ -14,7 +14,8 @@ cosine to the nearest right skill (to the task's instruction when it has none). 
 
 The order does not depend on the size, so a task's library at size 20 holds its library at size 5 (nested): sizes
 differ only by what was added. When the pool runs out the library is smaller than asked (`LibraryDraw.size`).
-Vectors are the frozen memory's own (embedded once); a task's library is a read-only view of the same skills.
+Vectors are embedded once per stream; a task's library is a read-only memory of the same skill objects. The corpus
+is not part of the run's saved memory (it is read again on resume), so a commit saves only the library.
 """
 
 from __future__ import annotations
@@ -106,17 +107,25 @@ class TaskLibrary:
 
 
 class SizedLibrary:
-    """Per-task libraries of ``size`` skills over a frozen pool (module docstring).
+    """Per-task libraries of ``size`` skills over a frozen library and a corpus (module docstring).
 
     Args:
-        pool: the frozen memory: the library and the corpus (read-only).
+        library: the stream's frozen library (read-only): right skills and the other tasks' skills.
+        corpus: the corpus's skills in a memory of their own (`corpus_skills`; embedded once, never saved with the
+            run: a resumed run reads it again from ``near_miss.corpus``).
         size: ``library_size``.
         config: the band, the seed.
     """
 
-    def __init__(self, pool: SkillMemory, size: int, config: NearMissConfig) -> None:
-        self.pool, self.size, self.config = pool, size, config
-        self.ids, self.vectors = pool.embeddings()
+    def __init__(self, library: SkillMemory, corpus: SkillMemory | None, size: int, config: NearMissConfig) -> None:
+        self.library, self.size, self.config = library, size, config
+        ids, vectors = library.embeddings()
+        self.skills = {skill.id: skill for skill in library}
+        if corpus is not None and len(corpus):
+            more, more_vectors = corpus.embeddings()
+            self.skills.update({skill.id: skill for skill in corpus})
+            ids, vectors = [*ids, *more], np.vstack([vectors, more_vectors])
+        self.ids, self.vectors = ids, vectors
         self._row = {skill_id: row for row, skill_id in enumerate(self.ids)}
 
     def draw(self, task: TaskSpec, right: Sequence[str] | None) -> tuple[list[str], TaskLibrary]:
@@ -125,7 +134,7 @@ class SizedLibrary:
         if right_ids:
             anchors = self.vectors[[self._row[i] for i in right_ids]]
         else:
-            anchors = self.pool.embed([task.instruction])
+            anchors = self.library.embed([task.instruction])
         closeness = (self.vectors @ anchors.T).max(axis=1) if len(self.ids) else np.zeros(0)
         low, high = self.config.band
         excluded = set(right_ids)
@@ -135,16 +144,16 @@ class SizedLibrary:
         below.sort(key=lambda i: (-closeness[self._row[i]], i))
         room = max(0, self.size - len(right_ids))
         near = [*band, *below][:room]
-        chosen = [*right_ids, *near]
         nn: float | None = None
         if right_ids and near:  # the nearest other skill of the library to a right skill (right skills aside)
             nn = round(float(closeness[[self._row[i] for i in near]].max()), 6)
-        record = TaskLibrary(size=len(chosen), requested=self.size, right=len(right_ids),
+        record = TaskLibrary(size=len(right_ids) + len(near), requested=self.size, right=len(right_ids),
                              in_band=min(len(band), room), nn_cosine=nn)
-        return chosen, record
+        return [*right_ids, *near], record
 
     def memory_for(self, task: TaskSpec, right: Sequence[str] | None) -> tuple[SkillMemory, TaskLibrary]:
-        """The read-only memory of ``task``'s library (the pool's skills and vectors) and its record."""
+        """The read-only memory of ``task``'s library (the same skills and vectors) and its record."""
         chosen, record = self.draw(task, right)
-        return self.pool.view(chosen), record
-
+        rows = [self._row[i] for i in chosen]
+        return SkillMemory.frozen(self.library.embedder, [self.skills[i] for i in chosen], self.vectors[rows],
+                                  config=self.library.config), record

@@ -30,7 +30,8 @@ from skilltransfer.metrics.selection_scale import Estimate, scale_analysis
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import condition_order, metric_of, value_of
 from skilltransfer.report.table import Table
-from skilltransfer.untrusted import read_json
+from skilltransfer.skill import Skill
+from skilltransfer.util.files import read_json
 
 SIZE_TAG = re.compile(r"\[size=[^\]]*\]")
 Labels = Mapping[str, list[str]]
@@ -42,7 +43,7 @@ def read_labels(path: Path) -> dict[str, list[str]]:
     Raises:
         InputError: unreadable, not JSON, or not an object of lists of strings (naming the first bad entry).
     """
-    data = read_json(path)
+    data = read_json(path, what="labels file")
     if not isinstance(data, dict):
         raise InputError("a labels file is a JSON object {\"task id\": [\"skill name or id\", ...]}", path=path)
     for task_id, skills in data.items():
@@ -56,31 +57,33 @@ def has_picks(runs: list[RunLog]) -> bool:
     return any(record.picks is not None for run in runs for record in run.records)
 
 
-def _names(run: RunLog, record: TaskRecord) -> dict[str, str]:
+def _names(record: TaskRecord) -> dict[str, str]:
     names = {hit.skill_id: hit.name for hit in record.retrieved}
     names.update({pick.skill_id: pick.name for pick in record.picks or []})
     return names
 
 
-def _relevant(run: RunLog, record: TaskRecord, labels: Labels | None) -> frozenset[str]:
+def _relevant(record: TaskRecord, labels: Labels | None, skills: Mapping[str, Skill]) -> frozenset[str]:
     if labels is not None and record.task_id in labels:
-        by_name = {skill.name: skill.id for skill in run.skills.values()}
-        by_name.update({name: skill_id for skill_id, name in _names(run, record).items()})
+        by_name = {skill.name: skill.id for skill in skills.values()}
+        by_name.update({name: skill_id for skill_id, name in _names(record).items()})
         return frozenset(by_name.get(item, item) for item in labels[record.task_id])
     return frozenset(record.relevant_skills or ())
 
 
-def task_selection(run: RunLog, record: TaskRecord, metric: str, labels: Labels | None = None) -> TaskSelection:
-    """A record as `TaskSelection` (``relevant`` empty when unknown)."""
+def task_selection(record: TaskRecord, metric: str, labels: Labels | None = None,
+                   skills: Mapping[str, Skill] | None = None) -> TaskSelection:
+    """A record as `TaskSelection` (``relevant`` empty when unknown; ``metric`` resolved, `metric_of`); ``labels``
+    names resolved against the record's skills and ``skills`` (a run's, by id)."""
     best: dict[str, int] = {}
     for hit, rank in ranked(record.retrieved):
         best[hit.skill_id] = min(rank, best.get(hit.skill_id, rank))
     order = sorted(best, key=lambda skill_id: best[skill_id])  # stable: ties keep retrieval order
     draw = record.library_draw
     return TaskSelection(record.task_id, tuple(order), tuple(p.skill_id for p in record.picks or []),
-                         _relevant(run, record, labels), value_of(record, metric),
+                         _relevant(record, labels, skills or {}), value_of(record, metric),
                          size=float(draw.requested) if draw is not None else None,
-                         nn_cosine=draw.nn_cosine if draw is not None else None, names=_names(run, record))
+                         nn_cosine=draw.nn_cosine if draw is not None else None, names=_names(record))
 
 
 def _groups(runs: list[RunLog], *, strip_size: bool = False) -> dict[tuple[str, str, str], list[RunLog]]:
@@ -123,7 +126,7 @@ def selection_tables(runs: list[RunLog], metric: str, seed: int, labels: Labels 
                     "precision_pct", "precision_pct_low", "precision_pct_high", "recall_pct", "recall_pct_low",
                     "recall_pct_high", "f1"], note=SKILLS_NOTE)
     for (env, model, condition), members in _groups(runs).items():
-        tasks = [task_selection(run, record, metric_of(run, metric), labels)
+        tasks = [task_selection(record, metric_of(run, metric), labels, run.skills)
                  for run in members for record in run.records if record.picks is not None]
         labelled = [t for t in tasks if t.relevant]
         everyone = selection_summary(tasks, seed=seed)
@@ -179,7 +182,7 @@ def scale_tables(runs: list[RunLog], metric: str, seed: int, labels: Labels | No
             for record in run.records:
                 if record.picks is None or record.library_draw is None:
                     continue
-                task = task_selection(run, record, metric_of(run, metric), labels)
+                task = task_selection(record, metric_of(run, metric), labels, run.skills)
                 if task.relevant and task.size is not None:
                     by_size.setdefault(task.size, []).append(task)
         if len(by_size) < 2:

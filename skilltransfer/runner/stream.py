@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.disclosure import DisclosureOrigin
@@ -344,10 +346,21 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     own_task = OwnTaskLibrary(single, embedder) if config.library_scope == "own-task" and single is not None \
         and embedder is not None else None
-    sized = SizedLibrary(single, config.library_size, config.near_miss) if config.library_size is not None \
-        and single is not None else None
+    sized = _sized_library(config, single, inputs, embedder)
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
                        clock, watch, masking=masking, make_agent=make_agent, own_task=own_task, sized=sized)
+
+
+def _sized_library(cfg: StreamConfig, library: SkillMemory | None, inputs: StreamInputs,
+                   embedder: Embedder | None) -> SizedLibrary | None:
+    """``library_size``: the per-task libraries over the frozen library and the corpus (embedded here, once)."""
+    if cfg.library_size is None or library is None or embedder is None:
+        return None
+    skills = corpus_skills(inputs.corpus, list(library))
+    vectors = library.embed([f"{s.description}\n{s.body}" if library.config.index_body else s.description
+                             for s in skills]) if skills else np.zeros((0, library.dim), dtype=np.float32)
+    corpus = SkillMemory.frozen(embedder, skills, vectors, config=library.config)
+    return SizedLibrary(library, corpus, cfg.library_size, cfg.near_miss)
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
@@ -361,8 +374,7 @@ def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> Mas
 
 # --------------------------------------------------------------------------------------------- memory set-up
 def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
-                    tasks: Sequence[TaskSpec], folder: RunFolder,
-                    corpus: Sequence[tuple[str, list[Skill]]] = ()) -> SkillMemory:
+                    tasks: Sequence[TaskSpec], folder: RunFolder) -> SkillMemory:
     if cfg.library_filter is not None and skills:  # half of no skills is none
         from skilltransfer.metrics import score_library
 
@@ -378,8 +390,6 @@ def _frozen_library(cfg: StreamConfig, skills: list[Skill], embedder: Embedder,
     skills = [s.model_copy(update={"usage": UsageStats()}, deep=True) for s in skills]
     if cfg.distractors:
         skills += distractor_skills(cfg.distractors)
-    if cfg.library_size is not None:
-        skills += corpus_skills(corpus, skills)
     memory = SkillMemory(embedder, config=cfg.memory.model_copy(update={"dedup_threshold": 1.01}))
     memory.add_many(skills)
     memory.read_only = True
@@ -402,7 +412,7 @@ def _open_memory(cfg: StreamConfig, inputs: StreamInputs, embedder: Embedder | N
     if own is not None:
         return own
     if inputs.library is not None:
-        return _frozen_library(cfg, inputs.library, embedder, tasks, folder, inputs.corpus)
+        return _frozen_library(cfg, inputs.library, embedder, tasks, folder)
     return SkillMemory(embedder, config=cfg.memory)
 
 
