@@ -78,9 +78,8 @@ from skilltransfer.log.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
-from skilltransfer.memory.library import read_library
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
-from skilltransfer.memory.near_miss import RELEVANT_KEY, SizedLibrary, corpus_skills, right_skills
+from skilltransfer.memory.near_miss import RELEVANT_KEY, SizedLibrary, corpus_skills, read_corpus, right_skills
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
@@ -204,10 +203,33 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     corpus: list[tuple[str, list[Skill]]] = []
     if config.library_size is not None:
         for path in config.near_miss.corpus:
-            part = read_library(path, resource_bytes=config.library_resource_bytes)
-            corpus.append((agent_library_name(path), part.skills))
-            notes += [f"near_miss.corpus {line}" for line in part.unreadable]
+            skills, unread = read_corpus(path, resource_bytes=config.library_resource_bytes)
+            corpus.append((agent_library_name(path), skills))
+            notes += [f"near_miss.corpus {line}" for line in unread]
     return StreamInputs(library, organization, notes, external_library(config), corpus)
+
+
+def near_miss_note(config: StreamConfig, sizes: Sequence[int | None] = ()) -> str:
+    """One line on a ``library_size`` stream's corpus: how many readable skills it holds, and the sizes it cannot
+    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held)."""
+    skills: dict[str, None] = {}
+    unread = 0
+    for path in config.near_miss.corpus:
+        try:
+            read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
+        except InputError as exc:
+            return f"near_miss.corpus: {exc}"
+        skills.update(dict.fromkeys(skill.id for skill in read))
+        unread += len(unreadable)
+    wanted = sorted({size for size in (*sizes, config.library_size) if size is not None})
+    short = [size for size in wanted if size > len(skills) + 1]
+    line = (f"near_miss.corpus: {len(skills)} skills" + (f" ({unread} SKILL.md not read)" if unread else "")
+            + f" besides the library's own; band {list(config.near_miss.band)}")
+    if short:
+        line += (f"; library sizes {', '.join(map(str, short))} need more skills than the corpus holds beside a "
+                 "task's right skill: unless the library itself has enough, those tasks' libraries are smaller "
+                 "(recorded per task; report's mean_size)")
+    return line
 
 
 def stream_agent_config(config: StreamConfig, inputs: StreamInputs,
