@@ -79,7 +79,15 @@ from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
-from skilltransfer.memory.near_miss import RELEVANT_KEY, SizedLibrary, corpus_skills, read_corpus, right_skills
+from skilltransfer.memory.near_miss import (
+    LIBRARY_KEY,
+    RELEVANT_KEY,
+    SizedLibrary,
+    corpus_skills,
+    named_skills,
+    read_corpus,
+    right_skills,
+)
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
@@ -790,7 +798,8 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         agent.memory = parts.own_task.memory_for(task.id)
     drawn = None
     if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
-        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory))
+        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory),
+                                                       named_skills(task, memory, LIBRARY_KEY) or ())
         drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
