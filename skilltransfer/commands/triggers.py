@@ -31,8 +31,8 @@ def triggers(
     evals: Annotated[Path | None, typer.Option(help="The eval set: [{\"query\": ..., \"should_trigger\": true}, ...] "
                                                "for --skill, or {\"skill\": [...], ...}; default: each skill "
                                                "folder's evals/trigger*.json.")] = None,
-    skill: Annotated[str | None, typer.Option(help="The skill a list eval set is for (or: only this skill's "
-                                                   "evals/trigger*.json).")] = None,
+    skill: Annotated[str | None, typer.Option(help="A skill of the library (its name): the one a list eval set is "
+                                                   "for (without --evals: only its evals/trigger*.json).")] = None,
     runs: Annotated[int, typer.Option("--runs", min=1, help="Times each query is asked (a trigger rate per "
                                                             "query).")] = 3,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: triggers.json, triggers.csv, "
@@ -44,12 +44,12 @@ def triggers(
         "library); default both.", rich_help_panel=_ADVANCED)] = None,
     steps: Annotated[int, typer.Option(min=1, help="Executor steps per ask (a skill loaded within them "
                                                    "triggered).", rich_help_panel=_ADVANCED)] = 3,
-    top_k: Annotated[int | None, typer.Option(min=1, help="Competitive setting: cards shown, the nearest to the "
-                                                         "query (default: every skill of the library).",
+    top_k: Annotated[int | None, typer.Option(min=1, help="Skills retrieved per query in the competitive setting: "
+                                                         "the cards shown (default: every skill of the library).",
                                               rich_help_panel=_ADVANCED)] = None,
-    embedder: Annotated[str | None, typer.Option(help="Retrieval embedder (minilm, hash:DIM, ...).",
+    embedder: Annotated[str | None, typer.Option(help="Embedder of retrieval (minilm, hash:DIM, ...).",
                                                  rich_help_panel=_ADVANCED)] = None,
-    sandbox: Annotated[bool, typer.Option(help="Run the agent's code in the sandbox.",
+    sandbox: Annotated[bool, typer.Option(help="Run agent code in the sandbox.",
                                           rich_help_panel=_ADVANCED)] = True,
     progress: Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=_ADVANCED)] = True,
 ) -> Any:
