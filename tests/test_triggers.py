@@ -27,8 +27,8 @@ def _library(tmp_path):
     root = tmp_path / "lib"
     for name, description in SKILLS.items():
         (root / name).mkdir(parents=True)
-        (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {json.dumps(description)}\n---\n\n# {name}\n\n"
-                                              "1. Read the file.\n2. Do what was asked.\n")
+        front = f"---\nname: {name}\ndescription: {json.dumps(description)}\n---\n\n"
+        (root / name / "SKILL.md").write_text(f"{front}# {name}\n\n1. Read the file.\n2. Do what was asked.\n")
     return root
 
 
@@ -57,15 +57,18 @@ def test_trigger_evals_through_the_endpoint_isolated_and_competitive_and_resumab
             "hash:64", "--no-sandbox", "--no-progress", "--api-key", "x")
     with MockServer(replies=LoadsWhatTheQueryNames()) as server:
         first = cli(*args, "--model", f"mock@{server.url}")
-        assert "pdf-tools" in first.output and "cost: 20 asks" in first.output
+        assert "pdf-tools" in first.output
+        assert "cost: 20 asks" in first.output
         document = json.loads((out / "triggers.json").read_text())
         rows = {(r["skill"], r["setting"]): r for r in document["skills"]}
         for setting in ("isolated", "competitive"):
-            assert rows[("pdf-tools", setting)]["precision"] == 1.0 and rows[("pdf-tools", setting)]["recall"] == 1.0
+            assert rows[("pdf-tools", setting)]["precision"] == 1.0
+            assert rows[("pdf-tools", setting)]["recall"] == 1.0
             assert rows[("sheet-tools", setting)]["recall"] == 1.0
             assert rows[("pdf-tools", setting)]["asks"] == 6
         queries = (out / "queries.csv").read_text().splitlines()
-        assert len(queries) == 1 + 2 * 5 and "trigger_rate" in queries[0]
+        assert len(queries) == 1 + 2 * 5
+        assert "trigger_rate" in queries[0]
         asked = len(server.requests)
         again = cli(*args, "--model", f"mock@{server.url}")  # resumes: no ask runs again
         assert "cost: 20 asks" in again.output
@@ -88,7 +91,10 @@ def test_a_malformed_eval_file_is_one_error_line(tmp_path, monkeypatch, capsys):
         code, out, err = main_cli(["triggers", str(library), "--evals", str(bad), "--skill", "pdf-tools"]
                                   if text.startswith("[") else ["triggers", str(library), "--evals", str(bad)],
                                   monkeypatch, capsys)
-        assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+        assert code == 2, err
+        assert err.count("\n") == 1, err
+        assert err.startswith("error: "), err
+        assert message in err, err
     assert not (tmp_path / "triggers").exists()  # nothing half-written
 
 
@@ -99,7 +105,8 @@ def test_package_eval_sets_and_list_sets_need_a_skill(tmp_path):
     from skilltransfer.runner.triggers import trigger_spec
 
     spec = trigger_spec(str(library), None, None, repeats=1, out=tmp_path / "o", steps=2, top_k=None)
-    assert list(spec.sets) == ["pdf-tools"] and len(spec.sets["pdf-tools"]) == 3
+    assert list(spec.sets) == ["pdf-tools"]
+    assert len(spec.sets["pdf-tools"]) == 3
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps(EVALS["pdf-tools"]))
     with pytest.raises(InputError, match="name the skill with --skill"):
@@ -110,7 +117,8 @@ def test_trigger_scores_by_hand():
     asks = [Ask(0, True, True), Ask(0, True, True), Ask(1, True, False), Ask(1, True, True),
             Ask(2, False, True), Ask(2, False, False)]
     score = trigger_score(asks, resamples=200)
-    assert score.precision[0] == pytest.approx(3 / 4) and score.recall[0] == pytest.approx(3 / 4)
+    assert score.precision[0] == pytest.approx(3 / 4)
+    assert score.recall[0] == pytest.approx(3 / 4)
     assert score.f1[0] == pytest.approx(3 / 4)
     assert [q.rate for q in score.queries] == [1.0, 0.5, 0.5]
     assert score.accuracy[0] == pytest.approx(2 / 3)  # query 2 (should not) at 0.5 fails
