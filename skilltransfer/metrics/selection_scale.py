@@ -143,7 +143,7 @@ def _hinge(x: np.ndarray, y: np.ndarray, sizes: Sequence[float]) -> Break:
     for at, knot in enumerate(x[:-1]):
         design = np.column_stack([np.ones_like(x), np.maximum(0.0, x - knot)])
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        coef = np.round(coef, 12)
+        coef = np.asarray(np.round(coef, 12), dtype=float)
         sse = float(((design @ coef - y) ** 2).sum())
         if linear is None:
             linear = sse

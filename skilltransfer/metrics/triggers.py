@@ -98,6 +98,6 @@ def trigger_score(asks: Sequence[Ask], *, seed: int = 0, resamples: int = RESAMP
     sums = counts @ per_query.T  # (resamples, 3)
     draws = _figures(sums[:, 0], sums[:, 1], sums[:, 2])
     accuracy_draws = counts @ passed / len(queries)
-    return TriggerScore(int(total.sum()), queries, *(_interval(float(p), d) for p, d in zip(point, draws,
-                                                                                             strict=True)),
+    precision, recall, f1 = (_interval(float(p), d) for p, d in zip(point, draws, strict=True))
+    return TriggerScore(int(total.sum()), queries, precision, recall, f1,
                         _interval(float(passed.mean()), accuracy_draws))
