@@ -93,7 +93,9 @@ def read_corpus(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTE
         skills.setdefault(skill.id, skill)
     if not skills:
         first = f" (the first problem: {unread[0]})" if unread else ""
-        raise InputError(f"no skill could be read in this near_miss.corpus folder{first}", path=path)
+        hidden = sorted(entry.name for entry in path.iterdir() if entry.name.startswith(".") and entry.is_dir())
+        hint = f"; hidden folders are not looked in: give one of them ({', '.join(hidden[:4])})" if hidden else ""
+        raise InputError(f"no skill could be read in this near_miss.corpus folder{first}{hint}", path=path)
     return list(skills.values()), unread
 
 

@@ -219,14 +219,15 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
 
 def near_miss_note(config: StreamConfig, sizes: Sequence[int | None] = ()) -> str:
     """One line on a ``library_size`` stream's corpus: how many readable skills it holds, and the sizes it cannot
-    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held)."""
+    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held).
+
+    Raises:
+        InputError: a corpus path that is missing or holds no readable skill (a grid says so before it runs).
+    """
     skills: dict[str, None] = {}
     unread = 0
     for path in config.near_miss.corpus:
-        try:
-            read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
-        except InputError as exc:
-            return f"near_miss.corpus: {exc}"
+        read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
         skills.update(dict.fromkeys(skill.id for skill in read))
         unread += len(unreadable)
     wanted = sorted({size for size in (*sizes, config.library_size) if size is not None})
