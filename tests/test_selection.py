@@ -226,6 +226,11 @@ def test_report_writes_the_selection_tables_and_labels_replace_the_recorded_righ
     skills = {r["skill"]: r for r in report.table("selection_skills").rows}
     assert skills["set_counter"]["precision_pct"] == 50.0
     assert skills["set_counter"]["recall_pct"] == 100.0
+    from skilltransfer.report.export import task_rows
+
+    exported = {row["task_id"]: row for row in task_rows([tmp_path / "runs"])}
+    assert exported["tiny/0"]["picked_skills"] == exported["tiny/0"]["right_skills"]  # set_counter, right for tiny/0
+    assert exported["tiny/1"]["picked_skills"] != exported["tiny/1"]["right_skills"]
     labels = tmp_path / "labels.json"
     labels.write_text(json.dumps({"tiny/0": ["set_counter"], "tiny/1": ["set_counter"]}))
     relabelled = build_report(runs, seed=0, labels=read_labels(labels))
