@@ -260,7 +260,7 @@ def judge_library(rubric: SkillRubric, library: LibrarySkills, tasks: Sequence[T
         out.values["llm_coverage"] = macro_mean(np.array(values), groups)
         out.notes["coverage_labels"] = labels
         out.notes["key_points"] = "given" if key_points is not None else "listed by the judge from each instruction"
-    first_task = {}
+    first_task: dict[str, str] = {}
     for task in tasks:
         first_task.setdefault(task.group, task.text)
     for rubric_name, ask in (("executability", rubric.executability), ("safety", rubric.safety)):

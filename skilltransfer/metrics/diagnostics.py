@@ -263,9 +263,9 @@ class DiagnosticContext:
         group_rows: dict[str, list[int]] = {}
         for task, idx in zip(self.tasks, owned, strict=True):
             group_rows.setdefault(task.group, idx)
-        words = [len(text.split()) for text in texts]
+        word_counts = [len(text.split()) for text in texts]
         out.values["own_skills"] = float(np.mean([len(idx) for idx in group_rows.values()]))
-        out.values["own_words"] = float(np.mean([sum(words[i] for i in idx) for idx in group_rows.values()]))
+        out.values["own_words"] = float(np.mean([sum(word_counts[i] for i in idx) for idx in group_rows.values()]))
         out.notes["groups_without_own_skill"] = sorted(g for g, idx in group_rows.items() if not idx)
         checks = [check_skill(s, self.run_script) for s in skills]
         summary = summarise(checks)
