@@ -124,9 +124,9 @@ def read_outcomes(path: str | Path, *, outcome: str | None = None) -> Outcomes:
     else:
         numeric = [n for n in others if all(_is_number(row.get(n)) for row in rows)
                    and any(row.get(n) not in (None, "") for row in rows)]
-        preferred = [n for n in PREFERRED if n in numeric]
+        preferred = [n for n in PREFERRED if n in numeric] or [n for n in PREFERRED if n in others]
         if len(numeric) == 1 or preferred:
-            column = preferred[0] if preferred else numeric[0]
+            column = preferred[0] if preferred else numeric[0]  # a preferred column that is not numeric: named below
         else:
             raise InputError("name the outcome column with --outcome; numeric columns: "
                              f"{', '.join(numeric) or '(none)'}", path=path)
