@@ -24,6 +24,7 @@ from skilltransfer.commands.validate_run import (
     assemble,
     external_values,
     group_labels,
+    judge_libraries,
     library_notes,
     make_context,
     match,
@@ -104,15 +105,17 @@ def print_report(run: ValidationRun, console: Console) -> None:
     width = console.width
     console.print(_table(f"{len(report.units)} {plural} against {terminal_safe(run.outcomes.column)} "
                          f"({terminal_safe(run.outcomes.path.name)})", columns, rows, width, ["tau, all", "kind"]))
-    paired = [[Text(terminal_safe(p.first)), Text(terminal_safe(p.second)), _interval(p.difference, p.low, p.high),
-               f"{p.share_first_better:.0%}" if p.share_first_better is not None else "-"]
-              for p in report.paired if p.difference is not None]
+    paired: list[list[Text | str]] = [
+        [Text(terminal_safe(p.first)), Text(terminal_safe(p.second)), _interval(p.difference, p.low, p.high),
+         f"{p.share_first_better:.0%}" if p.share_first_better is not None else "-"]
+        for p in report.paired if p.difference is not None]
     if paired:
         console.print(_table("paired: rho(diagnostic) - rho(minus), over the same resamples",
                              ["diagnostic", "minus", "difference", "first higher"], paired, width, ["first higher"]))
-    grouped = [[Text(terminal_safe(g.diagnostic)), Text(terminal_safe(g.grouping)), _interval(g.pooled, g.low, g.high),
-                Text(terminal_safe(", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in g.groups.items())))]
-               for g in report.groups if g.pooled is not None]
+    grouped: list[list[Text | str]] = [
+        [Text(terminal_safe(g.diagnostic)), Text(terminal_safe(g.grouping)), _interval(g.pooled, g.low, g.high),
+         Text(terminal_safe(", ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in g.groups.items())))]
+        for g in report.groups if g.pooled is not None]
     if grouped:
         console.print(_table("within groups: size-weighted mean of each group's rho (groups of 3+)",
                              ["diagnostic", "grouping", "rho within", "per group"], grouped, width, ["per group"]))
@@ -349,20 +352,16 @@ def validate(
 def _judge(model: ModelOptions, libraries: list[Any], items: list[Any], measured: list[LibraryDiagnostics],
            points: dict[str, list[str]] | None, parts: list[str], max_chars: int, retries: int,
            price: tuple[float, float] | None, say: Any) -> tuple[list[LibraryDiagnostics], dict[str, Any]]:
-    """The LLM rubric of every library, merged into its measured diagnostics, and the judge's usage."""
-    from skilltransfer.judge.rubric import SkillRubric, judge_library
+    """The LLM rubric of every library (`judge_libraries`), through the judge the model flags name, its responses
+    cached, and the judge's usage and cost."""
     from skilltransfer.llm import make_model
 
     if model.cache is None and model.cache_mode != "off":
         model.cache = str(default_cache_dir() / "rubric-responses.sqlite")
     chat = make_model(model.config())
-    rubric = SkillRubric(chat, max_chars=max_chars, retries=retries)
     try:
-        for library, diagnostics in zip(libraries, measured, strict=True):
-            judged = judge_library(rubric, library, items, key_points=points, rubrics=parts, progress=say)
-            diagnostics.values.update(judged.values)
-            diagnostics.per_task.update(judged.per_task)
-            diagnostics.notes["rubric"] = judged.notes
+        rubric = judge_libraries(chat, libraries, items, measured, points, rubrics=parts, max_chars=max_chars,
+                                 retries=retries, progress=say)
     finally:
         close = getattr(chat, "close", None)
         if close is not None:

@@ -326,6 +326,22 @@ def make_context(tasks: Sequence[TaskText], embedder: Embedder, *, key_points: d
     return context, whole
 
 
+def judge_libraries(chat: Any, libraries: Sequence[LibrarySkills], tasks: Sequence[TaskItem],
+                    measured: Sequence[LibraryDiagnostics], key_points: dict[str, list[str]] | None, *,
+                    rubrics: Sequence[str], max_chars: int, retries: int, progress: Progress) -> Any:
+    """The LLM rubric of every library through ``chat``, merged into its measured diagnostics; returns the
+    `SkillRubric` (its usage and prompt ids)."""
+    from skilltransfer.judge.rubric import SkillRubric, judge_library
+
+    rubric = SkillRubric(chat, max_chars=max_chars, retries=retries)
+    for library, diagnostics in zip(libraries, measured, strict=True):
+        judged = judge_library(rubric, library, tasks, key_points=key_points, rubrics=rubrics, progress=progress)
+        diagnostics.values.update(judged.values)
+        diagnostics.per_task.update(judged.per_task)
+        diagnostics.notes["rubric"] = judged.notes
+    return rubric
+
+
 __all__ = ["DEFAULT_RESAMPLES", "Matched", "ValidationRun", "assemble", "external_values", "group_labels",
-           "library_name", "library_notes", "make_context", "match", "measure_libraries", "model_free_names",
-           "parts_of", "read_libraries", "run_statistics", "skill_level"]
+           "judge_libraries", "library_name", "library_notes", "make_context", "match", "measure_libraries",
+           "model_free_names", "parts_of", "read_libraries", "run_statistics", "skill_level"]
