@@ -145,6 +145,9 @@ class PackageFile(BaseModel):
     """Bytes."""
     sha256: str
     """Hex SHA-256 of the bytes read; an export copies the file only if it still has this hash."""
+    mode: int | None = None
+    """Its permission bits as read (``0o755`` for an executable script); an export and an agent's workspace copy
+    give the file these. None: not recorded (a package read before modes were)."""
     loaded: bool = False
     """Its text is in ``Skill.resources`` (what the agent can be shown)."""
     note: str = ""
@@ -159,11 +162,14 @@ class Package(BaseModel):
     """The package folder the skill was read from (absolute); an export copies the files' bytes from there."""
     instruction_sha256: str
     """Hex SHA-256 of the ``SKILL.md`` read."""
+    instruction_mode: int | None = None
+    """The ``SKILL.md``'s permission bits as read (None: not recorded)."""
     files: list[PackageFile] = Field(default_factory=list)
     """Every file of the package but ``SKILL.md``, sorted by path."""
     left_out: list[str] = Field(default_factory=list)
     """Entries below the folder that are not part of the package, each ``"path (reason)"``: links (never
-    followed), FIFOs and other special files, hidden entries, names a file list cannot hold, files over the caps."""
+    followed), FIFOs and other special files, version-control and cache folders, names a file list cannot hold, files
+    over the caps."""
 
     def not_loaded(self) -> list[PackageFile]:
         """The package's files whose text is not in ``Skill.resources``."""
@@ -286,3 +292,9 @@ class AddResult:
     target_id: str | None = None
     """For merged/dropped: the stored skill it was folded into or duplicated."""
     reason: str = ""
+
+
+def with_name(skill: Skill, name: str) -> Skill:
+    """``skill`` named ``name``; its id is derived again when it was derived from its content (its old name)."""
+    derived = skill.id == Skill.model_validate({**skill.model_dump(), "id": ""}).id
+    return Skill.model_validate({**skill.model_dump(), "name": name, **({"id": ""} if derived else {})})

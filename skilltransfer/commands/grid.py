@@ -251,11 +251,12 @@ def grid(
     from skilltransfer.runner.evolve import evolution_note
     from skilltransfer.runner.plan import plan_streams
 
-    libraries: set[tuple[str, int | None, int]] = set()
+    libraries: set[tuple[str, int | None, int, str]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
-        key = (str(plan.config.library), plan.config.library_snapshot, plan.config.library_resource_bytes)
+        key = (str(plan.config.library), plan.config.library_snapshot, plan.config.library_resource_bytes,
+               plan.config.library_front_matter)
         if plan.config.library is not None and plan.source is None and key not in libraries:
             libraries.add(key)  # skills not read, files the agent is not shown: said once per library
             for note in _library_notes(plan.config):

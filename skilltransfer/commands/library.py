@@ -43,10 +43,14 @@ ResourceBytes = Annotated[int, typer.Option(
     help="The most bytes of text loaded for the agent from each skill package (the setting library_resource_bytes; "
          "files SKILL.md names first).")]
 
+Lenient = Annotated[bool, typer.Option(
+    "--lenient", help="Also read model-written SKILL.md files the format refuses (no --- fences, a line of text "
+    "before them, values YAML refuses), each recorded as read leniently (the setting library_front_matter=lenient).")]
 
-def _read(library: Path, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> LibraryRead:
+
+def _read(library: Path, resource_bytes: int = DEFAULT_RESOURCE_BYTES, *, lenient: bool = False) -> LibraryRead:
     """Read a library; each skill that could not be read is one ``warning:`` line on stderr."""
-    read = read_library(library, resource_bytes=resource_bytes)
+    read = read_library(library, resource_bytes=resource_bytes, lenient=lenient)
     for line in read.unreadable:
         typer.echo(f"warning: {terminal_safe(line)}", err=True)
     return read
@@ -74,6 +78,7 @@ def organize(
     = 60,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks after an unusable reply before falling back to the "
                                                      "task tree.", rich_help_panel=_BUILD)] = 2,
+    lenient: Lenient = False,
     *,
     model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call (default 1024).")],
 ) -> Organization:
@@ -84,7 +89,7 @@ def organize(
     if out.is_dir() and any(out.iterdir()):
         raise InputError("--out: exists and is not empty; give a new folder", path=out)
     config = model.config()  # checks the model flags before any work
-    skills = _read(library).skills
+    skills = _read(library, lenient=lenient).skills
     if kind == "flat":
         organization = flat_organization(skills)
     elif kind == "task-tree":
@@ -149,8 +154,10 @@ def show(
     node: Annotated[str | None, typer.Option(help="Organised libraries: open this routing node (or skill) instead "
                                                   "of the top.")] = None,
     resource_bytes: ResourceBytes = DEFAULT_RESOURCE_BYTES,
+    lenient: Lenient = False,
 ) -> str:
-    """List a library's skills (an organised library: its top level), or print one skill whole."""
+    """List a library's skills (an organised library: its top level), or print one skill whole; say what was read
+    (hidden folders, links) and what was not."""
     from skilltransfer.memory.organization import ORGANIZATION_FILE
 
     organised = folder.is_dir() and (folder / ORGANIZATION_FILE).exists()
@@ -163,14 +170,15 @@ def show(
         except NodeNotFound as exc:
             raise InputError(f"--node: {exc}", path=folder) from None
     elif skill is not None:
-        found = _found(_read(folder, resource_bytes).skills, skill, folder)
+        found = _found(_read(folder, resource_bytes, lenient=lenient).skills, skill, folder)
         left = left_out_summary(found.package) if found.package is not None else None
         text = _skill_text(found) + (f"-- left out: {terminal_safe(left)}\n" if left else "")
     elif organised:
         text = LibraryView.load(folder).top()
     else:
-        read = _read(folder, resource_bytes)
+        read = _read(folder, resource_bytes, lenient=lenient)
         text = _listing(read.skills, folder) + "".join(f"left out: {terminal_safe(line)}\n" for line in read.left_out())
+        text += "".join(f"{terminal_safe(line)}\n" for line in read.read_lines())
     typer.echo(text, nl=False)
     return text
 
@@ -186,6 +194,7 @@ def prune(
                                                           "file ending in .jsonl.")],
     seed: Annotated[int, typer.Option(
         help="Seed of this command's random draws: the bootstrap and the randomisation test.")] = 0,
+    lenient: Lenient = False,
 ) -> list[str]:
     """Write the library without the skills randomised masking flagged harmful (``report``'s ``skill_effects``:
     Benjamini-Hochberg at FDR 0.05 over one-sided randomisation tests); print each skill left out with its effect."""
@@ -197,7 +206,7 @@ def prune(
     check_output_path(out, flag="--out", folder=not as_jsonl)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError("--out: exists; give a new folder or file", path=out)
-    skills = _read(library).skills
+    skills = _read(library, lenient=lenient).skills
     runs = load_runs(harmful)
     if not has_draws(runs):
         raise InputError("--harmful: no masking draws in these runs; run the library with mask_rate > 0 (e.g. "
@@ -237,25 +246,38 @@ def export(
                                                  "run's memory/ folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new or empty): one Agent Skills folder per "
                                                           "skill.")],
+    lenient: Lenient = False,
 ) -> ExportReport:
     """Export a library as Agent Skills folders that pass the reference validator (agentskills validate): a skill
-    read from a folder keeps every file byte for byte and its SKILL.md body, the front matter only added to under
-    metadata; the toolkit's fields travel as metadata skilltransfer.* entries. Written atomically."""
+    read from a folder keeps every file byte for byte with its mode and its SKILL.md body, the front matter only added
+    to under metadata (or written anew where the validator refuses the library's, naming the skill and why); what a
+    skill folder holds that is not part of its package is one left out: line per skill; the toolkit's fields travel
+    as metadata skilltransfer.* entries. Written atomically."""
     check_output_path(out, flag="--out")
     if out.is_symlink() or (out.exists() and any(out.iterdir())):
         raise InputError("--out: exists and is not an empty folder; give a new folder", path=out)
-    read = _read(library)
+    read = _read(library, lenient=lenient)
     skills = _with_run_origin(read.skills, library)
     report = export_library(skills, out)
     for line in report.lines():
         typer.echo(f"note: {terminal_safe(line)}")
-    kept = sum(item.kept for item in report.skills)
+    for line in read.not_kept():  # the words of show's and run's left out: lines
+        typer.echo(f"left out: {terminal_safe(line)}")
+    for line in read.read_lines()[1:]:
+        typer.echo(terminal_safe(line))
+    kept = sum(item.kept and not item.rewritten for item in report.skills)
+    rewritten = sum(bool(item.rewritten) for item in report.skills)
     copied = sum(item.copied for item in report.skills)
+    executable = sum(1 for skill in skills if skill.package is not None for item in skill.package.files
+                     if item.mode is not None and item.mode & 0o111)
     written = sum(item.written for item in report.skills)
+    left = sum(len(skill.package.left_out) for skill in skills if skill.package is not None)
     skipped = f"; {len(read.unreadable)} could not be read (above)" if read.unreadable else ""
     typer.echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
-               f"added, {len(report.skills) - kept} written from the skills' fields); {copied} package files copied "
-               f"byte for byte, {written} resource files written from text{skipped}")
+               f"added, {rewritten} with the front matter written anew, {len(report.skills) - kept - rewritten} "
+               f"written from the skills' fields); {copied} package files copied byte for byte with their modes "
+               f"({executable} executable), {written} resource files written from text; {left} entries not part "
+               f"of a package (left out: above){skipped}")
     return report
 
 

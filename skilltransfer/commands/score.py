@@ -177,6 +177,9 @@ def score(
         "diagnostic predicts the effects (docs/utility-effects.md); repeatable.")] = None,
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
+    lenient: Annotated[bool, typer.Option(
+        "--lenient", help="Also read model-written SKILL.md files the format refuses (no --- fences, ...), each "
+        "recorded as read leniently (library show --lenient).", rich_help_panel=_ADVANCED)] = False,
 ) -> ScoreReport:
     """Rank a skill library against a set of task instructions: relevance, utility = specificity x abstractness
     (seed §6.1), retrieval counts and best-matching task per skill, in one order on screen and in the files."""
@@ -204,7 +207,9 @@ def score(
         draws, run_tasks = _masked_runs(effects)
     elif tasks is None:
         raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
-    read = read_library(library).all_read()  # a library with a skill that cannot be read is refused
+    read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
+    for line in [*(f"warning: {line}" for line in read.unreadable), *read.read_lines()[1:]]:
+        Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
     skills = read.skills
     task_set = _tasks(str(tasks), field, split) if tasks is not None else run_tasks
     if no_cache_old:

@@ -415,6 +415,11 @@ class StreamConfig(BaseModel):
     """The most bytes of text loaded for the agent from each skill package of a SKILL.md ``library`` (the files its
     SKILL.md names first; `skilltransfer.memory.package`); the rest stays in the package, and ``run``/``grid`` say
     per skill at start what was left out. At most (and by default) 1 MiB."""
+    library_front_matter: Literal["strict", "lenient"] = "strict"
+    """How a SKILL.md ``library``'s front matter is read: ``strict`` (the Agent Skills format; a file it refuses is
+    named and left out) or ``lenient`` (also model-written files without ``---`` fences, with a line of text before
+    them, or with values YAML refuses; each such skill records how in ``extra.lenient_read``;
+    `skilltransfer.memory.library.parse_skill_md`)."""
     embedder: str = "minilm"
     """Retrieval embedder: minilm, hash:DIM (test double) or a sentence-transformers folder."""
     embedder_cache: bool = False
@@ -473,6 +478,11 @@ class StreamConfig(BaseModel):
         if preset == "custom":
             return "custom:" + "+".join(self.agent.guards or ()) if self.agent.guards else "custom"
         return harness_label(preset, self.agent.guards or (), expected_features(preset, self.env.name))
+
+    @property
+    def library_lenient(self) -> bool:
+        """Whether the library's SKILL.md files are read leniently (``library_front_matter``)."""
+        return self.library_front_matter == "lenient"
 
     @model_validator(mode="after")
     def _library_use(self) -> StreamConfig:
