@@ -123,7 +123,9 @@ def print_tables(main: ValidationReport, with_human: ValidationReport, run: Vali
                   f"{interval(group.pooled, group.low, group.high):>21}")
     unread = {name: notes["unreadable"] for name, notes in run.libraries.items() if notes.get("unreadable")}
     total = sum(len(v) for v in unread.values())
-    print(f"\nread: {len(run.libraries)} libraries, {sum(n['skills'] for n in run.libraries.values())} skills; "
+    lenient = sum(n.get("read_leniently", 0) for n in run.libraries.values())
+    print(f"\nread: {len(run.libraries)} libraries, {sum(n['skills'] for n in run.libraries.values())} skills "
+          f"({lenient} read leniently: model-written front matter the format refuses); "
           f"{total} SKILL.md files could not be read, in {len(unread)} libraries (named in --out):")
     for name, items in unread.items():
         print(f"  {name}: {len(items)}: {items[0]}" + (" ..." if len(items) > 1 else ""))
@@ -182,7 +184,7 @@ def main() -> None:
         tasks = load_tasks(root / "tasks")
         items = task_items([t.id for t in tasks], [t.text for t in tasks])
         key_points = load_key_points(root / "eval_keypoints")
-        libraries = read_libraries(paths, say)
+        libraries = read_libraries(paths, say, lenient=plan["reading"]["lenient"])
         matched = match(libraries, outcomes, items)
         starter = None
         if not args.no_run_scripts:
@@ -228,6 +230,7 @@ def main() -> None:
                         tasks={"n": len(items), "groups": len({t.group for t in items}),
                                "over_window": _over_window(context)},
                         settings={"plan": str(PLAN.relative_to(HERE.parent)), "embedder": args.embedder,
+                                  "lenient": plan["reading"]["lenient"],
                                   "run_scripts": not args.no_run_scripts})
     print_tables(main_report, with_human, run)
     if args.out is not None:

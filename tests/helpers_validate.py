@@ -53,8 +53,7 @@ def write_benchmark(root: Path, libraries: int = 8) -> dict[str, Path]:
                             f"# {task}\n\n1. {TASKS[task]}\n\n```python\nprint('{task}')\n```\n",
                             {"scripts/run.py": "import sys\nprint('ok', sys.argv[1:])\n"})
             else:
-                write_skill(library / task / "general-helper", f"general-helper-{task}",
-                            "Work carefully and check results.",
+                write_skill(library / task / "general-helper", "general-helper", "Work carefully and check results.",
                             "Think step by step.\n\n```python\ndef broken(:\n```\n\nSee [notes](references/notes.md).")
         rows.append({"library": f"lib-{k}", "family": "a" if k % 2 == 0 else "b", "method": f"m{k % 2 + 1}",
                      "pass_rate": 10 + 20 * len(covered) + k, "judged": 50 - k})

@@ -27,10 +27,13 @@ def fake_checkout(root: Path) -> Path:
     paths = write_benchmark(root, libraries=8)
     (root / "skills" / "human_authored").mkdir()
     for task, text in TASKS.items():
-        write_skill(root / "skills" / "human_authored" / task / "guide", f"guide-{task}", text, f"1. {text}")
+        write_skill(root / "skills" / "human_authored" / task / "guide", "guide", text, f"1. {text}")  # one name
     broken = root / "skills" / "human_authored" / "poem-writer" / "broken"
     broken.mkdir()
     (broken / "SKILL.md").write_text("no front matter here\n")
+    loose = root / "skills" / "lib-1" / "poem-writer" / "loose"
+    loose.mkdir()
+    (loose / "SKILL.md").write_text("name: loose\ndescription: Model-written: no fences\n\nBody.\n")  # read leniently
     points = json.loads(paths["key_points"].read_text())
     for task_id, items in points.items():
         folder = root / "eval_keypoints" / task_id
@@ -71,6 +74,7 @@ def test_the_benchmark_prints_the_table_the_split_and_the_last_line(tmp_path: Pa
     assert "human_authored: 1: " in done.stdout
     assert "no YAML front matter" in done.stdout
     assert "instructions: 6, 1 longer than the embedder's window" in done.stdout
+    assert "(1 read leniently" in done.stdout
     data = json.loads(out.read_text())
     plan = yaml.safe_load((BENCH.parent / "external_validity_plan.yaml").read_text())
     assert list(data["diagnostics"]) == [d["name"] for d in plan["diagnostics"] if d["class"] != "llm"]

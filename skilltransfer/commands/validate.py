@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from skilltransfer.commands.library import Lenient
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
 from skilltransfer.commands.options import MODEL_PANEL, EmbedCache
 from skilltransfer.commands.validate_run import (
@@ -239,6 +240,7 @@ def validate(
                                                     "id -> list, or SkillLearnBench's eval_keypoints folder): adds "
                                                     "keypoint_coverage, and the rubric's coverage uses them.")]
     = None,
+    lenient: Lenient = False,
     run_scripts: Annotated[bool, typer.Option("--run-scripts/--no-run-scripts", help="Start the .py scripts the "
                                               "packages ship in the sandbox (python script --help, 10 s); off: "
                                               "parse them only.")] = True,
@@ -293,7 +295,7 @@ def validate(
     task_list = task_texts(tasks, field, None)
     items = task_items([t.id for t in task_list], [t.text for t in task_list])
     points = load_key_points(key_points) if key_points is not None else None
-    libs = read_libraries(libraries, say)
+    libs = read_libraries(libraries, say, lenient=lenient)
     matched = match(libs, read, items)
     split = parts_of(matched.units, read, tune_on)  # every check of the outcomes file before anything is measured
     groupings = group_labels(matched.units, read, group or [])
@@ -336,6 +338,7 @@ def validate(
                                "over_window": long_texts, "source": tasks},
                         settings={"embedder": embedder, "tau": DEFAULT_TAU, "specificity": "pairs",
                                   "skill_text": "description", "run_scripts": run_scripts, "tune_on": tune_on,
+                                  "lenient": lenient,
                                   "key_points": str(key_points) if key_points else None})
     print_report(run, Console())
     if out is not None:

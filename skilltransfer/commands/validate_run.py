@@ -13,7 +13,7 @@ import numpy as np
 
 from skilltransfer.errors import InputError
 from skilltransfer.memory.chunked import ChunkedEmbedder
-from skilltransfer.memory.library import read_library
+from skilltransfer.memory.library import LENIENT_KEY, read_library
 from skilltransfer.metrics.diagnostics import (
     BY_NAME,
     MODEL_FREE,
@@ -40,9 +40,10 @@ def library_name(path: Path) -> str:
     return path.stem if path.is_file() and path.suffix == ".jsonl" else path.resolve().name
 
 
-def read_libraries(paths: Sequence[Path], progress: Progress) -> list[LibrarySkills]:
+def read_libraries(paths: Sequence[Path], progress: Progress, *, lenient: bool = False) -> list[LibrarySkills]:
     """Every library, read as far as it can be: the skills that could not be read are named, never the reason to
-    refuse a library (a library with no readable skill at all is still refused, naming the first problem).
+    refuse a library (a library with no readable skill at all is still refused, naming the first problem); with
+    ``lenient``, model-written SKILL.md files the format refuses are read as meant (`read_library`).
 
     Raises:
         InputError: two libraries with one name, a library that is not there or has no readable skill.
@@ -55,10 +56,11 @@ def read_libraries(paths: Sequence[Path], progress: Progress) -> list[LibrarySki
             raise InputError(f"two libraries are named {name!r}: {seen[name]} and {path} (an outcomes file names "
                              "a library by its folder name)")
         seen[name] = path
-        read = read_library(path)
+        read = read_library(path, lenient=lenient)
         out.append(LibrarySkills(name, Path(path) if Path(path).is_dir() else None, read.skills, read.unreadable))
-        progress(f"read {name}: {len(read.skills)} skills" + (f", {len(read.unreadable)} files not read"
-                                                             if read.unreadable else ""))
+        loose = sum(LENIENT_KEY in skill.extra for skill in read.skills)
+        progress(f"read {name}: {len(read.skills)} skills" + (f" ({loose} read leniently)" if loose else "")
+                 + (f", {len(read.unreadable)} files not read" if read.unreadable else ""))
     return out
 
 
@@ -183,8 +185,10 @@ def measure_libraries(context: DiagnosticContext, libraries: Sequence[LibrarySki
 
 
 def library_notes(measured: LibraryDiagnostics, library: LibrarySkills) -> dict[str, Any]:
+    """What was seen reading and measuring a library (for ``--out``)."""
     notes = dict(measured.notes)
     notes["unreadable"] = list(library.unreadable)
+    notes["read_leniently"] = sum(LENIENT_KEY in skill.extra for skill in library.skills)
     return notes
 
 
