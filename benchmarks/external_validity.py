@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from skilltransfer.commands.validate_run import (
@@ -54,7 +53,7 @@ from skilltransfer.memory.embedders import make_embedder
 from skilltransfer.metrics.diagnostics import BY_NAME, DIAGNOSTICS, task_items
 from skilltransfer.metrics.outcomes import load_key_points, read_outcomes
 from skilltransfer.metrics.task_texts import load_tasks
-from skilltransfer.metrics.validation import ValidationReport, validate
+from skilltransfer.metrics.validation import ValidationReport, jsonable, validate
 from skilltransfer.util.files import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
@@ -237,7 +236,7 @@ def main() -> None:
         import json
 
         data = {**run.to_dict(), "with_human": with_human.to_dict(), "last_line": last_line(main_report)}
-        atomic_write_text(args.out, json.dumps(data, indent=1, default=_plain) + "\n")
+        atomic_write_text(args.out, json.dumps(jsonable(data), indent=1, default=str) + "\n")
         say(f"wrote {args.out}")
     if args.figure is not None:
         from skilltransfer.report.validation_figure import save_validation_figure
@@ -254,14 +253,6 @@ def _over_window(context: Any) -> int:
     """How many of the task instructions are longer than one window of the embedder (read whole by chunks)."""
     whole = context.whole
     return sum(len(whole.chunks(task.text)) > 1 for task in context.tasks)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
 
 
 def judge(args: argparse.Namespace, matched: Any, items: Any, measured: Any, key_points: Any,

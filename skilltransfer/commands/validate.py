@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,7 +40,7 @@ from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, default_cache_dir, 
 from skilltransfer.metrics.diagnostics import LibraryDiagnostics, task_items
 from skilltransfer.metrics.outcomes import load_key_points, read_outcomes
 from skilltransfer.metrics.utility import DEFAULT_TAU
-from skilltransfer.metrics.validation import DEFAULT_RESAMPLES, ValidationReport
+from skilltransfer.metrics.validation import DEFAULT_RESAMPLES, ValidationReport, jsonable
 from skilltransfer.util.files import atomic_write_text
 from skilltransfer.util.text import terminal_safe
 
@@ -169,7 +168,7 @@ def summary_lines(run: ValidationRun) -> list[str]:
 def write_out(run: ValidationRun, out: Path) -> None:
     """The JSON (everything) or the CSV (one row per part and diagnostic), atomically."""
     if out.suffix == ".json":
-        atomic_write_text(out, json.dumps(run.to_dict(), indent=1, default=_plain) + "\n")
+        atomic_write_text(out, json.dumps(jsonable(run.to_dict()), indent=1, default=str) + "\n")
         return
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
@@ -180,14 +179,6 @@ def write_out(run: ValidationRun, out: Path) -> None:
             writer.writerow({"part": part, "kind": run.report.kinds.get(row.diagnostic, ""),
                              **{k: data[k] for k in CSV_COLUMNS if k in data}})
     atomic_write_text(out, buffer.getvalue())
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
 
 
 def _price(text: str | None) -> tuple[float, float] | None:
@@ -201,12 +192,6 @@ def _price(text: str | None) -> tuple[float, float] | None:
     if price is None or min(price) < 0:
         raise InputError(f"--price takes INPUT,OUTPUT dollars per million tokens (e.g. 0.25,2), got {text!r}")
     return price
-
-
-def _finite(report: ValidationReport) -> None:
-    """NaN diagnostic values as None in the JSON (json.dumps writes NaN, which is no JSON)."""
-    for name, values in report.diagnostics.items():
-        report.diagnostics[name] = [v if math.isfinite(v) else None for v in values]  # type: ignore[misc]
 
 
 @with_groups
@@ -332,7 +317,6 @@ def validate(
         close = getattr(embed, "close", None)
         if close is not None:
             close()
-    _finite(report)
     run = ValidationRun(report, read, notes, matched.left_out, rubric_info,
                         tasks={"n": len(items), "groups": len({t.group for t in items}),
                                "over_window": long_texts, "source": tasks},

@@ -426,6 +426,20 @@ def best(rows: Sequence[Correlation], names: Sequence[str]) -> Correlation | Non
 ALL = "all"
 
 
+def jsonable(value: Any) -> Any:
+    """``value`` with every non-finite float (a diagnostic with no value) as None and numpy scalars as Python ones,
+    so that ``json.dumps`` writes JSON (it would write ``NaN``)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
 @dataclass
 class ValidationReport:
     """Every diagnostic against the outcome: over all units and, with a split, over the part diagnostics are chosen
