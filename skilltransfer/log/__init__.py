@@ -56,6 +56,7 @@ from skilltransfer.log.folder import (
     RESULTS,
     TRAJECTORIES,
     RunFolder,
+    parse_trajectory,
     safe_task_id,
 )
 from skilltransfer.log.prompts import MAX_PROMPTS_BYTES, PromptStore, message_id, reasoning_message, reply_message
@@ -94,5 +95,6 @@ __all__ = [
     "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "ModelCall",
     "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord", "RunConfigData",
     "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog", "TrajectoryStatus",
-    "UnknownStep", "message_id", "read_step", "read_steps", "reasoning_message", "reply_message", "safe_task_id"
+    "UnknownStep", "message_id", "parse_trajectory", "read_step", "read_steps", "reasoning_message", "reply_message",
+    "safe_task_id"
 ]
