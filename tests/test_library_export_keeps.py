@@ -222,3 +222,37 @@ def test_skill_md_problems_agree_with_the_validator(tmp_path: Path, folder: str)
     (tmp_path / folder / "SKILL.md").write_text(CASES[folder])
     assert bool(skill_md_problems(CASES[folder], folder)) == bool(validate(tmp_path / folder)), (
         skill_md_problems(CASES[folder], folder), validate(tmp_path / folder))
+
+
+def test_a_skill_an_agent_loads_is_in_its_workspace_with_its_modes(tmp_path: Path) -> None:
+    """Through the agent: ``load_skill`` places the package; its executable script stays executable there and its
+    code can run it (before issue 54: text files only, none executable)."""
+    from helpers_skill_exec import block
+    from helpers_tinyenv import TinyEnv
+
+    from skilltransfer.agents import Agent
+    from skilltransfer.llm.testing import ScriptedModel
+    from skilltransfer.memory import HashEmbedder
+    from skilltransfer.memory.store import SkillMemory
+
+    lib = tool_library(tmp_path)
+    memory = SkillMemory(HashEmbedder(32))
+    memory.add_many(read_library(lib).skills)
+    memory.read_only = True
+    check = ("import os, subprocess\nprint('mode', oct(os.stat('skills/tool/scripts/run.sh').st_mode & 0o777))\n"
+             "print(subprocess.run(['skills/tool/scripts/run.sh'], capture_output=True, text=True).stdout)\n"
+             "apis.counter.reset()\napis.counter.add(4)\ncomplete_task()")
+    replies = iter([block('load_skill("tool")'), block(check, "Run it.")])
+    env = TinyEnv([4], workdir=tmp_path / "work")
+    episode = env.start(env.tasks()[0])
+    try:
+        agent = Agent(ScriptedModel(lambda messages: next(replies)), memory=memory, library="lib",
+                      harness="paper", skill_disclosure="progressive")
+        result = agent.task(episode, stream_position=0).run()
+        assert episode.evaluate().success
+    finally:
+        episode.close()
+    load, run = result.actions[:2]
+    assert "they are also in your workspace folder `skills/tool/`" in load.observation
+    assert "mode 0o755" in run.observation
+    assert "run" in run.observation.split("mode 0o755", 1)[1]

@@ -124,10 +124,10 @@ def test_task_folders_repeating_a_skill_name_are_all_read_under_their_folder_pat
     assert read.renamed == ["pdf: the name of 3 skills, each read as its folder's path: court-form-filling/pdf, "
                             "nlp-paper-reproduction/pdf, schedule-planning/pdf"]
     ids = {s.name: s.id for s in read.skills}
-    (lib / "another-task" / "tool").mkdir(parents=True)  # the names and ids do not depend on the other skills
+    (lib / "another-task" / "tool").mkdir(parents=True)  # the names and ids: the same with another skill beside
     skill(lib / "another-task" / "tool", "tool")
     again = {s.name: s.id for s in read_library(lib).skills}
-    assert {name: again[name] for name in ids} == ids
+    assert {name: again[name] for name in ids} == ids  # a skill of another name changes none of them
 
 
 def test_a_skill_whose_own_id_is_taken_is_named_and_the_rest_read(tmp_path: Path) -> None:

@@ -278,7 +278,7 @@ def export(
          f"added, {rewritten} with the front matter written anew, {len(report.skills) - kept - rewritten} "
          f"written from the skills' fields); {copied} package files copied byte for byte with their modes "
          f"({executable} executable), {written} resource files written from text; {left} entries not part "
-         f"of a package (left out: above){skipped}")
+         f"of a package{' (left out: above)' if left else ''}{skipped}")
     return report
 
 

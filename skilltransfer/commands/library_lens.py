@@ -12,6 +12,7 @@ from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_group
 from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.util.terminal import Console, echo
+from skilltransfer.util.text import terminal_safe
 
 if TYPE_CHECKING:  # the lens package is imported when a command runs (every CLI start imports all command modules)
     from skilltransfer.lens.decompose import DecomposeRecord
@@ -54,16 +55,19 @@ def decompose(
     units across skills, and save the skill graph."""
     from skilltransfer.lens.decompose import DecomposeConfig, decompose_library
     from skilltransfer.memory.embedders import make_embedder
-    from skilltransfer.memory.library import check_replaceable, load_library
+    from skilltransfer.memory.library import check_replaceable, read_library
 
     check_replaceable(check_output_path(out, flag="--out"), what="skill graph")
     if not 0 < merge_threshold:
         raise InputError(f"--merge-threshold must be > 0, got {merge_threshold}")
-    skills = load_library(library)[:limit]
+    read = read_library(library)
+    skills = read.skills[:limit]
     config = DecomposeConfig(merge_threshold=merge_threshold, retries=retries, max_tokens=max_tokens)
     chat, record = _model(model)
     unit_embedder = make_embedder(embedder, cache=True)
     console = Console(stderr=True)
+    for line in read.unreadable:  # named; the rest is decomposed
+        console.print(f"warning: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
 
     def report(index: int, total: int, rec: DecomposeRecord) -> None:
         if progress:

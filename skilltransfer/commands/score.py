@@ -208,7 +208,7 @@ def score(
     elif tasks is None:
         raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
     read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
-    for line in [*(f"warning: {line}" for line in read.unreadable), *read.read_lines()[1:]]:
+    for line in [*(f"warning: {line}" for line in read.unreadable), *read.layout_lines()]:
         Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
     skills = read.skills
     task_set = _tasks(str(tasks), field, split) if tasks is not None else run_tasks

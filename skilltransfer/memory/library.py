@@ -393,10 +393,10 @@ class LibraryRead:
         """What the read looked in and what it did not: the summary (skills read, in hidden folders, through links),
         then one line per link not followed, folder not looked in, name shared, skill read leniently."""
         files = len(self.skills) + len(self.unreadable)
-        head = f"read: {len(self.skills)} skills of {files} {SKILL_FILE} files in {self.source}"
         layout = self.layout
         if layout is None:
-            return [head]
+            return [f"read: {len(self.skills)} skills from {self.source}"]
+        head = f"read: {len(self.skills)} skills of {files} {SKILL_FILE} files in {self.source}"
         hidden = layout.hidden()
         if hidden:
             head += (f"; {sum(hidden.values())} in hidden folders (" +
@@ -417,10 +417,18 @@ class LibraryRead:
         lines += [f"read leniently: {line}" for line in self.lenient()]
         return lines
 
+    def layout_lines(self) -> list[str]:
+        """`read_lines` when the folder is more than a plain folder of skills (hidden folders, links, folders not
+        looked in, shared names, lenient reads); none otherwise."""
+        lines = self.read_lines()
+        layout = self.layout
+        plain = len(lines) == 1 and (layout is None or not (layout.hidden() or layout.followed))
+        return [] if plain else lines
+
     def notes(self) -> list[str]:
-        """Every line a command prints about the read: the skills not read, what the layout led to, then what each
-        package leaves out."""
-        return [*self.unreadable, *self.read_lines()[1:], *self.left_out()]
+        """Every line a command prints about the read: the skills not read, what the layout led to
+        (`layout_lines`), then what each package leaves out."""
+        return [*self.unreadable, *self.layout_lines(), *self.left_out()]
 
     def all_read(self) -> LibraryRead:
         """This read, when every skill of the library could be read.
@@ -510,8 +518,8 @@ def _read_folder(path: Path, *, resource_bytes: int, lenient: bool) -> LibraryRe
 
 def _distinct(entries: list[tuple[Skill, SkillSpot]], root: Path) -> tuple[list[Skill], list[str], list[str]]:
     """The skills of a folder with distinct names and ids: skills that share a name are each named by their folder's
-    path below the library (a stable name: it does not depend on which other skills there are, nor on their order);
-    a skill whose id (its own ``skilltransfer.id``) another skill has already is not read.
+    path below the library (a stable name: neither the order the skills are found in nor skills of other names change
+    it); a skill whose id (its own ``skilltransfer.id``) another skill has already is not read.
 
     Returns:
         (the skills, one line per name given to several skills, one line per skill not read).
