@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -42,6 +41,7 @@ from skilltransfer.metrics.outcomes import load_key_points, read_outcomes
 from skilltransfer.metrics.utility import DEFAULT_TAU
 from skilltransfer.metrics.validation import DEFAULT_RESAMPLES, ValidationReport, jsonable
 from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"
@@ -271,7 +271,7 @@ def validate(
         raise InputError(f"--rubric takes coverage, executability, safety (comma-separated), got {rubric!r}")
     price_pair = _price(price)
     judge = model.spec is not None or model.base_url is not None or model.script is not None
-    progress = Console(stderr=True, highlight=False)
+    progress = Console(stderr=True)
 
     def say(line: str) -> None:
         progress.print(Text(terminal_safe(line)))
