@@ -83,3 +83,26 @@ def test_the_benchmark_prints_the_table_the_split_and_the_last_line(tmp_path: Pa
     assert len(data["with_human"]["units"]) == 9
     assert {row["grouping"] for row in data["groups"]} == {"method", "model"}
     assert data["last_line"] == lines[-1]
+
+
+@pytest.mark.slow
+def test_the_benchmark_adds_the_llm_rubric_through_an_endpoint(tmp_path: Path) -> None:
+    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.roleplay import RolePlay
+
+    root = fake_checkout(tmp_path / "SkillLearnBench")
+    out = tmp_path / "result.json"
+    with MockServer(RolePlay(fail_rate=0.2, seed=4)) as server:
+        done = subprocess.run([sys.executable, str(BENCH), "--skilllearnbench", str(root), "--results",
+                               str(root / "results.csv"), "--embedder", "hash:64", "--resamples", "300",
+                               "--no-run-scripts", "--model", f"mock@{server.url}", "--api-key", "x", "--out",
+                               str(out)], capture_output=True, text=True, timeout=600,
+                              env={"SKILLTRANSFER_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
+                                   "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert LAST.match(done.stdout.strip().splitlines()[-1])
+    data = json.loads(out.read_text())
+    assert {"llm_coverage", "llm_executability", "llm_safety"} <= set(data["diagnostics"])
+    assert data["kinds"]["llm_coverage"] == "llm"
+    assert data["rubric"]["usage"]["calls"] > 50
+    assert data["rubric"]["usage"]["unparsed"] >= 1
