@@ -262,3 +262,19 @@ def test_the_rubric_leaves_out_what_it_cannot_parse(tmp_path: Path) -> None:
     big = SkillRubric(ScriptedModel(lambda m: "{}"), max_chars=600)
     assert big._cut("y" * 700).endswith("[... cut: 100 more characters]")
     assert big.usage.cut == 1
+
+
+def test_score_summaries_are_scores_own(tmp_path: Path) -> None:
+    """mean_relevance, mean_utility and max_relevance are `score`'s numbers (pair specificity, tau 0.1, the
+    descriptions against every task), over the pool."""
+    from skilltransfer.metrics.scoring import score_library
+
+    write_skill(tmp_path / "invoices" / "a", "a", INVOICE, "Body.")
+    write_skill(tmp_path / "poems" / "b", "b", POEM, "Body.")
+    write_skill(tmp_path / "poems" / "c", "c", "Bake sourdough bread at home", "Body.")
+    tasks = {"invoices/i1": INVOICE, "poems/p1": POEM, "poems/p2": "Write a haiku about autumn leaves"}
+    measured = context(tasks).measure(library(tmp_path))
+    report = score_library(read_library(tmp_path).skills, list(tasks.values()), HashEmbedder(256))
+    assert measured.values["mean_relevance"] == pytest.approx(np.mean([r.relevance for r in report.skills]))
+    assert measured.values["mean_utility"] == pytest.approx(np.mean([r.utility for r in report.skills]))
+    assert measured.values["max_relevance"] == pytest.approx(max(r.relevance for r in report.skills))
