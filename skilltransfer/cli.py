@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "the foreground."),
     "export": ("skilltransfer.commands.export:export", "Write every finished task of runs as one table (csv, "
                "parquet, jsonl): settings that differ, outcome, tokens, cost, skills."),
+    "induce": ("skilltransfer.commands.induce:induce", "Induce skills from any agent's trajectories (ATIF, Harbor "
+               "jobs) into an Agent Skills library."),
     "view": ("skilltransfer.commands.view:view", "Browse runs, tasks, trajectories, skills, transfer and comparisons "
              "in a local web viewer (or export a static site)."),
 }

@@ -330,6 +330,8 @@ def parse_yaml(text: str, shown: object = "YAML", *, max_depth: int = MAX_DEPTH,
     Raises:
         UntrustedFileError: invalid YAML or a refused construct, naming the line.
     """
+    if _C_LOADER is not None:
+        return _parse_yaml_c(text, shown, max_depth=max_depth, first_line=first_line)
     loader = _NoAliasLoader(text)
     loader.max_depth = max_depth
     try:
@@ -343,6 +345,40 @@ def parse_yaml(text: str, shown: object = "YAML", *, max_depth: int = MAX_DEPTH,
         raise UntrustedFileError(shown, f"invalid YAML: nests more than {max_depth} levels deep") from None
     finally:
         loader.dispose()
+
+
+_C_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+"""libyaml's safe loader when PyYAML was built with it: 6x faster than the pure-Python one (a 10,000-skill library's
+front matter in a second instead of six); the same checks run over its event stream first."""
+
+
+def _parse_yaml_c(text: str, shown: object, *, max_depth: int, first_line: int) -> Any:
+    """`parse_yaml` by libyaml: the events checked for aliases, anchors and depth, then the document loaded."""
+    try:
+        depth = 0
+        event: Any
+        for event in yaml.parse(text, Loader=_C_LOADER):
+            problem = None
+            if isinstance(event, yaml.AliasEvent):
+                problem = "aliases (*name) are not accepted"
+            elif getattr(event, "anchor", None) is not None:
+                problem = "anchors (&name) are not accepted"
+            elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+                depth += 1
+                if depth > max_depth:
+                    problem = f"nests more than {max_depth} levels deep"
+            elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+                depth -= 1
+            if problem is not None:
+                raise yaml.composer.ComposerError(None, None, problem, event.start_mark)
+        return yaml.load(text, Loader=_C_LOADER)  # noqa: S506 - libyaml's safe loader; aliases refused above
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + first_line if mark is not None else first_line
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        if "maximum nesting depth" in problem:  # libyaml's own limit, met before the events reach ours
+            problem = f"nests more than {max_depth} levels deep"
+        raise UntrustedFileError(f"{shown}:{line}", f"invalid YAML: {problem}") from None
 
 
 # --------------------------------------------------------------------------------------------- writing below a root

@@ -48,8 +48,8 @@ def list_envs(env_seed: int = typer.Option(0, help="Env generation seed."),
         if summary.streams:
             echo(f"{'':<12} streams: " + ", ".join(f"{k} ({v} tasks)" for k, v in summary.streams.items()))
     if root is None:
-        echo(f"{registry.OFFICEBENCH:<12} not configured: set ${registry.OFFICEBENCH_ENV_VAR} "
-             f"(or run from a folder with {registry.OFFICEBENCH_DEFAULT})")
+        echo(f"{registry.OFFICEBENCH:<12} not configured: git clone {registry.OFFICEBENCH_REPO} and set "
+             f"${registry.OFFICEBENCH_ENV_VAR} to its tasks folder")
     else:
         echo(f"{'':<12} source: {root}")
     return summaries

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from skilltransfer.commands.library_listing import listing, terminal_width
 from skilltransfer.commands.option_groups import ModelOptions, model_group, with_groups
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.export import ExportedSkill, ExportReport, export_library, write_agent_skills
@@ -25,6 +26,7 @@ from skilltransfer.memory.organization import (
     task_tree,
 )
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary
+from skilltransfer.metrics.scoring import declared
 from skilltransfer.skill import MAX_RESOURCES_BYTES, Skill
 from skilltransfer.util.terminal import echo
 from skilltransfer.util.text import terminal_safe
@@ -308,16 +310,8 @@ def _with_run_origin(skills: list[Skill], library: Path) -> list[Skill]:
 
 
 def _listing(skills: list[Skill], folder: Path) -> str:
-    """One line per skill: number, name, level/format, source task (1-based number in its stream), description."""
-    lines = [f"{len(skills)} skills in {folder} (print one: library show {folder} --skill NAME)"]
-    width = max(len(s.name) for s in skills)
-    for number, item in enumerate(skills, start=1):
-        source = item.provenance.source_task_id
-        origin = f" from {source}" if source else ""
-        description = terminal_safe(" ".join(item.description.split()))
-        lines.append(f"{number:>3}. {terminal_safe(item.name):<{width}}  {item.level}/{item.format}"
-                     f"{terminal_safe(origin)}  {description[:100]}")
-    return "\n".join(lines) + "\n"
+    """One line per skill, fitted to the terminal (`skilltransfer.commands.library_listing`)."""
+    return listing(skills, folder, terminal_width())
 
 
 def _found(skills: list[Skill], wanted: str, folder: Path | None = None) -> Skill:
@@ -334,7 +328,7 @@ def _found(skills: list[Skill], wanted: str, folder: Path | None = None) -> Skil
 def _skill_text(found: Skill) -> str:
     """One skill whole: what the agent sees of it, with where it came from."""
     origin = found.provenance
-    where = [f"level {found.level}, format {found.format}"]
+    where = [f"level {declared(found, 'level')}, format {declared(found, 'format')}"]
     if origin.source_task_id:
         number = f" (task {origin.stream_position + 1} of its stream)" if origin.stream_position is not None else ""
         where.append(f"induced from {origin.source_task_id}{number}" + (f" in run {origin.run_id}"

@@ -48,6 +48,7 @@ VOCABULARY: dict[str, Term] = {
     "--retry-budget": Term("Seconds a model call keeps retrying"),
     "--embed-cache": Term("Cache embeddings on disk"),
     "--embedder": Term("Embedder"),
+    "--format": Term("Format"),
     "--env": Term("Env:"),
     "--condition": Term("Condition:"),
     "--library": Term("Frozen skill library"),
@@ -67,6 +68,7 @@ VOCABULARY: dict[str, Term] = {
     "--top-k": Term("Skills retrieved per query"),
     "--tasks": Term("Task instructions"),
     "--field": Term("Task text field"),
+    "--lenient": Term("Also read model-written SKILL.md files the format refuses"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,8 @@ from skilltransfer.util.terminal import echo
 
 def view(
     paths: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding them (grid outputs, report "
-                                                "folders: their figures are shown).")],
+                                                "folders: their figures are shown); ATIF trajectory files and "
+                                                "Harbor job folders.")],
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to serve on (0: a free one).")] = 7575,
     host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
     export: Annotated[Path | None, typer.Option("--export", help="Write a static site into this folder (opens "
@@ -25,7 +27,35 @@ def view(
                                                      "HTML file (data inside it, loadable by no other page) instead "
                                                      "of serving.")] = None,
 ) -> None:
-    """Browse runs, tasks, trajectories (with every model call's prompt), skills, transfer and comparisons."""
+    """Browse runs, tasks, trajectories (with every model call's prompt), skills, transfer and comparisons; ATIF
+    trajectory files and Harbor job folders are shown as runs too."""
+    with tempfile.TemporaryDirectory(prefix="skilltransfer-view-") as tmp:
+        _view(_with_imported(paths, Path(tmp)), port, host, export, export_file)
+
+
+def _with_imported(paths: list[Path], tmp: Path) -> list[Path]:
+    """``paths`` with the ATIF files and Harbor job folders among them written as imported runs below ``tmp``."""
+    from skilltransfer.log.atif_files import looks_like_atif, read_atif
+    from skilltransfer.settings.imported import write_imported_runs
+    from skilltransfer.util.text import terminal_safe
+
+    given = [p for p in paths if p.exists() and looks_like_atif(p)]
+    if not given:
+        return paths
+    read = read_atif(given)
+    for line in read.unusable:
+        echo(f"  not read: {terminal_safe(line)}", err=True)
+    for line in read.notes():
+        echo(f"  note: {terminal_safe(line)}", err=True)
+    if not read.trajectories:
+        raise InputError("no ATIF trajectory could be read (see the lines above)", path=given[0])
+    write_imported_runs(tmp / "atif", read.trajectories)
+    echo(f"read {len(read.trajectories)} ATIF trajectories from {len(given)} path(s)"
+               + (f"; {len(read.unusable)} not read" if read.unusable else ""), err=True)
+    return [p for p in paths if p not in given] + [tmp / "atif"]
+
+
+def _view(paths: list[Path], port: int, host: str, export: Path | None, export_file: Path | None) -> None:
     from skilltransfer.view import Catalog, ViewServer, export_site
     from skilltransfer.view.export import EXPOSURE_NOTE
     from skilltransfer.view.export import export_file as write_single_file

@@ -5,8 +5,9 @@ It drives whole streams of any env end to end without a model: the planner plans
 ``complete_task``); executors (task level, subtask level, plan nodes, nl-sop and prompt-graph hosts, subagents) run
 one look-around code block, use the skill actions they are offered (``open_node``, ``run_skill``, ``load_skill``;
 after a load that lists files, ``read_skill_file`` of the first) and call a code skill they are shown, then
-finish; the summarizer, inducer (text, code, with contracts), lens verifier, rewriter and decomposer, plan writer,
-library organiser, registry writer, judge and the skill rubric's judge reply in their formats. It solves
+finish; the summarizer, inducer (text, code, with contracts), trajectory segmenter (two halves), lens verifier,
+rewriter and decomposer, plan writer, library organiser, registry writer, judge and the skill rubric's judge reply in
+their formats. It solves
 no task on purpose; with ``fail_rate`` it also sends replies a real small model sends (no code block, code that
 raises, an unparseable inducer reply). ``induce=False`` answers the inducer with text from which no skill can be
 parsed, so a stream's library stays empty.
@@ -30,6 +31,7 @@ ROLE_MARKERS: tuple[tuple[str, str], ...] = (
     ("planner", "You are the PLANNER"),
     ("summarizer", "You are the SUMMARIZER"),
     ("inducer", "You induce a reusable SKILL"),
+    ("segmenter", "You split an agent's finished trajectory"),
     ("verifier", "You decide how much of a stored skill"),
     ("rewriter", "You adapt one part of a stored skill"),
     ("decomposer", "You split a reusable skill"),
@@ -144,6 +146,16 @@ class RolePlay:
                     "2. Read the documentation of the API the task needs, then act and check the result.\n"
                     "Caveat: never guess values; print them first.")
         return f"NAME: {name}\nDESCRIPTION: {description}\n{contract}BODY:\n{body}"
+
+    @staticmethod
+    def _segmenter(messages: list[Message], failing: bool) -> str:
+        found = re.search(r"# Trajectory \((\d+) steps\)", str(messages[-1].get("content") or ""))
+        n = int(found.group(1)) if found else 1
+        if failing or n < 2:
+            return "The trajectory is one piece of work."
+        half = n // 2
+        return (f"SUBTASK 1-{half}: Look at what the environment offers before acting.\n"
+                f"SUBTASK {half + 1}-{n}: Carry out the change and check the result.")
 
     @staticmethod
     def _verifier(messages: list[Message], _failing: bool) -> str:

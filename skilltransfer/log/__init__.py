@@ -81,6 +81,7 @@ from skilltransfer.log.steps import (
     ActionStep,
     GuardRecord,
     InductionStep,
+    MessageStep,
     ModelCall,
     PlanStep,
     RetrievalStep,
@@ -92,9 +93,9 @@ from skilltransfer.log.trajectory_io import STEP_TYPES, ReadStep, UnknownStep, r
 __all__ = [
     "ARTIFACTS", "CONFIG", "FORMAT_VERSION", "MAX_PROMPTS_BYTES", "MAX_RESULTS_BYTES", "MEMORY", "PLANS", "PROMPTS",
     "RENAMED_KEYS", "RESULTS", "STEP_TYPES", "TASK_ERROR", "TASK_TIMEOUT", "TRAJECTORIES", "USED_SHARE", "ActionStep",
-    "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "ModelCall",
-    "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord", "RunConfigData",
-    "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog", "TrajectoryStatus",
-    "UnknownStep", "message_id", "parse_trajectory", "read_step", "read_steps", "reasoning_message", "reply_message",
-    "safe_task_id"
+    "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "MessageStep",
+    "ModelCall", "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord",
+    "RunConfigData", "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog",
+    "TrajectoryStatus", "UnknownStep", "message_id", "parse_trajectory", "read_step", "read_steps", "reasoning_message",
+    "reply_message", "safe_task_id",
 ]

@@ -111,9 +111,11 @@ class RetrievedSkill(BaseModel):
     """Code skills: the calls of the skill's functions that the task's code made after this retrieval, as the sandbox
     recorded them (`skilltransfer.sandbox.runtime.skilluse`); None for text skills and older runs."""
     source: Literal["library", "memory"] | None = None
-    """Where the skill came from when the run retrieves from a library beside its own memory (``library_use:
-    beside``): ``library`` or ``memory`` (induced by this run); None when the run has one store (its library, or
-    its own memory)."""
+    """Where the skill came from when the run retrieves from a frozen library (instead of or beside its own memory):
+    ``library``, or ``memory`` (induced by this run, ``library_use: beside``); None when the run has only its own
+    memory (and in runs before 2026-12-07, whose library-only arm recorded None)."""
+    library: str | None = None
+    """With ``source`` ``library``: the library's name (its folder or file name, as the agent was told it)."""
 
     @property
     def used(self) -> bool | None:

@@ -494,7 +494,7 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
                                 load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s),
-                                source=s.get("source"))
+                                source=s.get("source"), library=s.get("library"))
                  for step in result.retrievals for after in [actions_after(result, step)] for s in step.skills]
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)

@@ -502,7 +502,8 @@ def _task_row(record: TaskRecord) -> dict[str, Any]:
         row = seen.get(hit.skill_id)
         if row is None or hit.score > row["score"]:
             seen[hit.skill_id] = {"skill_id": hit.skill_id, "name": hit.name, "score": hit.score,
-                                  "source_task_id": hit.source_task_id, "source_position": hit.source_position}
+                                  "source_task_id": hit.source_task_id, "source_position": hit.source_position,
+                                  "source": hit.source, "library": hit.library}
     return {"position": record.position, "task_id": record.task_id, "finished": True, "reward": record.reward,
             "success": record.success, "exit_status": record.exit_status, "steps": record.steps,
             "subtasks": record.subtasks, "tokens": record.prompt_tokens + record.completion_tokens,
