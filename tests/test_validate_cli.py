@@ -152,7 +152,7 @@ def test_bad_flags_are_refused_before_anything_is_measured(bench: dict[str, Path
         cli("validate", *base, "--tune-on", "family")
     with pytest.raises(InputError, match="--group 'model' is not a column"):
         cli("validate", *base, "--group", "model")
-    with pytest.raises(InputError, match="--price takes INPUT,OUTPUT"):
+    with pytest.raises(InputError, match="--price 'cheap': give INPUT,OUTPUT dollars per million tokens"):
         cli("validate", *base, "--price", "cheap")
     skills = tmp_path / "skills.csv"
     skills.write_text("skill,effect\na,1\n")

@@ -68,6 +68,7 @@ VOCABULARY: dict[str, Term] = {
     "--top-k": Term("Skills retrieved per query"),
     "--tasks": Term("Task instructions"),
     "--field": Term("Task text field"),
+    "--price": Term("The model's price"),
     "--lenient": Term("Also read model-written SKILL.md files the format refuses"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""

@@ -181,19 +181,6 @@ def write_out(run: ValidationRun, out: Path) -> None:
     atomic_write_text(out, buffer.getvalue())
 
 
-def _price(text: str | None) -> tuple[float, float] | None:
-    if text is None:
-        return None
-    parts = text.split(",")
-    try:
-        price = (float(parts[0]), float(parts[1])) if len(parts) == 2 else None
-    except ValueError:
-        price = None
-    if price is None or min(price) < 0:
-        raise InputError(f"--price takes INPUT,OUTPUT dollars per million tokens (e.g. 0.25,2), got {text!r}")
-    return price
-
-
 @with_groups
 def validate(
     libraries: Annotated[list[Path], typer.Argument(help="Skill libraries (folders of SKILL.md packages, .jsonl "
@@ -236,9 +223,9 @@ def validate(
                                            "this many characters.", rich_help_panel=_JUDGE)] = 20_000,
     retries: Annotated[int, typer.Option("--retries", min=0, help="Re-asks after an unusable reply from the judge.",
                                          rich_help_panel=_JUDGE)] = 1,
-    price: Annotated[str | None, typer.Option("--price", metavar="INPUT,OUTPUT", help="The judge's price in dollars "
-                                              "per million input and output tokens: the rubric's cost.",
-                                              rich_help_panel=MODEL_PANEL)] = None,
+    price: Annotated[str | None, typer.Option("--price", metavar="INPUT,OUTPUT", help="The model's price (the "
+                                              "judge's), INPUT,OUTPUT dollars per million tokens: the rubric's "
+                                              "cost.", rich_help_panel=MODEL_PANEL)] = None,
     embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
                                                "folder.")] = DEFAULT_EMBEDDER,
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
@@ -256,6 +243,7 @@ def validate(
 ) -> ValidationRun:
     """Validate diagnostics against outcomes measured elsewhere: Spearman and Kendall with bootstrap intervals,
     paired differences, within-group correlations, a held-out split."""
+    from skilltransfer.commands.induce import _price
     from skilltransfer.commands.score import _tasks as task_texts
 
     if out is not None:
@@ -269,7 +257,8 @@ def validate(
     parts = [p.strip() for p in rubric.split(",") if p.strip()]
     if any(p not in ("coverage", "executability", "safety") for p in parts):
         raise InputError(f"--rubric takes coverage, executability, safety (comma-separated), got {rubric!r}")
-    price_pair = _price(price)
+    prices = _price(price)
+    price_pair = (prices["input"], prices["output"]) if prices is not None else None
     judge = model.spec is not None or model.base_url is not None or model.script is not None
     progress = Console(stderr=True)
 

@@ -11,8 +11,10 @@ text's vector is the token-weighted mean of its chunks' vectors, L2-normalised. 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,12 +43,36 @@ def _innermost(embedder: Any) -> Any:
     return embedder
 
 
+def _folder_tokenizer(folder: Path) -> tuple[Any, int | None]:
+    """A sentence-transformers folder's tokenizer and ``max_seq_length`` (from ``sentence_bert_config.json``), read
+    without loading the model (a run whose embeddings are all cached never loads torch)."""
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except (OSError, ValueError):
+        return None, None
+    length = None
+    config = folder / "sentence_bert_config.json"
+    if config.is_file():
+        try:
+            value = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
+        except (OSError, ValueError, AttributeError):
+            value = None
+        length = value if isinstance(value, int) else None
+    return tokenizer, length
+
+
 def token_window(embedder: Embedder) -> TokenWindow:
-    """The embedder's tokenizer and window when it is a sentence-transformers model (through wrappers), else a word
-    count with `WORDS_PER_CHUNK`."""
-    model = getattr(_innermost(embedder), "_model", None)
+    """The embedder's tokenizer and window when it is a sentence-transformers model (through wrappers; the model
+    itself need not be loaded), else a word count with `WORDS_PER_CHUNK`."""
+    inner = _innermost(embedder)
+    model = getattr(inner, "_model", None)
     tokenizer = getattr(model, "tokenizer", None)
     length = getattr(model, "max_seq_length", None)
+    folder = getattr(inner, "path", None)
+    if tokenizer is None and isinstance(folder, Path) and folder.is_dir():
+        tokenizer, length = _folder_tokenizer(folder)
     if tokenizer is not None and isinstance(length, int) and length > 8:
         def count(text: str) -> int:
             return len(tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
