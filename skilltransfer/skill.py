@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from skilltransfer.util import pyast
+from skilltransfer.util.text import as_plain_lines, truncate
 
 SkillFormat = Literal["text", "code"]
 SkillLevel = Literal["task", "subtask"]
@@ -40,6 +41,8 @@ MAX_RESOURCES = 100
 """The most resource files one skill package carries."""
 MAX_RESOURCE_NAME = 200
 """The longest resource path (characters)."""
+CONTRACT_CHARS = 2000
+"""A contract (``inputs`` / ``outputs``) is shown within this many characters wherever it enters a prompt."""
 INSTRUCTION_FILE = "SKILL.md"
 """The package's instruction file (the body); no resource may take its name."""
 _SEGMENT = re.compile(r"[\w+@=,()\[\]-]+(?:[. ][\w+@=,()\[\]-]+)*")
@@ -145,6 +148,9 @@ class PackageFile(BaseModel):
     """Bytes."""
     sha256: str
     """Hex SHA-256 of the bytes read; an export copies the file only if it still has this hash."""
+    mode: int | None = None
+    """Its permission bits as read (``0o755`` for an executable script); an export and an agent's workspace copy
+    give the file these. None: not recorded (a package read before modes were)."""
     loaded: bool = False
     """Its text is in ``Skill.resources`` (what the agent can be shown)."""
     note: str = ""
@@ -159,11 +165,14 @@ class Package(BaseModel):
     """The package folder the skill was read from (absolute); an export copies the files' bytes from there."""
     instruction_sha256: str
     """Hex SHA-256 of the ``SKILL.md`` read."""
+    instruction_mode: int | None = None
+    """The ``SKILL.md``'s permission bits as read (None: not recorded)."""
     files: list[PackageFile] = Field(default_factory=list)
     """Every file of the package but ``SKILL.md``, sorted by path."""
     left_out: list[str] = Field(default_factory=list)
     """Entries below the folder that are not part of the package, each ``"path (reason)"``: links (never
-    followed), FIFOs and other special files, hidden entries, names a file list cannot hold, files over the caps."""
+    followed), FIFOs and other special files, version-control and cache folders, names a file list cannot hold, files
+    over the caps."""
 
     def not_loaded(self) -> list[PackageFile]:
         """The package's files whose text is not in ``Skill.resources``."""
@@ -255,9 +264,14 @@ class Skill(BaseModel):
         return self
 
     def contracts(self) -> str:
-        """The contract lines (``Input: ...``, ``Output: ...``) and resource names, "" when the skill has none."""
+        """The contract lines (``Input: ...``, ``Output: ...``) and resource names, "" when the skill has none.
+
+        Each contract is shown within `CONTRACT_CHARS` (cut in the middle, saying how much) and as text: a line that
+        would open a heading or a code fence of its own is escaped (`skilltransfer.util.text.as_plain_lines`)."""
+        shown = [(label, as_plain_lines(truncate(text, CONTRACT_CHARS)))
+                 for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]
         lines = [f"{label}:\n{text.strip()}" if "\n" in text.strip() or text.startswith("- ") else f"{label}: {text}"
-                 for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]  # lists go below
+                 for label, text in shown]  # lists go below
         if self.resources:
             lines.append(f"Resources: {', '.join(self.resources)}")
         return "".join(f"{line}\n" for line in lines)
@@ -286,3 +300,9 @@ class AddResult:
     target_id: str | None = None
     """For merged/dropped: the stored skill it was folded into or duplicated."""
     reason: str = ""
+
+
+def with_name(skill: Skill, name: str) -> Skill:
+    """``skill`` named ``name``; its id is derived again when it was derived from its content (its old name)."""
+    derived = skill.id == Skill.model_validate({**skill.model_dump(), "id": ""}).id
+    return Skill.model_validate({**skill.model_dump(), "name": name, **({"id": ""} if derived else {})})

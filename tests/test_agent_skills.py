@@ -66,8 +66,10 @@ def body_bytes(skill_md: Path) -> bytes:
     return b"\n".join(lines[close:])
 
 
-def tree(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+def tree(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file below ``folder``: its bytes and permission bits."""
+    return {str(path.relative_to(folder)): (path.read_bytes(), path.stat().st_mode & 0o777)
+            for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 def held(skill: Skill) -> dict:
@@ -184,8 +186,9 @@ def test_an_agent_skills_library_round_trips_byte_for_byte(tmp_path: Path, monke
     assert_valid_agent_skills(source, expected=2)
     code, out, err = main_cli(["library", "export", str(source), "--out", str(tmp_path / "out")], monkeypatch, capsys)
     assert code == 0, err
-    assert ("2 skills (2 SKILL.md kept from the library with metadata added, 0 written from the skills' fields); 10 "
-            "package files copied byte for byte") in out
+    assert ("2 skills (2 SKILL.md kept from the library with metadata added, 0 with the front matter written anew, "
+            "0 written from the skills' fields); 10 package files copied byte for byte with their modes (1 "
+            "executable)") in out
     assert_valid_agent_skills(tmp_path / "out", expected=2)
     before, after = read_library(source).skills, read_library(tmp_path / "out").skills
     assert [held(s) for s in after] == [held(s) for s in before]
@@ -246,9 +249,10 @@ def test_the_public_library_round_trips(tmp_path: Path) -> None:
     assert len(same) == len(files) - len(read.skills)  # all but the SKILL.md files, which gain skilltransfer.id
     before = {folder.name for folder in skill_folders(PUBLIC) if not validate(folder)}
     after = {folder.name for folder in skill_folders(tmp_path / "out") if not validate(folder)}
-    assert before <= after
-    refused = {item.folder for item in report.skills if item.problems}
-    assert refused == {folder.name for folder in skill_folders(PUBLIC)} - before  # reported, left as they are
+    assert before < after == {folder.name for folder in skill_folders(PUBLIC)}  # every one valid now
+    rewritten = {item.folder for item in report.skills if item.rewritten}
+    assert rewritten == after - before  # claude-api's 1,068-character description: cut, the whole kept in metadata
+    assert not any(item.problems for item in report.skills)
     back = read_library(tmp_path / "out")
     assert [held(s) for s in back.skills] == [held(s) for s in read.skills]
 
@@ -417,10 +421,13 @@ def test_a_hostile_library_folder_is_read_without_losing_a_skill_silently(tmp_pa
     assert_valid_agent_skills(tmp_path / "out" / "csv-cleanup", expected=1)
     evil = tmp_path / "out" / "escape-x" / "SKILL.md"
     front = parsed_front(evil)
-    assert front["name"] == "../../escape/../x"  # the library's own (invalid) name is kept, and reported
+    assert front["name"] == "escape-x"  # the library's own (invalid) name is written anew, and reported
+    assert front["metadata"]["skilltransfer.name"] == "../../escape/../x"
     assert "name: owned" in front["description"]
     assert set(front) == {"name", "description", "metadata"}
-    assert "escape-x: kept as the library has it, which the format refuses" in out
+    assert ("escape-x: front matter written anew, the library's is refused by the format: front matter that is not "
+            "YAML") in out  # the validator ends the front matter at the '---' inside the description
+    assert_valid_agent_skills(tmp_path / "out" / "escape-x", expected=1)
     [back] = load_library(tmp_path / "out" / "escape-x")
     assert back.description == next(s for s in read.skills if s.name.startswith("..")).description
 

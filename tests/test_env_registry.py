@@ -74,13 +74,18 @@ def test_officebench_source(fake_registry: None, tmp_path: Path, monkeypatch: py
     assert registry.get_env("officebench").source == f"officebench:{tmp_path}"
 
 
-def test_officebench_root_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_officebench_folder_is_guessed_beside_the_repository(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only $OFFICEBENCH_ROOT says where the real tasks are: a ``../shared`` folder of this project's own machines
+    is no user-facing default."""
     monkeypatch.delenv(registry.OFFICEBENCH_ENV_VAR, raising=False)
     repo = tmp_path / "repo"
     (tmp_path / "shared" / "officebench" / "tasks").mkdir(parents=True)
     repo.mkdir()
-    assert registry.officebench_root(repo) == (tmp_path / "shared" / "officebench" / "tasks").resolve()
-    assert registry.officebench_root(tmp_path) is None
+    monkeypatch.chdir(repo)
+    assert registry.officebench_root() is None
+    with pytest.raises(InputError, match="git clone https://github.com/zlwang-cs/OfficeBench"):
+        registry.get_env("officebench")
 
 
 def test_stream_order_canonical_and_deterministic() -> None:
@@ -118,6 +123,7 @@ def test_summarize_counts_and_unavailable(fake_registry: None) -> None:
 
 def test_cli_envs_list(fake_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(registry.OFFICEBENCH_ENV_VAR, raising=False)
     result = CliRunner().invoke(app, ["envs", "list"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()

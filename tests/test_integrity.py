@@ -1077,30 +1077,45 @@ LIBRARY_ATTACKS = {"fifo": "FIFO", "dev-zero": "symbolic link", "billion-laughs"
                    "huge-body": "byte limit", "deep-jsonl": "levels deep"}
 
 
+def _one_warning_line(code: int, lines: list[str]) -> str:
+    """The one ``warning:`` line of a command that went on without a skill (exit 0, no traceback)."""
+    assert code == 0, lines[-5:]
+    warnings = [line for line in lines if line.startswith("warning:") and "(skill not read)" in line]
+    assert len(warnings) == 1, lines[-5:]
+    assert not any("Traceback" in line for line in lines)
+    return warnings[0]
+
+
 @pytest.mark.parametrize("variant", list(LIBRARY_ATTACKS))
-def test_hostile_skill_libraries_are_one_error_line(tmp_path: Path, variant: str) -> None:
+def test_hostile_skill_libraries_are_one_line(tmp_path: Path, variant: str) -> None:
     """Class 9: a library's SKILL.md as a FIFO, linked to /dev/zero, a YAML billion-laughs, an oversized body, a
-    JSONL line nested 100,000 deep: ``score`` says so in one ``error:`` line (exit 2), at once."""
+    JSONL line nested 100,000 deep: ``score`` says so in one line, at once: a folder's hostile skill is one
+    ``warning:`` naming it (the other skills are scored), a JSONL file is one ``error:`` line (exit 2)."""
     library = hostile_library(tmp_path, variant)
     tasks = tmp_path / "tasks.txt"
     tasks.write_text("send an email\nfile a report\n")
     started = time.monotonic()
-    error = _one_error_line(*_cli("score", str(library), "--tasks", str(tasks), "--embedder", "hash:16",
-                                  "--no-cache"))
-    assert LIBRARY_ATTACKS[variant] in error, error
+    result = _cli("score", str(library), "--tasks", str(tasks), "--embedder", "hash:16", "--no-embed-cache")
+    line = _one_error_line(*result) if variant == "deep-jsonl" else _one_warning_line(*result)
+    assert LIBRARY_ATTACKS[variant] in line, line
     assert time.monotonic() - started < 60
 
 
 @pytest.mark.parametrize("variant", ["billion-laughs", "fifo"])
-def test_run_refuses_a_hostile_library_in_one_line(tmp_path: Path, variant: str) -> None:
-    """Class 9: ``run --library`` reads libraries with the same reader."""
+def test_run_reads_a_hostile_library_without_its_hostile_skill(tmp_path: Path, variant: str) -> None:
+    """Class 9: ``run --library`` reads libraries with the same reader: the hostile skill is one line at start
+    naming it, the run goes on with the rest."""
     library = hostile_library(tmp_path, variant)
     script = tmp_path / "script.jsonl"
     script.write_text(json.dumps("x") + "\n")
-    error = _one_error_line(*_cli("run", "--env", "apps", "--condition", "task+text", "--model",
-                                  f"scripted:{script}", "--library", str(library), "--embedder", "hash:16",
-                                  "--limit", "1", "--out", str(tmp_path / "run"), "--no-progress"))
-    assert LIBRARY_ATTACKS[variant] in error, error
+    code, lines = _cli("run", "--env", "apps", "--condition", "task+text", "--model", f"scripted:{script}",
+                       "--library", str(library), "--embedder", "hash:16", "--limit", "1", "--out",
+                       str(tmp_path / "run"), "--no-progress")
+    named = [line for line in lines if line.startswith("library: ") and "(skill not read)" in line]
+    assert len(named) == 1, lines[-8:]
+    assert LIBRARY_ATTACKS[variant] in named[0], named
+    assert not any("Traceback" in line for line in lines)
+    assert (tmp_path / "run" / "config.json").is_file(), lines[-5:]
 
 
 def fake_run(path: Path, answers: dict[str, str]) -> Path:

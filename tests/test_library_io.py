@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from skilltransfer.errors import InputError
 from skilltransfer.memory import HashEmbedder, Skill, SkillMemory, export_jsonl, export_skill_md, load_library
-from skilltransfer.memory.library import parse_skill_md
+from skilltransfer.memory.library import parse_skill_md, read_library
 
 SKILLS = [
     Skill(name="send-email", description="Send an email to a contact", body="1. Open email.\n2. Send: it's done.",
@@ -172,8 +172,9 @@ def test_non_utf8_files(tmp_path: Path) -> None:
 def test_duplicate_names(tmp_path: Path) -> None:
     write(tmp_path / "a" / "one" / "SKILL.md", "---\nname: dup\ndescription: first\n---\nA\n")
     write(tmp_path / "a" / "two" / "SKILL.md", "---\nname: dup\ndescription: second\n---\nB\n")
-    with pytest.raises(InputError, match=r"duplicate skill name 'dup' in .*one/SKILL.md and .*two/SKILL.md"):
-        load_library(tmp_path / "a")
+    read = read_library(tmp_path / "a")  # both read, each named by its folder (it was refused whole)
+    assert [(s.name, s.description) for s in read.skills] == [("one", "first"), ("two", "second")]
+    assert read.renamed == ["dup: the name of 2 skills, each read as its folder's path: one, two"]
     rows = [{"name": n, "description": "d", "body": b} for n, b in [("x", "1"), ("y", "2"), ("x", "3")]]
     write(tmp_path / "d.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(InputError, match=r"duplicate skill name 'x' in .*d.jsonl:1 and .*d.jsonl:3"):

@@ -185,17 +185,17 @@ def test_package_folder_import_takes_text_files_and_reports_the_rest(tmp_path: P
     package = skills["outer"].package
     assert package is not None
     assert [(f.path, f.loaded, f.note) for f in package.files] == [
+        (".hidden", False, "a name an agent's resource cannot have"),  # kept in the package, never shown
         ("big.txt", False, f"over the {MAX_RESOURCE_BYTES}-byte limit of one text file"),
         ("logo.png", False, "binary, not UTF-8 text"), ("scripts/a.py", True, "")]
-    assert package.files[1].sha256 == hashlib.sha256(b"\x89PNG\xff\xfe").hexdigest()
-    assert package.files[1].size == 6
-    assert sorted(package.left_out) == [".hidden (hidden, not part of the package)",
-                                        "__pycache__/ (a cache folder, not part of the package)",
+    assert package.files[2].sha256 == hashlib.sha256(b"\x89PNG\xff\xfe").hexdigest()
+    assert package.files[2].size == 6
+    assert sorted(package.left_out) == ["__pycache__/ (a cache folder, not part of the package)",
                                         "link.txt (a symbolic link, not followed)",
                                         "linkdir/ (a symbolic link, not followed)"]
     line = left_out_summary(package)
     assert line is not None
-    assert "2 of 3 files not loaded" in line
+    assert "3 of 4 files not loaded" in line
     assert "link.txt" in line
     nested = skills["nested"]
     assert nested.resources == {"data.txt": "rows\n"}
@@ -293,10 +293,14 @@ def test_a_skill_md_atop_a_big_tree_reads_a_bounded_part(tmp_path: Path) -> None
     assert skill.resources == {}
     assert skill.package is not None
     assert len(skill.package.files) == MAX_PACKAGE_FILES
-    assert skill.package.left_out[-1].startswith("the rest of the folder")
+    past = (MAX_PACKAGE_FILES // 250 + 2) * 250 - MAX_PACKAGE_FILES
+    assert len(skill.package.left_out) == past  # each file past the cap named, with why
+    assert all(line.endswith(f"(past the {MAX_PACKAGE_FILES}-file limit of one package, not read)")
+               for line in skill.package.left_out)
     line = left_out_summary(skill.package)
     assert line is not None
     assert f"and {MAX_PACKAGE_FILES - 20} more" in line
+    assert f"not part of the package ({past})" in line
 
 
 def test_a_folder_of_exactly_the_file_limit_is_not_called_truncated(tmp_path: Path) -> None:
@@ -306,4 +310,5 @@ def test_a_folder_of_exactly_the_file_limit_is_not_called_truncated(tmp_path: Pa
     assert package.left_out == []
     (tmp_path / "one-more.bin").write_bytes(b"\xff")
     package, _ = read_package(tmp_path, "", b"")
-    assert package.left_out[-1].startswith("the rest of the folder")
+    assert len(package.left_out) == 1
+    assert package.left_out[0].endswith(f"(past the {MAX_PACKAGE_FILES}-file limit of one package, not read)")

@@ -182,7 +182,6 @@ def _write(path: Path, content: str | bytes) -> Path:
     ("no_known_field", "unknown.jsonl:1: none of the fields"),
     ("not_utf8", "latin1.txt:2: not UTF-8"),
     ("bad_out", "report.txt: unknown output type"),
-    ("bad_skill", "SKILL.md:1: no YAML front matter"),
     ("bad_suffix", "tasks.csv: unknown task file type"),
 ])
 def test_bad_inputs_exit_2(case: str, needle: str, library: Path, tasks: Path, tmp_path: Path,
@@ -204,9 +203,6 @@ def test_bad_inputs_exit_2(case: str, needle: str, library: Path, tasks: Path, t
         task_path = str(_write(tmp_path / "latin1.txt", "first task\ncaf\xe9 task\n".encode("latin-1")))
     elif case == "bad_out":
         extra = ["--out", str(tmp_path / "report.txt")]
-    elif case == "bad_skill":
-        (library / "broken").mkdir()
-        (library / "broken" / "SKILL.md").write_text("no front matter here\n")
     elif case == "bad_suffix":
         task_path = str(_write(tmp_path / "tasks.csv", "a\nb\n"))
     code, out, err = run_cli([lib, "--tasks", task_path, "--embedder", "hash:64", *extra], monkeypatch, capsys)
@@ -216,6 +212,19 @@ def test_bad_inputs_exit_2(case: str, needle: str, library: Path, tasks: Path, t
     assert lines[0].startswith("error: ")
     assert needle in lines[0]
     assert "Skill utility" not in out
+
+
+def test_an_unreadable_skill_is_named_and_the_rest_scored(library: Path, tasks: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    (library / "broken").mkdir()
+    (library / "broken" / "SKILL.md").write_text("no front matter here\n")
+    code, out, err = run_cli([str(library), "--tasks", str(tasks), "--embedder", "hash:64"], monkeypatch, capsys)
+    assert code == 0, err
+    [named] = [line for line in err.splitlines() if "broken" in line]
+    assert "SKILL.md:1: no YAML front matter" in named
+    assert "(skill not read)" in named
+    assert all(name in out for name in ("send-email", "sum-column", "bake-bread"))
+    assert "broken" not in out
 
 
 @pytest.mark.parametrize("args", [["--specificity", "median"], ["--skill-text", "body"], ["--tau", "0"],

@@ -298,24 +298,24 @@ def test_the_selection_scale_grid_through_a_failing_endpoint_reports_and_views(t
     assert all(t["picks"] is not None for t in tasks)
 
 
-def test_a_corpus_repeats_names_keeps_identical_skills_once_and_an_unreadable_one_is_refused(tmp_path):
+def test_a_corpus_repeats_names_and_an_unreadable_one_is_refused_before_the_grid_runs(tmp_path):
     from skilltransfer.memory.near_miss import corpus_skills, read_corpus
     from skilltransfer.runner.stream import near_miss_note
 
     root = tmp_path / "corpus"
-    for version, body in (("v1", "one way"), ("v2", "another way"), ("v3", "one way")):
+    for version, body in (("v1", "one way"), ("v2", "another way")):
         folder = root / version / "merge-pdfs"
         folder.mkdir(parents=True)
         (folder / "SKILL.md").write_text(f"---\nname: merge-pdfs\ndescription: Merge PDF files.\n---\n\n{body}\n")
     skills, unread = read_corpus(root)
-    assert len(skills) == 2  # v1 and v3 are one skill
+    assert sorted(s.name for s in skills) == ["v1/merge-pdfs", "v2/merge-pdfs"]  # one name, two folders: both
     assert unread == []
-    pooled = corpus_skills([("corpus", skills)], [_skill("merge-pdfs", "Merge PDFs.", "t0")])
-    assert sorted(s.name for s in pooled) == ["merge-pdfs_2", "merge-pdfs_3"]  # one name, one skill
-    assert {s.provenance.source_task_id for s in pooled} == {"near-miss/corpus"}
+    again = corpus_skills([("corpus", skills), ("copy", skills)], [_skill("v1/merge-pdfs", "Merge PDFs.", "t0")])
+    assert sorted(s.name for s in again) == ["v1/merge-pdfs_2", "v2/merge-pdfs"]  # a skill met twice counts once
+    assert {s.provenance.source_task_id for s in again} == {"near-miss/corpus"}
     config = StreamConfig(condition="task", library="lib.jsonl", library_size=20, near_miss={"corpus": [str(root)]})
     assert "2 skills" in near_miss_note(config, [5, 20])
-    hidden = tmp_path / "published"
-    (hidden / ".curated" / "x").mkdir(parents=True)
-    with pytest.raises(InputError, match=r"hidden folders are not looked in: give one of them \(.curated\)"):
-        near_miss_note(config.model_copy(update={"near_miss": NearMissConfig(corpus=[str(hidden)])}))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="empty"):
+        near_miss_note(config.model_copy(update={"near_miss": NearMissConfig(corpus=[str(empty)])}))

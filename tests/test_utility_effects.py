@@ -23,15 +23,12 @@ from skilltransfer.metrics.surrogate import (
     DIAGNOSTICS,
     MIN_ARM,
     associate,
-    auroc,
-    auroc_interval,
     diagnostic_values,
     has_contrast,
     rank_correlation,
-    spearman,
-    spearman_rows,
     surrogate_analysis,
 )
+from skilltransfer.metrics.validation import auroc, auroc_interval, spearman, spearman_rows
 from skilltransfer.report import EmbedderResolver, build_report, load_runs
 from skilltransfer.report.utility_effects import BINNED
 
@@ -403,10 +400,15 @@ def test_the_spec_dry_runs_a_frozen_library_plus_off_domain_skills_masked_on_hel
 
 # --------------------------------------------------------------------------------------------- score --effects
 def _score_effects(world: ModuleType, library: Path, runs: Path, out: Path | None = None) -> ScoreReport:
+    """The one group's report of ``score --effects`` (one masked run)."""
     from skilltransfer.commands.score import score
+    from skilltransfer.metrics.scoring import GroupedScore
 
-    return score(library, None, embedder=world.EMBEDDER, field=None, top=None, out=out, seed=0, embed_cache=False,
-                 effects=[runs])
+    grouped = score(library, None, embedder=world.EMBEDDER, field=None, top=None, out=out, seed=0, embed_cache=False,
+                    effects=[runs])
+    assert isinstance(grouped, GroupedScore)
+    assert len(grouped.groups) == 1
+    return grouped.groups[0].report
 
 
 @pytest.mark.slow
@@ -429,8 +431,8 @@ def test_score_effects_puts_the_report_numbers_beside_the_diagnostics(world, gri
     assert utility["rho"] == pytest.approx(report.table("utility_effects").where(diagnostic="utility")[0]["rho"])
     assert scored.effects["masked"] == 24
     assert scored.effects["enough_draws"] == sum(r["enough_draws"] for r in per_skill.values())
-    saved = json.loads(out.read_text())
-    assert saved["effects"]["source"] == str(grid)
+    [saved] = json.loads(out.read_text())["groups"]
+    assert saved["effects"]["source"] == str(next(grid.glob("*/config.json")).parent)
     assert [r["name"] for r in saved["skills"]] == [r.name for r in scored.ranking()]
     assert {"effect", "effect_low", "effect_high", "harmful", "shown", "withheld", "enough_draws"} <= set(
         saved["skills"][0])

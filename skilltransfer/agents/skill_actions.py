@@ -42,7 +42,7 @@ from skilltransfer.agents.config import SkillExec
 from skilltransfer.agents.context import SkillBlock
 from skilltransfer.agents.disclosure import Disclosure, one_line
 from skilltransfer.agents.prompts import DISCLOSURE_SECTIONS, AgentPrompts
-from skilltransfer.memory.library import materialize_skill, package_dirname
+from skilltransfer.memory.library import package_dirname, place_skill
 from skilltransfer.memory.organization import (
     Entry,
     LibraryView,
@@ -355,8 +355,9 @@ class SkillActions:
         listing = "".join(self._entry(e) for e in self.view.children(name))
         node = self.view.organization.node(name)
         about = f"{node.description}\n" if node.description else ""
-        if self.disclosure is not None:
+        if self.disclosure is not None:  # a library's organisation: its names and descriptions are one line of text
             about = f"{one_line(node.description, 300)}\n" if node.description else ""
+            name = one_line(name, 200)
         return f"## Group: {name}\n{about}{listing}"
 
     def _load(self, name: str) -> str | SkillBlock:
@@ -406,26 +407,37 @@ class SkillActions:
         return SubagentRequest(skill.name, seed, inputs, reader)
 
     def _placed(self, skill: Skill) -> str | None:
-        """Materialise a skill's resources in the workspace; the folder (relative to it), None when not placed."""
-        if not skill.resources or self.workspace is None:
+        """Place a skill's package in the workspace (`place_skill`); the folder (relative to it), None when not
+        placed."""
+        if not _has_files(skill) or self.workspace is None:
             return None
         try:
-            folder = materialize_skill(skill, self.workspace)
+            folder = place_skill(skill, self.workspace).folder
         except PackageWriteError:
             return None
         return folder.relative_to(self.workspace).as_posix() if folder.is_relative_to(self.workspace) else \
             f"skills/{package_dirname(skill.name)}"
 
     def _place(self, skill: Skill) -> str:
-        """Materialise a skill's resources in the workspace; the line that says where (or why not)."""
-        if not skill.resources:
+        """Place a skill's package in the workspace (`place_skill`); the line that says where (or why not), and
+        what of the package it holds beyond the text resources or leaves out."""
+        if not _has_files(skill):
             return ""
         if self.workspace is None:
             return "\n(this skill's resource files cannot be placed: the episode has no workspace folder)\n"
         try:
-            folder = materialize_skill(skill, self.workspace)
+            placed = place_skill(skill, self.workspace)
         except PackageWriteError as exc:
             return f"\n(this skill's resource files could not be placed: {exc})\n"
+        folder = placed.folder
         relative = folder.relative_to(self.workspace).as_posix() if folder.is_relative_to(self.workspace) else \
             f"skills/{package_dirname(skill.name)}"
-        return f"\nResources of this skill are in the folder `{relative}/`: {', '.join(skill.resources)}\n"
+        named = [*skill.resources, *placed.more]
+        more = f"; and {len(placed.left_out) - 5} more" if len(placed.left_out) > 5 else ""
+        left = f" (not placed: {'; '.join(placed.left_out[:5])}{more})" if placed.left_out else ""
+        return f"\nResources of this skill are in the folder `{relative}/`: {', '.join(named)}{left}\n"
+
+
+def _has_files(skill: Skill) -> bool:
+    """Whether a skill has files to place in a workspace: text resources, or a package with files."""
+    return bool(skill.resources) or (skill.package is not None and bool(skill.package.files))

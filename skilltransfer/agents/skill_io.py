@@ -81,6 +81,17 @@ def _of_library(memory: SkillStore, skill: Skill) -> bool:
     return memory.from_library(skill.id) if isinstance(memory, JointMemory) else memory.read_only
 
 
+def _origin(memory: SkillStore, skill: Skill, library: str | None) -> dict[str, str]:
+    """Where a retrieved skill came from, as its trajectory step and ``results.jsonl`` record it: ``source``
+    ``library`` (with the library's name, ``library``) for a library's skill, ``memory`` for one the run induced
+    beside a library; nothing when the run has only its own memory."""
+    if not isinstance(memory, JointMemory) and not memory.read_only:
+        return {}
+    if not _of_library(memory, skill):
+        return {"source": "memory"}
+    return {"source": "library", **({"library": library} if library else {})}
+
+
 @dataclass
 class _Deferred:
     """A finished (sub-)trajectory waiting for the task's verdict before induction."""
@@ -159,7 +170,7 @@ class TaskSkills:
                                 "source_task_id": skill.provenance.source_task_id,
                                 "source_position": skill.provenance.stream_position,
                                 "load_error": load_errors.get(skill.id),
-                                **({"source": memory.source(skill.id)} if isinstance(memory, JointMemory) else {})})
+                                **_origin(memory, skill, self.source.library)})
         result.steps.append(step)
         return got
 

@@ -1,4 +1,5 @@
-"""``skilltransfer export RUNS...``: every finished task of the runs as one table (csv, parquet or jsonl)."""
+"""``skilltransfer export RUNS...``: every finished task of the runs as one table (csv, parquet or jsonl), or every
+task's trajectory as an ATIF file (``--format atif``)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,33 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 
 from skilltransfer.errors import check_output_path
+from skilltransfer.util.terminal import Console
 
 
 def export(
     runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding run folders (a grid's output).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (default tasks.<format>).")] = None,
-    fmt: Annotated[Literal["csv", "parquet", "jsonl"], typer.Option(
-        "--format", help="csv (list columns as JSON text), parquet or jsonl.")] = "csv",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (default tasks.<format>); with "
+                                             "--format atif a new folder (default atif).")] = None,
+    fmt: Annotated[Literal["csv", "parquet", "jsonl", "atif"], typer.Option(
+        "--format", help="Format: csv (list columns as JSON text), parquet or jsonl; atif: each task's trajectory as "
+        "an ATIF file, <run>/<task>.json.")] = "csv",
 ) -> None:
     """Write one row per finished task across runs: the settings that differ between them, outcome, tokens, cost,
-    retrieved, transferred and induced skills (the same table as skilltransfer.load_runs)."""
+    retrieved, transferred and induced skills (the same table as skilltransfer.load_runs); or, with --format atif,
+    every task's trajectory as ATIF (Harbor's trajectory format)."""
+    if fmt == "atif":
+        from skilltransfer.report.atif import export_atif
+        from skilltransfer.util.text import terminal_safe
+
+        done = export_atif(runs, out or Path("atif"))
+        err = Console(stderr=True)
+        err.print(f"{done.files} trajectories of {done.runs} runs as ATIF, {done.bytes / 2**20:.1f} MiB -> "
+                  f"{done.path}", highlight=False, soft_wrap=True, markup=False)
+        for problem in done.problems:
+            err.print(f"  not written: {terminal_safe(problem)}", highlight=False, soft_wrap=True, markup=False)
+        return
     from skilltransfer.report.export import load_runs, write_export
 
     target = out or Path(f"tasks.{fmt}")

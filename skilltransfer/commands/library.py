@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from skilltransfer.commands.library_listing import listing, terminal_width
 from skilltransfer.commands.option_groups import ModelOptions, model_group, with_groups
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.export import ExportedSkill, ExportReport, export_library, write_agent_skills
@@ -25,7 +26,9 @@ from skilltransfer.memory.organization import (
     task_tree,
 )
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary
+from skilltransfer.metrics.scoring import declared
 from skilltransfer.skill import MAX_RESOURCES_BYTES, Skill
+from skilltransfer.util.terminal import echo
 from skilltransfer.util.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -43,12 +46,16 @@ ResourceBytes = Annotated[int, typer.Option(
     help="The most bytes of text loaded for the agent from each skill package (the setting library_resource_bytes; "
          "files SKILL.md names first).")]
 
+Lenient = Annotated[bool, typer.Option(
+    "--lenient", help="Also read model-written SKILL.md files the format refuses (no --- fences, a line of text "
+    "before them, values YAML refuses), each recorded as read leniently (the setting library_front_matter=lenient).")]
 
-def _read(library: Path, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> LibraryRead:
+
+def _read(library: Path, resource_bytes: int = DEFAULT_RESOURCE_BYTES, *, lenient: bool = False) -> LibraryRead:
     """Read a library; each skill that could not be read is one ``warning:`` line on stderr."""
-    read = read_library(library, resource_bytes=resource_bytes)
+    read = read_library(library, resource_bytes=resource_bytes, lenient=lenient)
     for line in read.unreadable:
-        typer.echo(f"warning: {terminal_safe(line)}", err=True)
+        echo(f"warning: {terminal_safe(line)}", err=True)
     return read
 
 
@@ -74,6 +81,7 @@ def organize(
     = 60,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks after an unusable reply before falling back to the "
                                                      "task tree.", rich_help_panel=_BUILD)] = 2,
+    lenient: Lenient = False,
     *,
     model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call (default 1024).")],
 ) -> Organization:
@@ -84,7 +92,7 @@ def organize(
     if out.is_dir() and any(out.iterdir()):
         raise InputError("--out: exists and is not empty; give a new folder", path=out)
     config = model.config()  # checks the model flags before any work
-    skills = _read(library).skills
+    skills = _read(library, lenient=lenient).skills
     if kind == "flat":
         organization = flat_organization(skills)
     elif kind == "task-tree":
@@ -98,14 +106,14 @@ def organize(
     folder, written = _write(skills, organization, out)
     view = LibraryView.load(folder)  # what was written reloads and validates
     built = organization.built_by
-    typer.echo(view.top(), nl=False)
-    typer.echo(f"built by: {built.get('method')}" + (f" ({built['calls']} model calls, {built['retries']} retries)"
+    echo(view.top(), nl=False)
+    echo(f"built by: {built.get('method')}" + (f" ({built['calls']} model calls, {built['retries']} retries)"
                                                     if "calls" in built else ""))
     for note in [*built.get("notes", []), *([f"fallback reason: {built['reason']}"] if "reason" in built else [])]:
-        typer.echo(f"note: {note}")
+        echo(f"note: {note}")
     for line in _export_lines(written):
-        typer.echo(f"note: {line}")
-    typer.echo(f"wrote {folder} ({len(skills)} skills as Agent Skills folders, organization.json)")
+        echo(f"note: {line}")
+    echo(f"wrote {folder} ({len(skills)} skills as Agent Skills folders, organization.json)")
     return organization
 
 
@@ -150,8 +158,10 @@ def show(
     node: Annotated[str | None, typer.Option(help="Organised libraries: open this routing node (or skill) instead "
                                                   "of the top.")] = None,
     resource_bytes: ResourceBytes = DEFAULT_RESOURCE_BYTES,
+    lenient: Lenient = False,
 ) -> str:
-    """List a library's skills (an organised library: its top level), or print one skill whole."""
+    """List a library's skills (an organised library: its top level), or print one skill whole; say what was read
+    (hidden folders, links) and what was not."""
     from skilltransfer.memory.organization import ORGANIZATION_FILE
 
     organised = folder.is_dir() and (folder / ORGANIZATION_FILE).exists()
@@ -164,15 +174,16 @@ def show(
         except NodeNotFound as exc:
             raise InputError(f"--node: {exc}", path=folder) from None
     elif skill is not None:
-        found = _found(_read(folder, resource_bytes).skills, skill, folder)
+        found = _found(_read(folder, resource_bytes, lenient=lenient).skills, skill, folder)
         left = left_out_summary(found.package) if found.package is not None else None
         text = _skill_text(found) + (f"-- left out: {terminal_safe(left)}\n" if left else "")
     elif organised:
         text = LibraryView.load(folder).top()
     else:
-        read = _read(folder, resource_bytes)
+        read = _read(folder, resource_bytes, lenient=lenient)
         text = _listing(read.skills, folder) + "".join(f"left out: {terminal_safe(line)}\n" for line in read.left_out())
-    typer.echo(text, nl=False)
+        text += "".join(f"{terminal_safe(line)}\n" for line in read.read_lines())
+    echo(text, nl=False)
     return text
 
 
@@ -187,6 +198,7 @@ def prune(
                                                           "file ending in .jsonl.")],
     seed: Annotated[int, typer.Option(
         help="Seed of this command's random draws: the bootstrap and the randomisation test.")] = 0,
+    lenient: Lenient = False,
 ) -> list[str]:
     """Write the library without the skills randomised masking flagged harmful (``report``'s ``skill_effects``:
     Benjamini-Hochberg at FDR 0.05 over one-sided randomisation tests); print each skill left out with its effect."""
@@ -198,7 +210,7 @@ def prune(
     check_output_path(out, flag="--out", folder=not as_jsonl)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError("--out: exists; give a new folder or file", path=out)
-    skills = _read(library).skills
+    skills = _read(library, lenient=lenient).skills
     runs = load_runs(harmful)
     if not has_draws(runs):
         raise InputError("--harmful: no masking draws in these runs; run the library with mask_rate > 0 (e.g. "
@@ -209,15 +221,15 @@ def prune(
     kept = [_with_effect(skill, rows) for skill in skills if skill.id not in dropped]
     for row in flagged:
         where = "" if any(row["skill_id"] == s.id for s in skills) else " (not in this library)"
-        typer.echo(f"harmful: {row['skill']} ({row['skill_id']}) success effect {row['success_effect']:+.3f} "
-                   f"[{row['success_low']:+.3f}, {row['success_high']:+.3f}], p = {row['p_harm']:.4f}, "
-                   f"{row['env']}/{row['model']}/{row['condition']}{where}")
+        echo(f"harmful: {row['skill']} ({row['skill_id']}) success effect {row['success_effect']:+.3f} "
+             f"[{row['success_low']:+.3f}, {row['success_high']:+.3f}], p = {row['p_harm']:.4f}, "
+             f"{row['env']}/{row['model']}/{row['condition']}{where}")
     if as_jsonl:
         export_jsonl(kept, out)
     else:
         for line in export_library(kept, out).lines():
-            typer.echo(f"note: {terminal_safe(line)}")
-    typer.echo(f"wrote {out} ({len(kept)} of {len(skills)} skills; {len(skills) - len(kept)} left out as harmful)")
+            echo(f"note: {terminal_safe(line)}")
+    echo(f"wrote {out} ({len(kept)} of {len(skills)} skills; {len(skills) - len(kept)} left out as harmful)")
     return sorted(dropped)
 
 
@@ -238,25 +250,38 @@ def export(
                                                  "run's memory/ folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (new or empty): one Agent Skills folder per "
                                                           "skill.")],
+    lenient: Lenient = False,
 ) -> ExportReport:
     """Export a library as Agent Skills folders that pass the reference validator (agentskills validate): a skill
-    read from a folder keeps every file byte for byte and its SKILL.md body, the front matter only added to under
-    metadata; the toolkit's fields travel as metadata skilltransfer.* entries. Written atomically."""
+    read from a folder keeps every file byte for byte with its mode and its SKILL.md body, the front matter only added
+    to under metadata (or written anew where the validator refuses the library's, naming the skill and why); what a
+    skill folder holds that is not part of its package is one left out: line per skill; the toolkit's fields travel
+    as metadata skilltransfer.* entries. Written atomically."""
     check_output_path(out, flag="--out")
     if out.is_symlink() or (out.exists() and any(out.iterdir())):
         raise InputError("--out: exists and is not an empty folder; give a new folder", path=out)
-    read = _read(library)
+    read = _read(library, lenient=lenient)
     skills = _with_run_origin(read.skills, library)
     report = export_library(skills, out)
     for line in report.lines():
-        typer.echo(f"note: {terminal_safe(line)}")
-    kept = sum(item.kept for item in report.skills)
+        echo(f"note: {terminal_safe(line)}")
+    for line in read.not_kept():  # the words of show's and run's left out: lines
+        echo(f"left out: {terminal_safe(line)}")
+    for line in read.read_lines()[1:]:
+        echo(terminal_safe(line))
+    kept = sum(item.kept and not item.rewritten for item in report.skills)
+    rewritten = sum(bool(item.rewritten) for item in report.skills)
     copied = sum(item.copied for item in report.skills)
+    executable = sum(1 for skill in skills if skill.package is not None for item in skill.package.files
+                     if item.mode is not None and item.mode & 0o111)
     written = sum(item.written for item in report.skills)
+    left = sum(len(skill.package.left_out) for skill in skills if skill.package is not None)
     skipped = f"; {len(read.unreadable)} could not be read (above)" if read.unreadable else ""
-    typer.echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
-               f"added, {len(report.skills) - kept} written from the skills' fields); {copied} package files copied "
-               f"byte for byte, {written} resource files written from text{skipped}")
+    echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
+         f"added, {rewritten} with the front matter written anew, {len(report.skills) - kept - rewritten} "
+         f"written from the skills' fields); {copied} package files copied byte for byte with their modes "
+         f"({executable} executable), {written} resource files written from text; {left} entries not part "
+         f"of a package{' (left out: above)' if left else ''}{skipped}")
     return report
 
 
@@ -286,16 +311,8 @@ def _with_run_origin(skills: list[Skill], library: Path) -> list[Skill]:
 
 
 def _listing(skills: list[Skill], folder: Path) -> str:
-    """One line per skill: number, name, level/format, source task (1-based number in its stream), description."""
-    lines = [f"{len(skills)} skills in {folder} (print one: library show {folder} --skill NAME)"]
-    width = max(len(s.name) for s in skills)
-    for number, item in enumerate(skills, start=1):
-        source = item.provenance.source_task_id
-        origin = f" from {source}" if source else ""
-        description = terminal_safe(" ".join(item.description.split()))
-        lines.append(f"{number:>3}. {terminal_safe(item.name):<{width}}  {item.level}/{item.format}"
-                     f"{terminal_safe(origin)}  {description[:100]}")
-    return "\n".join(lines) + "\n"
+    """One line per skill, fitted to the terminal (`skilltransfer.commands.library_listing`)."""
+    return listing(skills, folder, terminal_width())
 
 
 def _found(skills: list[Skill], wanted: str, folder: Path | None = None) -> Skill:
@@ -312,7 +329,7 @@ def _found(skills: list[Skill], wanted: str, folder: Path | None = None) -> Skil
 def _skill_text(found: Skill) -> str:
     """One skill whole: what the agent sees of it, with where it came from."""
     origin = found.provenance
-    where = [f"level {found.level}, format {found.format}"]
+    where = [f"level {declared(found, 'level')}, format {declared(found, 'format')}"]
     if origin.source_task_id:
         number = f" (task {origin.stream_position + 1} of its stream)" if origin.stream_position is not None else ""
         where.append(f"induced from {origin.source_task_id}{number}" + (f" in run {origin.run_id}"

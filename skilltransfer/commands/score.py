@@ -1,16 +1,16 @@
 """``skilltransfer score``: rank a skill library against a task set, in one order on screen, in JSON and in CSV: by
 relevance (the knn utility, skills inside the embedder's null last; default) or by utility (specificity x
 abstractness under ``--specificity``), with both measures, what retrieval would do with each skill (nearest skill of
-how many tasks, in how many tasks' top-k) and its best-matching task."""
+how many tasks, in how many tasks' top-k) and its best-matching task. The screen shows the first `SCREEN_TOP` skills
+(``--all``: every one; the files always hold all); ``--effects`` is `skilltransfer.commands.score_effects`."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
@@ -18,15 +18,24 @@ from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import read_library
-from skilltransfer.metrics.effects import TaskDraws
 from skilltransfer.metrics.retrieval import DEFAULT_TOP_K
-from skilltransfer.metrics.scoring import RANK_MEASURES, SKILL_TEXTS, ScoreReport, score_library, write_report
-from skilltransfer.metrics.surrogate import attach_effects, has_contrast, surrogate_analysis
+from skilltransfer.metrics.scoring import (
+    RANK_MEASURES,
+    SKILL_TEXTS,
+    GroupedScore,
+    ScoreReport,
+    score_library,
+    write_report,
+)
 from skilltransfer.metrics.task_texts import TaskText, load_tasks
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
+from skilltransfer.util.counting import counted
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"
+SCREEN_TOP = 50
+"""Skills the screen shows by default (a line says how many more and how to see them)."""
 
 
 def _groups(groups: dict[str, dict[str, float]], first: str, second: str) -> str:
@@ -34,18 +43,25 @@ def _groups(groups: dict[str, dict[str, float]], first: str, second: str) -> str
                      for name, vals in groups.items())
 
 
-def _print_report(report: ScoreReport, top: int | None, console: Console) -> None:
-    rows = report.rows()
-    shown = rows[:top] if top else rows
-    console.print(Text(f"Skill ranking ({len(shown)} of {len(rows)} skills) by {report.rank_by}: "
+def _print_report(report: ScoreReport, top: int | None, console: Console, out: Path | None = None) -> None:
+    """The ranking's first ``top`` skills (None: all) as a table, a line saying how to see the rest, and the
+    summary lines."""
+    total = len(report.skills)
+    shown = report.rows(limit=top)
+    console.print(Text(f"Skill ranking ({len(shown):,} of {counted(total, 'skill')}) by {report.rank_by}: "
                        f"{report.ranking_rule()}"))
     print_ranking(report, shown, console)
+    if len(shown) < total:
+        files = f"{out} holds all of them" if out is not None else "--out FILE.csv (or .json) writes all of them"
+        console.print(Text(terminal_safe(f"... {counted(total - len(shown), 'more skill')} not shown: --all prints "
+                                         f"every one, --top N the first N; {files}")))
     summary = report.summary
     sample = f", {report.n_reference:,} sampled pairs" if report.sampled else ""
     ranked, other = (("relevance", "utility") if report.rank_by == "relevance" else ("utility", "relevance"))
     names = {"relevance": "relevance", "utility": report.utility_header}
     lines = [
-        f"{summary['n_skills']} skills x {report.n_tasks} tasks | embedder {report.embedder} | tau {report.tau:g} | "
+        f"{counted(summary['n_skills'], 'skill')} x {counted(report.n_tasks, 'task')} | embedder {report.embedder} | "
+        f"tau {report.tau:g} | "
         f"specificity {report.specificity_mode}{sample} | skill text {report.skill_text}",
         f"relevance = knn utility (knn specificity x abstractness); {report.utility_header} = "
         f"{report.specificity_mode} specificity x abstractness",
@@ -57,65 +73,22 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
           for key in ("by_level", "by_format")),
     ]
     retrieval = summary["retrieval"]
+    of_all = f"of {counted(summary['n_skills'], 'skill')}"
     floor = f", cosine >= {report.min_score:g}" if report.min_score is not None else ""
     empty = (f"; {retrieval['n_tasks_without_hit']} of {report.n_tasks} tasks retrieve none"
              if report.min_score is not None else "")
     lines.append(f"retrieval (each task's text as the query, top {report.top_k} by cosine with the skill's "
-                 f"{report.skill_text}{floor}): {retrieval['n_nearest_for_some_task']} of {summary['n_skills']} skills "
+                 f"{report.skill_text}{floor}): {retrieval['n_nearest_for_some_task']} {of_all} "
                  f"are the nearest skill of some task (column nearest), {retrieval['n_in_no_top_k']} are in no task's "
                  f"top {report.top_k} (column top-{report.top_k}){empty}")
-    lines.append(f"off-domain (OFF): {summary['n_off_domain']} of {summary['n_skills']} skills have a best match "
+    lines.append(f"off-domain (OFF): {summary['n_off_domain']} {of_all} have a best match "
                  f"below {report.off_domain_threshold:.3f}, the 5th percentile of each task's cosine to its k-th "
                  f"nearest task (k = {report.knn_k})")
-    lines.append(f"inside the null (NULL): {summary['n_null_off_domain']} of {summary['n_skills']} skills have a "
+    lines.append(f"inside the null (NULL): {summary['n_null_off_domain']} {of_all} have a "
                  f"best match at or below {report.null_threshold:.3f}, the 0.95 quantile of off-topic texts' best "
                  "matches over these tasks with this embedder")
     for line in lines:
-        console.print(Text(line))
-
-
-def _masked_runs(paths: list[Path]) -> tuple[list[TaskDraws], list[TaskText]]:
-    """The masking draws of the runs under ``paths`` and their tasks' instructions (one per task id).
-
-    Raises:
-        InputError: no run, or no run with randomised masking draws (mask_rate 0 or no memory).
-    """
-    from skilltransfer.report.effects import task_draws
-    from skilltransfer.report.runs import load_runs
-
-    runs = load_runs(paths)
-    draws = [task_draws(record) for run in runs for record in run.records if record.exposures]
-    if not has_contrast(draws):
-        where = str(paths[0]) if len(paths) == 1 else f"the {len(paths)} --effects folders"
-        raise InputError(f"--effects {where}: no randomised masking draws in its {len(runs)} run(s) (run the library "
-                         "frozen with -c mask_rate=0.3, as experiments/skill-effects.yaml does)")
-    texts: dict[str, str] = {}
-    for run in runs:
-        for record in run.records:
-            if record.task_id in run.instructions:
-                texts.setdefault(record.task_id, run.instructions[record.task_id])
-    return draws, [TaskText(task_id, text) for task_id, text in texts.items()]
-
-
-def _print_effects(report: ScoreReport, n_skills: int, run_tasks: bool) -> None:
-    """What ``--effects`` adds below the table: which skills have effects, and each diagnostic against them."""
-    effects = report.effects or {}
-    console = Console()
-    against = "the runs' own tasks" if run_tasks else "--tasks (report's utility_effects uses the runs' own tasks)"
-    lines = [f"effects on success from {effects['source']}: {effects['masked']} of {n_skills} skills masked in both "
-             f"arms, {effects['enough_draws']} with at least {effects['min_arm']} tasks in each arm (enough draws: "
-             f"they enter the correlations); diagnostics scored against {against}"]
-    for row in effects["associations"]:
-        if row["diagnostic"] not in ("utility", "relevance"):
-            continue
-        rho = ("rho -" if row["rho"] is None else f"rho {row['rho']:+.2f}" + (
-            f" [{row['rho_low']:+.2f}, {row['rho_high']:+.2f}]" if row["rho_low"] is not None else ""))
-        auroc = ("" if row["auroc_harmful"] is None
-                 else f", AUROC harmful {row['auroc_harmful']:.2f} ({row['harmful']} flagged)")
-        why = f" ({'; '.join(row['why'])})" if row["why"] else ""
-        lines.append(f"{row['diagnostic']} vs effect over {row['skills']} skills: {rho}{auroc}{why}")
-    for line in lines:
-        console.print(Text(line))
+        console.print(Text(terminal_safe(line)))
 
 
 def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
@@ -130,6 +103,15 @@ def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
                              f"{', '.join([*registry.ENVS, registry.OFFICEBENCH])})")
         if split is not None:
             raise InputError("--split selects an env's tasks: give --tasks an env name (apps, office, ...)")
+        from skilltransfer.log.atif_files import looks_like_atif, task_instructions
+
+        if field is None and Path(tasks).exists() and looks_like_atif(tasks):  # trajectories: their first user message
+            found, left = task_instructions([tasks])
+            for line in left:
+                Console(stderr=True).print(Text(f"not read: {terminal_safe(line)}"))
+            if len(found) < 2:
+                raise InputError(f"need at least 2 tasks, found {len(found)} in these ATIF trajectories", path=tasks)
+            return [TaskText(task_id, text) for task_id, text in found]
         return load_tasks(tasks, field=field)
     if field is not None:
         raise InputError("--field reads a task file: with --tasks an env name, the tasks' instructions are used")
@@ -142,12 +124,14 @@ def score(
     tasks: Annotated[str | None, typer.Option("--tasks", help="Task instructions: an env's name (apps, office, "
                                               "datasci, scienceworld, officebench[:<folder>]: its tasks' "
                                               "instructions), or a .jsonl, .txt, .json file, a folder of JSON task "
-                                              "files (OfficeBench) or a saved HF dataset. With --effects, default: "
-                                              "the runs' own tasks.")] = None,
+                                              "files (OfficeBench), a saved HF dataset, or ATIF trajectories (a file, "
+                                              "a folder, a Harbor job folder: each task's first user message). With "
+                                              "--effects, default: each group's own tasks.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
     = None,
-    embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
-                                               "folder.")] = DEFAULT_EMBEDDER,
+    embedder: Annotated[str | None, typer.Option(help="Embedder: minilm (default), hash:DIM (test double) or a "
+                                                      "sentence-transformers folder. With --effects, default: the "
+                                                      "runs' own.")] = None,
     tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
     specificity: Annotated[Literal["pairs", "nearest", "knn"], typer.Option(
         "--specificity", help="pairs (paper), nearest or knn.")] = "pairs",
@@ -155,8 +139,9 @@ def score(
         "--skill-text", help="Embed the description or description+body.")] = "description",
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
                                               rich_help_panel=_ADVANCED)] = None,
-    top: Annotated[int | None, typer.Option(help="Show only the first N skills of the ranking (outputs keep all).")]
-    = None,
+    top: Annotated[int | None, typer.Option(help=f"Show the first N skills of the ranking (default {SCREEN_TOP}; "
+                                                 "outputs keep all).")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Show every skill of the ranking on screen.")] = False,
     rank: Annotated[Literal["relevance", "utility"], typer.Option(
         "--rank", help="The one order of the table, the JSON and the CSV: relevance (default: skills inside the "
         "embedder's null last, then the knn utility, which ranks planted off-domain skills last) or utility (under "
@@ -170,14 +155,21 @@ def score(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output file (.json or .csv): the full report.")]
     = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the sampled task pairs (above 10^7 "
-                                           "pairs).", rich_help_panel=_ADVANCED)] = 0,
+                                           "pairs), the effects' bootstrap.", rich_help_panel=_ADVANCED)] = 0,
     effects: Annotated[list[Path] | None, typer.Option(
         "--effects", help="Run folders (or grid folders) that masked this library's skills (mask_rate > 0): each "
-        "skill's effect on success with its CI and harmful flag beside its diagnostics, and how well each "
-        "diagnostic predicts the effects (docs/utility-effects.md); repeatable.")] = None,
+        "skill's effect on success with its CI and harmful flag beside its diagnostics, one group per env, model "
+        "and condition as report's skill_effects, and how well each diagnostic predicts the effects "
+        "(docs/utility-effects.md); repeatable.")] = None,
+    pool: Annotated[bool, typer.Option("--pool", help="With --effects: one group over every run (each skill's "
+                                                      "draws pooled over envs and arms; report keeps them apart).",
+                                       rich_help_panel=_ADVANCED)] = False,
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
-) -> ScoreReport:
+    lenient: Annotated[bool, typer.Option(
+        "--lenient", help="Also read model-written SKILL.md files the format refuses (no --- fences, ...), each "
+        "recorded as read leniently (library show --lenient).", rich_help_panel=_ADVANCED)] = False,
+) -> ScoreReport | GroupedScore:
     """Rank a skill library against a set of task instructions: relevance, utility = specificity x abstractness
     (seed §6.1), retrieval counts and best-matching task per skill, in one order on screen and in the files."""
     if specificity not in SPECIFICITY_MODES:
@@ -194,41 +186,70 @@ def score(
         raise InputError(f"--min-score must be a cosine in [-1, 1], got {min_score}")
     if top is not None and top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
+    if top is not None and show_all:
+        raise InputError("--top and --all: give one (--all shows every skill, --top N the first N)")
+    if pool and not effects:
+        raise InputError("--pool pools the --effects runs: give --effects RUNS")
     if out is not None and out.suffix not in (".json", ".csv"):
         raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
-    draws: list[TaskDraws] = []
-    run_tasks: list[TaskText] = []
-    if effects:
-        draws, run_tasks = _masked_runs(effects)
-    elif tasks is None:
+    if not effects and tasks is None:
         raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
-    read = read_library(library).all_read()  # a library with a skill that cannot be read is refused
+    runs = None
+    if effects:
+        from skilltransfer.commands.score_effects import masked_runs  # the report's reading of runs
+
+        runs = masked_runs(effects)
+    read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
+    for line in [*(f"warning: {line}" for line in read.unreadable), *read.layout_lines()]:
+        Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
     skills = read.skills
-    task_set = _tasks(str(tasks), field, split) if tasks is not None else run_tasks
     if no_cache_old:
         warn_deprecated("--no-cache", "--no-embed-cache")
         embed_cache = False
-    model = make_embedder(embedder, cache=embed_cache)
-    try:
-        report = score_library(skills, [task.text for task in task_set], model, tau=tau,
-                               specificity_mode=specificity, text=skill_text, seed=seed,
-                               task_ids=[task.id for task in task_set], rank_by=rank, top_k=top_k,
-                               min_score=min_score)
-    finally:
-        close = getattr(model, "close", None)
-        if close is not None:
-            close()
+    task_set = _tasks(str(tasks), field, split) if tasks is not None else None
+    shown = None if show_all else (top or SCREEN_TOP)
+    options: dict[str, Any] = {"tau": tau, "specificity_mode": specificity, "text": skill_text, "rank_by": rank,
+                               "top_k": top_k, "min_score": min_score}
+    console = Console()
+    result: ScoreReport | GroupedScore
     if effects:
-        source = ", ".join(str(path) for path in effects)
-        report = attach_effects(report, surrogate_analysis(report, draws, seed=seed), source)
-    _print_report(report, top, Console())
-    if report.effects is not None:
-        _print_effects(report, len(skills), tasks is None)
+        from skilltransfer.commands.score_effects import effects_score, group_label, print_effects
+
+        assert runs is not None
+        scored = effects_score(effects, runs, skills, library, tasks=task_set, task_set=tasks or "the runs' own tasks",
+                               embedder=embedder, embed_cache=embed_cache, pool=pool, seed=seed, **options)
+        against = "the runs' own tasks (report's utility_effects too)" if tasks is None else f"--tasks {tasks}"
+        for number, group in enumerate(scored.grouped.groups, start=1):
+            label = group_label(group.env, group.model, group.condition)
+            console.print(Text(terminal_safe(f"== group {number} of {len(scored.grouped.groups)}: {label}"
+                                             + (" (every run pooled: --pool)" if pool else "") + " ==")),
+                          soft_wrap=True)
+            _print_report(group.report, shown, console, out)
+            print_effects(group, console, against)
+        for line in scored.notes:
+            Console(stderr=True).print(f"note: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
+        for line in scored.warnings:
+            Console(stderr=True).print(f"warning: {terminal_safe(line)}", highlight=False, markup=False,
+                                       soft_wrap=True)
+        result = scored.grouped
+    else:
+        assert task_set is not None
+        model = make_embedder(embedder or DEFAULT_EMBEDDER, cache=embed_cache)
+        try:
+            report = score_library(skills, [task.text for task in task_set], model, seed=seed,
+                                   task_ids=[task.id for task in task_set], **options)
+        finally:
+            close = getattr(model, "close", None)
+            if close is not None:
+                close()
+        report.library, report.task_set = str(library), str(tasks)
+        _print_report(report, shown, console, out)
+        result = report
     for line in read.left_out():  # per skill, what of its package the agent would not be shown
         Console(stderr=True).print(f"left out: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
     if out is not None:
-        write_report(report, out)
+        write_report(result, out)
         Console(stderr=True).print(f"wrote {out}")
-    return report
+    return result

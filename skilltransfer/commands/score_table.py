@@ -3,8 +3,10 @@ skill name or cutting a header.
 
 The columns are the report's (`skilltransfer.metrics.scoring.ScoreReport.columns`, each with a screen priority).
 When the whole table is wider than the terminal, the columns of the largest priority are left out first (the files
-keep them) and a note names them; when even rank, name and the ranked measure do not fit (a very long name on a
-narrow terminal), each skill is printed as a name line and a line of values instead. Under the relevance ranking a
+keep them), those that then fit again are put back, and a note names the rest; when even the columns that always
+stay do not fit (a very long name on a narrow terminal), each skill is printed as a name line and a line of values
+instead. The table is measured on one row of each column's widest cell, so its layout costs the same for 50 rows as
+for 5. Under the relevance ranking a
 dashed line separates the skills inside the embedder's null (ranked last, whatever their relevance).
 """
 
@@ -15,13 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from skilltransfer.metrics.scoring import ScoreColumn, ScoreReport
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _BOX = box.Box("    \n"
@@ -63,27 +66,50 @@ def _table(columns: Sequence[ScoreColumn], rows: Sequence[dict[str, Any]], split
     return table
 
 
-def _width(console: Console, table: Table) -> int:
-    """The width ``table`` takes unconstrained (measured as if the terminal were unbounded)."""
+def _widest(columns: Sequence[ScoreColumn], rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per column, its widest text (header or cell): a one-row table of these is as wide as the whole table."""
+    out = []
+    for column in columns:
+        cells = [terminal_safe(column.cell(row[column.key])) for row in rows]
+        out.append(max([column.header, *cells], key=cell_len))
+    return out
+
+
+def _width(console: Console, columns: Sequence[ScoreColumn], widest: dict[str, str]) -> int:
+    """The width the table of ``columns`` takes unconstrained, measured on one row of each column's widest text
+    (a table's width does not depend on how many rows it has)."""
+    table = Table(box=_BOX, pad_edge=False, show_edge=False, collapse_padding=True)
+    for column in columns:
+        table.add_column(Text(column.header), no_wrap=True)
+    table.add_row(*(Text(widest[column.key]) for column in columns))
     return Measurement.get(console, console.options.update_width(1_000_000), table).maximum
 
 
 def fit_table(report: ScoreReport, rows: Sequence[dict[str, Any]], console: Console) -> Fitted:
     """The widest table of ``rows`` that fits ``console.width``: columns left out from the largest screen priority
-    (the rightmost first among equals); rank, name and the ranked measure (priority 0) always stay."""
-    columns = [column for column in report.columns() if column.priority is not None]
-    left_out: list[ScoreColumn] = []
-    split = null_start(report, rows)
-    while True:
-        table = _table(columns, rows, split)
-        if _width(console, table) <= console.width:
-            return Fitted(columns, [c.header for c in left_out], table)
+    (the rightmost first among equals) until the table fits, then each left-out column that still fits put back,
+    the most important first; priority-0 columns (rank, name, the ranked measure, and what the command was asked
+    for: the effect with ``--effects``, else the domain flags) always stay."""
+    candidates = [column for column in report.columns() if column.priority is not None]
+    widest = dict(zip([c.key for c in candidates], _widest(candidates, rows), strict=True))
+    order = {column.key: i for i, column in enumerate(candidates)}
+
+    def fits(columns: list[ScoreColumn]) -> bool:
+        return _width(console, columns, widest) <= console.width
+
+    columns = list(candidates)
+    while not fits(columns):
         droppable = [c for c in columns if c.priority]
         if not droppable:
-            return Fitted(columns, [c.header for c in left_out], None)
+            return Fitted(columns, [], None)
         worst = max(range(len(droppable)), key=lambda i: (droppable[i].priority or 0, i))
-        left_out.insert(0, droppable[worst])
         columns = [c for c in columns if c is not droppable[worst]]
+    for column in sorted((c for c in candidates if c not in columns), key=lambda c: (c.priority or 0, order[c.key])):
+        trial = sorted([*columns, column], key=lambda c: order[c.key])
+        if fits(trial):
+            columns = trial
+    left_out = [c.header for c in candidates if c not in columns]
+    return Fitted(columns, left_out, _table(columns, rows, null_start(report, rows)))
 
 
 def record_lines(report: ScoreReport, rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from skilltransfer.commands.option_groups import SPEC, ModelOptions, SpecLayers, model_group, with_groups
 from skilltransfer.errors import check_output_path
-from skilltransfer.util.text import terminal_safe
+from skilltransfer.util.terminal import Console
 
 _ADVANCED = "Advanced"
 
@@ -82,13 +81,13 @@ def triggers(
     results, records = score_triggers(spec)
     cost = cost_of(records)
     written = write_outputs(spec, results, cost)
-    table = Table(title=f"Trigger evals: {terminal_safe(library)} ({runs} asks per query)")
+    table = Table(title=f"Trigger evals: {library} ({runs} asks per query)")  # Console makes it safe
     table.add_column("skill")
     for name in spec.settings:
         for what in ("precision", "recall", "F1"):
             table.add_column(f"{name} {what} %", justify="right")
     for result in results:
-        cells = [terminal_safe(result.skill)]
+        cells = [result.skill]
         for name in spec.settings:
             score = result.scores[name]
             cells += [_pct(score.precision), _pct(score.recall), _pct(score.f1)]

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from skilltransfer.errors import InputError
+from skilltransfer.util.terminal import echo
 
 
 def view(
     paths: Annotated[list[Path], typer.Argument(help="Run folders, or folders holding them (grid outputs, report "
-                                                "folders: their figures are shown).")],
+                                                "folders: their figures are shown); ATIF trajectory files and "
+                                                "Harbor job folders.")],
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to serve on (0: a free one).")] = 7575,
     host: Annotated[str, typer.Option(help="Address to bind; the default serves this machine only.")] = "127.0.0.1",
     export: Annotated[Path | None, typer.Option("--export", help="Write a static site into this folder (opens "
@@ -24,7 +27,35 @@ def view(
                                                      "HTML file (data inside it, loadable by no other page) instead "
                                                      "of serving.")] = None,
 ) -> None:
-    """Browse runs, tasks, trajectories (with every model call's prompt), skills, transfer and comparisons."""
+    """Browse runs, tasks, trajectories (with every model call's prompt), skills, transfer and comparisons; ATIF
+    trajectory files and Harbor job folders are shown as runs too."""
+    with tempfile.TemporaryDirectory(prefix="skilltransfer-view-") as tmp:
+        _view(_with_imported(paths, Path(tmp)), port, host, export, export_file)
+
+
+def _with_imported(paths: list[Path], tmp: Path) -> list[Path]:
+    """``paths`` with the ATIF files and Harbor job folders among them written as imported runs below ``tmp``."""
+    from skilltransfer.log.atif_files import looks_like_atif, read_atif
+    from skilltransfer.settings.imported import write_imported_runs
+    from skilltransfer.util.text import terminal_safe
+
+    given = [p for p in paths if p.exists() and looks_like_atif(p)]
+    if not given:
+        return paths
+    read = read_atif(given)
+    for line in read.unusable:
+        echo(f"  not read: {terminal_safe(line)}", err=True)
+    for line in read.notes():
+        echo(f"  note: {terminal_safe(line)}", err=True)
+    if not read.trajectories:
+        raise InputError("no ATIF trajectory could be read (see the lines above)", path=given[0])
+    write_imported_runs(tmp / "atif", read.trajectories)
+    echo(f"read {len(read.trajectories)} ATIF trajectories from {len(given)} path(s)"
+               + (f"; {len(read.unusable)} not read" if read.unusable else ""), err=True)
+    return [p for p in paths if p not in given] + [tmp / "atif"]
+
+
+def _view(paths: list[Path], port: int, host: str, export: Path | None, export_file: Path | None) -> None:
     from skilltransfer.view import Catalog, ViewServer, export_site
     from skilltransfer.view.export import EXPOSURE_NOTE
     from skilltransfer.view.export import export_file as write_single_file
@@ -32,25 +63,37 @@ def view(
     catalog = Catalog(paths)
     if export is not None and export_file is not None:
         raise InputError("give --export or --export-file, not both")
+    _some_run_reads(catalog)
     if export is not None or export_file is not None:
         done = export_site(catalog, export) if export is not None else write_single_file(catalog, export_file or "")
         where = f"{done.path}/index.html" if export is not None else str(done.path)
-        typer.echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
-                   f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
+        echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
+             f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
         if export is not None:
-            typer.echo(f"note: {EXPOSURE_NOTE}", err=True)
+            echo(f"note: {EXPOSURE_NOTE}", err=True)
         for problem in done.problems:
-            typer.echo(f"  not exported: {problem}", err=True)
+            echo(f"  not exported: {problem}", err=True)
         return
     runs, _ = catalog.scan()
     if not runs:
         raise InputError("no runs found (folders with config.json and results.jsonl)", path=paths[0])
     server = ViewServer(catalog, host=host, port=port).start()
-    typer.echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
-               "Ctrl-C stops)")
+    echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
+         "Ctrl-C stops)")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+
+
+def _some_run_reads(catalog: Any) -> None:
+    """Refuse, in one line, paths whose run folders all fail to read (a crafted one: the file, line and field); when
+    some read, the page lists the others with why."""
+    runs, _ = catalog.scan()
+    if not runs:
+        return
+    index = catalog.index()
+    if not index["runs"] and index["problems"]:
+        raise InputError(index["problems"][0]["error"])

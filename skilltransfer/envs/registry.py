@@ -4,8 +4,8 @@ Names map to dotted class paths, imported only when asked for, so an env that fa
 others. Installed plug-ins add names: an entry point in the group ``skilltransfer.envs`` (`PLUGIN_GROUP`, e.g.
 ``myenv = mypkg.envs:MyEnv`` in the package's ``[project.entry-points."skilltransfer.envs"]``) is an env of that
 name (`plugin_envs`; a registered name wins over a plug-in of the same name). ``officebench:<tasks folder>`` (or
-``officebench`` alone, using ``$OFFICEBENCH_ROOT``, else ``../shared/officebench/tasks`` relative to the working
-directory) selects the real OfficeBench tasks, run by the office env.
+``officebench`` alone, using ``$OFFICEBENCH_ROOT``: the ``tasks`` folder of a clone of
+https://github.com/zlwang-cs/OfficeBench) selects the real OfficeBench tasks, run by the office env.
 """
 
 from __future__ import annotations
@@ -38,21 +38,18 @@ PLUGIN_GROUP = "skilltransfer.envs"
 OFFICEBENCH = "officebench"
 OFFICEBENCH_CLASS = "skilltransfer.envs.office:OfficeEnv"
 OFFICEBENCH_ENV_VAR = "OFFICEBENCH_ROOT"
-OFFICEBENCH_DEFAULT = Path("..") / "shared" / "officebench" / "tasks"
-"""Fallback location of the real OfficeBench tasks, relative to the working directory."""
+OFFICEBENCH_REPO = "https://github.com/zlwang-cs/OfficeBench"
+"""Where the real OfficeBench tasks come from: ``git clone`` it and point ``$OFFICEBENCH_ROOT`` at its ``tasks``."""
 
 CANONICAL_ORDER_SEED = 0
 """The stream order every reported result uses unless an experiment asks for another ``order_seed``."""
 
 
-def officebench_root(cwd: Path | None = None) -> Path | None:
-    """The real OfficeBench tasks folder: ``$OFFICEBENCH_ROOT`` if set, else ``../shared/officebench/tasks`` if it
-    exists relative to ``cwd`` (default: the working directory), else None."""
+def officebench_root() -> Path | None:
+    """The real OfficeBench tasks folder: ``$OFFICEBENCH_ROOT`` if set, else None (no folder beside the working
+    directory is guessed at)."""
     configured = os.environ.get(OFFICEBENCH_ENV_VAR)
-    if configured:
-        return Path(configured).expanduser()
-    fallback = (cwd or Path.cwd()) / OFFICEBENCH_DEFAULT
-    return fallback.resolve() if fallback.is_dir() else None
+    return Path(configured).expanduser() if configured else None
 
 
 def _officebench_source(name: str) -> str:
@@ -62,8 +59,8 @@ def _officebench_source(name: str) -> str:
     else:
         found = officebench_root()
         if found is None:
-            raise InputError(f"env 'officebench' needs the OfficeBench tasks folder: set ${OFFICEBENCH_ENV_VAR} "
-                             "or use 'officebench:<tasks folder>'")
+            raise InputError(f"env 'officebench' needs the OfficeBench tasks folder: git clone {OFFICEBENCH_REPO} "
+                             f"and set ${OFFICEBENCH_ENV_VAR} to its tasks folder, or use 'officebench:<tasks folder>'")
         path = found
     if not path.is_dir():
         raise InputError("OfficeBench tasks folder does not exist", path=path)

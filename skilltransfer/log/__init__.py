@@ -57,6 +57,7 @@ from skilltransfer.log.folder import (
     RESULTS,
     TRAJECTORIES,
     RunFolder,
+    parse_trajectory,
     safe_task_id,
 )
 from skilltransfer.log.prompts import MAX_PROMPTS_BYTES, PromptStore, message_id, reasoning_message, reply_message
@@ -83,6 +84,7 @@ from skilltransfer.log.steps import (
     ActionStep,
     GuardRecord,
     InductionStep,
+    MessageStep,
     ModelCall,
     PlanStep,
     RetrievalStep,
@@ -94,9 +96,9 @@ from skilltransfer.log.trajectory_io import STEP_TYPES, ReadStep, UnknownStep, r
 __all__ = [
     "ARTIFACTS", "CONFIG", "FORMAT_VERSION", "MAX_PROMPTS_BYTES", "MAX_RESULTS_BYTES", "MEMORY", "PLANS", "PROMPTS",
     "RENAMED_KEYS", "RESULTS", "STEP_TYPES", "TASK_ERROR", "TASK_TIMEOUT", "TRAJECTORIES", "USED_SHARE", "ActionStep",
-    "PICK_KINDS", "CoordinationRecord", "Exposure", "LibraryDraw", "PickKind", "SkillPick", "first_pick",
-    "picks_from_steps", "ranked", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "ModelCall",
-    "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord", "RunConfigData",
-    "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog", "TrajectoryStatus",
-    "UnknownStep", "message_id", "read_step", "read_steps", "reasoning_message", "reply_message", "safe_task_id"
+    "PICK_KINDS", "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryDraw",
+    "LibraryUtility", "MessageStep", "ModelCall", "PickKind", "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill",
+    "RetrievalStep", "RouteRecord", "RunConfigData", "RunConfigLog", "RunFolder", "SkillPick", "Step", "SummaryStep",
+    "TaskRecord", "TrajectoryLog", "TrajectoryStatus", "UnknownStep", "first_pick", "message_id", "parse_trajectory",
+    "picks_from_steps", "ranked", "read_step", "read_steps", "reasoning_message", "reply_message", "safe_task_id",
 ]

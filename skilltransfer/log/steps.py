@@ -4,7 +4,8 @@ harness's records on them (`GuardRecord`) and the accounting of one model call (
 A trajectory is a flat, ordered list of steps: ``RetrievalStep`` (skills read from memory), ``PlanStep`` (the planner's
 decision), ``ActionStep`` (one ReAct step: model reply, code, observation), ``SummaryStep`` (the running summary after
 a subtask) and ``InductionStep`` (the skill written to memory after a (sub)task). The agents make them
-(`skilltransfer.agents`); `skilltransfer.log.trajectory_io` reads them back.
+(`skilltransfer.agents`); `skilltransfer.log.trajectory_io` reads them back. A trajectory another agent wrote (ATIF,
+`skilltransfer.log.atif_import`) also holds ``MessageStep``: a user or system message that is no model reply.
 """
 
 from __future__ import annotations
@@ -243,4 +244,16 @@ class InductionStep(_Step):
     """The harness's decisions on this induction (skipped, a skill not stored)."""
 
 
-Step = RetrievalStep | PlanStep | ActionStep | SummaryStep | InductionStep
+@dataclass
+class MessageStep(_Step):
+    """A message that is no model reply: a later user turn or a system event of a trajectory another agent wrote
+    (ATIF ``source`` "user" or "system", `skilltransfer.log.atif_import`); the toolkit's own agents write none."""
+
+    source: str
+    """"user" or "system"."""
+    message: str
+    window: int = 0
+    """The context window it belongs to: 0 the main agent, k the trajectory's k-th subagent."""
+
+
+Step = RetrievalStep | PlanStep | ActionStep | SummaryStep | InductionStep | MessageStep

@@ -17,10 +17,19 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from skilltransfer.errors import InputError, validation_message
-from skilltransfer.log.steps import ActionStep, GuardRecord, InductionStep, PlanStep, RetrievalStep, Step, SummaryStep
+from skilltransfer.log.steps import (
+    ActionStep,
+    GuardRecord,
+    InductionStep,
+    MessageStep,
+    PlanStep,
+    RetrievalStep,
+    Step,
+    SummaryStep,
+)
 
 STEP_TYPES: dict[str, type[Step]] = {cls.__name__: cls for cls in (RetrievalStep, PlanStep, ActionStep, SummaryStep,
-                                                                      InductionStep)}
+                                                                      InductionStep, MessageStep)}
 """A logged step's ``type`` -> its class."""
 
 _ADAPTERS = {name: TypeAdapter(cls) for name, cls in STEP_TYPES.items()}

@@ -282,3 +282,42 @@ def format_problems(front: Mapping[str, Any], folder: str) -> list[str]:
     if compatibility is not None and (not isinstance(compatibility, str) or len(compatibility) > MAX_COMPATIBILITY):
         problems.append(f"compatibility not a string of at most {MAX_COMPATIBILITY} characters")
     return problems
+
+
+def _style_problems(node: yaml.Node, found: list[str]) -> None:
+    """Collect what the format's YAML (``strictyaml``, behind ``skills-ref``) refuses below ``node``: flow-style
+    lists and mappings, keys given twice."""
+    if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) and node.flow_style:
+        found.append(f"a flow-style YAML {'list' if isinstance(node, yaml.SequenceNode) else 'mapping'} at line "
+                     f"{node.start_mark.line + 1} (the format's YAML takes block style only)")
+    if isinstance(node, yaml.MappingNode):
+        keys = [key.value for key, _ in node.value if isinstance(key, yaml.ScalarNode)]
+        found.extend(f"the key {key!r} twice" for key in sorted({k for k in keys if keys.count(k) > 1}))
+        for _, value in node.value:
+            _style_problems(value, found)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _style_problems(item, found)
+
+
+def skill_md_problems(text: str, folder: str) -> list[str]:
+    """Why the reference validator (``agentskills validate``) would refuse a ``SKILL.md`` holding ``text`` in a
+    folder named ``folder``, read as it reads one: the file must start with ``---`` and its front matter ends at the
+    next ``---`` anywhere; the YAML in block style, keys once; then `format_problems`. Empty when it would pass (the
+    tests check against the validator itself)."""
+    if not text.startswith("---"):
+        return ["no front matter: the file does not start with '---'"]
+    parts = text.split("---", 2)
+    if len(parts) < 3:
+        return ["front matter not closed by '---'"]
+    try:
+        node = yaml.compose(parts[1], Loader=yaml.SafeLoader)
+        front = yaml.safe_load(parts[1])
+    except yaml.YAMLError as exc:
+        return [f"front matter that is not YAML: {str(exc).splitlines()[0]}"]
+    problems: list[str] = []
+    if node is not None:
+        _style_problems(node, problems)
+    if not isinstance(front, dict):
+        return [*problems, "front matter that is not a mapping"]
+    return problems + format_problems(front, folder)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
 from skilltransfer.memory.endpoint_embedder import EndpointEmbedder, is_endpoint_spec, parse_endpoint_spec
 from skilltransfer.protocols import Embedder
@@ -73,37 +74,64 @@ class HashEmbedder:
         return _normalise(out) if len(texts) else out
 
 
+MAX_BATCH = 256
+"""Short texts (skill descriptions) are encoded 256 at a time: a third less CPU per text than 64 on the 2-core
+machine, the same vectors up to float rounding (1e-7; padding to another length reorders sums)."""
+BATCH_TOKENS = 16_384
+"""Estimated word pieces per batch: long texts go in smaller batches (64 of 256 pieces), so memory stays bounded."""
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded from a local path (never downloaded at run time).
+    """A sentence-transformers model loaded from a local path (never downloaded at run time), loaded on its first
+    ``embed``: a command whose texts all come from the embedding cache never pays for torch and the model (seconds).
+    Its ``dim`` is read from the folder's module configs (pooling, dense) without loading it where they say.
 
     Args:
         path: folder of a sentence-transformers model.
         name: id prefix (defaults to the folder name).
-        batch_size: encode batch size.
+        batch_size: the most texts encoded together (`batches`: fewer for long texts).
     """
 
-    def __init__(self, path: str | Path, *, name: str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, path: str | Path, *, name: str | None = None, batch_size: int = MAX_BATCH) -> None:
         path = Path(path)
         if not path.exists():
             raise InputError("embedder model folder not found", path=path)
         if not path.is_dir() or not any((path / name).is_file() for name in ("modules.json", "config.json")):
             raise InputError("not a sentence-transformers model folder (no modules.json or config.json)", path=path)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar on every CLI start
-
-        try:
-            self._model: Any = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot load the sentence-transformers model: {exc}", path=path) from None
+        self.path = path
+        self._model: Any = None
+        self._lock = threading.Lock()
         self._name = name or f"{path.name}@{model_fingerprint(path)}"
         self.batch_size = batch_size
-        model: Any = self._model
-        get_dim: Any = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        self._dim = int(get_dim())
+        self._dim = declared_dim(path)
+
+    def _loaded(self) -> Any:
+        """The model, loaded once (thread-safe).
+
+        Raises:
+            InputError: the folder does not load, or its model's dimension is not the one its configs declare.
+        """
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar on every CLI start
+
+            try:
+                model: Any = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise InputError(f"cannot load the sentence-transformers model: {exc}", path=self.path) from None
+            get_dim: Any = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            dim = int(get_dim())
+            if self._dim is not None and dim != self._dim:
+                raise InputError(f"the model embeds in {dim} dimensions but its module configs say {self._dim}",
+                                 path=self.path)
+            self._dim, self._model = dim, model
+            return model
 
     @property
     def id(self) -> str:
@@ -113,14 +141,56 @@ class SentenceTransformerEmbedder:
 
     @property
     def dim(self) -> int:
+        if self._dim is None:
+            self._loaded()
+        assert self._dim is not None
         return self._dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        vectors = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=False,
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._loaded()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for rows in batches(texts, self.batch_size):
+            out[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows), show_progress_bar=False,
                                      convert_to_numpy=True, normalize_embeddings=True)
-        return _normalise(vectors)
+        return _normalise(out)
+
+
+def batches(texts: list[str], most: int = MAX_BATCH) -> list[list[int]]:
+    """The indices of ``texts`` in batches of similar length (shortest first): at most ``most`` texts and about
+    `BATCH_TOKENS` word pieces each (a piece estimated as 4 characters, a text as at most 256 pieces)."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out: list[list[int]] = []
+    start = 0
+    while start < len(order):
+        size = 1
+        while (start + size < len(order) and size < most
+               and (size + 1) * min(256, len(texts[order[start + size]]) // 4 + 2) <= BATCH_TOKENS):
+            size += 1
+        out.append(order[start:start + size])
+        start += size
+    return out
+
+
+def declared_dim(path: Path) -> int | None:
+    """The embedding dimension a sentence-transformers folder's module configs declare (the last dense layer's
+    ``out_features``, else the pooling's ``word_embedding_dimension``); None when they do not say (the model is
+    then loaded to ask it)."""
+    try:
+        modules = untrusted.read_json("modules.json", root=path, max_bytes=1 << 20)
+        dim = None
+        for module in modules if isinstance(modules, list) else []:
+            kind, where = str(module.get("type", "")), str(module.get("path", ""))
+            if not kind.endswith((".Pooling", ".Dense")) or not where:
+                continue
+            config = untrusted.read_json(f"{where}/config.json", root=path, max_bytes=1 << 20)
+            value = config.get("out_features" if kind.endswith(".Dense") else "word_embedding_dimension")
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                dim = value
+        return dim
+    except (OSError, AttributeError, TypeError):
+        return None
 
 
 def model_fingerprint(path: Path) -> str:

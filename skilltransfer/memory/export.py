@@ -2,14 +2,19 @@
 ``SKILL.md`` that passes the reference validator and the skill's files (`skilltransfer.memory.agentskills`).
 
 * A skill read from a package folder (``Skill.package``) keeps its files: each is copied byte for byte from the
-  folder it was read from, at the same relative path, after checking that it still has the size and SHA-256 of the
-  manifest (a file that changed, vanished or became a link stops the export, naming it). Its ``SKILL.md`` is kept as
-  the library had it, body untouched, the front matter changed only by additions under ``metadata``:
-  ``skilltransfer.id``, and the toolkit's entries for what the skill gained since it was read (usage counts, a
-  measured effect; not the defaults ``text``/``task``, which the file did not state) — unless the skill differs
-  from its file (then it is written like any other skill) or its front matter uses the toolkit's older dialect
-  (then it is converted). A kept front matter the validator refuses on its own account (a name or description the
-  library gave it) is kept as it is and reported (`ExportedSkill.problems`).
+  folder it was read from, at the same relative path and with the permission bits it had (an executable script stays
+  executable), after checking that it still has the size and SHA-256 of the manifest (a file that changed, vanished
+  or became a link stops the export, naming it); what its folder holds that is not part of the package (links, FIFOs,
+  version-control folders, files past the caps) is named by `skilltransfer.memory.package.not_in_package_summary`.
+  Its ``SKILL.md`` keeps its body byte for byte. Its front matter is kept as the library had it, changed only by
+  additions under ``metadata``: ``skilltransfer.id``, and the toolkit's entries for what the skill gained since it
+  was read (usage counts, a measured effect; not the defaults ``text``/``task``, which the file did not state) —
+  when the reference validator takes the result (`skilltransfer.memory.agentskills.skill_md_problems`). Otherwise
+  (a flow-style YAML list, a description over 1,024 characters, a key the format does not allow, a name that is not
+  the folder's, a skill renamed on reading because its name repeats) the front matter is written anew from the
+  skill's fields, as for any other skill, and the export names the skill with the validator's reasons
+  (`ExportedSkill.rewritten`). A skill that differs from its file (its body, description, contracts) or uses the
+  toolkit's older dialect is written like any other skill.
 * Any other skill (induced, from JSONL or a memory) is written from its fields: the front matter of
   `skilltransfer.memory.agentskills.front_matter`, the body (a code skill's in a ``python`` fence), and its
   resources as files.
@@ -39,14 +44,14 @@ from skilltransfer.memory.agentskills import (
     PREFIX,
     dump_front_matter,
     folder_names,
-    format_problems,
     front_matter,
     is_format_name,
     read_metadata,
+    skill_md_problems,
     split_skill_md,
     toolkit_metadata,
 )
-from skilltransfer.skill import INSTRUCTION_FILE, Package, Skill
+from skilltransfer.skill import INSTRUCTION_FILE, Package, Skill, with_name
 from skilltransfer.util.trees import remove_tree
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -65,12 +70,14 @@ class ExportedSkill:
     """Its folder in the export (the format's name)."""
     kept: bool
     """Its ``SKILL.md`` is the library's, front matter only added to under ``metadata``."""
+    rewritten: list[str] = field(default_factory=list)
+    """Why the library's front matter was written anew (the validator's reasons; its body kept byte for byte)."""
     copied: int = 0
     """Files copied byte for byte from its package folder."""
     written: int = 0
     """Resource files written from the skill's text (skills without a package folder)."""
     problems: list[str] = field(default_factory=list)
-    """What the reference validator refuses in a kept front matter (the library's own name or description)."""
+    """What the reference validator refuses in the ``SKILL.md`` written (none, by the rules above)."""
 
 
 @dataclass
@@ -81,9 +88,12 @@ class ExportReport:
     skills: list[ExportedSkill]
 
     def lines(self) -> list[str]:
-        """One line per skill whose kept front matter the validator refuses."""
-        return [f"{item.folder}: kept as the library has it, which the format refuses: {'; '.join(item.problems)}"
-                for item in self.skills if item.problems]
+        """One line per skill whose front matter was written anew for the validator (its reasons), and per skill the
+        validator refuses as written."""
+        lines = [f"{item.folder}: front matter written anew, the library's is refused by the format: "
+                 f"{'; '.join(item.rewritten)} (body kept byte for byte)" for item in self.skills if item.rewritten]
+        return lines + [f"{item.folder}: refused by the format: {'; '.join(item.problems)}" for item in self.skills
+                        if item.problems]
 
 
 class PackageChanged(InputError):
@@ -172,6 +182,10 @@ class KeptSkillMd:
     text: str
     front: dict[str, Any]
     """Its front matter, parsed."""
+    raw: str
+    """The file as the library has it."""
+    renamed: bool = False
+    """The skill was renamed on reading (its name repeats in the library): the front matter is to be written anew."""
 
     @property
     def name(self) -> str:
@@ -205,8 +219,12 @@ def kept_skill_md(skill: Skill) -> KeptSkillMd | None:
     if not isinstance(front, dict) or any(key in front for key in OLD_KEYS):
         return None
     source = _source_skill(skill, front, lines, end)
-    if source is None or any(getattr(source, key) != getattr(skill, key) for key in
-                             ("id", "name", "description", "body", "format", "inputs", "outputs")):
+    if source is not None and source.name != skill.name:
+        source = with_name(source, skill.name)
+        if all(getattr(source, key) == getattr(skill, key) for key in _COMPARED):
+            return KeptSkillMd(raw, front, raw, renamed=True)
+        return None
+    if source is None or any(getattr(source, key) != getattr(skill, key) for key in _COMPARED):
         return None
     if any(source.extra.get(key) != skill.extra.get(key) for key in _SPEC_EXTRA):
         return None
@@ -220,9 +238,12 @@ def kept_skill_md(skill: Skill) -> KeptSkillMd | None:
     additions = {key: value for key, value in now.items()  # the id, and what the skill gained since it was read
                  if key not in present and (key == f"{PREFIX}id" or had.get(key) != value)}
     if not additions:
-        return KeptSkillMd(raw, front)
+        return KeptSkillMd(raw, front, raw)
     merged = {**front, "metadata": {**(meta if isinstance(meta, dict) else {}), **additions}}
-    return KeptSkillMd(_with_additions(raw, front, additions) or _redumped(raw, merged), merged)
+    return KeptSkillMd(_with_additions(raw, front, additions) or _redumped(raw, merged), merged, raw)
+
+
+_COMPARED = ("id", "name", "description", "body", "format", "inputs", "outputs")
 
 
 def _pieces(raw: str) -> tuple[list[str], int, str]:
@@ -230,6 +251,12 @@ def _pieces(raw: str) -> tuple[list[str], int, str]:
     pieces = re.split(r"(?<=\n)", raw)
     close = next(i for i in range(1, len(pieces)) if pieces[i].strip() == "---")
     return pieces, close, "\r\n" if pieces[0].endswith("\r\n") else "\n"
+
+
+def rewritten_skill_md(raw: str, skill: Skill, folder: str) -> str:
+    """``raw`` (a SKILL.md with front matter) with its front matter written anew from ``skill``'s fields for the
+    folder ``folder`` (`skilltransfer.memory.agentskills.front_matter`), the body byte for byte."""
+    return _redumped(raw, front_matter(skill, folder))
 
 
 def _redumped(raw: str, front: dict[str, Any]) -> str:
@@ -255,14 +282,16 @@ class _Writer:
         finally:
             os.close(fd)
 
-    def write(self, relative: str, data: bytes) -> None:
+    def write(self, relative: str, data: bytes, mode: int | None = None) -> None:
+        """Create the file ``relative`` holding ``data``, with the permission bits ``mode`` (default ``0o644``)."""
         parts = untrusted.parts_inside(relative, self.root / relative)
         fd = untrusted.make_folder(self.root, "/".join(parts[:-1]))
         try:
-            out = os.open(parts[-1], _NEW_FILE_FLAGS, 0o644, dir_fd=fd)
+            out = os.open(parts[-1], _NEW_FILE_FLAGS, 0o600, dir_fd=fd)
         finally:
             os.close(fd)
         try:
+            os.fchmod(out, 0o644 if mode is None else mode & 0o777)  # not the umask's: the library's mode
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view):]
@@ -275,7 +304,7 @@ def _folders(skills: Sequence[Skill], kept: Sequence[KeptSkillMd | None]) -> lis
     chosen: list[str | None] = [None] * len(skills)
     taken: set[str] = set()
     for index, item in enumerate(kept):
-        if item is not None and is_format_name(item.name) and item.name not in taken:
+        if item is not None and not item.renamed and is_format_name(item.name) and item.name not in taken:
             chosen[index] = item.name
             taken.add(item.name)
     rest = iter(folder_names([s.name for s, c in zip(skills, chosen, strict=True) if c is None], taken=taken))
@@ -297,21 +326,28 @@ def write_agent_skills(skills: Sequence[Skill], folder: str | Path) -> list[Expo
     for skill, kept, name in zip(skills, kept_files, _folders(skills, kept_files), strict=True):
         writer.make_new(name)
         report = ExportedSkill(skill.name, name, kept is not None)
+        mode = skill.package.instruction_mode if skill.package is not None else None
         if kept is not None:
-            writer.write(f"{name}/{INSTRUCTION_FILE}", kept.text.encode("utf-8"))
-            report.problems = format_problems(kept.front, name)
+            text = kept.text
+            refused = skill_md_problems(text, name)
+            if refused or kept.renamed:  # the reasons as the library's own file has them (its line numbers)
+                report.rewritten = skill_md_problems(kept.raw, name) or refused or [
+                    f"the skill is read as {skill.name!r} (its name repeats in the library)"]
+                text = rewritten_skill_md(kept.raw, skill, name)
         else:
-            writer.write(f"{name}/{INSTRUCTION_FILE}", render_agent_skill(skill, name).encode("utf-8"))
+            text = render_agent_skill(skill, name)
+        writer.write(f"{name}/{INSTRUCTION_FILE}", text.encode("utf-8"), mode)
+        report.problems = skill_md_problems(text, name)
         copied: set[str] = set()
         if skill.package is not None:
             for item in skill.package.files:
                 data = _read_source(skill.package, item.path, item.size, item.sha256,
                                     f"skill {skill.name!r}, file {item.path!r}")
-                writer.write(f"{name}/{item.path}", data)
+                writer.write(f"{name}/{item.path}", data, item.mode)
                 copied.add(item.path)
-        for path, text in skill.resources.items():
+        for path, resource in skill.resources.items():
             if path not in copied:
-                writer.write(f"{name}/{path}", text.encode("utf-8"))
+                writer.write(f"{name}/{path}", resource.encode("utf-8"))
                 report.written += 1
         report.copied = len(copied)
         out.append(report)

@@ -29,13 +29,11 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from skilltransfer.errors import InputError
-from skilltransfer.memory.library import MANIFEST, MAX_LIBRARY_ENTRIES, SKILL_FILE, parse_skill_md, read_library
+from skilltransfer.memory.library import read_library
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.store import SkillMemory, unique_skill_name
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.skill import Provenance, Skill
-from skilltransfer.util.trees import files
 
 NEAR_MISS_SOURCE = "near-miss/"
 """The start of a corpus skill's ``provenance.source_task_id`` (``near-miss/<corpus>``): never a right skill, and no
@@ -69,34 +67,16 @@ class NearMissConfig(BaseModel):
 
 
 def read_corpus(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> tuple[list[Skill], list[str]]:
-    """A corpus's skills and one line per SKILL.md that could not be read. Unlike a library, a folder of packages may
-    repeat a name (public collections hold several versions of one skill: `corpus_skills` makes names unique) and
-    an identical skill (same id) is kept once; a .jsonl, a memory folder or one SKILL.md is read as a library.
+    """A corpus's skills, read as any library is (`skilltransfer.memory.library.read_library`: every layout, skills
+    of one name in several folders each named by its folder's path), an identical skill (same id) kept once, and one
+    line per SKILL.md that could not be read.
 
     Raises:
         InputError: a missing path, or a corpus in which no skill could be read.
     """
-    path = Path(path)
-    if not path.is_dir() or (path / MANIFEST).is_file():
-        read = read_library(path, resource_bytes=resource_bytes)
-        return read.skills, read.unreadable
-    found, _ = files(path, max_entries=MAX_LIBRARY_ENTRIES,
-                     skip=lambda entry: entry.name.startswith(".") or entry.name == "__pycache__")
-    skills: dict[str, Skill] = {}
-    unread: list[str] = []
-    for name in (n for n in found if n.rsplit("/", 1)[-1] == SKILL_FILE):
-        try:
-            skill = parse_skill_md(name, root=path, resource_bytes=resource_bytes)
-        except InputError as exc:
-            unread.append(f"{exc} (skill not read)")
-            continue
-        skills.setdefault(skill.id, skill)
-    if not skills:
-        first = f" (the first problem: {unread[0]})" if unread else ""
-        hidden = sorted(entry.name for entry in path.iterdir() if entry.name.startswith(".") and entry.is_dir())
-        hint = f"; hidden folders are not looked in: give one of them ({', '.join(hidden[:4])})" if hidden else ""
-        raise InputError(f"no skill could be read in this near_miss.corpus folder{first}{hint}", path=path)
-    return list(skills.values()), unread
+    read = read_library(path, resource_bytes=resource_bytes)
+    skills = list({skill.id: skill for skill in reversed(read.skills)}.values())[::-1]  # the first of each id
+    return skills, list(read.unreadable)
 
 
 def corpus_skills(libraries: Iterable[tuple[str, Sequence[Skill]]], taken: Iterable[Skill]) -> list[Skill]:

@@ -1,12 +1,14 @@
 """Skill packages on disk: reading a package folder (the manifest of its files and the text the agent may be
 shown), and writing a package into a folder that an agent may have tampered with.
 
-Reading (`read_package`, used by ``load_library``). A package is every regular file under the folder except its
-``SKILL.md``, hidden entries (names starting with ``.``), ``__pycache__`` and sub-folders holding their own
+Reading (`read_package`, used by ``load_library``). A package is every regular file under the folder, hidden ones
+(``assets/.env.example``) included, except its ``SKILL.md``, version-control and cache folders (``.git``,
+``__pycache__``, ``node_modules``: `skilltransfer.memory.layout.skip_reason`) and sub-folders holding their own
 ``SKILL.md`` (nested packages, loaded as skills of their own). Symbolic links are never followed. Each file is hashed
-(SHA-256) into the skill's `Package` manifest, from which an export copies it byte for byte; what is not part of the
-package (links, FIFOs and other special files, hidden entries, names a manifest cannot hold, files past
-``MAX_PACKAGE_FILE_BYTES``, ``MAX_PACKAGE_BYTES`` or ``MAX_PACKAGE_FILES``) is listed in ``Package.left_out``.
+(SHA-256) into the skill's `Package` manifest with its permission bits, from which an export copies it byte for byte
+and with its mode; what is not part of the package (links, FIFOs and other special files, version-control and cache
+folders, names a manifest cannot hold, files past ``MAX_PACKAGE_FILE_BYTES``, ``MAX_PACKAGE_BYTES`` or
+``MAX_PACKAGE_FILES``) is listed in ``Package.left_out``, one entry per path with its reason.
 
 The text the agent may be shown (``Skill.resources``) is chosen from the package's UTF-8 text files within a
 budget, ``resource_bytes`` (the setting ``library_resource_bytes``, default ``DEFAULT_RESOURCE_BYTES`` = 1 MiB), at
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from skilltransfer import untrusted
+from skilltransfer.memory.layout import shown_path, skip_reason
 from skilltransfer.skill import (
     INSTRUCTION_FILE,
     MAX_RESOURCE_BYTES,
@@ -54,7 +57,6 @@ from skilltransfer.util.trees import Entry, WalkLimits, remove_tree, walk
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_SKIPPED_SILENTLY = ("__pycache__",)
 DEFAULT_RESOURCE_BYTES = MAX_RESOURCES_BYTES
 """Default of the setting ``library_resource_bytes``: the most bytes of text loaded from one package (1 MiB)."""
 MAX_PACKAGE_FILES = 2000
@@ -80,10 +82,6 @@ _PATH_CHAR = r"[\w./-]"
 
 class PackageWriteError(OSError):
     """A skill package could not be written where asked (the folder changed under the writer, permissions...)."""
-
-
-def _skip_name(name: str) -> bool:
-    return name.startswith(".") or name in _SKIPPED_SILENTLY
 
 
 def package_path_problem(name: str) -> str | None:
@@ -162,30 +160,27 @@ def _walk_package(folder: Path) -> tuple[list[_Found], list[str]]:
     found: list[_Found] = []
     left: list[str] = []
     total = 0
-    truncated = False
+    limits = WalkLimits(max_entries=MAX_PACKAGE_FILES * 4)
 
     def prune(entry: Entry) -> bool:
-        if _skip_name(entry.name):
-            left.append(f"{entry.path}/ ({'hidden' if entry.name.startswith('.') else 'a cache folder'}, not part "
-                        "of the package)")
+        reason = skip_reason(entry.name)
+        if reason is not None:
+            left.append(f"{shown_path(entry.path)}/ ({reason}, not part of the package)")
             return True
         return _is_nested_package(entry)  # a skill of its own
 
-    for entry in walk(folder, WalkLimits(max_entries=MAX_PACKAGE_FILES * 4), prune=prune):
+    for entry in walk(folder, limits, prune=prune):
         rel = entry.path
         if entry.is_dir or rel == INSTRUCTION_FILE:
             continue
-        if _skip_name(entry.name):
-            left.append(f"{rel} (hidden, not part of the package)")
-            continue
-        if len(found) >= MAX_PACKAGE_FILES:  # checked per file: one huge folder stops too
-            truncated = True
-            break
         reason = _not_a_package_file(entry, rel)
+        if reason is None and len(found) >= MAX_PACKAGE_FILES:  # checked per file: one huge folder stops too
+            reason = f"past the {MAX_PACKAGE_FILES}-file limit of one package, not read"
         if reason is None:
-            size = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False).st_size
+            info = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+            size = info.st_size
             if total + size > MAX_PACKAGE_BYTES:
-                reason = f"over the {MAX_PACKAGE_BYTES}-byte limit of one package"
+                reason = f"over the {MAX_PACKAGE_BYTES}-byte limit of one package, not read"
             else:
                 try:
                     digest, text = _hash_open(entry, size)
@@ -193,11 +188,12 @@ def _walk_package(folder: Path) -> tuple[list[_Found], list[str]]:
                     reason = f"unreadable: {exc.strerror or exc}"
                 else:
                     total += size
-                    found.append(_Found(PackageFile(path=rel, size=size, sha256=digest), text))
+                    found.append(_Found(PackageFile(path=rel, size=size, sha256=digest,
+                                                    mode=stat.S_IMODE(info.st_mode) & 0o777), text))
         if reason is not None:
-            left.append(f"{rel}{'/' if reason == LINKED and _links_to_folder(entry) else ''} ({reason})")
-    if truncated:
-        left.append(f"the rest of the folder (not read: stopped after {MAX_PACKAGE_FILES} files)")
+            left.append(f"{shown_path(rel)}{'/' if reason == LINKED and _links_to_folder(entry) else ''} ({reason})")
+    if limits.truncated:
+        left.append(f"the rest of the folder (not read: stopped after {limits.max_entries} entries)")
     return found, left
 
 
@@ -320,30 +316,45 @@ def read_package(folder: str | Path, instruction: str, instruction_bytes: bytes,
     files = sorted((item.file.model_copy(update={"loaded": item.file.path in resources,
                                                  "note": notes.get(item.file.path, "")}) for item in found),
                    key=lambda item: item.path)
+    try:
+        instruction_mode: int | None = stat.S_IMODE(os.stat(folder / INSTRUCTION_FILE, follow_symlinks=False).st_mode)
+    except OSError:
+        instruction_mode = None
     package = Package(folder=str(folder), instruction_sha256=hashlib.sha256(instruction_bytes).hexdigest(),
+                      instruction_mode=None if instruction_mode is None else instruction_mode & 0o777,
                       files=files, left_out=left)
     return package, resources
+
+
+def _named(paths: list[str], limit: int) -> str:
+    more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    return ", ".join(paths[:limit]) + more
+
+
+def not_in_package_summary(package: Package, limit: int = MAX_SKIPPED_SHOWN) -> str | None:
+    """The part of `left_out_summary` naming what is not part of the package at all (what an export does not
+    copy); None when nothing is."""
+    if not package.left_out:
+        return None
+    return f"not part of the package ({len(package.left_out)}): {_named(package.left_out, limit)}"
 
 
 def left_out_summary(package: Package, limit: int = MAX_SKIPPED_SHOWN) -> str | None:
     """One line naming what of a package the agent is not shown (files whose text was not loaded, grouped by why)
     and what is not part of the package at all; None when nothing was left out. At most ``limit`` paths are named
     per group, the rest counted."""
-    def named(paths: list[str]) -> str:
-        more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
-        return ", ".join(paths[:limit]) + more
-
     parts = []
     missing = package.not_loaded()
     if missing:
         groups: dict[str, list[str]] = {}
         for item in missing:
             groups.setdefault(item.note, []).append(item.path)
-        reasons = "; ".join(f"{note} ({len(paths)}): {named(paths)}" for note, paths in groups.items())
+        reasons = "; ".join(f"{note} ({len(paths)}): {_named(paths, limit)}" for note, paths in groups.items())
         parts.append(f"{len(missing)} of {len(package.files)} files not loaded as text for the agent (the package "
                      f"keeps them): {reasons}")
-    if package.left_out:
-        parts.append(f"not part of the package ({len(package.left_out)}): {named(package.left_out)}")
+    outside = not_in_package_summary(package, limit)
+    if outside is not None:
+        parts.append(outside)
     return "; ".join(parts) or None
 
 
@@ -372,8 +383,10 @@ def _enter(parent: int, name: str, *, fresh: bool) -> int:
     return os.open(name, _DIR_FLAGS, dir_fd=parent)
 
 
-def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str]) -> Path:
-    """Write ``files`` (relative path -> text) into the fresh folder ``base/folder[0]/.../folder[-1]``.
+def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str | bytes],
+                  modes: Mapping[str, int] | None = None) -> Path:
+    """Write ``files`` (relative path -> text or bytes) into the fresh folder ``base/folder[0]/.../folder[-1]``,
+    each with its permission bits from ``modes`` (default ``0o644``).
 
     ``base`` is trusted (made by the harness); the folders below it may have been changed by an agent: the folders
     on the way are kept when they are real folders, and the last one is replaced whole. No link is followed.
@@ -411,9 +424,10 @@ def write_package(base: Path, folder: Sequence[str], files: Mapping[str, str]) -
             for part in parts[:-1]:
                 where = _enter(where, part, fresh=False)
                 opened.append(where)
-            fd = os.open(parts[-1], _NEW_FILE_FLAGS, 0o644, dir_fd=where)
+            fd = os.open(parts[-1], _NEW_FILE_FLAGS, 0o600, dir_fd=where)
             try:
-                data = memoryview(text.encode("utf-8"))
+                os.fchmod(fd, (modes or {}).get(name, 0o644) & 0o777)
+                data = memoryview(text.encode("utf-8") if isinstance(text, str) else text)
                 while data:
                     data = data[os.write(fd, data):]
             finally:

@@ -24,7 +24,7 @@ import os
 import re
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
+from skilltransfer.memory.ann import IndexInfo, IndexKind, IvfSearch, uses_ivf
 from skilltransfer.memory.capacity import EVICTIONS_FILE, Eviction, TaskOutcome, victims
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
 from skilltransfer.memory.validate import validate_code_skill
@@ -72,6 +73,10 @@ class MemoryConfig(BaseModel):
     ``eviction`` policy removes skills beyond it; None: unbounded."""
     eviction: Eviction = "fifo"
     """Which skills go first when over ``capacity``: fifo, lru, utility or effect (`skilltransfer.memory.capacity`)."""
+    index: IndexKind = "auto"
+    """How retrieval searches (`skilltransfer.memory.ann`): ``flat`` exact over every skill; ``ivf`` an inverted-file
+    index (approximate, its recall@5 measured when built); ``auto`` flat below 20,000 skills, ivf from there on.
+    Deduplication always searches exactly."""
 
 
 _FLAT_HEADER = struct.Struct("<4siqqqBiQ")
@@ -122,7 +127,7 @@ def _norm_body(body: str) -> str:
     return " ".join(body.split())
 
 
-def unique_skill_name(skill: Skill, taken: set[str]) -> Skill:
+def unique_skill_name(skill: Skill, taken: Collection[str]) -> Skill:
     """A copy of ``skill`` under a name no other skill has (``<name>_2``, ...; a code skill's top-level function of
     that name renamed too, so calling the skill by its name still works). The id stays."""
     if skill.name not in taken:
@@ -162,6 +167,10 @@ class SkillMemory:
         self._next_key = 0
         self._formats: Counter[str] = Counter()
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dim))
+        self._names: Counter[str] = Counter()
+        """How many stored skills carry each name (a new skill's name is checked against it)."""
+        self._ivf: IvfSearch | None = None
+        """Retrieval's IVF index at library size (`skilltransfer.memory.ann`), built on the first search."""
 
     # ----------------------------------------------------------------- container protocol
     def __len__(self) -> int:
@@ -201,6 +210,9 @@ class SkillMemory:
         self._key[skill.id] = key
         self._id_of_key[key] = skill.id
         self._formats[skill.format] += 1
+        self._names[skill.name] += 1
+        if self._ivf is not None:
+            self._ivf.add(key, vector)
 
     def vector(self, skill_id: str) -> np.ndarray:
         """The stored (normalised) embedding of a skill's indexed text."""
@@ -211,13 +223,15 @@ class SkillMemory:
         ids = list(self._skills)
         if not ids:
             return ids, np.zeros((0, self.dim), dtype=np.float32)
-        return ids, np.stack([self.vector(skill_id) for skill_id in ids])
+        row = {int(key): i for i, key in enumerate(faiss.vector_to_array(self._index.id_map))}
+        matrix = np.asarray(self._index.index.reconstruct_n(0, self._index.ntotal), dtype=np.float32)
+        return ids, matrix[[row[self._key[skill_id]] for skill_id in ids]]
 
     def _closest_same_format(self, vector: np.ndarray, fmt: str) -> tuple[Skill, float] | None:
         """Best stored skill of format ``fmt`` if it could reach the dedup threshold (exact; widens k as needed)."""
         total = len(self)
-        if not self._formats[fmt]:
-            return None
+        if not self._formats[fmt] or self.config.dedup_threshold - _EPS > 1.0 + _EPS:
+            return None  # no skill of the format, or a threshold no cosine reaches (a frozen library: 1.01)
         k = min(total, 8)
         while True:
             scores, keys = self._index.search(vector.reshape(1, -1), k)
@@ -255,7 +269,7 @@ class SkillMemory:
         closest = self._closest_same_format(vector, skill.format) if merges else None
         if closest is not None and closest[1] >= self.config.dedup_threshold - _EPS:
             return self._fold(skill, *closest)
-        stored = unique_skill_name(skill, {other.name for other in self._skills.values()})
+        stored = unique_skill_name(skill, self._names.keys())
         self._insert(stored, vector)
         renamed = f"name {skill.name!r} is taken: stored as {stored.name!r}" if stored.name != skill.name else ""
         return AddResult("added", skill.id, reason=renamed)
@@ -277,8 +291,12 @@ class SkillMemory:
         target.extra["merged_from"] = ",".join([*merged, new.id])
         if took_new and self.config.index_body:
             key = self._key[target.id]
+            vector = self._embed([self._text(target)])
             self._index.remove_ids(np.array([key], dtype=np.int64))  # type: ignore[arg-type]
-            self._index.add_with_ids(self._embed([self._text(target)]), np.array([key], dtype=np.int64))
+            self._index.add_with_ids(vector, np.array([key], dtype=np.int64))
+            if self._ivf is not None:
+                self._ivf.remove(key)
+                self._ivf.add(key, vector[0])
         body_from = "the new skill (longer)" if took_new else f"{target.id} (kept, longer or equal)"
         return AddResult("merged", new.id, target.id, f"{near}; body from {body_from}")
 
@@ -312,7 +330,12 @@ class SkillMemory:
         key = self._key.pop(skill_id)
         del self._id_of_key[key]
         self._formats[skill.format] -= 1
+        self._names[skill.name] -= 1
+        if not self._names[skill.name]:
+            del self._names[skill.name]
         self._index.remove_ids(np.array([key], dtype=np.int64))  # type: ignore[arg-type]
+        if self._ivf is not None:
+            self._ivf.remove(key)
 
     def evict(self, position: int, history: Sequence[TaskOutcome]) -> list[str]:
         """Evict skills beyond ``config.capacity`` in ``config.eviction`` order (`skilltransfer.memory.capacity`),
@@ -334,10 +357,27 @@ class SkillMemory:
         k = min(k, len(self))
         if k <= 0:
             return [[] for _ in range(len(vectors))]
-        scores, keys = self._index.search(vectors, k)
+        ivf = self._ivf_search()
+        scores, keys = ivf.search(vectors, k) if ivf is not None else self._index.search(vectors, k)
         return [[(self._skills[self._id_of_key[int(key)]], float(score))
                  for score, key in zip(row_scores, row_keys, strict=True) if key >= 0]
                 for row_scores, row_keys in zip(scores, keys, strict=True)]
+
+    def _ivf_search(self) -> IvfSearch | None:
+        """The IVF index when the setting and the size call for it (built now if not yet), else None."""
+        if not uses_ivf(self.config.index, len(self)):
+            self._ivf = None
+            return None
+        if self._ivf is None:
+            keys = faiss.vector_to_array(self._index.id_map).astype(np.int64)
+            vectors = self._index.index.reconstruct_n(0, self._index.ntotal)
+            self._ivf = IvfSearch(keys, np.asarray(vectors, dtype=np.float32))
+        return self._ivf
+
+    def index_info(self) -> IndexInfo:
+        """How retrieval searches this memory now (`skilltransfer.memory.ann`; builds the IVF index if it is due)."""
+        ivf = self._ivf_search() if len(self) else None
+        return ivf.info(len(self)) if ivf is not None else IndexInfo("flat", True, len(self))
 
     def retrieve(self, query: str, k: int = 5) -> list[tuple[Skill, float]]:
         """The ``k`` skills whose descriptions are most similar to ``query``, with cosine scores, best first."""
@@ -400,7 +440,8 @@ class SkillMemory:
                 "config": self.config.model_dump(), "read_only": self.read_only,
                 "counts": {"skills": len(self), "text": self._formats["text"], "code": self._formats["code"],
                            "pruned": len(self.prune_log),
-                           **({"evicted": len(self.evictions)} if self.evictions else {})}}
+                           **({"evicted": len(self.evictions)} if self.evictions else {})},
+                **({"index": info.to_dict()} if not (info := self.index_info()).exact else {})}
 
     def save(self, path: str | Path) -> Path:
         """Write the memory folder atomically (built in a temp sibling folder, then swapped in by renames).

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,13 @@ from skilltransfer.metrics.utility import (
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import Skill
 from skilltransfer.util.files import atomic_write_text
+from skilltransfer.version import __version__
 
-REPORT_FORMAT_VERSION = 2
-"""Version 2: ``skills`` in the order of ``ranking`` (with ``rank``), retrieval counts, best-matching task, unknown
-level/format; version 1 listed skills by utility whatever the screen showed."""
+REPORT_FORMAT_VERSION = 3
+"""Version 3: ``library``, ``task_set`` and ``toolkit_version`` recorded; with ``--effects`` one group per (env,
+model, condition) of the runs (``groups``), as ``report`` keeps them. Version 2: ``skills`` in the order of
+``ranking`` (with ``rank``), retrieval counts, best-matching task, unknown level/format; version 1 listed skills by
+utility whatever the screen showed."""
 SKILL_TEXTS = ("description", "description+body")
 """What of a skill is embedded: its description (default; it is what retrieval matches, seed §3.2) or
 description + body (long bodies are truncated by the embedder, 256 word pieces for MiniLM)."""
@@ -164,6 +167,12 @@ class ScoreReport:
     effects: dict[str, Any] | None = None
     """``score --effects``: where the effects came from and how they relate to the diagnostics (`attach_effects`:
     ``source``, ``masked``, ``enough_draws``, ``min_arm``, ``associations``); None without ``--effects``."""
+    library: str | None = None
+    """The library scored, as the command was given it (a path)."""
+    task_set: str | None = None
+    """The tasks scored against, as the command was given them (a path or an env name; with ``--effects`` and no
+    ``--tasks``, the runs' own)."""
+    toolkit_version: str = __version__
 
     def ranked(self) -> list[SkillScore]:
         """Skills by descending utility (ties: by name)."""
@@ -190,39 +199,45 @@ class ScoreReport:
         return UTILITY_HEADERS.get(self.specificity_mode, f"{self.specificity_mode} utility")
 
     def columns(self) -> list[ScoreColumn]:
-        """A skill row's columns in screen order (the ranked measure first); JSON keys and CSV columns follow it."""
+        """A skill row's columns in screen order (the ranked measure first); JSON keys and CSV columns follow it.
+
+        Screen priorities keep what the command was asked for: rank, name and the ranked measure always, and the
+        ``domain`` flags (what the summary's OFF / NULL counts name) or, with ``--effects``, the effect with its
+        interval; then the other measure, the retrieval counts, and the rest."""
+        effects = self.effects is not None
         measures = {"relevance": ScoreColumn("relevance", "relevance", 0),
                     "utility": ScoreColumn("utility", self.utility_header, 0)}
         ranked, other = measures[self.rank_by], measures["utility" if self.rank_by == "relevance" else "relevance"]
         return [ScoreColumn("rank", "rank", 0), ScoreColumn("name", "name", 0, numeric=False), ranked,
+                *(self._effect_columns()[:2] if effects else []),
                 ScoreColumn(other.key, other.header, 1),
                 ScoreColumn("nearest_tasks", "nearest", 2), ScoreColumn("top_k_tasks", f"top-{self.top_k}", 2),
+                ScoreColumn("domain", "domain", 3 if effects else 0, numeric=False, files=False),
                 ScoreColumn("best_match", "best cos", 4), ScoreColumn("best_task_id", "best task", 5, numeric=False),
                 ScoreColumn("specificity", "specificity", 6), ScoreColumn("abstractness", "abstractness", 6),
                 ScoreColumn("level", "level", 7, numeric=False), ScoreColumn("format", "format", 7, numeric=False),
-                ScoreColumn("domain", "domain", 3, numeric=False, files=False),
                 ScoreColumn("off_domain", "off-domain"), ScoreColumn("null_off_domain", "inside null"),
                 ScoreColumn("id", "id", numeric=False), ScoreColumn("description", "description", numeric=False),
                 ScoreColumn("best_task_instruction", "best task instruction", numeric=False),
-                *(self._effect_columns() if self.effects is not None else [])]
+                *(self._effect_columns()[2:] if effects else [])]
 
     def _effect_columns(self) -> list[ScoreColumn]:
         """The causal columns of ``score --effects``: on screen the effect with its interval (right after the
-        ranked measures) and the harmful flag; in the files each number apart."""
-        return [ScoreColumn("effect_ci", "effect [95% CI]", 1, numeric=False, files=False),
-                ScoreColumn("harmful_flag", "harm", 2, numeric=False, files=False),
+        ranked measure, never left out) and the harmful flag; in the files each number apart."""
+        return [ScoreColumn("effect_ci", "effect [95% CI]", 0, numeric=False, files=False),
+                ScoreColumn("harmful_flag", "harm", 1, numeric=False, files=False),
                 ScoreColumn("effect", "effect"), ScoreColumn("effect_low", "effect low"),
                 ScoreColumn("effect_high", "effect high"), ScoreColumn("harmful", "harmful", numeric=False),
                 ScoreColumn("shown", "shown"), ScoreColumn("withheld", "withheld"),
                 ScoreColumn("enough_draws", "enough draws", numeric=False)]
 
-    def rows(self, *, files: bool = False) -> list[dict[str, Any]]:
+    def rows(self, *, files: bool = False, limit: int | None = None) -> list[dict[str, Any]]:
         """One dict per skill in `ranking` order, keyed by `columns` (``domain``: "NULL", "OFF", both or ""); with
-        ``files``, only the columns the JSON and CSV carry."""
+        ``files``, only the columns the JSON and CSV carry; with ``limit``, the first ``limit`` skills only."""
         columns = [column for column in self.columns() if column.files or not files]
         out = []
-        for rank, row in enumerate(self.ranking(), start=1):
-            values = {**asdict(row), "rank": rank,
+        for rank, row in enumerate(self.ranking()[:limit], start=1):
+            values = {**vars(row), "rank": rank,  # vars: asdict deep-copies, 10x slower at 10,000 skills
                       "domain": " ".join(flag for flag, on in (("NULL", row.null_off_domain),
                                                                 ("OFF", row.off_domain)) if on),
                       "effect_ci": _effect_ci(row), "harmful_flag": "HARM" if row.harmful else ""}
@@ -248,8 +263,13 @@ class ScoreReport:
                         f"run's embedding retrieval), top {self.top_k}{floor}; ties by library order",
                 "top_k": self.top_k, "min_score": self.min_score}
 
+    def provenance(self) -> dict[str, Any]:
+        """What was scored, against what, by which toolkit (the JSON's top keys, the CSV's last columns)."""
+        return {"library": self.library, "task_set": self.task_set, "toolkit_version": self.toolkit_version}
+
     def to_dict(self) -> dict[str, Any]:
-        return {"format_version": REPORT_FORMAT_VERSION, "embedder": self.embedder, "tau": self.tau,
+        return {"format_version": REPORT_FORMAT_VERSION, **self.provenance(), "embedder": self.embedder,
+                "tau": self.tau,
                 "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                 "n_reference": self.n_reference, "sampled": self.sampled, "seed": self.seed,
                 "ranking": {"by": self.rank_by, "rule": self.ranking_rule()},
@@ -264,7 +284,8 @@ class ScoreReport:
                     "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                     "top_k": self.top_k, "min_score": "" if self.min_score is None else self.min_score,
                     "off_domain_threshold": self.off_domain_threshold, "null_threshold": self.null_threshold,
-                    **({"effects_from": self.effects["source"]} if self.effects is not None else {})}
+                    **({"effects_from": self.effects["source"]} if self.effects is not None else {}),
+                    **{key: "" if value is None else value for key, value in self.provenance().items()}}
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([*keys, *settings])
@@ -371,7 +392,70 @@ def _effect_ci(row: SkillScore) -> str:
     return f"{row.effect:+.3f} [{row.effect_low:+.3f}, {row.effect_high:+.3f}]"
 
 
-def write_report(report: ScoreReport, path: str | Path) -> Path:
+@dataclass(frozen=True)
+class GroupScore:
+    """One group of runs (env x model x condition, as ``report`` groups them) and the library scored and joined with
+    its effects (``score --effects``)."""
+
+    env: str
+    model: str
+    condition: str
+    runs: list[str]
+    """The group's run folders."""
+    report: ScoreReport
+
+    def key(self) -> dict[str, Any]:
+        return {"env": self.env, "model": self.model, "condition": self.condition}
+
+
+@dataclass
+class GroupedScore:
+    """``score --effects``: one `ScoreReport` per group of the runs (one row per env, model, condition and skill,
+    as ``report``'s ``skill_effects`` table), or one over every run with ``--pool``."""
+
+    groups: list[GroupScore]
+    pooled: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.groups[0].report
+        return {"format_version": REPORT_FORMAT_VERSION, **first.provenance(), "pooled": self.pooled,
+                "groups": [{**group.key(), "runs": group.runs,
+                            **{k: v for k, v in group.report.to_dict().items()
+                               if k not in ("format_version", *first.provenance())}} for group in self.groups]}
+
+    def to_csv(self) -> str:
+        """The groups' CSVs, one after another under one header, each row led by its group's env, model and
+        condition."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for index, group in enumerate(self.groups):
+            rows = list(csv.reader(io.StringIO(group.report.to_csv())))
+            if index == 0:
+                writer.writerow(["env", "model", "condition", *rows[0]])
+            for row in rows[1:]:
+                writer.writerow([group.env, group.model, group.condition, *row])
+        return out.getvalue()
+
+
+def _json(value: Any, depth: int = 0) -> str:
+    """``value`` as JSON indented by 2, except that each object of a ``skills`` list takes one line: as readable, and
+    written by the C encoder (``indent`` makes ``json`` encode in Python: 3 s for 10,000 skills)."""
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, dict) and value:
+        items = []
+        for key, item in value.items():
+            if key == "skills" and isinstance(item, list) and item:
+                rows = f",\n{inner}  ".join(json.dumps(row, ensure_ascii=False) for row in item)
+                items.append(f"{inner}{json.dumps(key)}: [\n{inner}  {rows}\n{inner}]")
+            else:
+                items.append(f"{inner}{json.dumps(key)}: {_json(item, depth + 1)}")
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and value and any(isinstance(item, dict | list) for item in value):
+        return "[\n" + ",\n".join(f"{inner}{_json(item, depth + 1)}" for item in value) + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def write_report(report: ScoreReport | GroupedScore, path: str | Path) -> Path:
     """Write the report atomically as ``.json`` or ``.csv`` (chosen by suffix).
 
     Raises:
@@ -379,7 +463,7 @@ def write_report(report: ScoreReport, path: str | Path) -> Path:
     """
     path = Path(path)
     if path.suffix == ".json":
-        atomic_write_text(path, json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(path, _json(report.to_dict()) + "\n")
     elif path.suffix == ".csv":
         atomic_write_text(path, report.to_csv())
     else:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.util.files import iter_jsonl, read_text
+from skilltransfer.util.files import iter_jsonl, read_json, read_text
 
 TEXT_FIELDS = ("instruction", "task", "query", "text")
 """Fields tried in order when ``field`` is not given."""
@@ -69,6 +70,9 @@ def _text_of(record: Any, field: str | None, path: Path, line: int | None) -> st
 def _load_jsonl(path: Path, field: str | None) -> list[TaskText]:
     texts = []
     for number, raw in iter_jsonl(path):
+        if untrusted.nesting_exceeds(raw):  # measured before the parser recurses
+            raise InputError(f"not accepted: nests more than {untrusted.MAX_DEPTH} levels deep", path=path,
+                             line=number)
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -83,10 +87,7 @@ def _load_jsonl(path: Path, field: str | None) -> list[TaskText]:
 
 def _load_json(path: Path, field: str | None, name: str | None = None) -> list[TaskText]:
     """The tasks of a ``.json`` file; ``name`` (the file's id in a task folder) names a record without an id."""
-    try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    data = read_json(path, what="task file")  # bounded in depth before it is parsed
     records = data if isinstance(data, list) else [data]
     stem = name if name is not None else path.stem
     return [TaskText(_record_id(record, stem if len(records) == 1 else f"{stem}#{index}"),
@@ -126,9 +127,30 @@ def _folder_task_id(file: Path, folder: Path) -> str:
     return "/".join(parts)
 
 
+INSTRUCTION_FILE = "instruction.md"
+"""A task folder's instruction in the Harbor / Terminal-Bench layout (SkillLearnBench: ``<task>/<instance>/``)."""
+
+
+def _load_instruction_folders(path: Path, files: list[Path], field: str | None) -> list[TaskText]:
+    """One task per ``instruction.md``, its whole text, its id the folder's path below ``path``."""
+    if field is not None:
+        raise InputError(f"--field reads JSON task files; this folder holds {INSTRUCTION_FILE} files (their whole "
+                         "text is the instruction)", path=path)
+    texts = []
+    for file in sorted(files, key=_natural_key):
+        text = read_text(file).strip()
+        if not text:
+            raise InputError("empty task text", path=file)
+        texts.append(TaskText(file.parent.relative_to(path).as_posix() or ".", text))
+    return texts
+
+
 def _load_folder(path: Path, field: str | None) -> list[TaskText]:
     if any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json")):
         return _load_hf_dataset(path, field)
+    instructions = [file for file in path.rglob(INSTRUCTION_FILE) if file.is_file() and not file.is_symlink()]
+    if instructions:
+        return _load_instruction_folders(path, instructions, field)
     files = sorted(path.rglob("*.json"), key=_natural_key)
     if not files:
         raise InputError("folder holds no *.json task files (nor a saved HF dataset)", path=path)
@@ -148,8 +170,10 @@ def load_tasks(path: str | Path, field: str | None = None) -> list[TaskText]:
 
     Accepted layouts: a ``.jsonl`` file (one object per line); a ``.txt`` file (one task per line, blank lines
     skipped); a ``.json`` file (an object or a list of objects/strings); a folder saved by HF ``datasets``
-    (``save_to_disk``; detected by ``dataset_info.json``/``state.json``/``dataset_dict.json``); any other folder is
-    searched recursively for ``*.json`` task files (OfficeBench: ``tasks/<n>-<id>/subtasks/<k>.json``, field ``task``).
+    (``save_to_disk``; detected by ``dataset_info.json``/``state.json``/``dataset_dict.json``); a folder holding
+    ``instruction.md`` files (Harbor / Terminal-Bench / SkillLearnBench: ``<task>/<instance>/instruction.md``; each
+    file's whole text is one task); any other folder is searched recursively for ``*.json`` task files (OfficeBench:
+    ``tasks/<n>-<id>/subtasks/<k>.json``, field ``task``).
 
     Args:
         path: the file or folder.
@@ -158,7 +182,8 @@ def load_tasks(path: str | Path, field: str | None = None) -> list[TaskText]:
 
     Ids: a record's ``id`` or ``task_id`` (string or integer); else ``line N`` (JSONL, ``.txt``), ``row N`` (HF
     dataset), the file's path below the folder without ``.json`` (a task folder; OfficeBench ``1-1/0``, as the
-    ``officebench`` env names that task), ``<file stem>`` or ``<file stem>#N`` (a ``.json`` file).
+    ``officebench`` env names that task), the folder of an ``instruction.md`` below the folder
+    (``court-form-filling/court-form-filling-1``), ``<file stem>`` or ``<file stem>#N`` (a ``.json`` file).
 
     Raises:
         InputError: missing path, unknown suffix, broken JSON(L) line, missing field, non-UTF-8, fewer than 2 tasks.

@@ -17,6 +17,7 @@ from skilltransfer.log import (
     FORMAT_VERSION,
     ActionStep,
     InductionStep,
+    MessageStep,
     PlanStep,
     ReadStep,
     RetrievalStep,
@@ -414,13 +415,25 @@ def use_label(hit: RetrievedSkill | None) -> str:
     return f"followed {hit.followed:.2f}" + (" used" if hit.used else "")
 
 
+def _origin(skill: dict[str, Any]) -> str:
+    """Where a retrieved skill came from, as a trajectory's retrieval step records it: ``from library NAME`` (and
+    the task that induced it, when the library's skill says), else the task of this run that induced it."""
+    induced = skill.get("source_task_id")
+    if skill.get("source") == "library":
+        name = skill.get("library")
+        return (f"from library {name}" if name else "from the library") + (
+            f" (induced on {induced})" if induced else "")
+    if induced:
+        return f"from {induced} (task {_number(skill.get('source_position'))})"
+    return "from an unrecorded source"
+
+
 def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None = None) -> str:
     """One trajectory step (`skilltransfer.log.trajectory_io.read_steps`) as readable text; a retrieval step's
     skills with their use from the task's ``record`` (`use_label`)."""
     if isinstance(step, RetrievalStep):
         hits = {(h.skill_id, h.subtask_index): h for h in record.retrieved} if record is not None else {}
-        found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} from "
-                          f"{s.get('source_task_id') or '?'} (task {_number(s.get('source_position'))})"
+        found = "\n".join(f"    - {s['name']} [{s['format']}] score {s['score']:.3f} {_origin(s)}"
                           + (f" LOAD ERROR: {s['load_error']}" if s.get("load_error") else "")
                           + (f" - {label}" if (label := use_label(hits.get((s["id"], step.subtask_index)))) else "")
                           for s in step.skills)
@@ -439,7 +452,8 @@ def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None
         flags = [name for name, on in (("error", step.error), ("format_error", step.format_error),
                                        ("done", step.done)) if on]
         flags += [f"{name}={value}" for name, value in (("refused", step.refused), ("stuck", step.stuck)) if value]
-        head = f"[step {step.index}{_where(step)}]" + (f" {' '.join(flags)}" if flags else "")
+        head = f"[step {step.index}{_where(step)}" + (f" (subagent {step.window})" if step.window else "") + "]" \
+            + (f" {' '.join(flags)}" if flags else "")
         parts = [head]
         if step.thought.strip() and step.action is not None:
             parts.append("  thought:\n" + _indent(truncate(step.thought, max_chars)))
@@ -456,6 +470,9 @@ def format_step(step: ReadStep, max_chars: int = 2000, record: TaskRecord | None
         name = step.skill_name or "-"
         reason = f": {step.reason}" if step.reason else ""
         return f"[induce{_where(step)}] {step.status} {name} ({step.skill_id or 'no id'}){reason}"
+    if isinstance(step, MessageStep):
+        where = f" (subagent {step.window})" if step.window else ""
+        return f"[{step.source} message{where}]\n" + _indent(truncate(step.message, max_chars))
     return f"[{step.type}] {json.dumps(step.data, default=str)[:max_chars]}"
 
 
@@ -545,8 +562,7 @@ def format_prompt(number: int, call: dict[str, Any], prompt: dict[str, Any], sho
     messages = prompt.get("messages")
     if messages is None:
         lines.append("    (prompt not recorded)")
-        return "\n".join(lines)
-    for key, message in zip(call.get("messages") or [], messages, strict=False):
+    for key, message in zip(call.get("messages") or [], messages or [], strict=False):
         role = message.get("role", "?")
         if key in shown:
             lines.append(f"    --- {role} {key} (as in call {shown[key]})")

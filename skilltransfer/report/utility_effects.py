@@ -10,12 +10,14 @@ draws); the figure ``utility_effects`` draws the second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from skilltransfer.metrics import binned_spearman, score_library
+from skilltransfer.metrics.effects import TaskDraws
 from skilltransfer.metrics.scoring import ScoreReport
 from skilltransfer.metrics.stats import BINNINGS
 from skilltransfer.metrics.surrogate import (
@@ -27,10 +29,13 @@ from skilltransfer.metrics.surrogate import (
     has_contrast,
     surrogate_analysis,
 )
+from skilltransfer.metrics.task_texts import TaskText
 from skilltransfer.report.effects import has_draws, task_draws
+from skilltransfer.report.run_library import group_library
 from skilltransfer.report.runs import RunLog
-from skilltransfer.report.success import groups
+from skilltransfer.report.success import Key, groups
 from skilltransfer.report.table import Table
+from skilltransfer.skill import Skill
 
 BINNED = ("utility", "specificity", "abstractness", "relevance", "best_match")
 """The diagnostics the binned task-level analysis is run for (a task's mean of a 0/1 flag makes no bins)."""
@@ -61,14 +66,70 @@ SKILL_NOTE = ("One row per skill that was a retrieval candidate in the group's r
               "correlation).")
 
 
-def _group_texts(members: list[RunLog]) -> list[str]:
-    """The group's task instructions, one per task id (a task run by several repeats counts once)."""
+def group_tasks(members: list[RunLog]) -> list[TaskText]:
+    """The group's tasks (id, instruction), one per task id (a task run by several repeats counts once)."""
     texts: dict[str, str] = {}
     for run in members:
         for record in run.records:
             if record.task_id in run.instructions:
                 texts.setdefault(record.task_id, run.instructions[record.task_id])
-    return list(texts.values())
+    return [TaskText(task_id, text) for task_id, text in texts.items()]
+
+
+def masked_groups(runs: list[RunLog]) -> dict[Key, list[RunLog]]:
+    """The report's groups (env, model, condition; `skilltransfer.report.success.groups`) whose runs logged masking
+    draws."""
+    return {key: members for key, members in groups(runs).items() if has_draws(members)}
+
+
+@dataclass
+class GroupEffects:
+    """One group's skills scored (`score_library`) and joined with the effects its masking draws give
+    (`surrogate_analysis`): one row per (env, model, condition, skill), what ``report``'s ``utility_effects_skills``
+    lists and what ``score --effects`` prints."""
+
+    key: Key
+    members: list[RunLog]
+    draws: list[TaskDraws]
+    report: ScoreReport | None = None
+    """None: the group could not be scored (`why`)."""
+    analysis: SurrogateAnalysis | None = None
+    why: list[str] = field(default_factory=list)
+    """Why the group has no rows (no library, too few tasks), in words."""
+    drawn: list[str] = field(default_factory=list)
+    """The skill ids the runs masked (a randomised coin: 0 < propensity < 1; an own skill beside the library is
+    always shown), sorted."""
+    missing: list[str] = field(default_factory=list)
+    """Of `drawn`, those not in the scored library (no diagnostics, no row)."""
+
+    @property
+    def contrast(self) -> bool:
+        return has_contrast(self.draws)
+
+
+def join_group(key: Key, members: list[RunLog], library: Sequence[Skill], embedder: Any, *,
+               tasks: Sequence[TaskText] | None = None, report: ScoreReport | None = None, seed: int = 0,
+               **options: Any) -> GroupEffects:
+    """Score ``library`` against the group's tasks (its runs' own, one per task id; or ``tasks``) with
+    ``embedder`` (``options``: `score_library`'s settings) — or take the ``report`` already scored — and join it
+    with the group's masking draws (the bootstrap and the harmful flags seeded by ``seed``)."""
+    draws = [task_draws(r) for run in members for r in run.records if r.exposures]
+    drawn = sorted({d.skill_id for t in draws for d in t.draws if 0 < d.propensity < 1})  # masked: a coin drawn
+    ids = {skill.id for skill in library} if report is None else {row.id for row in report.skills}
+    out = GroupEffects(key, members, draws, drawn=drawn, missing=[i for i in drawn if i not in ids])
+    task_set = list(tasks) if tasks is not None else group_tasks(members)
+    if report is None:
+        if not library:
+            out.why.append("no skill library to score")
+        if len(task_set) < 2:
+            out.why.append("fewer than 2 task instructions to score against")
+        if out.why:
+            return out
+        report = score_library(list(library), [t.text for t in task_set], embedder,
+                               task_ids=[t.id for t in task_set], **options)
+    out.report = report
+    out.analysis = surrogate_analysis(report, draws, seed=seed)
+    return out
 
 
 def _binned(members: list[RunLog], report: ScoreReport, n_bins: int, binning: str) -> dict[str, dict[str, Any]]:
@@ -152,30 +213,26 @@ def utility_effects_tables(runs: list[RunLog], embedder_of: Callable[[RunLog], A
                     SUMMARY_COLUMNS, note=NOTE.format(min_arm=MIN_ARM, bins=n_bins))
     skills = Table("utility_effects_skills", "Each masked skill: diagnostics and effect on success", SKILL_COLUMNS,
                    note=SKILL_NOTE.format(min_arm=MIN_ARM))
-    for key, members in groups(runs).items():
-        if not has_draws(members):
+    for key, members in masked_groups(runs).items():
+        library = group_library(members)
+        joined = join_group(key, members, list(library.skills.values()), embedder_of(members[0]), seed=seed)
+        if joined.report is None or joined.analysis is None:
+            summary.rows += [_summary_row(key, None, 0, name, None, [*joined.why, *library.why])
+                             for name in DIAGNOSTICS]
             continue
-        library = {skill_id: skill for run in members for skill_id, skill in run.skills.items()}
-        texts = _group_texts(members)
-        if not library or len(texts) < 2:
-            lacking = "no skill library to score" if not library else "fewer than 2 task instructions to score against"
-            summary.rows += [_summary_row(key, None, 0, name, None, [lacking]) for name in DIAGNOSTICS]
-            continue
-        report = score_library(list(library.values()), texts, embedder_of(members[0]))
-        draws = [task_draws(r) for run in members for r in run.records if r.exposures]
-        analysis = surrogate_analysis(report, draws, seed=seed)
-        binned = _binned(members, report, n_bins, binning)
-        contrast = has_contrast(draws)
+        analysis, contrast = joined.analysis, joined.contrast
+        binned = _binned(members, joined.report, n_bins, binning)
         masked = len(analysis.masked)
         by_name = {a.diagnostic: a for a in analysis.associations}
-        missing = sorted({d.skill_id for t in draws for d in t.draws} - set(library))
         why = [] if contrast else ["no randomised draws (mask_rate 0): no causal answer"]
-        if missing:
-            why.append(f"{len(missing)} candidate skills not in the runs' final memory (unscored)")
+        if joined.missing:
+            why.append(f"{len(joined.missing)} candidate skills not in the runs' libraries or final memory "
+                       "(unscored)")
+        why += library.why
         for name in DIAGNOSTICS:
             summary.rows.append(_summary_row(key, by_name.get(name) if contrast else None, masked, name,
                                              binned.get(name), why))
         if contrast:
-            names = {skill_id: skill.name for skill_id, skill in library.items()}
+            names = {skill_id: skill.name for skill_id, skill in library.skills.items()}
             skills.rows += _skill_rows(key, analysis, names)
     return summary, skills

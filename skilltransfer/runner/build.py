@@ -300,17 +300,19 @@ def saved_memory_size(path: str | Path) -> int | None:
     return len(read_jsonl(SKILLS_JSONL, root=folder))
 
 
-def read_frozen_library(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> LibraryRead:
-    """A frozen library as read (`read_library`), every skill of it: a stream runs on the library as it is or not
-    at all. A run's saved memory that holds none gives none: the stream it comes from induced nothing, a result the
-    reading stream runs with (no skills); any other empty library is refused.
+def read_frozen_library(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES,
+                        lenient: bool = False) -> LibraryRead:
+    """A frozen library as read (`read_library`): the skills that could be read, each one that could not named in
+    `LibraryRead.unreadable` (``run`` and ``grid`` print them at start). A run's saved memory that holds none gives
+    none: the stream it comes from induced nothing, a result the reading stream runs with (no skills); any other
+    empty library is refused.
 
     Raises:
-        InputError: see `read_library`; a SKILL.md that cannot be read (`LibraryRead.all_read`).
+        InputError: see `read_library`.
     """
     if saved_memory_size(library) == 0:
         return LibraryRead(Path(library), [])
-    return read_library(library, resource_bytes=resource_bytes).all_read()
+    return read_library(library, resource_bytes=resource_bytes, lenient=lenient)
 
 
 def external_library(config: StreamConfig) -> bool:
@@ -330,13 +332,14 @@ def agent_library_name(library: str | Path) -> str:
     return path.resolve().name if path.name in ("", ".", "..") else path.name
 
 
-def library_skills(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> list[Skill]:
+def library_skills(library: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTES,
+                   lenient: bool = False) -> list[Skill]:
     """The skills of a frozen library (`read_frozen_library`).
 
     Raises:
         InputError: see `read_library`.
     """
-    return read_frozen_library(library, resource_bytes=resource_bytes).skills
+    return read_frozen_library(library, resource_bytes=resource_bytes, lenient=lenient).skills
 
 
 def stream_library_read(config: StreamConfig) -> LibraryRead | None:
@@ -350,7 +353,8 @@ def stream_library_read(config: StreamConfig) -> LibraryRead | None:
         return None
     if config.library_snapshot is not None:
         return LibraryRead(Path(config.library), snapshot_library(config.library, config.library_snapshot))
-    return read_frozen_library(config.library, resource_bytes=config.library_resource_bytes)
+    return read_frozen_library(config.library, resource_bytes=config.library_resource_bytes,
+                               lenient=config.library_lenient)
 
 
 def stream_library(config: StreamConfig) -> list[Skill] | None:

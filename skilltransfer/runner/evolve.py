@@ -119,8 +119,8 @@ def evolve_stream(env: Env, model: ChatModel, config: StreamConfig, dev_tasks: S
     if config.skill_graph is not None:
         graph = SkillGraph.load(config.skill_graph, embedder)
     else:
-        graph, _ = decompose_library(library_skills(config.library), model, embedder, config.lens.decompose,
-                                     info={"library": config.library})
+        skills = library_skills(config.library, lenient=config.library_lenient)
+        graph, _ = decompose_library(skills, model, embedder, config.lens.decompose, info={"library": config.library})
     counter = {"n": 0}
     kinds = {tuple(t.id for t in split): name for split, name in ((dev_tasks, "dev"), (val_tasks, "val"),
                                                                     (test_tasks, "test"))}

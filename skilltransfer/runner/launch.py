@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.llm import make_model
 from skilltransfer.llm.openai_client import EndpointProbe, check_endpoint, served_model
@@ -39,6 +37,7 @@ from skilltransfer.runner.stream import (
 )
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import check_settings
+from skilltransfer.util.terminal import Console
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
 """``run``'s own defaults, below the ``--config`` YAML: agent code runs in the sandbox unless ``--no-sandbox``."""

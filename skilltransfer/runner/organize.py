@@ -46,7 +46,8 @@ def run_organize_stream(model: ChatModel, config: StreamConfig) -> StreamSummary
     """
     if config.library is None:
         raise InputError("an organise stream needs a frozen library (library / library_from)")
-    skills = library_skills(config.library)  # a source stream that induced nothing: an empty organisation
+    # a source stream that induced nothing: an empty organisation
+    skills = library_skills(config.library, lenient=config.library_lenient)
     folder = RunFolder(config.path)
     for kind in config.organize:
         target = organization_dir(config.path, kind)

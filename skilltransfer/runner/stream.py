@@ -108,6 +108,7 @@ from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import RunSettings, check_resume, read_run_settings
 from skilltransfer.skill import Skill, UsageStats
+from skilltransfer.util import secrets
 
 PARTIAL_WRITE_S = 2.0
 """Least seconds between two writes of a running task's trajectory file."""
@@ -557,7 +558,7 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
                                 load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s),
-                                source=s.get("source"), rank=rank)
+                                source=s.get("source"), library=s.get("library"), rank=rank)
                  for step in result.retrievals for after in [actions_after(result, step)]
                  for rank, s in enumerate(step.skills, start=1)]
     picks = picks_from_steps(result.steps, [(r.skill_id, r.name, r.followed) for r in retrieved if r.format == "text"],
@@ -829,7 +830,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         if isinstance(exc, InputError):
             live.write("aborted", error=_one_line(exc))
             raise
-        failure = (exc, traceback.format_exc()[-MAX_TRACEBACK_CHARS:])
+        failure = (exc, secrets.redact(traceback.format_exc())[-MAX_TRACEBACK_CHARS:])
     except BaseException as exc:
         live.write("aborted", error=_one_line(exc))
         raise
@@ -886,4 +887,4 @@ def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:1000]
+    return " ".join(secrets.redact(f"{type(exc).__name__}: {exc}").split())[:1000]

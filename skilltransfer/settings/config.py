@@ -52,6 +52,7 @@ from skilltransfer.memory.near_miss import NearMissConfig
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.store import MemoryConfig
 from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
+from skilltransfer.util.urls import without_credentials
 
 Condition = Literal["task", "task+text", "task+code", "subtask", "subtask+text", "subtask+code"]
 CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
@@ -423,6 +424,11 @@ class StreamConfig(BaseModel):
     """The most bytes of text loaded for the agent from each skill package of a SKILL.md ``library`` (the files its
     SKILL.md names first; `skilltransfer.memory.package`); the rest stays in the package, and ``run``/``grid`` say
     per skill at start what was left out. At most (and by default) 1 MiB."""
+    library_front_matter: Literal["strict", "lenient"] = "strict"
+    """How a SKILL.md ``library``'s front matter is read: ``strict`` (the Agent Skills format; a file it refuses is
+    named and left out) or ``lenient`` (also model-written files without ``---`` fences, with a line of text before
+    them, or with values YAML refuses; each such skill records how in ``extra.lenient_read``;
+    `skilltransfer.memory.library.parse_skill_md`)."""
     embedder: str = "minilm"
     """Retrieval embedder: minilm, hash:DIM (test double) or a sentence-transformers folder."""
     embedder_cache: bool = False
@@ -481,6 +487,11 @@ class StreamConfig(BaseModel):
         if preset == "custom":
             return "custom:" + "+".join(self.agent.guards or ()) if self.agent.guards else "custom"
         return harness_label(preset, self.agent.guards or (), expected_features(preset, self.env.name))
+
+    @property
+    def library_lenient(self) -> bool:
+        """Whether the library's SKILL.md files are read leniently (``library_front_matter``)."""
+        return self.library_front_matter == "lenient"
 
     @model_validator(mode="after")
     def _library_use(self) -> StreamConfig:
@@ -654,9 +665,11 @@ class StreamConfig(BaseModel):
 
     def recorded(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.recorded`,
-        without the settings that do not change results (sandboxing, the embedding cache)."""
+        the embedder without the credentials of its URL, without the settings that do not change results
+        (sandboxing, the embedding cache)."""
         verifier = self.verifier_model.recorded() if self.verifier_model is not None else None
         return self.model_copy(update={"model": self.model.recorded(), "embedder_cache": False,
+                                       "embedder": without_credentials(self.embedder),
                                        "verifier_model": verifier,
                                        "env": self.env.model_copy(update={"sandboxed": None})})
 

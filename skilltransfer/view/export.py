@@ -1,6 +1,7 @@
 """The viewer as a static site that opens from disk (``file://``) and can be shared: the page, its assets, and every
 payload of the `Catalog` as a small script (``data/index.js``, ``data/run/<key>.js``, ``data/task/<key>/<n>.js``)
-that hands its JSON to the page; report figures are copied to ``figures/``. The JSON is ASCII and inside a function
+that hands its JSON to the page; report figures are copied to ``figures/``, and each task's trajectory as ATIF to
+``atif/<key>/<n>.json`` (`skilltransfer.report.atif`; the task page links it). The JSON is ASCII and inside a function
 call, so no string in it can end the script or become markup."""
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def _payloads(catalog: Catalog, problems: list[str]) -> Iterator[tuple[str, Any]
     """Every payload of the catalog as (key, JSON data): each run, each started task, each report folder, then the
     index (last: it lists what could not be exported)."""
     index = catalog.index()
+    problems.extend(f"{p['path']}: {p['error']}" for p in index["problems"])  # runs that could not be read, said
+    unread = len(problems)
     for row in index["runs"]:
         key = row["key"]
         try:
@@ -73,8 +76,18 @@ def _payloads(catalog: Catalog, problems: list[str]) -> Iterator[tuple[str, Any]
             yield f"report/{entry['key']}", catalog.report(entry["key"])
         except InputError as exc:
             problems.append(f"{entry['label']}: {exc}")
-    index["problems"] += [{"path": "export", "error": p} for p in problems]
+    index["problems"] += [{"path": "export", "error": p} for p in problems[unread:]]
     yield "index", index
+
+
+def _atif_text(catalog: Catalog, task: dict[str, Any]) -> str:
+    """A task payload's trajectory as ATIF text (`skilltransfer.report.atif`); '' when it cannot be written."""
+    from skilltransfer.report.atif import document_text, task_document
+
+    try:
+        return document_text(task_document(catalog.find(task["key"]).path, int(task["position"])))
+    except InputError:
+        return ""
 
 
 def export_file(catalog: Catalog, out: str | Path) -> ExportSummary:
@@ -140,6 +153,8 @@ def export_site(catalog: Catalog, out: str | Path) -> ExportSummary:
             write(f"data/{key}.js", data_script(key, data))
             runs += key.startswith("run/")
             tasks += key.startswith("task/")
+            if key.startswith("task/") and (text := _atif_text(catalog, data)):  # its trajectory as ATIF beside it
+                write(f"atif/{key.removeprefix('task/')}.json", text)
         write(MARKER, "a skilltransfer view export: open index.html\n")
         if out.exists():
             old = out.with_name(f".{out.name}.old")

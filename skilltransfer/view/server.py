@@ -85,6 +85,17 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
             raise web.HTTPNotFound()
         return web.Response(body=data, content_type="image/png")
 
+    async def atif(request: web.Request) -> web.Response:
+        from skilltransfer.report.atif import document_text, task_document
+
+        text = request.match_info["position"]
+        if not text.isdigit():
+            raise web.HTTPNotFound()
+        entry = await asyncio.to_thread(catalog.find, request.match_info["key"])
+        document = await asyncio.to_thread(task_document, entry.path, int(text))
+        return web.Response(body=document_text(document).encode("ascii"), content_type="application/json",
+                            headers={"Content-Disposition": f'attachment; filename="task-{int(text) + 1}.atif.json"'})
+
     async def no_icon(_request: web.Request) -> web.Response:
         return web.Response(status=204)
 
@@ -97,6 +108,7 @@ def make_app(catalog: Catalog, *, allowed_hosts: set[str] | None = None) -> web.
     app.router.add_get("/api/task/{key}/{position}", api_task)
     app.router.add_get("/api/report/{key}", api_report)
     app.router.add_get("/figure/{key}.png", figure)
+    app.router.add_get("/atif/{key}/{position}.json", atif)
     return app
 
 

@@ -107,6 +107,14 @@
     return promise;
   }
 
+  // A task's trajectory as ATIF: served by the local server, written beside the data of a folder export; a
+  // single-file export has none.
+  function atifHref(key, position) {
+    if (bundled) return null;
+    return MODE === "server" ? `atif/${enc(key)}/${Number(position)}.json`
+      : `atif/${String(key).replace(/[^A-Za-z0-9_-]/g, "_")}/${Number(position)}.json`;
+  }
+
   function figureSrc(key) {
     if (bundled) return bundled["figure/" + key] || "";
     return MODE === "server" ? `figure/${enc(key)}.png` : `figures/${key.replace(/[^A-Za-z0-9_-]/g, "_")}.png`;
@@ -609,6 +617,7 @@
     SummaryStep: ["type", "subtask_index", "summary", "prompt_id", "prompt_tokens", "completion_tokens", "status", "dropped"],
     InductionStep: ["type", "subtask_index", "prompt_id", "status", "skill_id", "skill_name", "target_id", "reason", "reply",
       "prompt_tokens", "completion_tokens"],
+    MessageStep: ["type", "source", "message", "window"],
   };
 
   function callLine(call, index) {
@@ -701,7 +710,8 @@
         { label: "format", cell: (k) => k.format },
         { label: "score", num: true, cell: (k) => Number(k.score).toFixed(3) },
         { label: "followed", num: true, cell: (k) => followedCell(payload, step, k) },
-        { label: "source task", cell: (k) => (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
+        { label: "source", cell: (k) => k.source === "library" ? `library ${k.library || ""}`.trim()
+          : (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
           ? link(route.task(run.key, k.source_position), `#${no(k.source_position)} ${k.source_task_id}`) : (k.source_task_id || "-")) },
         { label: "load error", cell: (k) => k.load_error || "" },
       ], skills, { cls: "retrieved" }) : h("p", { class: "muted" }, "no skills"));
@@ -717,7 +727,7 @@
       }
     } else if (type === "ActionStep") {
       const flags = ["error", "format_error", "done"].filter((f) => step[f]);
-      title = `step ${step.index}${where}` + (flags.length ? " · " + flags.join(" ") : "");
+      title = `step ${step.index}${where}` + (step.window ? ` · subagent ${step.window}` : "") + (flags.length ? " · " + flags.join(" ") : "");
       cls += " action" + (step.error || step.format_error ? " failed" : "");
       if (step.refused) body.push(h("div", { class: "refusal" }, h("strong", null, "refused: "), step.refused));
       if (step.stuck) body.push(h("div", { class: "refusal" }, h("strong", null, "stuck: "), step.stuck));
@@ -734,6 +744,10 @@
       cls += " summary";
       body.push(foldText(step.summary));
       if ((step.dropped || []).length) body.push(h("p", { class: "muted" }, "dropped as ungrounded:"), h("ul", null, step.dropped.map((d) => h("li", null, d))));
+    } else if (type === "MessageStep") {
+      title = `${step.source} message` + (step.window ? ` · subagent ${step.window}` : "");
+      cls += " message";
+      body.push(foldText(step.message, 3000));
     } else if (type === "InductionStep") {
       title = `induce${where}: ${step.status}`;
       cls += " induction";
@@ -858,6 +872,10 @@
     } else {
       head.push(h("p", { class: "result" }, h("span", { class: "badge pending" }, t.status), t.error ? ` ${t.error}` : " not finished"));
     }
+    const atif = atifHref(payload.key, payload.position);
+    head.push(h("p", { class: "muted atif" }, atif ? h("a", { href: atif, download: "" }, "trajectory as ATIF")
+      : h("span", { title: "not inside a single-file export: view --export or export --format atif writes it" },
+        "trajectory as ATIF"), " (Harbor's trajectory format)"));
     const checks = (t.score && t.score.checks) || [];
     if (checks.length) {
       head.push(h("ul", { class: "checks" }, checks.map((c) => h("li", { class: c.passed ? "ok" : "fail" },
