@@ -18,6 +18,7 @@ from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import read_library
+from skilltransfer.metrics.crowding import DEFAULT_BAND, Band
 from skilltransfer.metrics.effects import TaskDraws
 from skilltransfer.metrics.retrieval import DEFAULT_TOP_K
 from skilltransfer.metrics.scoring import RANK_MEASURES, SKILL_TEXTS, ScoreReport, score_library, write_report
@@ -70,8 +71,29 @@ def _print_report(report: ScoreReport, top: int | None, console: Console) -> Non
     lines.append(f"inside the null (NULL): {summary['n_null_off_domain']} of {summary['n_skills']} skills have a "
                  f"best match at or below {report.null_threshold:.3f}, the 0.95 quantile of off-topic texts' best "
                  "matches over these tasks with this embedder")
+    lines.extend(_crowding_lines(report))
     for line in lines:
         console.print(Text(line))
+
+
+def _crowding_lines(report: ScoreReport, clusters_shown: int = 3, names_shown: int = 4) -> list[str]:
+    """The crowding summary: how many skills are crowded / near-duplicates, and the largest crowded clusters."""
+    crowded = report.crowding
+    if crowded is None:
+        return []
+    counts, band, n = crowded.counts(), crowded.band, len(report.skills)
+    lines = [f"crowding (column nn cos: each skill's nearest other skill by description cosine): {counts['crowded']} "
+             f"of {n} skills crowded (nn cos {band.low:g}-{band.high:g}, the band where routing errors concentrate), "
+             f"{counts['near_duplicate']} near-duplicates (above {band.high:g}); {counts['clusters']} crowded "
+             f"cluster{'s' if counts['clusters'] != 1 else ''} (skills linked at cosine >= {band.low:g}) holding "
+             f"{counts['in_clusters']} skills"]
+    names = {row.id: row.name for row in report.skills}
+    for number, members in enumerate(crowded.clusters[:clusters_shown], start=1):
+        shown = ", ".join(terminal_safe(names[m]) for m in members[:names_shown])
+        more = f" and {len(members) - names_shown} more" if len(members) > names_shown else ""
+        stats = crowded.cluster_stats[number - 1]
+        lines.append(f"  cluster {number} ({len(members)} skills, max cosine {stats.max_cosine:.3f}): {shown}{more}")
+    return lines
 
 
 def _masked_runs(paths: list[Path]) -> tuple[list[TaskDraws], list[TaskText]]:
@@ -175,6 +197,10 @@ def score(
         "--effects", help="Run folders (or grid folders) that masked this library's skills (mask_rate > 0): each "
         "skill's effect on success with its CI and harmful flag beside its diagnostics, and how well each "
         "diagnostic predicts the effects (docs/utility-effects.md); repeatable.")] = None,
+    crowding_band: Annotated[tuple[float, float], typer.Option(
+        "--crowding-band", metavar="LOW HIGH", help="The description cosines counted as crowded (a skill's nearest "
+        "other skill in this band; default the band where a 989-skill routing study found routing errors "
+        "concentrate).", rich_help_panel=_ADVANCED)] = (DEFAULT_BAND.low, DEFAULT_BAND.high),
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
 ) -> ScoreReport:
@@ -196,6 +222,9 @@ def score(
         raise InputError(f"--top must be >= 1, got {top}")
     if out is not None and out.suffix not in (".json", ".csv"):
         raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
+    if not all(math.isfinite(x) for x in crowding_band) or not -1 <= crowding_band[0] <= crowding_band[1] <= 1:
+        raise InputError(f"--crowding-band needs two cosines LOW HIGH with -1 <= LOW <= HIGH <= 1, got "
+                         f"{crowding_band[0]} {crowding_band[1]}")
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
     draws: list[TaskDraws] = []
@@ -215,7 +244,7 @@ def score(
         report = score_library(skills, [task.text for task in task_set], model, tau=tau,
                                specificity_mode=specificity, text=skill_text, seed=seed,
                                task_ids=[task.id for task in task_set], rank_by=rank, top_k=top_k,
-                               min_score=min_score)
+                               min_score=min_score, band=Band(*crowding_band))
     finally:
         close = getattr(model, "close", None)
         if close is not None:
