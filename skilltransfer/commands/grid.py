@@ -18,6 +18,7 @@ from rich.text import Text
 from skilltransfer.commands.option_groups import SPENDING, Spending, with_groups
 from skilltransfer.commands.options import AllowImport, Overrides, QuietOld, warn_deprecated
 from skilltransfer.errors import InputError
+from skilltransfer.util.text import terminal_safe
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.runner.grid import GridState, GridSummary
@@ -252,6 +253,7 @@ def grid(
     from skilltransfer.runner.plan import plan_streams
 
     libraries: set[tuple[str, int | None, int]] = set()
+    retrievals: set[tuple[str, str, str, str, bool]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
@@ -260,6 +262,14 @@ def grid(
             libraries.add(key)  # skills not read, files the agent is not shown: said once per library
             for note in _library_notes(plan.config):
                 console.print(f"library {plan.config.library}: {note}", highlight=False, markup=False, soft_wrap=True)
+        mode = (plan.config.retrieval, plan.config.retrieval_text, str(plan.config.library),
+                str(plan.config.organization), plan.source is not None)
+        if plan.config.retrieval != "dense" and plan.config.has_memory and mode not in retrievals:
+            retrievals.add(mode)  # what each retrieval mode does, said once per mode and library
+            retrieval = _retrieval_note(plan.config, plan.source is not None)
+            if retrieval is not None:
+                console.print(f"retrieval {plan.config.retrieval}: {terminal_safe(retrieval)}", highlight=False,
+                              markup=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": spending.token_limit, "--cost-limit": spending.cost_limit,
                              "--max-connections": spending.max_connections}, allow_import)
@@ -276,6 +286,20 @@ def grid(
     if summary.failed:  # SystemExit, not typer.Exit: click returns (not raises) Exit codes when not standalone
         raise SystemExit(1)
     return summary
+
+
+def _retrieval_note(config: StreamConfig, library_from_phase: bool) -> str | None:
+    """What a stream's retrieval mode does (`skilltransfer.runner.stream.retrieval_note`); a library another phase
+    writes is described when its stream starts (None here)."""
+    from skilltransfer.runner.stream import StreamInputs, prepare_stream, retrieval_note
+
+    if library_from_phase and config.library is not None:
+        return None
+    try:
+        inputs = prepare_stream(config) if config.library is not None else StreamInputs()
+    except InputError:
+        return None  # the grid's checks say why
+    return retrieval_note(config, inputs)
 
 
 def _library_notes(config: StreamConfig) -> list[str]:

@@ -35,10 +35,12 @@ from skilltransfer.runner.stream import (
     StreamSummary,
     parallel_width,
     prepare_stream,
+    retrieval_note,
     run_stream,
 )
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import check_settings
+from skilltransfer.util.text import terminal_safe
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
 """``run``'s own defaults, below the ``--config`` YAML: agent code runs in the sandbox unless ``--no-sandbox``."""
@@ -178,6 +180,9 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
                   highlight=False, markup=False)  # a label's [tag] is not rich markup
     for note in inputs.library_notes:  # skills not read, files the agent is not shown: said, never recorded
         console.print(f"library: {note}", highlight=False, markup=False, soft_wrap=True)
+    retrieval = retrieval_note(config, inputs)
+    if retrieval is not None:
+        console.print(f"retrieval: {terminal_safe(retrieval)}", highlight=False, markup=False, soft_wrap=True)
     existed = folder.exists()
     try:
         return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,

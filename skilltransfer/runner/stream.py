@@ -75,6 +75,7 @@ from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
 from skilltransfer.memory.organization import LibraryView
+from skilltransfer.memory.ranking import Ranker
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
 from skilltransfer.memory.store import SkillMemory
@@ -310,6 +311,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder)
+    if memory is not None and config.retrieval != "dense":
+        memory.ranker = retrieval_ranker(config, inputs)
     single = memory if isinstance(memory, SkillMemory) else None  # lens and own-task scope read one store
     retriever = _lens_retriever(config, single, embedder, folder.memory_dir)
     own_verifier = None
@@ -329,6 +332,22 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         and embedder is not None else None
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
                        clock, watch, masking=masking, make_agent=make_agent, own_task=own_task)
+
+
+def retrieval_ranker(config: StreamConfig, inputs: StreamInputs) -> Ranker:
+    """The ranker of a stream's ``retrieval`` (`skilltransfer.memory.ranking`): a hierarchical one routes over the
+    stream's organisation when it has one."""
+    organization = inputs.organization.organization if inputs.organization is not None else None
+    return Ranker(config.retrieval, organization)
+
+
+def retrieval_note(config: StreamConfig, inputs: StreamInputs) -> str | None:
+    """What a stream's retrieval does, in one line (``run`` and ``grid`` print it at start); None for dense or a
+    stream without a memory."""
+    if config.retrieval == "dense" or not config.has_memory:
+        return None
+    text = "description + body" if config.retrieval_text == "description+body" else "description"
+    return f"{retrieval_ranker(config, inputs).describe(inputs.library)}; indexed: {text}"
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
