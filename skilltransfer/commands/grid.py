@@ -251,9 +251,11 @@ def grid(
 
     from skilltransfer.runner.evolve import evolution_note
     from skilltransfer.runner.plan import plan_streams
+    from skilltransfer.runner.stream import near_miss_note
 
     libraries: set[tuple[str, int | None, int]] = set()
     retrievals: set[tuple[str, str, str, str, bool]] = set()
+    corpora: set[tuple[str, ...]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
@@ -270,6 +272,12 @@ def grid(
             if retrieval is not None:
                 console.print(f"retrieval {plan.config.retrieval}: {terminal_safe(retrieval)}", highlight=False,
                               markup=False, soft_wrap=True)
+        corpus = tuple(plan.config.near_miss.corpus)
+        if plan.config.library_size is not None and corpus not in corpora:  # said once per corpus
+            corpora.add(corpus)
+            console.print(near_miss_note(plan.config, [p.config.library_size for p in plan_streams(grid_spec)
+                                                        if p.config.near_miss.corpus == list(corpus)]),
+                          highlight=False, markup=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": spending.token_limit, "--cost-limit": spending.cost_limit,
                              "--max-connections": spending.max_connections}, allow_import)

@@ -270,7 +270,8 @@ class SkillMemory:
     def _place(self, skill: Skill, vector: np.ndarray) -> AddResult:
         if skill.id in self._skills:  # an earlier skill of the same batch had this id
             return AddResult("dropped", skill.id, skill.id, "a skill with this id is already in memory")
-        closest = self._closest_same_format(vector, skill.format)
+        merges = self.config.dedup_threshold <= 1.0 + _EPS  # above 1 no cosine reaches it (a frozen library)
+        closest = self._closest_same_format(vector, skill.format) if merges else None
         if closest is not None and closest[1] >= self.config.dedup_threshold - _EPS:
             return self._fold(skill, *closest)
         stored = unique_skill_name(skill, {other.name for other in self._skills.values()})
@@ -399,6 +400,22 @@ class SkillMemory:
         out.evictions = [dict(entry) for entry in self.evictions]
         out.read_only = self.read_only
         out.ranker = self.ranker
+        return out
+
+    @classmethod
+    def frozen(cls, embedder: Embedder, skills: Sequence[Skill], vectors: np.ndarray, *,
+               config: MemoryConfig | None = None) -> SkillMemory:
+        """A read-only memory of ``skills`` (the same objects, no copy) with their precomputed, normalised vectors
+        (one row each; no embedding, no screening: a per-task library of `skilltransfer.memory.near_miss`)."""
+        out = cls(embedder, config=config)
+        if len(skills):
+            rows = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(skills), out.dim)
+            out._index.add_with_ids(rows, np.arange(len(skills), dtype=np.int64))
+            for key, skill in enumerate(skills):
+                out._skills[skill.id], out._key[skill.id], out._id_of_key[key] = skill, key, skill.id
+                out._formats[skill.format] += 1
+            out._next_key = len(skills)
+        out.read_only = True
         return out
 
     # ----------------------------------------------------------------- persistence

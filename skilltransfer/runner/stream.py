@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.disclosure import DisclosureOrigin
@@ -56,10 +58,12 @@ from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.log import (
     TASK_ERROR,
     TASK_TIMEOUT,
+    USED_SHARE,
     ActionStep,
     CoordinationRecord,
     Exposure,
     InducedSkill,
+    LibraryDraw,
     LibraryUtility,
     RetrievalStep,
     RetrievedSkill,
@@ -68,12 +72,14 @@ from skilltransfer.log import (
     TaskRecord,
     TrajectoryLog,
     TrajectoryStatus,
+    picks_from_steps,
 )
 from skilltransfer.log.provenance import ServedWatch, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
+from skilltransfer.memory.near_miss import RELEVANT_KEY, SizedLibrary, corpus_skills, read_corpus, right_skills
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.ranking import Ranker
 from skilltransfer.memory.scope import OwnTaskLibrary
@@ -177,6 +183,9 @@ class StreamInputs:
     external: bool = False
     """The library is an external one (a SKILL.md folder or a .jsonl, not a run's memory; `external_library`): the
     agent discloses it progressively unless ``agent.skill_disclosure`` says otherwise."""
+    corpus: list[tuple[str, list[Skill]]] = field(default_factory=list)
+    """``library_size``: each ``near_miss.corpus`` library's name and readable skills (its notes join
+    ``library_notes``)."""
 
 
 def prepare_stream(config: StreamConfig) -> StreamInputs:
@@ -191,7 +200,37 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     library = read.skills if read is not None else None
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
-    return StreamInputs(library, organization, read.notes() if read is not None else [], external_library(config))
+    notes = read.notes() if read is not None else []
+    corpus: list[tuple[str, list[Skill]]] = []
+    if config.library_size is not None:
+        for path in config.near_miss.corpus:
+            skills, unread = read_corpus(path, resource_bytes=config.library_resource_bytes)
+            corpus.append((agent_library_name(path), skills))
+            notes += [f"near_miss.corpus {line}" for line in unread]
+    return StreamInputs(library, organization, notes, external_library(config), corpus)
+
+
+def near_miss_note(config: StreamConfig, sizes: Sequence[int | None] = ()) -> str:
+    """One line on a ``library_size`` stream's corpus: how many readable skills it holds, and the sizes it cannot
+    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held)."""
+    skills: dict[str, None] = {}
+    unread = 0
+    for path in config.near_miss.corpus:
+        try:
+            read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
+        except InputError as exc:
+            return f"near_miss.corpus: {exc}"
+        skills.update(dict.fromkeys(skill.id for skill in read))
+        unread += len(unreadable)
+    wanted = sorted({size for size in (*sizes, config.library_size) if size is not None})
+    short = [size for size in wanted if size > len(skills) + 1]
+    line = (f"near_miss.corpus: {len(skills)} skills" + (f" ({unread} SKILL.md not read)" if unread else "")
+            + f" besides the library's own; band {list(config.near_miss.band)}")
+    if short:
+        line += (f"; library sizes {', '.join(map(str, short))} need more skills than the corpus holds beside a "
+                 "task's right skill: unless the library itself has enough, those tasks' libraries are smaller "
+                 "(recorded per task; report's mean_size)")
+    return line
 
 
 def stream_agent_config(config: StreamConfig, inputs: StreamInputs,
@@ -233,6 +272,8 @@ class StreamParts:
     """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
     own_task: OwnTaskLibrary | None = None
     """``library_scope`` own-task: each task's view of the frozen library (the agent's memory is set before it)."""
+    sized: SizedLibrary | None = None
+    """``library_size``: each task's library of that many skills (the agent's memory is set before it)."""
     recorded: dict[str, Any] = field(default_factory=dict)
     """What `_commit_task` last recorded in ``config.json`` (adaptations, served provenance): unchanged, the file is
     neither read nor written again."""
@@ -330,8 +371,21 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     own_task = OwnTaskLibrary(single, embedder) if config.library_scope == "own-task" and single is not None \
         and embedder is not None else None
+    sized = _sized_library(config, single, inputs, embedder)
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock, watch, masking=masking, make_agent=make_agent, own_task=own_task)
+                       clock, watch, masking=masking, make_agent=make_agent, own_task=own_task, sized=sized)
+
+
+def _sized_library(cfg: StreamConfig, library: SkillMemory | None, inputs: StreamInputs,
+                   embedder: Embedder | None) -> SizedLibrary | None:
+    """``library_size``: the per-task libraries over the frozen library and the corpus (embedded here, once)."""
+    if cfg.library_size is None or library is None or embedder is None:
+        return None
+    skills = corpus_skills(inputs.corpus, list(library))
+    vectors = library.embed([f"{s.description}\n{s.body}" if library.config.index_body else s.description
+                             for s in skills]) if skills else np.zeros((0, library.dim), dtype=np.float32)
+    corpus = SkillMemory.frozen(embedder, skills, vectors, config=library.config)
+    return SizedLibrary(library, corpus, cfg.library_size, cfg.near_miss)
 
 
 def retrieval_ranker(config: StreamConfig, inputs: StreamInputs) -> Ranker:
@@ -497,7 +551,8 @@ def context_account(result: AgentResult) -> ContextAccount:
 
 
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
-            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None) -> TaskRecord:
+            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None,
+            library_draw: LibraryDraw | None = None) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
     answered = [call for call in result.calls.calls if call.error is None]
     for call in answered:
@@ -512,8 +567,11 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
                                 load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s),
-                                source=s.get("source"))
-                 for step in result.retrievals for after in [actions_after(result, step)] for s in step.skills]
+                                source=s.get("source"), rank=rank)
+                 for step in result.retrievals for after in [actions_after(result, step)]
+                 for rank, s in enumerate(step.skills, start=1)]
+    picks = picks_from_steps(result.steps, [(r.skill_id, r.name, r.followed) for r in retrieved if r.format == "text"],
+                             used_share=USED_SHARE)
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
                for s in result.inductions]
@@ -533,7 +591,20 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
                       context_account=context_account(result).to_dict(), routes=routes,
-                      exposures=exposures(result))
+                      exposures=exposures(result), picks=picks, relevant_skills=relevant_skills(task, memory),
+                      library_draw=library_draw)
+
+
+def relevant_skills(task: TaskSpec, memory: SkillStore | None) -> list[str] | None:
+    """The ids of the task's right skills as known when it ran (`skilltransfer.memory.near_miss.right_skills`): named
+    by the task's metadata in any memory, or induced from the task itself in a frozen library (read-only, or beside
+    the agent's own memory); None when unknown."""
+    if memory is None:
+        return None
+    library = memory.library if isinstance(memory, JointMemory) else memory
+    if not library.read_only and RELEVANT_KEY not in task.metadata:
+        return None
+    return right_skills(task, library)
 
 
 def actions_after(result: AgentResult, step: RetrievalStep) -> list[ActionStep]:
@@ -736,6 +807,10 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         parts.masking.task_key = task.id
     if parts.own_task is not None:  # library_scope own-task: this task sees the skills induced from it
         agent.memory = parts.own_task.memory_for(task.id)
+    drawn = None
+    if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
+        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory))
+        drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
     episode = None
@@ -780,7 +855,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     live.write("finished", score={"reward": score.reward, "success": score.success,
                                   "checks": [asdict(c) for c in score.checks]},
                error=failure[1] if failure is not None else None)
-    record = _record(config, position, task, result, score, memory, trajectory, live.plan)
+    record = _record(config, position, task, result, score, memory, trajectory, live.plan, drawn)
     if memory is not None and memory.config.capacity is not None:
         memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
         record.memory_size = len(memory)

@@ -48,6 +48,7 @@ from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.log import PLANS
+from skilltransfer.memory.near_miss import NearMissConfig
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.ranking import RetrievalMode, RetrievalText
 from skilltransfer.memory.store import MemoryConfig
@@ -352,6 +353,13 @@ class StreamConfig(BaseModel):
                                      tag_if=_has_memory)] = Field(default=0, ge=0)
     """Unrelated skills added to the frozen library (`skilltransfer.memory.distractors`; the study's Fig. 3): with
     ``whole`` exposure they lengthen what the agent is shown; retrieval may also return them."""
+    library_size: Annotated[int | None, Axis("library_sizes", run_tag="size{value}", tag="[size={value}]")] = Field(
+        default=None, ge=1)
+    """The library-size study (`skilltransfer.memory.near_miss`, docs/selection.md): each task chooses from a frozen
+    library of this many skills: its right skills and near misses of them drawn from the library's other skills and
+    ``near_miss.corpus``, nested across sizes. None: every task sees the whole library."""
+    near_miss: NearMissConfig = Field(default_factory=NearMissConfig)
+    """Where ``library_size``'s near misses come from: a corpus of skills, the cosine band, the seed."""
     organize: list[Literal["tree", "graph"]] = Field(default_factory=list)
     """An organise stream: build these LLM organisations of the frozen library with the stream's model instead of
     running tasks (`skilltransfer.runner.organize`; a later phase's ``organization_from`` reads them)."""
@@ -599,6 +607,12 @@ class StreamConfig(BaseModel):
                                                  or self.library_organization in ("tree", "graph")):
             raise InputError("library_scope own-task shows each task the skills induced from it: it needs a frozen "
                              "library, flat reuse, no distractors and a flat or task-tree organisation")
+        if self.library_size is not None and (self.library is None or self.library_use != "instead"
+                                              or self.reuse != "flat" or self.distractors
+                                              or self.library_scope != "all" or self.library_snapshot is not None):
+            raise InputError("library_size grows a frozen library per task: it needs a library used instead of a "
+                             "memory (library_use instead), flat reuse, no distractors, library_scope all and no "
+                             "library_snapshot")
         if self.coordination != "none" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
             raise InputError("skill_exec and library_organization apply to the agent (coordination none), not to "
                              f"coordination {self.coordination!r}")
