@@ -254,7 +254,8 @@ def grid(
     from skilltransfer.runner.stream import near_miss_note
 
     libraries: set[tuple[str, int | None, int]] = set()
-    retrievals: set[tuple[str, str, str, str, bool]] = set()
+    retrievals: set[tuple[str, str, str, str, str]] = set()
+    said: set[str] = set()
     corpora: set[tuple[str, ...]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
         if plan.config.evolution is not None:
@@ -265,13 +266,14 @@ def grid(
             for note in _library_notes(plan.config):
                 console.print(f"library {plan.config.library}: {note}", highlight=False, markup=False, soft_wrap=True)
         mode = (plan.config.retrieval, plan.config.retrieval_text, str(plan.config.library),
-                str(plan.config.organization), plan.source is not None)
+                str(plan.config.organization), str(plan.source))
         if plan.config.retrieval != "dense" and plan.config.has_memory and mode not in retrievals:
             retrievals.add(mode)  # what each retrieval mode does, said once per mode and library
-            retrieval = _retrieval_note(plan.config, plan.source is not None)
-            if retrieval is not None:
-                console.print(f"retrieval {plan.config.retrieval}: {terminal_safe(retrieval)}", highlight=False,
-                              markup=False, soft_wrap=True)
+            retrieval = _retrieval_note(plan.config, plan.source)
+            if retrieval is not None and retrieval not in said:
+                said.add(retrieval)
+                console.print(f"retrieval: {terminal_safe(retrieval)}", highlight=False, markup=False,
+                              soft_wrap=True)
         corpus = tuple(plan.config.near_miss.corpus)
         if plan.config.library_size is not None and corpus not in corpora:  # said once per corpus
             corpora.add(corpus)
@@ -296,13 +298,13 @@ def grid(
     return summary
 
 
-def _retrieval_note(config: StreamConfig, library_from_phase: bool) -> str | None:
-    """What a stream's retrieval mode does (`skilltransfer.runner.stream.retrieval_note`); a library another phase
-    writes is described when its stream starts (None here)."""
+def _retrieval_note(config: StreamConfig, source: str | None) -> str | None:
+    """What a stream's retrieval mode does (`skilltransfer.runner.stream.retrieval_note`); ``source``: the stream
+    whose memory is the library (not written yet), else None."""
     from skilltransfer.runner.stream import StreamInputs, prepare_stream, retrieval_note
 
-    if library_from_phase and config.library is not None:
-        return None
+    if source is not None:
+        return retrieval_note(config, StreamInputs(), library_from=source)
     try:
         inputs = prepare_stream(config) if config.library is not None else StreamInputs()
     except InputError:

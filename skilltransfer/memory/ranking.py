@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,6 +302,8 @@ class Ranker:
             raise ValueError(f"unknown retrieval mode {mode!r}; choose one of {', '.join(RETRIEVAL_MODES)}")
         self.mode = mode
         self.organization = organization
+        self._trees: weakref.WeakKeyDictionary[Any, tuple[Hashable, RoutingTree]] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
 
     def rank(self, store: RankedStore, queries: Sequence[str], vectors: np.ndarray, k: int) -> list[Hits]:
         """The top ``k`` of ``store`` for each query (``vectors``: their unit embeddings), best first."""
@@ -314,7 +317,14 @@ class Ranker:
             return store.search_vectors(vectors, k)
         out: list[Hits] = []
         if self.mode == "hierarchical":
-            tree = cache.get("routing", version, lambda: self.routing_tree(corpus))
+            with self._lock:  # this ranker's categories of this store, for its version
+                held = self._trees.get(store)
+                if held is None or held[0] != version:
+                    held = (version, self.routing_tree(corpus))
+                    self._trees[store] = held
+            tree = held[1]
+            if not tree.children:  # one category: the dense order, as the memory's own search gives it
+                return store.search_vectors(vectors, k)
             for vector in vectors:
                 out.append([(corpus.skills[r], float(corpus.vectors[r] @ vector)) for r in
                             tree.route(corpus.vectors, vector, k)])
@@ -344,9 +354,9 @@ class Ranker:
         paths = folder_categories(corpus.skills)
         return folder_tree(paths, corpus) if paths is not None else cluster_tree(corpus)
 
-    def describe(self, skills: Sequence[Skill] | None) -> str:
-        """What this ranker does over ``skills`` (a frozen library; None: a growing memory), in one line (``run`` and
-        ``grid`` print it at start)."""
+    def describe(self, skills: Sequence[Skill] | None, *, memory: str = "a growing memory") -> str:
+        """What this ranker does over ``skills`` (a frozen library; None: ``memory``, skills not known yet), in one
+        line (``run`` and ``grid`` print it at start)."""
         if self.mode == "bm25":
             return "bm25 (bm25s, English stop words and stemming) over the indexed text"
         if self.mode == "hybrid":
@@ -359,8 +369,8 @@ class Ranker:
             return (f"hierarchical over the organization ({org.kind}, {len(org.nodes)} routing nodes, built by "
                     f"{org.built_by.get('method', '?')})")
         if skills is None:
-            return ("hierarchical: a growing memory has no organisation, so its skills are clustered by embedding "
-                    "(k-means into round(sqrt(n)) clusters, recomputed as the memory changes)")
+            return (f"hierarchical: {memory} has no organisation, so its skills are clustered by embedding (k-means "
+                    "into round(sqrt(n)) clusters, recomputed as the memory changes)")
         paths = folder_categories(skills)
         if paths is not None:
             folders = {path[:depth] for path in paths.values() for depth in range(1, len(path) + 1)}

@@ -395,13 +395,18 @@ def retrieval_ranker(config: StreamConfig, inputs: StreamInputs) -> Ranker:
     return Ranker(config.retrieval, organization)
 
 
-def retrieval_note(config: StreamConfig, inputs: StreamInputs) -> str | None:
+def retrieval_note(config: StreamConfig, inputs: StreamInputs, *, library_from: str | None = None) -> str | None:
     """What a stream's retrieval does, in one line (``run`` and ``grid`` print it at start); None for dense or a
-    stream without a memory."""
+    stream without a memory. ``library_from``: the library is the memory of an earlier phase, not read yet."""
     if config.retrieval == "dense" or not config.has_memory:
         return None
     text = "description + body" if config.retrieval_text == "description+body" else "description"
-    return f"{retrieval_ranker(config, inputs).describe(inputs.library)}; indexed: {text}"
+    if library_from is not None and config.retrieval == "hierarchical" and config.organization is not None:
+        return f"hierarchical over the organization {config.organization} (written before the stream starts); " \
+               f"indexed: {text}"
+    memory = f"the memory of {library_from}" if library_from is not None else "a growing memory"
+    skills = None if library_from is not None else inputs.library
+    return f"{retrieval_ranker(config, inputs).describe(skills, memory=memory)}; indexed: {text}"
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
@@ -810,6 +815,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     drawn = None
     if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
         agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory))
+        agent.memory.ranker = memory.ranker  # the stream's retrieval mode over the task's library
         drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
