@@ -37,6 +37,7 @@ import threading
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, get_args
 
@@ -67,6 +68,11 @@ class Corpus:
     texts: list[str]
     vectors: np.ndarray
     """(n, dim) float32 unit rows, one per skill (the FAISS index's vectors)."""
+
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        """Skill id -> its row."""
+        return {skill.id: row for row, skill in enumerate(self.skills)}
 
 
 class RankingCache:
@@ -130,7 +136,12 @@ class LexicalIndex:
         """The ``n`` best (row, score) with a positive score, best first (ties: the lower row)."""
         scores = self.scores(query)
         rows = np.flatnonzero(scores > 0)
-        order = rows[np.lexsort((rows, -scores[rows]))][:max(0, n)]
+        if n <= 0:
+            return []
+        if len(rows) > n:  # keep every row tying with the n-th best, then order exactly
+            kth = np.partition(scores[rows], len(rows) - n)[len(rows) - n]
+            rows = rows[scores[rows] >= kth]
+        order = rows[np.lexsort((rows, -scores[rows]))][:n]
         return [(int(row), float(scores[row])) for row in order]
 
 
@@ -158,15 +169,17 @@ class RoutingTree:
     names: list[str] = field(default_factory=list)
 
     def route(self, vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
-        """The first ``k`` skill rows in routing order for the unit ``query`` (module docstring)."""
-        skill_cos = vectors @ query
+        """The first ``k`` skill rows in routing order for the unit ``query`` (module docstring); only the skills of
+        the levels opened are scored."""
         node_cos = self.centroids @ query if len(self.centroids) else np.zeros(0, dtype=np.float32)
         out: list[int] = []
         seen: set[int] = set()
 
         def visit(entries: list[RouteEntry]) -> None:
-            order = sorted(range(len(entries)), key=lambda i: (
-                -float(node_cos[entries[i][1]] if entries[i][0] == "node" else skill_cos[entries[i][1]]), i))
+            skills = [index for kind, index in entries if kind == "skill"]
+            skill_cos = dict(zip(skills, (vectors[skills] @ query).tolist(), strict=True)) if skills else {}
+            scores = [float(node_cos[index]) if kind == "node" else skill_cos[index] for kind, index in entries]
+            order = sorted(range(len(entries)), key=lambda i: (-scores[i], i))
             for i in order:
                 if len(out) >= k:
                     return
@@ -221,7 +234,7 @@ def _tree(source: str, names: list[str], node_children: list[list[str]], node_sk
 def organization_tree(organization: Organization, corpus: Corpus) -> RoutingTree:
     """The routing nodes of an organisation over the corpus's skills (skills it names that the corpus lacks are left
     out; corpus skills it does not name join the top level)."""
-    rows = {skill.id: row for row, skill in enumerate(corpus.skills)}
+    rows = corpus.rows
     names = [node.name for node in organization.nodes]
     method = organization.built_by.get("method", "?")
     return _tree(f"organization ({organization.kind}, built by {method})", names,
@@ -332,7 +345,7 @@ class Ranker:
         lexical = cache.get("bm25", version, lambda: LexicalIndex(corpus.texts))
         depth = min(n, max(k, FUSION_DEPTH))
         dense = store.search_vectors(vectors, depth) if self.mode == "hybrid" else [[] for _ in queries]
-        rows = {skill.id: row for row, skill in enumerate(corpus.skills)}
+        rows = corpus.rows
         for query, vector, dense_hits in zip(queries, vectors, dense, strict=True):
             words = [row for row, _ in lexical.top(query, k if self.mode == "bm25" else depth)]
             if self.mode == "bm25":
