@@ -56,7 +56,8 @@ def test_picks_are_recorded_in_every_mode_that_shows_skills(tmp_path, settings, 
     summary = _stream(tmp_path, "r", **settings)
     for record in summary.records:
         assert [hit.rank for hit in record.retrieved] == [1, 2]
-        assert record.picks is not None and record.picks[0].kind == kind
+        assert record.picks is not None
+        assert record.picks[0].kind == kind
         first = record.picks[0]
         assert (first.name, first.rank) == ("set_counter", 1)
         assert first.score == record.retrieved[0].score
@@ -97,7 +98,9 @@ def test_records_logged_before_picks_read_back_with_defaults():
                           "query_kind": "subtask", "source_task_id": None, "source_position": None}
                          for s, i in (("a", 0), ("b", 0), ("a", 1))]}
     record = TaskRecord.model_validate(old)
-    assert record.picks is None and record.relevant_skills is None and record.library_draw is None
+    assert record.picks is None
+    assert record.relevant_skills is None
+    assert record.library_draw is None
     assert [rank for _, rank in ranked(record.retrieved)] == [1, 2, 1]
 
 
@@ -108,22 +111,29 @@ def _task(ranking, picks, relevant, success=1.0, task_id="t"):
 
 def test_retrieval_and_pick_metrics_by_hand():
     scores = task_scores(_task(["x", "r", "y"], ["x", "r"], {"r"}))
-    assert scores["hit1"] == 0 and scores["hit5"] == 1 and scores["mrr"] == 0.5
+    assert scores["hit1"] == 0
+    assert scores["hit5"] == 1
+    assert scores["mrr"] == 0.5
     assert scores["ndcg10"] == pytest.approx(1 / np.log2(3))
-    assert scores["pick_accuracy"] == 0 and scores["trigger_rate"] == 1 and scores["picks"] == 2
+    assert scores["pick_accuracy"] == 0
+    assert scores["trigger_rate"] == 1
+    assert scores["picks"] == 2
     assert task_scores(_task(["r"], [], {"r"}))["pick_accuracy"] == 0  # no pick is not a right pick
     assert ndcg(["a", "b", "c"], frozenset({"a", "b"})) == pytest.approx(1.0)
     assert task_scores(_task([], [], {"r"}))["mrr"] == 0
     summary = selection_summary([_task(["r"], ["r"], {"r"}), _task(["x"], ["x"], {"r"})], resamples=200)
-    assert summary["pick_accuracy"][0] == 0.5 and summary["hit1"][0] == 0.5
+    assert summary["pick_accuracy"][0] == 0.5
+    assert summary["hit1"][0] == 0.5
 
 
 def test_trigger_precision_and_recall_per_skill():
     tasks = [_task([], ["r"], {"r"}, task_id="1"), _task([], ["r"], {"s"}, task_id="2"),
              _task([], [], {"r"}, task_id="3"), _task([], ["s"], {"s"}, task_id="4")]
     rows = {row.skill_id: row for row in skill_triggers(tasks, resamples=200)}
-    assert rows["r"].precision[0] == 0.5 and rows["r"].recall[0] == 0.5
-    assert rows["s"].precision[0] == 1.0 and rows["s"].recall[0] == 0.5
+    assert rows["r"].precision[0] == 0.5
+    assert rows["r"].recall[0] == 0.5
+    assert rows["s"].precision[0] == 1.0
+    assert rows["s"].recall[0] == 0.5
     assert rows["s"].f1 == pytest.approx(2 / 3)
 
 
@@ -142,10 +152,12 @@ def test_the_size_analysis_recovers_a_planted_slope_and_split():
         by_size[float(size)] = tasks
     analysis = scale_analysis(by_size, resamples=300)
     slope = next(s for s in analysis.slopes if s.metric == "pick_accuracy")
-    assert slope.slope.covers(-0.1) and slope.r2 > 0.95
+    assert slope.slope.covers(-0.1)
+    assert slope.r2 > 0.95
     last = analysis.sizes[-1]
     assert last.shadowing.value + last.context_overhead.value == pytest.approx(last.drop.value)
-    assert last.shadowing.covers(0.6 * 0.6) and last.context_overhead.covers(0.12)
+    assert last.shadowing.covers(0.6 * 0.6)
+    assert last.context_overhead.covers(0.12)
     assert last.shadowing.upper >= last.shadowing.value
     assert analysis.hinge.size == 5  # a straight line: no break
     assert analysis.confusability.auroc.covers(0.5)  # the cosine here is noise
@@ -170,7 +182,8 @@ def test_a_task_library_holds_its_right_skills_then_near_misses_nested_across_si
     band = (0.2, 0.95)
     drawn = {size: SizedLibrary(library, None, size, NearMissConfig(band=band)).draw(task, right)
              for size in (1, 4, 8, 12)}
-    assert drawn[1][0] == right and drawn[1][1].nn_cosine is None
+    assert drawn[1][0] == right
+    assert drawn[1][1].nn_cosine is None
     for small, large in ((1, 4), (4, 8), (8, 12)):
         assert drawn[large][0][:len(drawn[small][0])] == drawn[small][0]  # nested
     ids, record = drawn[12]
@@ -179,7 +192,9 @@ def test_a_task_library_holds_its_right_skills_then_near_misses_nested_across_si
     cos = {i: float(vectors[i] @ vectors[right[0]]) for i in ids[1:]}
     in_band = [i for i in ids[1:] if band[0] <= cos[i] <= band[1]]
     assert ids[1:len(in_band) + 1] == in_band  # the band first, then below it, nearest first
-    assert record.size == len(ids) == 11 and record.requested == 12 and record.in_band == len(in_band)
+    assert record.size == len(ids) == 11
+    assert record.requested == 12
+    assert record.in_band == len(in_band)
     assert record.nn_cosine == pytest.approx(max(cos.values()), abs=1e-5)
 
 
@@ -189,8 +204,11 @@ def test_a_stream_with_library_size_records_each_tasks_library_and_picks(tmp_pat
     summary = _stream(tmp_path, "sized", library_size=4, skill_exec="agent-skill",
                       near_miss={"corpus": [str(corpus)], "band": (-1.0, 1.0)})
     for record in summary.records:
-        assert record.library_draw is not None and record.library_draw.size == 4 and record.library_draw.right == 1
-        assert record.picks and record.relevant_skills
+        assert record.library_draw is not None
+        assert record.library_draw.size == 4
+        assert record.library_draw.right == 1
+        assert record.picks
+        assert record.relevant_skills
     assert summary.records[0].memory_size == 2  # the run's memory is the library; the corpus is read, not saved
     trajectory = (tmp_path / "runs" / "sized" / summary.records[0].trajectory).read_text()
     assert "holds 4 skills" in trajectory
@@ -206,7 +224,8 @@ def test_report_writes_the_selection_tables_and_labels_replace_the_recorded_righ
     row = report.table("selection").rows[0]
     assert (row["tasks"], row["labelled"], row["pick_accuracy_pct"], row["hit1_pct"]) == (2, 2, 50.0, 50.0)
     skills = {r["skill"]: r for r in report.table("selection_skills").rows}
-    assert skills["set_counter"]["precision_pct"] == 50.0 and skills["set_counter"]["recall_pct"] == 100.0
+    assert skills["set_counter"]["precision_pct"] == 50.0
+    assert skills["set_counter"]["recall_pct"] == 100.0
     labels = tmp_path / "labels.json"
     labels.write_text(json.dumps({"tiny/0": ["set_counter"], "tiny/1": ["set_counter"]}))
     relabelled = build_report(runs, seed=0, labels=read_labels(labels))
@@ -216,3 +235,82 @@ def test_report_writes_the_selection_tables_and_labels_replace_the_recorded_righ
         labels.write_text(bad)
         with pytest.raises(InputError, match=message):
             read_labels(labels)
+
+
+def test_view_shows_each_tasks_picks_and_the_page_draws_them(tmp_path):
+    from pathlib import Path
+
+    from skilltransfer.view.data import Catalog
+
+    _stream(tmp_path, "r", skill_exec="agent-skill")
+    catalog = Catalog([tmp_path / "runs"])
+    key = catalog.index()["runs"][0]["key"]
+    rows = {t["task_id"]: t for t in catalog.run(key)["tasks"]}
+    assert rows["tiny/0"]["picks"][0] | {"skill_id": None} == {"skill_id": None, "name": "set_counter",
+                                                                 "kind": "load", "rank": 1, "right": True}
+    assert rows["tiny/1"]["picks"][0]["right"] is False
+    task = catalog.task(key, 0)
+    assert task["record"]["picks"]
+    assert task["record"]["relevant_skills"]
+    script = (Path(__file__).resolve().parent.parent / "skilltransfer" / "view" / "static" / "app.js").read_text()
+    assert 'label: "picked"' in script
+    assert "Selection: shown and picked" in script
+
+
+@pytest.mark.slow
+def test_the_selection_scale_grid_through_a_failing_endpoint_reports_and_views(tmp_path):
+    """Acceptance: ``grid selection-scale --limit 2`` through the mock server's role play with a third of its replies
+    failing: every stream finishes, ``report`` writes the selection tables and the figure, ``view`` shows picks."""
+    from pathlib import Path
+
+    from helpers_cli import cli
+
+    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.roleplay import RolePlay
+    from skilltransfer.view.data import Catalog
+
+    corpus = export_jsonl([_skill(f"near-{i}", f"Find and update records of kind {i} for the user") for i in range(40)],
+                          tmp_path / "corpus.jsonl")
+    out = tmp_path / "grid"
+    spec = Path(__file__).resolve().parents[1] / "experiments" / "selection-scale.yaml"
+    with MockServer(RolePlay(fail_rate=0.3, seed=2)) as server:
+        cli("grid", str(spec), "--limit", "2", "-c", "models.default.model=mock", "-c",
+            f"models.default.base_url={server.url}", "-c", "models.default.api_key=x", "--embedder", "hash:64",
+            "-c", f"near_miss.corpus=[{corpus}]", "--out", str(out), "--no-progress")
+    status = json.loads((out / "status.json").read_text())
+    assert {s["state"] for s in status["streams"].values()} == {"done"}
+    assert len(status["streams"]) == 11
+    report = tmp_path / "report"
+    cli("report", str(out), "--out", str(report), "--embedder", "hash:64", "--no-utility")
+    for name in ("selection.csv", "selection_scale.csv", "selection_slope.csv", "selection_confusability.csv",
+                 "figures/selection_scale.png"):
+        assert (report / name).is_file(), name
+    scale = (report / "selection_scale.csv").read_text().splitlines()
+    assert len(scale) >= 1 + 5  # a row per size of the unmasked group at least
+    catalog = Catalog([out])
+    scaled = [r for r in catalog.index()["runs"] if "size20" in str(r.get("label"))]
+    tasks = catalog.run(scaled[0]["key"])["tasks"]
+    assert all(t["picks"] is not None for t in tasks)
+
+
+def test_a_corpus_repeats_names_keeps_identical_skills_once_and_an_unreadable_one_is_refused(tmp_path):
+    from skilltransfer.memory.near_miss import corpus_skills, read_corpus
+    from skilltransfer.runner.stream import near_miss_note
+
+    root = tmp_path / "corpus"
+    for version, body in (("v1", "one way"), ("v2", "another way"), ("v3", "one way")):
+        folder = root / version / "merge-pdfs"
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: merge-pdfs\ndescription: Merge PDF files.\n---\n\n{body}\n")
+    skills, unread = read_corpus(root)
+    assert len(skills) == 2  # v1 and v3 are one skill
+    assert unread == []
+    pooled = corpus_skills([("corpus", skills)], [_skill("merge-pdfs", "Merge PDFs.", "t0")])
+    assert sorted(s.name for s in pooled) == ["merge-pdfs_2", "merge-pdfs_3"]  # one name, one skill
+    assert {s.provenance.source_task_id for s in pooled} == {"near-miss/corpus"}
+    config = StreamConfig(condition="task", library="lib.jsonl", library_size=20, near_miss={"corpus": [str(root)]})
+    assert "2 skills" in near_miss_note(config, [5, 20])
+    hidden = tmp_path / "published"
+    (hidden / ".curated" / "x").mkdir(parents=True)
+    with pytest.raises(InputError, match=r"hidden folders are not looked in: give one of them \(.curated\)"):
+        near_miss_note(config.model_copy(update={"near_miss": NearMissConfig(corpus=[str(hidden)])}))

@@ -62,6 +62,7 @@ VOCABULARY: dict[str, Term] = {
     "--token-limit": Term("Stop starting tasks once this invocation's tasks used"),
     "--cost-limit": Term("Stop starting tasks once this invocation's tasks cost"),
     "--top-k": Term("Skills retrieved per query"),
+    "--skill": Term("A skill of the library"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""
 

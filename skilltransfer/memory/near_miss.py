@@ -2,7 +2,8 @@
 study).
 
 Each task chooses from a library of ``library_size`` skills: its **right skills** (`right_skills`: the task's
-metadata ``relevant_skills``, else the frozen library's skills induced from that very task) and **near misses**
+metadata ``relevant_skills``, else the frozen library's skills induced from that very task; and any skills its
+metadata lists under ``library_skills``) and **near misses**
 drawn from a **pool**: the frozen library's other skills and the skills of ``near_miss.corpus`` (real public skills,
 or model-written paraphrases: ``skilltransfer library near-miss``). A pool skill's closeness is its description
 cosine to the nearest right skill (to the task's instruction when it has none). Near misses are taken in this order:
@@ -41,6 +42,9 @@ NEAR_MISS_SOURCE = "near-miss/"
 transfer event."""
 RELEVANT_KEY = "relevant_skills"
 """The task metadata key that names a task's right skills (names or ids)."""
+LIBRARY_KEY = "library_skills"
+"""The task metadata key that names skills a task's library must hold whether or not they are right (a trigger eval's
+isolated setting: the skill under test alone, for its should-not-trigger queries too)."""
 
 
 class NearMissConfig(BaseModel):
@@ -89,7 +93,9 @@ def read_corpus(path: str | Path, *, resource_bytes: int = DEFAULT_RESOURCE_BYTE
         skills.setdefault(skill.id, skill)
     if not skills:
         first = f" (the first problem: {unread[0]})" if unread else ""
-        raise InputError(f"no skill could be read in this near_miss.corpus folder{first}", path=path)
+        hidden = sorted(entry.name for entry in path.iterdir() if entry.name.startswith(".") and entry.is_dir())
+        hint = f"; hidden folders are not looked in: give one of them ({', '.join(hidden[:4])})" if hidden else ""
+        raise InputError(f"no skill could be read in this near_miss.corpus folder{first}{hint}", path=path)
     return list(skills.values()), unread
 
 
@@ -113,14 +119,23 @@ def corpus_skills(libraries: Iterable[tuple[str, Sequence[Skill]]], taken: Itera
     return out
 
 
+def named_skills(task: TaskSpec, library: Iterable[Skill], key: str) -> list[str] | None:
+    """The ids of the skills of ``library`` that ``task``'s metadata names under ``key`` (ids or names); None when the
+    metadata has no such list."""
+    named = task.metadata.get(key) if isinstance(task.metadata, Mapping) else None
+    if not isinstance(named, list | tuple):
+        return None
+    wanted = {str(item) for item in named}
+    return [s.id for s in library if s.id in wanted or s.name in wanted]
+
+
 def right_skills(task: TaskSpec, library: Iterable[Skill]) -> list[str] | None:
     """The ids of ``task``'s right skills in ``library``: those its metadata names (``relevant_skills``: ids or
     names), else those induced from the task itself (provenance); None when neither names one."""
     skills = list(library)
-    named = task.metadata.get(RELEVANT_KEY) if isinstance(task.metadata, Mapping) else None
-    if isinstance(named, list | tuple):
-        wanted = {str(item) for item in named}
-        return [s.id for s in skills if s.id in wanted or s.name in wanted]
+    named = named_skills(task, skills, RELEVANT_KEY)
+    if named is not None:
+        return named
     own = [s.id for s in skills if s.provenance.source_task_id == task.id]
     return own or None
 
@@ -162,9 +177,12 @@ class SizedLibrary:
         self.ids, self.vectors = ids, vectors
         self._row = {skill_id: row for row, skill_id in enumerate(self.ids)}
 
-    def draw(self, task: TaskSpec, right: Sequence[str] | None) -> tuple[list[str], TaskLibrary]:
-        """The ids of ``task``'s library (right skills first, then near misses in draw order) and its record."""
-        right_ids = [i for i in (right or []) if i in self._row]
+    def draw(self, task: TaskSpec, right: Sequence[str] | None,
+             include: Sequence[str] = ()) -> tuple[list[str], TaskLibrary]:
+        """The ids of ``task``'s library (right skills and ``include`` first, then near misses in draw order) and its
+        record (``right``: the right skills among them)."""
+        right_count = len([i for i in dict.fromkeys(right or []) if i in self._row])
+        right_ids = [i for i in dict.fromkeys([*(right or []), *include]) if i in self._row]
         if right_ids:
             anchors = self.vectors[[self._row[i] for i in right_ids]]
         else:
@@ -181,13 +199,14 @@ class SizedLibrary:
         nn: float | None = None
         if right_ids and near:  # the nearest other skill of the library to a right skill (right skills aside)
             nn = round(float(closeness[[self._row[i] for i in near]].max()), 6)
-        record = TaskLibrary(size=len(right_ids) + len(near), requested=self.size, right=len(right_ids),
+        record = TaskLibrary(size=len(right_ids) + len(near), requested=self.size, right=right_count,
                              in_band=min(len(band), room), nn_cosine=nn)
         return [*right_ids, *near], record
 
-    def memory_for(self, task: TaskSpec, right: Sequence[str] | None) -> tuple[SkillMemory, TaskLibrary]:
+    def memory_for(self, task: TaskSpec, right: Sequence[str] | None,
+                   include: Sequence[str] = ()) -> tuple[SkillMemory, TaskLibrary]:
         """The read-only memory of ``task``'s library (the same skills and vectors) and its record."""
-        chosen, record = self.draw(task, right)
+        chosen, record = self.draw(task, right, include)
         rows = [self._row[i] for i in chosen]
         return SkillMemory.frozen(self.library.embedder, [self.skills[i] for i in chosen], self.vectors[rows],
                                   config=self.library.config), record

@@ -125,6 +125,8 @@ def _fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     """(slope, intercept, R²) of least squares; NaN where undefined."""
     if len(x) < 2 or np.ptp(x) == 0:
         return float("nan"), float("nan"), float("nan")
+    if np.ptp(y) < 1e-12:  # flat: no rounding noise for a slope
+        return 0.0, float(y[0]), float("nan")
     slope, intercept = np.polyfit(x, y, 1)
     residual = y - (slope * x + intercept)
     total = ((y - y.mean()) ** 2).sum()
@@ -141,6 +143,7 @@ def _hinge(x: np.ndarray, y: np.ndarray, sizes: Sequence[float]) -> Break:
     for at, knot in enumerate(x[:-1]):
         design = np.column_stack([np.ones_like(x), np.maximum(0.0, x - knot)])
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        coef = np.asarray(np.round(coef, 12), dtype=float)
         sse = float(((design @ coef - y) ** 2).sum())
         if linear is None:
             linear = sse

@@ -79,7 +79,15 @@ from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
-from skilltransfer.memory.near_miss import RELEVANT_KEY, SizedLibrary, corpus_skills, read_corpus, right_skills
+from skilltransfer.memory.near_miss import (
+    LIBRARY_KEY,
+    RELEVANT_KEY,
+    SizedLibrary,
+    corpus_skills,
+    named_skills,
+    read_corpus,
+    right_skills,
+)
 from skilltransfer.memory.organization import LibraryView
 from skilltransfer.memory.ranking import Ranker
 from skilltransfer.memory.scope import OwnTaskLibrary
@@ -212,14 +220,15 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
 
 def near_miss_note(config: StreamConfig, sizes: Sequence[int | None] = ()) -> str:
     """One line on a ``library_size`` stream's corpus: how many readable skills it holds, and the sizes it cannot
-    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held)."""
+    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held).
+
+    Raises:
+        InputError: a corpus path that is missing or holds no readable skill (a grid says so before it runs).
+    """
     skills: dict[str, None] = {}
     unread = 0
     for path in config.near_miss.corpus:
-        try:
-            read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
-        except InputError as exc:
-            return f"near_miss.corpus: {exc}"
+        read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
         skills.update(dict.fromkeys(skill.id for skill in read))
         unread += len(unreadable)
     wanted = sorted({size for size in (*sizes, config.library_size) if size is not None})
@@ -814,7 +823,8 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         agent.memory = parts.own_task.memory_for(task.id)
     drawn = None
     if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
-        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory))
+        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory),
+                                                       named_skills(task, memory, LIBRARY_KEY) or ())
         agent.memory.ranker = memory.ranker  # the stream's retrieval mode over the task's library
         drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
