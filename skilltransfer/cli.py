@@ -8,7 +8,6 @@ and ``--version`` start without numpy, torch, pandas or the model clients.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -17,7 +16,7 @@ from typer.core import TyperGroup
 
 from skilltransfer import __version__
 from skilltransfer.errors import InputError
-from skilltransfer.util.text import terminal_safe
+from skilltransfer.util.terminal import echo, install_log_handler
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("skilltransfer.commands.run:run", "Run one condition over an env's task stream, with a skill memory "
@@ -117,7 +116,7 @@ app = typer.Typer(cls=LazyGroup, no_args_is_help=True, add_completion=False, pre
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"skilltransfer {__version__}")
+        echo(f"skilltransfer {__version__}")
         raise typer.Exit()
 
 
@@ -129,10 +128,11 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 def main() -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
+    install_log_handler()  # the package's warnings on stderr, made safe as every printed line is
     try:
         code = app(standalone_mode=False)  # returns typer.Exit's code instead of raising it in this mode
     except InputError as exc:
-        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)  # may quote untrusted text
+        echo(f"error: {exc}", err=True)  # may quote text from outside: `shown` makes it safe
         raise SystemExit(exc.exit_code) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
@@ -144,7 +144,7 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             ctx = getattr(exc, "ctx", None)
             hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
-            print(f"error: {' '.join(exc.format_message().split())}{hint}", file=sys.stderr)
+            echo(f"error: {' '.join(exc.format_message().split())}{hint}", err=True)
             raise SystemExit(exc.exit_code) from None
         if type(exc).__name__ == "Abort":
             raise SystemExit(130) from None

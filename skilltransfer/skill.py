@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from skilltransfer.util import pyast
+from skilltransfer.util.text import as_plain_lines, truncate
 
 SkillFormat = Literal["text", "code"]
 SkillLevel = Literal["task", "subtask"]
@@ -40,6 +41,8 @@ MAX_RESOURCES = 100
 """The most resource files one skill package carries."""
 MAX_RESOURCE_NAME = 200
 """The longest resource path (characters)."""
+CONTRACT_CHARS = 2000
+"""A contract (``inputs`` / ``outputs``) is shown within this many characters wherever it enters a prompt."""
 INSTRUCTION_FILE = "SKILL.md"
 """The package's instruction file (the body); no resource may take its name."""
 _SEGMENT = re.compile(r"[\w+@=,()\[\]-]+(?:[. ][\w+@=,()\[\]-]+)*")
@@ -255,9 +258,14 @@ class Skill(BaseModel):
         return self
 
     def contracts(self) -> str:
-        """The contract lines (``Input: ...``, ``Output: ...``) and resource names, "" when the skill has none."""
+        """The contract lines (``Input: ...``, ``Output: ...``) and resource names, "" when the skill has none.
+
+        Each contract is shown within `CONTRACT_CHARS` (cut in the middle, saying how much) and as text: a line that
+        would open a heading or a code fence of its own is escaped (`skilltransfer.util.text.as_plain_lines`)."""
+        shown = [(label, as_plain_lines(truncate(text, CONTRACT_CHARS)))
+                 for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]
         lines = [f"{label}:\n{text.strip()}" if "\n" in text.strip() or text.startswith("- ") else f"{label}: {text}"
-                 for label, text in (("Input", self.inputs), ("Output", self.outputs)) if text]  # lists go below
+                 for label, text in shown]  # lists go below
         if self.resources:
             lines.append(f"Resources: {', '.join(self.resources)}")
         return "".join(f"{line}\n" for line in lines)

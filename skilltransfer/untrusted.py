@@ -24,6 +24,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -229,19 +230,46 @@ def depth_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
     return None
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def nesting_exceeds(text: str, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether JSON text surely opens more than ``max_depth`` containers inside one another, found before any parser
+    recurses: strings left out, then empty pairs of brackets removed ``max_depth`` times (each round removes one or
+    two levels, in C). What remains nests deeper than ``max_depth`` (or does not close); what empties nests at most
+    twice as deep, which the parser takes without recursing far and `depth_problem` then measures."""
+    if text.count("[") + text.count("{") <= max_depth:  # too few containers to nest that deep
+        return False
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRING.sub("", text))
+    for _ in range(max_depth):
+        if not brackets:
+            return False
+        brackets = brackets.replace("[]", "").replace("{}", "")
+    return any(c in brackets for c in "[{")
+
+
 def parse_json(text: str | bytes, shown: object = "JSON", *, max_depth: int = MAX_DEPTH) -> Any:
-    """JSON text as Python values, at most ``max_depth`` containers deep.
+    """JSON text as Python values, at most ``max_depth`` containers deep (checked before the parser recurses).
 
     Raises:
         UntrustedFileError: not JSON (naming the line), or nested too deeply (any depth: no ``RecursionError``).
     """
+    if isinstance(text, bytes | bytearray):  # as json.loads reads bytes: UTF-8 (a BOM allowed), -16 or -32
+        try:
+            text = bytes(text).decode(json.detect_encoding(text))
+        except UnicodeDecodeError as exc:
+            raise UntrustedFileError(shown, f"not JSON (not {exc.encoding} text: byte 0x{text[exc.start]:02x})") \
+                from None
+    if nesting_exceeds(text, max_depth):
+        raise UntrustedFileError(shown, f"not accepted: nests more than {max_depth} levels deep")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UntrustedFileError(f"{shown}:{exc.lineno}", f"not JSON ({exc.msg}, column {exc.colno})") from None
     except RecursionError:
         raise UntrustedFileError(shown, f"not accepted: nests more than {max_depth} levels deep") from None
-    except (ValueError, MemoryError) as exc:  # bytes that are not UTF-8, huge numbers
+    except (ValueError, MemoryError) as exc:  # huge numbers
         raise UntrustedFileError(shown, f"not JSON ({type(exc).__name__}: {str(exc)[:200]})") from None
     problem = depth_problem(value, max_depth)
     if problem is not None:

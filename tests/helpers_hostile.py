@@ -7,7 +7,8 @@ says:
   ``every_s`` seconds;
 - ``stall``: the status line and headers, then nothing;
 - ``flood``: a 200 answer whose body never ends (``block`` bytes per write, as fast as the client reads);
-- ``gzip-bomb``: a small gzip body that unpacks to ``bomb_mib`` MiB.
+- ``gzip-bomb``: a small gzip body that unpacks to ``bomb_mib`` MiB;
+- ``deep``: a 200 answer of valid JSON, a chat answer with a field nested ``depth`` levels deep.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import threading
 import time
 
 MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
-MODES = ("drip", "stall", "flood", "gzip-bomb")
+MODES = ("drip", "stall", "flood", "gzip-bomb", "deep")
 
 
 class HostileServer:
@@ -31,10 +32,13 @@ class HostileServer:
         every_s: the wait between two bytes of ``drip``.
         block: bytes per write of ``flood``.
         bomb_mib: the unpacked size of ``gzip-bomb``'s body.
+        depth: how deep ``deep`` nests.
     """
 
-    def __init__(self, mode: str, *, every_s: float = 2.0, block: int = 1 << 20, bomb_mib: int = 64) -> None:
+    def __init__(self, mode: str, *, every_s: float = 2.0, block: int = 1 << 20, bomb_mib: int = 64,
+                 depth: int = 200_000) -> None:
         assert mode in MODES, mode
+        self.depth = depth
         self.mode, self.every_s, self.block = mode, every_s, block
         self.bomb = gzip.compress(bytes(bomb_mib << 20), compresslevel=9) if mode == "gzip-bomb" else b""
         self.chat_requests = 0
@@ -100,6 +104,13 @@ class HostileServer:
             while not self._closed:
                 conn.sendall(block)
                 self.sent += len(block)
+        elif self.mode == "deep":
+            body = (b'{"choices": [{"message": {"role": "assistant", "content": "Thought: done"}, "finish_reason": '
+                    b'"stop", "data": [{"embedding": [0.1], "index": 0}], "deep": ' + b"[" * self.depth
+                    + b"]" * self.depth + b"}]}")
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\n\r\n" + body)
+            self.sent += len(body)
         else:
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
                          b"Content-Length: " + str(len(self.bomb)).encode() + b"\r\n\r\n" + self.bomb)

@@ -27,8 +27,12 @@ Bounds: ``load_skill`` shows the first ``agent.skill_page_chars`` characters of 
 ``read_skill_file(name, path, start)`` a page of that many characters of a file (``SKILL.md``: the instructions) from
 ``start``, each page ending with the call that shows the next; a folder's path lists it (one level, folders with
 their file counts). Cards never list files (a count). Names and descriptions are shown on one line each (collapsed
-whitespace, at most `NAME_CHARS` / `DESCRIPTION_CHARS` characters), so a description cannot start a heading, a
-section or a code block of its own: it stays text inside its card.
+whitespace, at most `NAME_CHARS` / `DESCRIPTION_CHARS` characters), contracts within
+`skilltransfer.skill.CONTRACT_CHARS` each with any line that would open a heading or a fence escaped, so no text of a
+card can start a heading, a section or a code block of its own: it stays text inside its card. Instructions and files
+(a page, or a short body shown inline) sit in a code fence longer than any run of backticks in them
+(`skilltransfer.util.text.fence_for`), which no line of theirs can close: their own headings and fences stay inside
+it, whether or not the model's window is known.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Literal
 
 from skilltransfer.agents.context import SkillBlock
 from skilltransfer.skill import INSTRUCTION_FILE, Skill
+from skilltransfer.util.text import fence_for
 
 DESCRIPTION_CHARS = 1024
 """A card shows at most this many characters of a description (the Agent Skills spec's limit)."""
@@ -135,7 +140,8 @@ class Disclosure:
         return SkillBlock(f"{_heading(skill)}{description}\n{_contracts(skill)}{line}", description=description)
 
     def inline(self, skill: Skill) -> SkillBlock:
-        """A skill within ``inline_body_chars`` shown whole (card and body), else its card with ``load_skill``."""
+        """A skill within ``inline_body_chars`` shown whole (card and body, the body in a fence no line of it can
+        close), else its card with ``load_skill``."""
         body = skill.body.strip()
         if len(body) > self.inline_body_chars:
             return self.card(skill, "load")
@@ -143,13 +149,16 @@ class Disclosure:
         note = f"Files: {files}; {call_text('read_skill_file', skill.name, '.')} lists them.\n" if files else ""
         description = one_line(skill.description, DESCRIPTION_CHARS)
         card = f"{_heading(skill)}{description}\n{_contracts(skill)}{note}"
+        closing = fence_for(body)
+        fence = closing + ("python" if skill.format == "code" else "")
         if skill.format == "code":
             call = f"Callable as `{skill.code.signature}`.\n" if skill.code else ""
-            return SkillBlock(f"{card}{call}```python\n{body}\n```\n", card=card, body=body,
-                              before=f"{call}```python\n", after="```\n",
+            return SkillBlock(f"{card}{call}{fence}\n{body}\n{closing}\n", card=card, body=body,
+                              before=f"{call}{fence}\n", after=f"{closing}\n",
                               more="the whole function is defined in your interpreter", description=description)
-        return SkillBlock(f"{card}{body}\n", card=card, body=body,
-                          more=f"{call_text('load_skill', skill.name)} shows them all", description=description)
+        return SkillBlock(f"{card}{fence}\n{body}\n{closing}\n", card=card, body=body, before=f"{fence}\n",
+                          after=f"{closing}\n", more=f"{call_text('load_skill', skill.name)} shows them all",
+                          description=description)
 
     # ------------------------------------------------------------------ what the actions show
     def page(self, text: str, start: int, again: tuple[str, str]) -> Page:
@@ -178,8 +187,10 @@ class Disclosure:
 
     @staticmethod
     def _paged(head: str, page: Page, code: bool, files: str, more: str, offset: int) -> SkillBlock:
-        before, after = ("```python\n", "```\n") if code else ("", "")
+        """A page of a library's text in a fence no line of it can close: its headings and fences stay its own."""
         shown = page.text.rstrip()
+        fence = fence_for(shown)
+        before, after = (f"{fence}python\n" if code else f"{fence}\n"), f"{fence}\n"
         return SkillBlock(f"{head}{before}{shown}\n{after}{page.note}{files}", card=head, body=shown, before=before,
                           after=after + files, more=more, offset=offset)
 

@@ -355,8 +355,9 @@ class SkillActions:
         listing = "".join(self._entry(e) for e in self.view.children(name))
         node = self.view.organization.node(name)
         about = f"{node.description}\n" if node.description else ""
-        if self.disclosure is not None:
+        if self.disclosure is not None:  # a library's organisation: its names and descriptions are one line of text
             about = f"{one_line(node.description, 300)}\n" if node.description else ""
+            name = one_line(name, 200)
         return f"## Group: {name}\n{about}{listing}"
 
     def _load(self, name: str) -> str | SkillBlock:

@@ -9,6 +9,7 @@ import typer
 
 from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.envs import registry
+from skilltransfer.util.terminal import echo
 
 envs_app = typer.Typer(no_args_is_help=True, help="List environments and show their tasks.")
 
@@ -38,19 +39,19 @@ def list_envs(env_seed: int = typer.Option(0, help="Env generation seed."),
     for summary in summaries:
         label = summary.name if registry.env_target(summary.name) else registry.OFFICEBENCH
         if not summary.available:
-            typer.echo(f"{label:<12} unavailable: {summary.reason}")
+            echo(f"{label:<12} unavailable: {summary.reason}")
             continue
-        typer.echo(f"{label:<12} {summary.total:>4} tasks  split: {_counts(summary.by_split)}  "
-                   f"difficulty: {_counts(summary.by_difficulty)}  "
-                   f"({'' if summary.name in registry.ENVS or label == registry.OFFICEBENCH else 'plug-in '}"
-                   f"{summary.target})")
+        echo(f"{label:<12} {summary.total:>4} tasks  split: {_counts(summary.by_split)}  "
+             f"difficulty: {_counts(summary.by_difficulty)}  "
+             f"({'' if summary.name in registry.ENVS or label == registry.OFFICEBENCH else 'plug-in '}"
+             f"{summary.target})")
         if summary.streams:
-            typer.echo(f"{'':<12} streams: " + ", ".join(f"{k} ({v} tasks)" for k, v in summary.streams.items()))
+            echo(f"{'':<12} streams: " + ", ".join(f"{k} ({v} tasks)" for k, v in summary.streams.items()))
     if root is None:
-        typer.echo(f"{registry.OFFICEBENCH:<12} not configured: set ${registry.OFFICEBENCH_ENV_VAR} "
-                   f"(or run from a folder with {registry.OFFICEBENCH_DEFAULT})")
+        echo(f"{registry.OFFICEBENCH:<12} not configured: set ${registry.OFFICEBENCH_ENV_VAR} "
+             f"(or run from a folder with {registry.OFFICEBENCH_DEFAULT})")
     else:
-        typer.echo(f"{'':<12} source: {root}")
+        echo(f"{'':<12} source: {root}")
     return summaries
 
 
@@ -77,7 +78,7 @@ def show_env(env: str = typer.Argument(..., help="apps, office, datasci, science
     shown = tasks if limit == 0 else tasks[:limit]
     for task in shown:
         instruction = " ".join(task.instruction.split())
-        typer.echo(f"{task.id}\td{task.difficulty}\t{task.template}\t{instruction}")
+        echo(f"{task.id}\td{task.difficulty}\t{task.template}\t{instruction}")
     if len(shown) < len(tasks):
-        typer.echo(f"... {len(tasks) - len(shown)} more (use --limit 0 to show all)")
+        echo(f"... {len(tasks) - len(shown)} more (use --limit 0 to show all)")
     return [task.id for task in shown]

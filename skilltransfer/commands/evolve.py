@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 
 from skilltransfer.commands.option_groups import SPEC, ModelOptions, OptionGroup, SpecLayers, model_group, with_groups
 from skilltransfer.commands.run import FLAG_KEYS, allowed_imports
 from skilltransfer.errors import InputError
 from skilltransfer.settings.config import Condition
+from skilltransfer.util.terminal import Console, echo
 
 if TYPE_CHECKING:  # the lens is imported when the command runs
     from skilltransfer.lens.evolve import EvolveConfig
@@ -119,6 +119,7 @@ def evolve(
     flags = {FLAG_KEYS[name]: value for name, value in given.items()} | model.spec_keys()
     stream = run_spec(spec.config, spec.overrides, flags, out / "evals" / "run",
                       allowed_imports=allowed_imports(spec.allow_import, env))
+    spec.check_key_destinations([("model.base_url", stream.model)], model)  # before any request
     built = build_env(stream.env, workdir)
     tasks = stream_tasks(built, stream)
     if len(tasks) < dev + val + test:
@@ -147,15 +148,15 @@ def evolve(
     if held_out is not None:
         ci = (f" [95% CI {held_out.ci_low:+.4f}, {held_out.ci_high:+.4f}]" if held_out.ci_low is not None
               and held_out.ci_high is not None else "")
-        typer.echo(f"test split ({held_out.final.n} tasks): gain in J {held_out.gain:+.4f}{ci} (paired, initial J "
-                   f"{held_out.initial.j:.4f} -> final J {held_out.final.j:.4f}"
-                   f"{', same pair: nothing committed' if held_out.same_pair else ''})")
+        echo(f"test split ({held_out.final.n} tasks): gain in J {held_out.gain:+.4f}{ci} (paired, initial J "
+             f"{held_out.initial.j:.4f} -> final J {held_out.final.j:.4f}"
+             f"{', same pair: nothing committed' if held_out.same_pair else ''})")
     else:
-        typer.echo("no test split (--test 0): the validation J below is the one the selection was made on")
-    typer.echo(f"validation: baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} after "
-               f"{len(result.rounds)} rounds, {result.commits} committed ({info['evaluations']} evaluations, "
-               f"{info['writer_tokens']} writer tokens); pair: {info['graph']} (run --library {stream.library} "
-               f"-c skill_graph={info['graph']}); log: {info['log']}")
+        echo("no test split (--test 0): the validation J below is the one the selection was made on")
+    echo(f"validation: baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} after "
+         f"{len(result.rounds)} rounds, {result.commits} committed ({info['evaluations']} evaluations, "
+         f"{info['writer_tokens']} writer tokens); pair: {info['graph']} (run --library {stream.library} "
+         f"-c skill_graph={info['graph']}); log: {info['log']}")
     return {"baseline": result.baseline.j, "j": result.j, "commits": result.commits,
             "test_gain": held_out.gain if held_out is not None else None,
             "test_ci": (held_out.ci_low, held_out.ci_high) if held_out is not None else None,

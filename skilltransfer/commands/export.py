@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 
 from skilltransfer.errors import check_output_path
+from skilltransfer.util.terminal import Console
 
 
 def export(

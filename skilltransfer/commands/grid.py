@@ -9,16 +9,16 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skilltransfer.commands.option_groups import SPENDING, Spending, with_groups
-from skilltransfer.commands.options import AllowImport, Overrides, QuietOld, warn_deprecated
+from skilltransfer.commands.option_groups import SPENDING, Spending, urls_in, with_groups
+from skilltransfer.commands.options import AllowImport, AllowKeyTo, Overrides, QuietOld, warn_deprecated
 from skilltransfer.errors import InputError
-from skilltransfer.util.text import terminal_safe
+from skilltransfer.util.terminal import Console, echo
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.runner.grid import GridState, GridSummary
@@ -127,7 +127,8 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
 
 def resume_command(spec: str, out: str | None, config: list[str] | None, overrides: list[str] | None,
                    limit: int | None, embedder: str | None, stream_retries: int,
-                   limits: dict[str, float | None] | None = None, allow_import: list[str] | None = None) -> str:
+                   limits: dict[str, float | None] | None = None, allow_import: list[str] | None = None,
+                   allow_key_to: list[str] | None = None) -> str:
     """The command that resumes this grid: the spec and every option that shapes it, as given."""
     parts = ["skilltransfer", "grid", spec]
     if out is not None:
@@ -136,6 +137,8 @@ def resume_command(spec: str, out: str | None, config: list[str] | None, overrid
         parts += ["--config", item]
     for item in allow_import or []:
         parts += ["--allow-import", item]
+    for item in allow_key_to or []:
+        parts += ["--allow-key-to", item]
     if limit is not None:
         parts += ["--limit", str(limit)]
     if embedder is not None:
@@ -162,6 +165,7 @@ def grid(
                                                      "spec; repeatable.")] = None,
     overrides: Overrides = None,
     allow_import: AllowImport = None,
+    allow_key_to: AllowKeyTo = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of each stream.")]
     = None,
     embedder: Annotated[str | None, typer.Option(help="Embedder: minilm, hash[:DIM] or a model folder.")] = None,
@@ -187,6 +191,7 @@ def grid(
     \f
     Returns the `GridSummary` (None for --dry-run).
     """
+    from skilltransfer.llm.openai_client import check_key_destinations
     from skilltransfer.runner.budget import Budget
     from skilltransfer.runner.estimate import estimate
     from skilltransfer.runner.grid import resolve_streams, run_grid
@@ -206,6 +211,7 @@ def grid(
     flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": limit,
                              "embedder": embedder}
     grid_spec = load_spec(spec, [*layers, *(overrides or [])], allowed_imports=tuple(allow_import or ()), **flags)
+    check_key_destinations(_models(grid_spec), named=urls_in(overrides or []), allowed=allow_key_to or [])
     if spending.max_connections is not None:  # every model entry of every phase
         for phase in grid_spec.phases:
             phase.models = {label: entry.model_copy(update={"max_concurrency": spending.max_connections})
@@ -233,17 +239,17 @@ def grid(
             split = f" ({plan.config.env.split} split)" if plan.config.env.split and counts[plan.run] else ""
             what = f" (organises its library: {', '.join(plan.config.organize)})" if plan.config.organize else ""
             evolution = f"\n    {evolution_note(plan.config)}" if plan.config.evolution is not None else ""
-            typer.echo(f"{plan.run:<{width}}  {counts[plan.run]:>4} tasks{split}{what}{spend}{reads}{evolution}")
-        typer.echo(f"{len(plans)} streams, {sum(counts.values())} tasks -> {grid_spec.out_dir}")
+            echo(f"{plan.run:<{width}}  {counts[plan.run]:>4} tasks{split}{what}{spend}{reads}{evolution}")
+        echo(f"{len(plans)} streams, {sum(counts.values())} tasks -> {grid_spec.out_dir}")
         if basis:
             tokens = sum(e.tokens or 0 for e in estimates)
             costs = [e.cost_usd for e in estimates if e.cost_usd is not None]
-            typer.echo(f"estimate from {basis} earlier tasks of this spec: {sum(e.tasks_left for e in estimates)} "
-                       f"tasks left, ~{_tokens(round(tokens))} tokens"
-                       + (f", ~${sum(costs):,.2f}" if costs else " (no price: set models.<label>.price for a cost)"))
+            echo(f"estimate from {basis} earlier tasks of this spec: {sum(e.tasks_left for e in estimates)} "
+                 f"tasks left, ~{_tokens(round(tokens))} tokens"
+                 + (f", ~${sum(costs):,.2f}" if costs else " (no price: set models.<label>.price for a cost)"))
         else:
-            typer.echo("no earlier tasks of this spec to estimate tokens and cost from (run some, e.g. with "
-                       "--limit 2 or --token-limit, then --dry-run again)")
+            echo("no earlier tasks of this spec to estimate tokens and cost from (run some, e.g. with "
+                 "--limit 2 or --token-limit, then --dry-run again)")
         return None
 
     def view(state: GridState) -> GridView:
@@ -272,8 +278,7 @@ def grid(
             retrieval = _retrieval_note(plan.config, plan.source)
             if retrieval is not None and retrieval not in said:
                 said.add(retrieval)
-                console.print(f"retrieval: {terminal_safe(retrieval)}", highlight=False, markup=False,
-                              soft_wrap=True)
+                console.print(f"retrieval: {retrieval}", highlight=False, markup=False, soft_wrap=True)
         corpus = tuple(plan.config.near_miss.corpus)
         if plan.config.library_size is not None and corpus not in corpora:  # said once per corpus
             corpora.add(corpus)
@@ -282,7 +287,7 @@ def grid(
                           highlight=False, markup=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": spending.token_limit, "--cost-limit": spending.cost_limit,
-                             "--max-connections": spending.max_connections}, allow_import)
+                             "--max-connections": spending.max_connections}, allow_import, allow_key_to)
     budget = Budget(token_limit=spending.token_limit, cost_limit=spending.cost_limit)
     try:
         summary = run_grid(grid_spec, backend=backend, address=address,
@@ -296,6 +301,17 @@ def grid(
     if summary.failed:  # SystemExit, not typer.Exit: click returns (not raises) Exit codes when not standalone
         raise SystemExit(1)
     return summary
+
+
+def _models(grid_spec: Any) -> list[tuple[str, Any]]:
+    """Every model of a grid spec with the field that names its endpoint."""
+    models = []
+    for index, phase in enumerate(grid_spec.phases):
+        where = f"phases[{index}]." if len(grid_spec.phases) > 1 else ""
+        models += [(f"{where}models.{label}.base_url", entry) for label, entry in phase.models.items()]
+        if getattr(phase, "verifier_model", None) is not None:
+            models.append((f"{where}verifier_model.base_url", phase.verifier_model))
+    return models
 
 
 def _retrieval_note(config: StreamConfig, source: str | None) -> str | None:

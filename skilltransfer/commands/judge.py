@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
@@ -15,6 +14,7 @@ from skilltransfer.commands.options import MODEL_PANEL
 from skilltransfer.errors import check_output_path
 from skilltransfer.judge import JudgeReport, PairwiseJudge, judge_runs, load_judge_prompt, load_run, shared_tasks
 from skilltransfer.util.files import atomic_write_text
+from skilltransfer.util.terminal import Console, echo
 
 
 def report_table(report: JudgeReport) -> Table:
@@ -89,17 +89,17 @@ def judge(
         atomic_write_text(out, json.dumps(report.to_dict(), indent=1) + "\n")
     Console(width=max(100, Console().width)).print(report_table(report))
     if report.only_in_a or report.only_in_b:
-        typer.echo(f"not judged (finished in one run only): {len(report.only_in_a)} only in A, "
-                   f"{len(report.only_in_b)} only in B")
+        echo(f"not judged (finished in one run only): {len(report.only_in_a)} only in A, "
+             f"{len(report.only_in_b)} only in B")
     fallback = {k: v["trajectory"] for k, v in report.artifact_sources.items() if v["trajectory"]}
     if fallback:
-        typer.echo("artifacts taken from trajectories (no files recorded): "
-                   + ", ".join(f"{n} tasks of run {k.upper()}" for k, n in fallback.items()))
+        echo("artifacts taken from trajectories (no files recorded): "
+             + ", ".join(f"{n} tasks of run {k.upper()}" for k, n in fallback.items()))
     if out is not None:
-        typer.echo(f"report: {out}")
+        echo(f"report: {out}")
     if report.judgments and report.unparsed == len(report.judgments):
-        typer.echo(f"error: no judgment could be parsed ({report.unparsed} replies without a verdict"
-                   + (f"; they are in {out}" if out is not None else "; --out FILE keeps them")
-                   + "): check the judge model (--model) or its prompt (--prompt)", err=True)
+        echo(f"error: no judgment could be parsed ({report.unparsed} replies without a verdict"
+             + (f"; they are in {out}" if out is not None else "; --out FILE keeps them")
+             + "): check the judge model (--model) or its prompt (--prompt)", err=True)
         raise SystemExit(1)  # SystemExit, not typer.Exit: click returns (not raises) Exit codes when not standalone
     return report

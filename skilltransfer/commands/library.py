@@ -26,6 +26,7 @@ from skilltransfer.memory.organization import (
 )
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES, left_out_summary
 from skilltransfer.skill import MAX_RESOURCES_BYTES, Skill
+from skilltransfer.util.terminal import echo
 from skilltransfer.util.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def _read(library: Path, resource_bytes: int = DEFAULT_RESOURCE_BYTES) -> Librar
     """Read a library; each skill that could not be read is one ``warning:`` line on stderr."""
     read = read_library(library, resource_bytes=resource_bytes)
     for line in read.unreadable:
-        typer.echo(f"warning: {terminal_safe(line)}", err=True)
+        echo(f"warning: {terminal_safe(line)}", err=True)
     return read
 
 
@@ -98,14 +99,14 @@ def organize(
     folder, written = _write(skills, organization, out)
     view = LibraryView.load(folder)  # what was written reloads and validates
     built = organization.built_by
-    typer.echo(view.top(), nl=False)
-    typer.echo(f"built by: {built.get('method')}" + (f" ({built['calls']} model calls, {built['retries']} retries)"
+    echo(view.top(), nl=False)
+    echo(f"built by: {built.get('method')}" + (f" ({built['calls']} model calls, {built['retries']} retries)"
                                                     if "calls" in built else ""))
     for note in [*built.get("notes", []), *([f"fallback reason: {built['reason']}"] if "reason" in built else [])]:
-        typer.echo(f"note: {note}")
+        echo(f"note: {note}")
     for line in _export_lines(written):
-        typer.echo(f"note: {line}")
-    typer.echo(f"wrote {folder} ({len(skills)} skills as Agent Skills folders, organization.json)")
+        echo(f"note: {line}")
+    echo(f"wrote {folder} ({len(skills)} skills as Agent Skills folders, organization.json)")
     return organization
 
 
@@ -172,7 +173,7 @@ def show(
     else:
         read = _read(folder, resource_bytes)
         text = _listing(read.skills, folder) + "".join(f"left out: {terminal_safe(line)}\n" for line in read.left_out())
-    typer.echo(text, nl=False)
+    echo(text, nl=False)
     return text
 
 
@@ -209,15 +210,15 @@ def prune(
     kept = [_with_effect(skill, rows) for skill in skills if skill.id not in dropped]
     for row in flagged:
         where = "" if any(row["skill_id"] == s.id for s in skills) else " (not in this library)"
-        typer.echo(f"harmful: {row['skill']} ({row['skill_id']}) success effect {row['success_effect']:+.3f} "
-                   f"[{row['success_low']:+.3f}, {row['success_high']:+.3f}], p = {row['p_harm']:.4f}, "
-                   f"{row['env']}/{row['model']}/{row['condition']}{where}")
+        echo(f"harmful: {row['skill']} ({row['skill_id']}) success effect {row['success_effect']:+.3f} "
+             f"[{row['success_low']:+.3f}, {row['success_high']:+.3f}], p = {row['p_harm']:.4f}, "
+             f"{row['env']}/{row['model']}/{row['condition']}{where}")
     if as_jsonl:
         export_jsonl(kept, out)
     else:
         for line in export_library(kept, out).lines():
-            typer.echo(f"note: {terminal_safe(line)}")
-    typer.echo(f"wrote {out} ({len(kept)} of {len(skills)} skills; {len(skills) - len(kept)} left out as harmful)")
+            echo(f"note: {terminal_safe(line)}")
+    echo(f"wrote {out} ({len(kept)} of {len(skills)} skills; {len(skills) - len(kept)} left out as harmful)")
     return sorted(dropped)
 
 
@@ -249,14 +250,14 @@ def export(
     skills = _with_run_origin(read.skills, library)
     report = export_library(skills, out)
     for line in report.lines():
-        typer.echo(f"note: {terminal_safe(line)}")
+        echo(f"note: {terminal_safe(line)}")
     kept = sum(item.kept for item in report.skills)
     copied = sum(item.copied for item in report.skills)
     written = sum(item.written for item in report.skills)
     skipped = f"; {len(read.unreadable)} could not be read (above)" if read.unreadable else ""
-    typer.echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
-               f"added, {len(report.skills) - kept} written from the skills' fields); {copied} package files copied "
-               f"byte for byte, {written} resource files written from text{skipped}")
+    echo(f"wrote {out}: {len(report.skills)} skills ({kept} SKILL.md kept from the library with metadata "
+         f"added, {len(report.skills) - kept} written from the skills' fields); {copied} package files copied "
+         f"byte for byte, {written} resource files written from text{skipped}")
     return report
 
 

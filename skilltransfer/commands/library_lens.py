@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.console import Console
 
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
 from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.util.terminal import Console, echo
 
 if TYPE_CHECKING:  # the lens package is imported when a command runs (every CLI start imports all command modules)
     from skilltransfer.lens.decompose import DecomposeRecord
@@ -118,14 +118,14 @@ def route_query(
                                                                    "token_budget": budget}))
     log = routed.log.to_dict()
     if as_json:
-        typer.echo(json.dumps(log, indent=2, ensure_ascii=False))
+        echo(json.dumps(log, indent=2, ensure_ascii=False))
         return log
-    typer.echo(routed.text or "(no unit accepted)")
+    echo(routed.text or "(no unit accepted)")
     for visit in routed.log.visits:
         text = " ".join(graph.units[visit.unit].text.split())[:90]
-        typer.echo(f"{'  ' * visit.depth}{visit.decision:<9} {visit.layer:<9} {visit.unit} [{visit.how}] {text}")
-    typer.echo(f"visited {routed.log.visited}, rewritten {len(routed.log.rewrites)}, verifier calls "
-               f"{routed.log.verifier_calls} ({routed.log.verifier_prompt_tokens} + "
-               f"{routed.log.verifier_completion_tokens} tokens), context {routed.log.context_tokens} tokens, "
-               f"cut {len(routed.log.cut_units)}, unrouted {len(routed.log.unrouted)}")
+        echo(f"{'  ' * visit.depth}{visit.decision:<9} {visit.layer:<9} {visit.unit} [{visit.how}] {text}")
+    echo(f"visited {routed.log.visited}, rewritten {len(routed.log.rewrites)}, verifier calls "
+         f"{routed.log.verifier_calls} ({routed.log.verifier_prompt_tokens} + "
+         f"{routed.log.verifier_completion_tokens} tokens), context {routed.log.context_tokens} tokens, "
+         f"cut {len(routed.log.cut_units)}, unrouted {len(routed.log.unrouted)}")
     return log

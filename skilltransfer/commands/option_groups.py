@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ import typer
 from skilltransfer.commands.options import (
     MODEL_PANEL,
     AllowImport,
+    AllowKeyTo,
     ApiKey,
     BaseUrl,
     CacheMode,
@@ -260,15 +262,33 @@ class SpecLayers:
     config: Path | None
     overrides: list[str]
     allow_import: list[str]
+    allow_key_to: list[str] = field(default_factory=list)
+    """Hosts a spec file's endpoints may send the environment's key to (`check_key_destinations`)."""
+
+    def check_key_destinations(self, models: list[tuple[str, Any]], model: ModelOptions | None = None) -> None:
+        """Refuse a ``--config`` file's endpoint that would receive ``OPENAI_API_KEY`` from the environment
+        (`skilltransfer.llm.openai_client.check_key_destinations`); endpoints named by the model flags or ``-c`` are
+        the user's own."""
+        if self.config is None:
+            return
+        from skilltransfer.llm.openai_client import check_key_destinations
+
+        given = [*(self.overrides or []), *([model.spec or "", model.base_url or ""] if model is not None else [])]
+        check_key_destinations(models, named=urls_in(given), allowed=self.allow_key_to)
 
 
-def _spec_layers(config: ConfigFile = None, overrides: Overrides = None,
-                 allow_import: AllowImport = None) -> SpecLayers:
-    return SpecLayers(config, overrides or [], allow_import or [])
+def urls_in(texts: list[str]) -> list[str]:
+    """Every http(s) URL in ``texts`` (model strings, ``-c`` settings)."""
+    return [url.rstrip("/") for text in texts for url in re.findall(r"https?://[^\s,'\"}\]]+", text)]
+
+
+def _spec_layers(config: ConfigFile = None, overrides: Overrides = None, allow_import: AllowImport = None,
+                 allow_key_to: AllowKeyTo = None) -> SpecLayers:
+    return SpecLayers(config, overrides or [], allow_import or [], allow_key_to or [])
 
 
 SPEC: OptionGroup[SpecLayers] = OptionGroup(_spec_layers)
-"""``--config``, ``-c/--set`` and ``--allow-import`` (``run``, ``evolve``)."""
+"""``--config``, ``-c/--set``, ``--allow-import`` and ``--allow-key-to`` (``run``, ``evolve``)."""
 
 
 @dataclass(frozen=True)

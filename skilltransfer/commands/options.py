@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from skilltransfer.util.terminal import echo
+
 MODEL_PANEL = "Model"
 
 
@@ -31,6 +33,7 @@ VOCABULARY: dict[str, Term] = {
     "--config": Term("A YAML file of spec keys"),
     "--set": Term("Override a spec key", "-c"),
     "--allow-import": Term("Let a spec file or -c name a module:Class env of this module"),
+    "--allow-key-to": Term("Let an endpoint on this host that a spec file names receive your"),
     "--seed": Term("Seed of this command's random draws"),
     "--env-seed": Term("Env generation seed"),
     "--order-seed": Term("Stream order seed"),
@@ -94,7 +97,7 @@ DEPRECATED_MEANINGS: dict[tuple[str, str], str] = {
 
 def warn_deprecated(old: str, new: str) -> None:
     """One ``warning:`` line on stderr: ``old`` still works, ``new`` is the spelling to use."""
-    typer.echo(f"warning: {old} is deprecated; use {new}", err=True)
+    echo(f"warning: {old} is deprecated; use {new}", err=True)
 
 
 def take_deprecated(old: str, value: object, current: object = None) -> object:
@@ -156,6 +159,10 @@ Overrides = Annotated[list[str] | None, typer.Option("--set", "-c", help="Overri
 AllowImport = Annotated[list[str] | None, typer.Option(
     "--allow-import", metavar="MODULE", help="Let a spec file or -c name a module:Class env of this module (or a "
     "module below this package): importing a module runs its code, so a spec alone imports none; repeatable.")]
+AllowKeyTo = Annotated[list[str] | None, typer.Option(
+    "--allow-key-to", metavar="HOST", help="Let an endpoint on this host that a spec file names receive your "
+    "OPENAI_API_KEY from the environment (without it such a spec is refused: a stranger's spec would get your key); "
+    "repeatable.")]
 EmbedCache = Annotated[bool, typer.Option("--embed-cache/--no-embed-cache", help="Cache embeddings on disk "
                                           "(a rerun embeds nothing twice).", rich_help_panel="Advanced")]
 NoCacheOld = Annotated[bool, typer.Option("--no-cache", hidden=True, help="Deprecated: --no-embed-cache.")]

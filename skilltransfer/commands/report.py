@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
+from skilltransfer.util.terminal import Console, echo
 
 if TYPE_CHECKING:  # imported when the command runs: its --help loads no plotting or numeric stack
     from skilltransfer.report.compare import Comparison
@@ -84,8 +84,8 @@ def _compare(path_a: Path, path_b: Path, out: Path) -> Comparison:
     comparison = compare(*load_pair(path_a, path_b))
     written = write_comparison(comparison, out)
     row = comparison.summary.rows[0]
-    typer.echo(f"A: {row['a']}\nB: {row['b']}\n{row['tasks']} tasks in both: {row['both']} solved in both, "
-               f"{row['A only']} in A only, {row['B only']} in B only, {row['neither']} in neither; McNemar's exact "
-               f"p = {row['mcnemar_exact_p']:.4g}")
+    echo(f"A: {row['a']}\nB: {row['b']}\n{row['tasks']} tasks in both: {row['both']} solved in both, "
+         f"{row['A only']} in A only, {row['B only']} in B only, {row['neither']} in neither; McNemar's exact "
+         f"p = {row['mcnemar_exact_p']:.4g}")
     Console(stderr=True).print(f"-> {', '.join(str(p) for p in written)}", highlight=False, soft_wrap=True)
     return comparison

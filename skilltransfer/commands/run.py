@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from skilltransfer.agents.config import LibraryOrganization, SkillExec
 from skilltransfer.agents.harness import HarnessName
@@ -36,6 +35,7 @@ from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import imported_module, parse_positions
 from skilltransfer.runner.launch import LaunchResult, run_config, run_spec
 from skilltransfer.settings.config import Condition, Coordination, LibraryFilter, Reuse
+from skilltransfer.util.terminal import Console
 
 _AGENT = "Agent and memory"
 _ENV = "Environment"
@@ -229,6 +229,7 @@ def run(
              | {"model.max_concurrency": spending.max_connections})
     stream_config = run_spec(spec.config, spec.overrides, flags, out,
                              allowed_imports=allowed_imports(spec.allow_import, env))
+    spec.check_key_destinations(_models(stream_config), model)  # before any request
     console = Console(stderr=True)
     budget = Budget(token_limit=spending.token_limit, cost_limit=spending.cost_limit)
     result = run_config(stream_config, workdir=environment.workdir, progress=progress.show, console=console,
@@ -248,3 +249,11 @@ def run(
             stdout.print(f"{label}: {path}", highlight=False, soft_wrap=True)
     stdout.print(f"more: skilltransfer show {folder} [--task ID]", highlight=False, soft_wrap=True)
     return result
+
+
+def _models(config: Any) -> list[tuple[str, Any]]:
+    """A stream's models with the spec field that names their endpoint."""
+    models = [("model.base_url", config.model)]
+    if getattr(config, "verifier_model", None) is not None:
+        models.append(("verifier_model.base_url", config.verifier_model))
+    return models

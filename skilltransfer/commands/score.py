@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
@@ -25,6 +24,7 @@ from skilltransfer.metrics.scoring import RANK_MEASURES, SKILL_TEXTS, ScoreRepor
 from skilltransfer.metrics.surrogate import attach_effects, has_contrast, surrogate_analysis
 from skilltransfer.metrics.task_texts import TaskText, load_tasks
 from skilltransfer.metrics.utility import DEFAULT_TAU, SPECIFICITY_MODES
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
-from rich.console import Console
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from skilltransfer.metrics.scoring import ScoreColumn, ScoreReport
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _BOX = box.Box("    \n"

@@ -11,6 +11,7 @@ import typer
 from skilltransfer.commands.options import warn_deprecated
 from skilltransfer.errors import InputError
 from skilltransfer.llm.local import LocalServer
+from skilltransfer.util.terminal import echo
 
 
 def serve_model(model_path: Path | None = None, port: int = 0, ctx: int = 8192, threads: int | None = None,
@@ -21,7 +22,7 @@ def serve_model(model_path: Path | None = None, port: int = 0, ctx: int = 8192, 
         The started (``block=False``) or stopped (``block=True``) server.
     """
     server = LocalServer(model_path, port=port, ctx=ctx, threads=threads, ram_cache=ram_cache).start()
-    typer.echo(f"serving {server.alias} at {server.url} (OPENAI_BASE_URL={server.url}; log: {server.log_path})")
+    echo(f"serving {server.alias} at {server.url} (OPENAI_BASE_URL={server.url}; log: {server.log_path})")
     if not block:
         return server
     process, interrupted = server.process, False

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +20,7 @@ from skilltransfer.report.summary import (
     summarize_run,
     summary_rows,
 )
+from skilltransfer.util.terminal import Console, echo
 from skilltransfer.util.text import terminal_safe
 
 
@@ -46,11 +46,11 @@ def show(
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
             raise InputError(f"a field of this trajectory has an unexpected type or value ({type(exc).__name__}: "
                              f"{str(exc)[:120]}); it was not written by skilltransfer as is", path=where) from None
-        typer.echo(terminal_safe(text), nl=False)  # the agent's text: no control sequence reaches the terminal
+        echo(terminal_safe(text), nl=False)  # the agent's text: no control sequence reaches the terminal
         return text
     summary = summarize_run(run)
     if as_json:
-        typer.echo(json.dumps(summary.to_dict(), indent=2))  # JSON escapes control characters
+        echo(json.dumps(summary.to_dict(), indent=2))  # JSON escapes control characters
         return summary
     Console(width=max(100, Console().width)).print(summary_table(summary))
     return summary

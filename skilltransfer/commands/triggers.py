@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from skilltransfer.commands.option_groups import SPEC, ModelOptions, SpecLayers, model_group, with_groups
 from skilltransfer.errors import check_output_path
+from skilltransfer.util.terminal import Console
 from skilltransfer.util.text import terminal_safe
 
 _ADVANCED = "Advanced"

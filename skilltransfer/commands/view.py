@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from skilltransfer.errors import InputError
+from skilltransfer.util.terminal import echo
 
 
 def view(
@@ -32,25 +33,37 @@ def view(
     catalog = Catalog(paths)
     if export is not None and export_file is not None:
         raise InputError("give --export or --export-file, not both")
+    _some_run_reads(catalog)
     if export is not None or export_file is not None:
         done = export_site(catalog, export) if export is not None else write_single_file(catalog, export_file or "")
         where = f"{done.path}/index.html" if export is not None else str(done.path)
-        typer.echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
-                   f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
+        echo(f"wrote {where}: {done.runs} runs, {done.tasks} trajectories, {done.files} files, "
+             f"{done.bytes / 2**20:.1f} MiB" + (f"; {len(done.problems)} not exported" if done.problems else ""))
         if export is not None:
-            typer.echo(f"note: {EXPOSURE_NOTE}", err=True)
+            echo(f"note: {EXPOSURE_NOTE}", err=True)
         for problem in done.problems:
-            typer.echo(f"  not exported: {problem}", err=True)
+            echo(f"  not exported: {problem}", err=True)
         return
     runs, _ = catalog.scan()
     if not runs:
         raise InputError("no runs found (folders with config.json and results.jsonl)", path=paths[0])
     server = ViewServer(catalog, host=host, port=port).start()
-    typer.echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
-               "Ctrl-C stops)")
+    echo(f"skilltransfer view: {len(runs)} runs at {server.url} (read-only; reload to see new tasks; "
+         "Ctrl-C stops)")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+
+
+def _some_run_reads(catalog: Any) -> None:
+    """Refuse, in one line, paths whose run folders all fail to read (a crafted one: the file, line and field); when
+    some read, the page lists the others with why."""
+    runs, _ = catalog.scan()
+    if not runs:
+        return
+    index = catalog.index()
+    if not index["runs"] and index["problems"]:
+        raise InputError(index["problems"][0]["error"])

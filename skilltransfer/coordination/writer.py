@@ -20,11 +20,11 @@ instructions); ``origin.fallback`` says why and ``origin.replies`` keeps every r
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.agents.context import ContextFitter
 from skilltransfer.agents.exceptions import ContextExceeded
 from skilltransfer.agents.steps import CallLog
@@ -50,11 +50,14 @@ _ALIASES: dict[str, tuple[str, ...]] = {
 
 
 def _loads(text: str) -> Any:
-    """JSON, else JSON without trailing commas, else a Python literal (raises ValueError when none parses)."""
+    """JSON, else JSON without trailing commas, else a Python literal (raises ValueError when none parses); a reply
+    nested too deeply is none (`untrusted.parse_json`: bounded before it is parsed)."""
     for attempt in (text, _TRAILING_COMMA.sub(r"\1", text)):
         try:
-            return json.loads(attempt)
-        except json.JSONDecodeError:
+            return untrusted.parse_json(attempt, "the plan")
+        except untrusted.UntrustedFileError as exc:
+            if "levels deep" in exc.reason:
+                raise ValueError(f"the plan {exc.reason}") from None
             continue
     try:
         return pyast.literal_eval(_TRAILING_COMMA.sub(r"\1", text).replace("null", "None").replace("true", "True")

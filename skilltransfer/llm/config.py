@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from skilltransfer.errors import InputError, validation_message
 from skilltransfer.llm.cache import CACHE_MODE_ALIASES, CachedModel, CacheMode, ResponseCache
 from skilltransfer.protocols import ChatModel
+from skilltransfer.util import secrets
 from skilltransfer.util.imports import load_target, resolve
+from skilltransfer.util.urls import split_at_url
 
 ModelName = Literal["local", "openai", "scripted"]
 MODELS: dict[str, str] = {
@@ -53,7 +55,6 @@ FORMS = ("openai/<id>", "<id>@<url> (any OpenAI-compatible endpoint; also vllm/<
          "<module>:<Class> (your own chat-model class)")
 """The model string forms, as error messages list them."""
 _PROVIDERS = ("openai/", "vllm/")
-_AT_URL = re.compile(r"^(?P<id>.*)@(?P<url>https?://\S+)$")
 CLASS_TARGET = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 """A ``module:Class`` target (dotted names on both sides)."""
 
@@ -80,9 +81,9 @@ def parse_model_string(text: str, *, flag: str = "--model") -> dict[str, str]:
             return {"name": name[:-1], field: value}
     provider = next((p for p in _PROVIDERS if spec.startswith(p)), "")
     rest = spec[len(provider):]
-    match = _AT_URL.match(rest)
-    if match is not None:
-        model_id, url = match["id"].strip(), match["url"]
+    at_url = split_at_url(rest)
+    if at_url is not None:
+        model_id, url = at_url
         if not model_id:
             return {"name": "openai", "base_url": url}
         return {"name": "openai", "model": model_id, "base_url": url}
@@ -281,8 +282,15 @@ class ModelConfig(BaseModel):
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
 
     def resolved_api_key(self) -> str | None:
-        """The key from the config, else OPENAI_API_KEY, else None."""
-        return self.api_key or os.environ.get("OPENAI_API_KEY") or None
+        """The key from the config, else OPENAI_API_KEY, else None; a line break around it trimmed with a warning
+        (`skilltransfer.util.secrets.api_key`).
+
+        Raises:
+            InputError: a key with a line break, space or control character inside (not shown).
+        """
+        if self.api_key:
+            return secrets.api_key(self.api_key, "the model's api_key (--api-key)")
+        return secrets.api_key(os.environ.get("OPENAI_API_KEY"))
 
     def resolved_context_window(self) -> int | None:
         """The window from the config, else SKILLTRANSFER_CONTEXT_WINDOW, else None.

@@ -29,6 +29,7 @@ from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.context import PromptCounter
 from skilltransfer.protocols import Completion, Message
 from skilltransfer.util.http_client import HttpClient, HttpFailure, HttpStatusError
+from skilltransfer.util.terminal import echo
 
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -125,7 +126,7 @@ def assemble_model(dest: str | Path | None = None, *, parts: Sequence[Path] | No
         if _sha256(dest) == sha256:
             marker.write_text(f"{sha256}:{_stamp(dest)}\n")
             return dest
-        print(f"model file {dest} is corrupted or partial; re-assembling it", file=sys.stderr)
+        echo(f"model file {dest} is corrupted or partial; re-assembling it", err=True)
     parts = list(parts) if parts is not None else part_paths()
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
@@ -253,7 +254,7 @@ class LocalServer:
         answer = client.post_json("/extras/tokenize/count", json.dumps({"input": text}).encode("utf-8"))
         if answer.status != 200:
             raise HttpStatusError(f"{client.base_url}/extras/tokenize/count", answer.status)
-        return int(json.loads(answer.body)["count"])
+        return int(answer.json()["count"])
 
     def command(self, model_path: Path) -> list[str]:
         """The server command line (``llama_cpp.server`` by way of `skilltransfer.llm.llama_serve`, which keeps it off

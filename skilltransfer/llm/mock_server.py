@@ -56,6 +56,7 @@ from skilltransfer.llm.context import approx_tokens, messages_tokens
 from skilltransfer.llm.script import ReplyRule, load_replies, rules_to_fn
 from skilltransfer.protocols import Message
 from skilltransfer.util.server_thread import ServerThread
+from skilltransfer.util.terminal import echo
 
 if TYPE_CHECKING:
     from skilltransfer.llm.openai_client import OpenAIChatModel
@@ -464,7 +465,7 @@ def main(argv: list[str] | None = None) -> None:
     except (InputError, ValueError) as exc:
         parser.exit(2, f"error: {exc}\n")
     with server:
-        print(f"mock OpenAI server at {server.url}", flush=True)
+        echo(f"mock OpenAI server at {server.url}")
         try:
             while True:
                 time.sleep(3600)

@@ -18,14 +18,15 @@ with another status (some gateways do not serve it) passes: its first call says 
 
 from __future__ import annotations
 
-import json
+import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError
@@ -203,6 +204,48 @@ def check_endpoint(model: ModelConfig, *, timeout_s: float = CHECK_TIMEOUT_S) ->
     return probe  # answered (another status, or not JSON: its first call tells)
 
 
+LOOPBACK_HOSTS = ("localhost", "::1")
+"""This machine's names (and every 127.x.y.z address): an endpoint here receives the environment's key freely."""
+
+
+def env_key_host(model: ModelConfig) -> str | None:
+    """The host that would receive ``OPENAI_API_KEY`` from the environment when ``model`` is called, where that is
+    not the key's own endpoint: None when the model has a key of its own (``api_key``), the environment has none, or
+    the endpoint is OpenAI's, ``OPENAI_BASE_URL``'s or on this machine."""
+    if _name(model) != "openai" or model.api_key or not os.environ.get("OPENAI_API_KEY", "").strip():
+        return None
+    url = (model.resolved_base_url() or OPENAI_URL).rstrip("/")
+    if url in (OPENAI_URL, (os.environ.get("OPENAI_BASE_URL") or "").strip().rstrip("/")):
+        return None
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return None
+    return None if not host or host in LOOPBACK_HOSTS or host.startswith("127.") else host
+
+
+def check_key_destinations(models: Iterable[tuple[str, ModelConfig]], *, named: Collection[str],
+                           allowed: Collection[str]) -> None:
+    """Refuse to send the environment's ``OPENAI_API_KEY`` to an endpoint a spec file names (`env_key_host`), unless
+    the user named that endpoint on the command line (``named``: URLs of ``--model``, ``--base-url`` and ``-c``) or
+    allowed its host (``allowed``: ``--allow-key-to HOST``). A stranger's spec that sets ``base_url`` would otherwise
+    receive the user's key in its first request.
+
+    Raises:
+        InputError: naming the field (``where`` of each model), the endpoint (without credentials) and the flag.
+    """
+    given = {url.rstrip("/") for url in named}
+    hosts = {host.lower() for host in allowed}
+    for where, model in models:
+        host = env_key_host(model)
+        url = (model.resolved_base_url() or "").rstrip("/")
+        if host is None or host in hosts or url in given:
+            continue
+        raise InputError(f"{where}: the spec sends your OPENAI_API_KEY (from the environment) to {shown_url(url)}; "
+                         f"if you trust that endpoint, allow it with --allow-key-to {host}, or give its key in the "
+                         "spec (api_key) or name it with --model / -c")
+
+
 def check_endpoints(models: Iterable[ModelConfig], *,
                     timeout_s: float = CHECK_TIMEOUT_S) -> dict[EndpointKey, EndpointProbe]:
     """`check_endpoint` once for each distinct endpoint (`endpoint_key`) of ``models``; the first failure raises."""
@@ -290,7 +333,7 @@ def error_body(reply: Answer) -> tuple[Any, str]:
     text = reply.text.strip()
     message = f"Error code: {reply.status}"
     try:
-        body: Any = json.loads(text)
+        body: Any = reply.json()
     except ValueError:
         return text, message
     error = body.get("error", body) if isinstance(body, dict) else None

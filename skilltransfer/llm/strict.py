@@ -18,10 +18,11 @@ request carried yet go one at a time, so a run gets at most one refusal per reje
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from skilltransfer.util.terminal import echo
 
 RENAMES: dict[str, str] = {"max_tokens": "max_completion_tokens"}
 """A rejected parameter sent under another name instead."""
@@ -127,7 +128,7 @@ class ParamAdapter:
         what = f"sends {change} instead" if change != DROPPED else "drops it"
         line = f"warning: model {self.label} rejected {name!r} (HTTP 400); the run {what} from now on " \
                "(recorded in config.json)"
-        print(line, file=sys.stderr, flush=True)
+        echo(line, err=True)
 
 
 def _keys(body: Mapping[str, Any]) -> set[str]:

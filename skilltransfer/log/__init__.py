@@ -57,6 +57,7 @@ from skilltransfer.log.folder import (
     RESULTS,
     TRAJECTORIES,
     RunFolder,
+    parse_trajectory,
     safe_task_id,
 )
 from skilltransfer.log.prompts import MAX_PROMPTS_BYTES, PromptStore, message_id, reasoning_message, reply_message
@@ -98,5 +99,6 @@ __all__ = [
     "picks_from_steps", "ranked", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "ModelCall",
     "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord", "RunConfigData",
     "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog", "TrajectoryStatus",
-    "UnknownStep", "message_id", "read_step", "read_steps", "reasoning_message", "reply_message", "safe_task_id"
+    "UnknownStep", "message_id", "parse_trajectory", "read_step", "read_steps", "reasoning_message", "reply_message",
+    "safe_task_id"
 ]

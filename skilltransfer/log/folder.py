@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from skilltransfer import untrusted
 from skilltransfer.errors import InputError, validation_message
 from skilltransfer.log.legacy import upgrade_v1_config
+from skilltransfer.log.numbers import check_numbers
 from skilltransfer.log.prompts import PromptStore, reasoning_message, reply_message
 from skilltransfer.log.records import (
     FORMAT_VERSION,
@@ -31,7 +32,7 @@ from skilltransfer.log.records import (
 from skilltransfer.log.steps import ModelCall
 from skilltransfer.protocols import SkillStore
 from skilltransfer.util import trees
-from skilltransfer.util.files import jsonl_lines, new_file_mode, read_json, read_text
+from skilltransfer.util.files import jsonl_lines, new_file_mode, parse_json_line, read_json, read_text
 
 CONFIG = "config.json"
 RESULTS = "results.jsonl"
@@ -73,6 +74,28 @@ def _committed_lines(text: str) -> list[tuple[int, str]]:
     if tail is not None:
         lines.append((text.count("\n") + 1, tail))
     return lines
+
+
+TRAJECTORY_CONTENT = frozenset({("coordination", "outputs")})
+"""Parts of a trajectory that hold a model's or an agent's values, not the toolkit's numbers (not range-checked)."""
+
+
+def parse_trajectory(text: str | bytes, path: Path) -> TrajectoryLog:
+    """A trajectory file's text as a `TrajectoryLog`: at most `untrusted.MAX_DEPTH` deep, every number the toolkit
+    wrote finite and in range (`skilltransfer.log.numbers`).
+
+    Raises:
+        InputError: not JSON, a number out of range (naming the field) or not a trajectory (naming the file).
+    """
+    try:
+        data = untrusted.parse_json(text, path)
+    except untrusted.UntrustedFileError as exc:
+        raise InputError(f"not a trajectory: {exc.reason}", path=exc.shown) from None
+    check_numbers(data, path, skip=TRAJECTORY_CONTENT)
+    try:
+        return TrajectoryLog.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
 
 
 RENAMED_KEYS: dict[tuple[str, ...], str] = {("config", "composition", "node_retries"): "retries"}
@@ -154,6 +177,7 @@ class RunFolder:
             raise InputError(f"run log format_version {version} is newer than this skilltransfer reads "
                              f"({FORMAT_VERSION}); upgrade skilltransfer", path=self.config_file)
         _rename_keys(data)
+        check_numbers(data, self.config_file)
         try:
             return schema.model_validate(data)
         except ValidationError as exc:
@@ -171,8 +195,10 @@ class RunFolder:
         records = []
         text = read_text(RESULTS, what="results file", root=self.root, max_bytes=MAX_RESULTS_BYTES)
         for number, line in _committed_lines(text):
+            value = check_numbers(parse_json_line(line, path=self.results_file, number=number), self.results_file,
+                                  number)
             try:
-                records.append(TaskRecord.model_validate_json(line))
+                records.append(TaskRecord.model_validate(value))
             except ValidationError as exc:
                 raise InputError(validation_message(exc, model=TaskRecord), path=self.results_file,
                                  line=number) from None
@@ -217,10 +243,8 @@ class RunFolder:
         path = self.root / relative
         if not os.path.lexists(path):
             raise InputError("trajectory file is missing", path=path)
-        try:  # the path comes from results.jsonl: inside the run folder, no link followed
-            return TrajectoryLog.model_validate_json(read_text(relative, what="trajectory", root=self.root))
-        except ValidationError as exc:
-            raise InputError(f"not a trajectory: {validation_message(exc, model=TrajectoryLog)}", path=path) from None
+        # the path comes from results.jsonl: inside the run folder, no link followed
+        return parse_trajectory(read_text(relative, what="trajectory", root=self.root), path)
 
     def call_prompts(self, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Each logged call's prompt, reply and reasoning from `prompts`: ``{"messages": [...] | None, "reply": str |

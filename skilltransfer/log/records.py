@@ -5,10 +5,11 @@ file (`TrajectoryLog`). The folder that holds them: `skilltransfer.log.folder`.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from skilltransfer.log.numbers import MAX_COUNT
 from skilltransfer.log.selection import LibraryDraw, SkillPick
 from skilltransfer.skill import SkillFormat
 
@@ -20,6 +21,11 @@ TASK_TIMEOUT = "task_timeout"
 """The exit status of a task that ran past ``agent.task_timeout_s``."""
 USED_SHARE = 0.5
 """A text skill whose following share (`skilltransfer.metrics.following`) reaches this is counted as used."""
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A count a record holds (tokens, steps, calls, positions): read back within range (`skilltransfer.log.numbers`)."""
+Share = Annotated[float, Field(ge=0, le=1)]
+"""A share, probability or reward: within [0, 1]."""
+Seconds = Annotated[float, Field(ge=0)]
 
 
 class LibraryUtility(BaseModel):
@@ -32,7 +38,7 @@ class LibraryUtility(BaseModel):
     """Skill id -> utility, every skill of the library as read (kept or not)."""
     kept: list[str]
     """The ids of the skills the stream kept (its half of the ranking, in rank order): its memory's skills."""
-    tasks: int
+    tasks: Count
     """The task instructions scored against (the stream's)."""
     tau: float
     """The abstractness temperature."""
@@ -97,12 +103,12 @@ class RetrievedSkill(BaseModel):
     subtask_index: int | None
     query_kind: str
     source_task_id: str | None
-    source_position: int | None
+    source_position: Count | None
     load_error: str | None = None
-    followed: float | None = None
+    followed: Share | None = None
     """Text skills: the share of the skill's API calls, in order, that the task's code made after this retrieval
     (`skilltransfer.metrics.following`); None for code skills, skills naming no API, and older runs."""
-    ran: int | None = None
+    ran: Count | None = None
     """Code skills: the calls of the skill's functions that the task's code made after this retrieval, as the sandbox
     recorded them (`skilltransfer.sandbox.runtime.skilluse`); None for text skills and older runs."""
     source: Literal["library", "memory"] | None = None
@@ -140,24 +146,24 @@ class RouteRecord(BaseModel):
     """One lens retrieval of a task in brief (the trajectory's retrieval step holds the whole `RouteLog`)."""
 
     subtask_index: int | None
-    visited: int
+    visited: Count
     """Units the verifier routed (or rewrote, under rewrite-all)."""
-    rewritten: int
-    adaptation_cost: int
+    rewritten: Count
+    adaptation_cost: Count
     """Visited plus rewritten units (the study's C_adapt)."""
-    retrieved_tree: int
+    retrieved_tree: Count
     """Distinct units under the seeds and expanded units (what flat reuse of them would insert)."""
-    decisions: dict[str, int]
+    decisions: dict[str, Count]
     """ACCEPT / DECOMPOSE / REWRITE / SKIP counts."""
-    verifier_calls: int
-    verifier_tokens: int
+    verifier_calls: Count
+    verifier_tokens: Count
     """Prompt plus completion tokens of routing's calls."""
-    context_units: int
-    context_tokens: int
-    graph_units: int = 0
-    decomposed: int = 0
+    context_units: Count
+    context_tokens: Count
+    graph_units: Count = 0
+    decomposed: Count = 0
     """Skills decomposed into the graph before this retrieval (the graph kept in step with the memory)."""
-    fallbacks: int = 0
+    fallbacks: Count = 0
     """Decisions the verifier did not make: its reply named none (``fallback:unparseable``) or its prompt did not fit
     (``fallback:context``); routing then took the fallback decision (ACCEPT: what flat reuse does)."""
 
@@ -200,16 +206,16 @@ class CoordinationRecord(BaseModel):
     """Whether this stream wrote the plan (False: replayed from the plan folder)."""
     plan_fallback: str | None = None
     """Why the plan writer fell back to a one-node plan, if it did."""
-    nodes: int
-    completed_nodes: int
+    nodes: Count
+    completed_nodes: Count
     """Nodes completed (metaskill) or reported done by the host (nl-sop, prompt-graph)."""
-    violated_constraints: int
-    unverified_constraints: int
+    violated_constraints: Count
+    unverified_constraints: Count
     submitted_by: str | None = None
     """Who called ``complete_task``: a node id or "finish" (metaskill), "host" (nl-sop, prompt-graph); None: nobody."""
-    not_run_nodes: int = 0
+    not_run_nodes: Count = 0
     """Planned nodes that never ran (metaskill: not dispatched, e.g. after a node submitted; hosts: not reported)."""
-    plan_tokens: int = 0
+    plan_tokens: Count = 0
     """Prompt + completion tokens of the plan writer when this stream wrote the plan (also in the task's tokens and
     ``tokens_by_role["plan_writer"]``; the report keeps it out of the interface's cost)."""
 
@@ -218,11 +224,11 @@ class Exposure(BaseModel):
     """One masking draw of a task (``mask_rate`` > 0): a retrieved candidate skill, shown or withheld."""
 
     skill_id: str
-    propensity: float
+    propensity: Share
     """Probability it was shown (1 - mask_rate; 1 for a skill that is not masked: an induced skill beside a
     library)."""
     shown: bool
-    rank: int
+    rank: Count
     """Its rank among the candidates of the first retrieval that had it."""
     score: float
     subtask_index: int | None = None
@@ -236,39 +242,39 @@ class TaskRecord(BaseModel):
     format_version: int = FORMAT_VERSION
     run: str
     condition: str
-    position: int
+    position: Count
     task_id: str
     difficulty: int
     template: str
-    reward: float
+    reward: Share
     success: bool
     exit_status: str
-    steps: int
+    steps: Count
     """Executor steps (format errors included)."""
-    subtasks: int
-    latency_s: float
+    subtasks: Count
+    latency_s: Seconds
     """Wall-clock time of the agent on this task (induction included; evaluation excluded)."""
-    model_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    dependency: int
+    model_calls: Count
+    prompt_tokens: Count
+    completion_tokens: Count
+    dependency: Count
     """Sum over the task's model calls of P*C + C(C+1)/2 (P prompt, C completion tokens)."""
-    peak_context: int
+    peak_context: Count
     """Largest single prompt of the task, in tokens."""
-    context_fitted_calls: int = 0
+    context_fitted_calls: Count = 0
     """Model calls whose prompt was shortened to fit the context window (elided steps or cut skills)."""
-    reasoning_tokens: int = 0
+    reasoning_tokens: Count = 0
     """Completion tokens spent reasoning (part of ``completion_tokens``; 0 for a model that does not reason)."""
-    cost_usd: float | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
     """What the task's calls cost at the model's ``price`` (prompt tokens as input, completion tokens, reasoning
     included, as output); None when the model has no price."""
-    length_cut_calls: int = 0
+    length_cut_calls: Count = 0
     """Answered model calls whose reply the completion cap cut (finish_reason "length")."""
-    tokens_by_role: dict[str, dict[str, int]]
+    tokens_by_role: dict[str, dict[str, Count]]
     """Per role (executor, planner, summarizer, induction): calls, prompt/completion tokens and dependency."""
     retrieved: list[RetrievedSkill]
     induced: list[InducedSkill]
-    memory_size: int
+    memory_size: Count
     trajectory: str
     """Path of the trajectory file, relative to the run folder."""
     coordination: CoordinationRecord | None = None

@@ -11,7 +11,6 @@ it does a local model's.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -27,30 +26,43 @@ from skilltransfer.llm.retry import (
     call_with_retries,
     requested_wait,
 )
-from skilltransfer.util.http_client import MAX_ANSWER_BYTES, HttpClient, HttpFailure, encode_json, openai_headers
+from skilltransfer.untrusted import UntrustedFileError, parse_json
+from skilltransfer.util import secrets
+from skilltransfer.util.http_client import (
+    MAX_ANSWER_BYTES,
+    HttpClient,
+    HttpFailure,
+    encode_json,
+    openai_headers,
+    shown_url,
+)
+from skilltransfer.util.urls import split_at_url
 
 
 def is_endpoint_spec(spec: str) -> bool:
     """Whether an embedder spec names an endpoint (``openai/<id>``, ``<id>@<url>``)."""
-    return spec.startswith(("openai/", "vllm/")) or "@http://" in spec or "@https://" in spec
+    return spec.startswith(("openai/", "vllm/")) or split_at_url(spec) is not None
 
 
 def parse_endpoint_spec(spec: str) -> tuple[str, str]:
-    """(model id, base URL) of an endpoint embedder spec.
+    """(model id, base URL) of an endpoint embedder spec (``<id>@<url>`` split as ``--model`` splits it: a URL may
+    carry credentials).
 
     Raises:
-        InputError: no model id, or a provider prefix without ``@<url>`` other than ``openai/``.
+        InputError: no model id, or a provider prefix without ``@<url>`` other than ``openai/`` (the message shows
+            the spec without credentials).
     """
     rest = spec.removeprefix("vllm/") if spec.startswith("vllm/") else spec
-    if "@" in rest:
-        model_id, _, url = rest.rpartition("@")
-        model_id = model_id.removeprefix("openai/").strip()
+    at_url = split_at_url(rest)
+    if at_url is not None:
+        model_id, url = at_url[0].removeprefix("openai/").strip(), at_url[1]
     elif spec.startswith("openai/"):
         model_id, url = spec.removeprefix("openai/").strip(), OPENAI_URL
     else:
         model_id, url = "", ""
     if not model_id or not url.startswith(("http://", "https://")):
-        raise InputError(f"embedder {spec!r}: write openai/<id> (e.g. openai/text-embedding-3-small) or "
+        shown = f"{at_url[0]}@{shown_url(at_url[1])}" if at_url is not None else spec
+        raise InputError(f"embedder {shown!r}: write openai/<id> (e.g. openai/text-embedding-3-small) or "
                          "<id>@<url> (e.g. BAAI/bge-m3@http://gpu:8000/v1)")
     return model_id, url.rstrip("/")
 
@@ -72,7 +84,8 @@ class EndpointEmbedder:
     def __init__(self, model_id: str, base_url: str, *, api_key: str | None = None, batch_size: int = 64,
                  timeout_s: float = 60.0, retry_budget_s: float = 300.0, backoff_base_s: float = 1.0,
                  max_retries: int | None = None, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        key = secrets.api_key(api_key, "the embedder's api_key") if api_key else secrets.api_key(
+            os.environ.get("OPENAI_API_KEY"))
         if base_url == OPENAI_URL and not key:
             raise InputError(f"embedder openai/{model_id} needs an API key: set OPENAI_API_KEY")
         self.model_id, self.base_url, self.batch_size = model_id, base_url, max(1, batch_size)
@@ -140,8 +153,8 @@ def _vectors(body: bytes, expected: int) -> list[list[float]]:
             non-empty list of finite numbers, or rows of different lengths.
     """
     try:
-        payload = json.loads(body)
-    except ValueError as exc:
+        payload = parse_json(body, "the answer")  # bounded in depth before it is parsed
+    except UntrustedFileError as exc:
         raise TransientModelError("bad_response", f"unparsable response ({str(exc)[:200]})") from None
     data = payload.get("data") if isinstance(payload, dict) else None
     rows = [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skilltransfer import untrusted
 from skilltransfer.errors import InputError
-from skilltransfer.util.files import iter_jsonl, read_text
+from skilltransfer.util.files import iter_jsonl, read_json, read_text
 
 TEXT_FIELDS = ("instruction", "task", "query", "text")
 """Fields tried in order when ``field`` is not given."""
@@ -69,6 +70,9 @@ def _text_of(record: Any, field: str | None, path: Path, line: int | None) -> st
 def _load_jsonl(path: Path, field: str | None) -> list[TaskText]:
     texts = []
     for number, raw in iter_jsonl(path):
+        if untrusted.nesting_exceeds(raw):  # measured before the parser recurses
+            raise InputError(f"not accepted: nests more than {untrusted.MAX_DEPTH} levels deep", path=path,
+                             line=number)
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -83,10 +87,7 @@ def _load_jsonl(path: Path, field: str | None) -> list[TaskText]:
 
 def _load_json(path: Path, field: str | None, name: str | None = None) -> list[TaskText]:
     """The tasks of a ``.json`` file; ``name`` (the file's id in a task folder) names a record without an id."""
-    try:
-        data = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    data = read_json(path, what="task file")  # bounded in depth before it is parsed
     records = data if isinstance(data, list) else [data]
     stem = name if name is not None else path.stem
     return [TaskText(_record_id(record, stem if len(records) == 1 else f"{stem}#{index}"),

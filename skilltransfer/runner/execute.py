@@ -29,6 +29,7 @@ from skilltransfer.runner.organize import run_organize_stream
 from skilltransfer.runner.plan import StreamPlan
 from skilltransfer.runner.stream import parallel_width, run_stream
 from skilltransfer.settings.recorded import read_run_settings
+from skilltransfer.util import secrets
 
 State = Literal["pending", "running", "done", "skipped", "failed", "stopped"]
 """A stream's state; "stopped": a spending limit (`Budget`) was reached before its last task (rerun to resume)."""
@@ -162,8 +163,9 @@ def execute_stream(plan: StreamPlan, tasks: Sequence[TaskSpec], model: ChatModel
         outcome.task_errors = sum(r.exit_status in (TASK_ERROR, TASK_TIMEOUT) for r in summary.records)
     except Exception as exc:  # noqa: BLE001 - a crashing stream is recorded and must not stop the grid
         outcome.state = "failed"
-        outcome.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        outcome.traceback = traceback.format_exc()
+        message = secrets.redact(str(exc)).strip()
+        outcome.error = f"{type(exc).__name__}: {message.splitlines()[0] if message else ''}"
+        outcome.traceback = secrets.redact(traceback.format_exc())
         outcome.tasks_done = RunFolder(config.path).committed()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

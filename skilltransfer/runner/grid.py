@@ -54,8 +54,8 @@ from skilltransfer.runner.plan import StreamPlan, check_source_overlap, plan_str
 from skilltransfer.runner.spec import GridSpec
 from skilltransfer.settings.config import axes
 from skilltransfer.util.files import atomic_write_text
-from skilltransfer.util.http_client import shown_url
 from skilltransfer.util.pyast import guard_stdlib_parse
+from skilltransfer.util.urls import without_credentials
 
 GRID_FORMAT_VERSION = 1
 Backend = Literal["thread", "ray"]
@@ -177,12 +177,13 @@ def write_grid_file(spec: GridSpec, plans: Sequence[StreamPlan], totals: dict[st
                 **{name: getattr(p.config, name) for name, axis in axes().items() if not axis.labelled},
                 "library": p.config.library, "depends_on": p.depends_on, "tasks": totals[p.run]} for p in plans]
     spec_data = json.loads(spec.model_dump_json(exclude={"phases"}))
+    spec_data = json.loads(without_credentials(json.dumps(spec_data)))  # an embedder's URL, any other URL
     spec_data["phases"] = [json.loads(phase.model_dump_json(exclude={"models": {"__all__": {"api_key"}}}))
                            for phase in spec.phases]
     for phase in spec_data["phases"]:
         for model in (phase.get("models") or {}).values():
             model["headers"] = dict.fromkeys(model.get("headers") or {}, "(not recorded)")
-            model["base_url"] = shown_url(model["base_url"]) if model.get("base_url") else model.get("base_url")
+    spec_data["phases"] = json.loads(without_credentials(json.dumps(spec_data["phases"])))
     payload = {"format_version": GRID_FORMAT_VERSION, "created": _now(), "spec": spec_data, "streams": streams}
     atomic_write_text(spec.out_dir / "grid.json", json.dumps(payload, indent=1) + "\n")
 

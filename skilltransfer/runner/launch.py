@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.llm import make_model
 from skilltransfer.llm.openai_client import EndpointProbe, check_endpoint, served_model
@@ -40,7 +38,7 @@ from skilltransfer.runner.stream import (
 )
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import check_settings
-from skilltransfer.util.text import terminal_safe
+from skilltransfer.util.terminal import Console
 
 RUN_DEFAULTS: dict[str, Any] = {"env": {"sandboxed": True}}
 """``run``'s own defaults, below the ``--config`` YAML: agent code runs in the sandbox unless ``--no-sandbox``."""
@@ -182,7 +180,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
         console.print(f"library: {note}", highlight=False, markup=False, soft_wrap=True)
     retrieval = retrieval_note(config, inputs)
     if retrieval is not None:
-        console.print(f"retrieval: {terminal_safe(retrieval)}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"retrieval: {retrieval}", highlight=False, markup=False, soft_wrap=True)
     existed = folder.exists()
     try:
         return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,

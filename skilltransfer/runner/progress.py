@@ -11,12 +11,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from skilltransfer.agents.result import AgentEvent
 from skilltransfer.log import TaskRecord
 from skilltransfer.protocols import Completion, Message
+from skilltransfer.util.terminal import Console
 
 
 def _clock_text(seconds: float) -> str:
@@ -135,7 +136,8 @@ class StreamProgress:
                     self.current["step"] = event.step_index
                 if event.kind == "call_start":
                     self.current["role"] = event.role
-            self.progress.update(self._task, description=self.where() if self.current else "tasks")
+            where = escape(self.where()) if self.current else "tasks"  # a task id is text, not markup for the label
+            self.progress.update(self._task, description=where)
         self.beat()
 
     def __call__(self, record: TaskRecord) -> None:

@@ -109,6 +109,7 @@ from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import RunSettings, check_resume, read_run_settings
 from skilltransfer.skill import Skill, UsageStats
+from skilltransfer.util import secrets
 
 PARTIAL_WRITE_S = 2.0
 """Least seconds between two writes of a running task's trajectory file."""
@@ -854,7 +855,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         if isinstance(exc, InputError):
             live.write("aborted", error=_one_line(exc))
             raise
-        failure = (exc, traceback.format_exc()[-MAX_TRACEBACK_CHARS:])
+        failure = (exc, secrets.redact(traceback.format_exc())[-MAX_TRACEBACK_CHARS:])
     except BaseException as exc:
         live.write("aborted", error=_one_line(exc))
         raise
@@ -911,4 +912,4 @@ def _commit_task(parts: StreamParts, record: TaskRecord) -> None:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:1000]
+    return " ".join(secrets.redact(f"{type(exc).__name__}: {exc}").split())[:1000]

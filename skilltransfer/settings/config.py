@@ -53,6 +53,7 @@ from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
 from skilltransfer.memory.ranking import RetrievalMode, RetrievalText
 from skilltransfer.memory.store import MemoryConfig
 from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
+from skilltransfer.util.urls import without_credentials
 
 Condition = Literal["task", "task+text", "task+code", "subtask", "subtask+text", "subtask+code"]
 CONDITIONS: dict[str, tuple[AgentLevel, SkillFormat | None]] = {
@@ -677,9 +678,11 @@ class StreamConfig(BaseModel):
 
     def recorded(self) -> StreamConfig:
         """The settings a run is identified by, as ``config.json`` records them: the model's `ModelSpec.recorded`,
-        without the settings that do not change results (sandboxing, the embedding cache)."""
+        the embedder without the credentials of its URL, without the settings that do not change results
+        (sandboxing, the embedding cache)."""
         verifier = self.verifier_model.recorded() if self.verifier_model is not None else None
         return self.model_copy(update={"model": self.model.recorded(), "embedder_cache": False,
+                                       "embedder": without_credentials(self.embedder),
                                        "verifier_model": verifier,
                                        "env": self.env.model_copy(update={"sandboxed": None})})
 

@@ -109,6 +109,8 @@ def read_json(path: str | Path, *, what: str = "file", root: str | Path | None =
     """
     text = read_text(path, what=what, root=root, max_bytes=max_bytes)
     shown = Path(root) / str(path) if root is not None else path
+    if untrusted.nesting_exceeds(text, max_depth):  # measured before the parser recurses
+        raise InputError(f"{what} nests more than {max_depth} levels deep (not read)", path=shown)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:

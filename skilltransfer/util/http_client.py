@@ -34,7 +34,8 @@ import httpcore2
 import httpx2
 
 from skilltransfer.errors import InputError
-from skilltransfer.untrusted import MAX_DEPTH, parse_json
+from skilltransfer.untrusted import MAX_DEPTH, UntrustedFileError, parse_json
+from skilltransfer.util import secrets
 from skilltransfer.version import __version__
 
 log = logging.getLogger(__name__)
@@ -80,9 +81,17 @@ class Answer:
     headers: Mapping[str, str]
     body: bytes
 
-    def json(self) -> Any:
-        """The body parsed as JSON (raises ``ValueError`` if it is not)."""
-        return json.loads(self.body)
+    def json(self, max_depth: int = MAX_DEPTH) -> Any:
+        """The body parsed as JSON, at most ``max_depth`` containers deep (`skilltransfer.untrusted.parse_json`:
+        checked before the parser recurses).
+
+        Raises:
+            ValueError: not JSON, or nested too deeply (saying which).
+        """
+        try:
+            return parse_json(self.body, "the answer", max_depth=max_depth)
+        except UntrustedFileError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     def text(self) -> str:
@@ -104,7 +113,9 @@ def openai_headers(api_key: str | None, extra: Mapping[str, str] | None = None) 
         headers["OpenAI-Organization"] = organization
     if project := os.environ.get("OPENAI_PROJECT_ID"):
         headers["OpenAI-Project"] = project
-    return {**headers, **(extra or {})}
+    headers = {**headers, **(extra or {})}
+    secrets.register_headers(headers)  # never shown in a message, whatever its bytes
+    return headers
 
 
 def shown_url(url: str) -> str:
@@ -211,6 +222,8 @@ class HttpClient:
                  max_bytes: int = MAX_ANSWER_BYTES) -> None:
         self.base_url = base_url.rstrip("/")
         self.shown = shown_url(self.base_url)
+        secrets.register_url(self.base_url)  # a password in the URL: never shown in a message
+        secrets.register_headers(headers)
         if urlsplit(self.base_url).scheme not in ("http", "https"):
             raise InputError(f"endpoint {self.shown!r} is not an http(s) URL")
         self.deadline_s = deadline_s

@@ -44,7 +44,7 @@ from skilltransfer.log import (
     ActionStep,
     RunFolder,
     TaskRecord,
-    TrajectoryLog,
+    parse_trajectory,
     read_steps,
 )
 from skilltransfer.report.runs import RunLog, label_runs
@@ -398,11 +398,7 @@ class Catalog:
             relative = folder.trajectory_file(task_ids[position])
         else:
             raise InputError(f"no task at position {position} in this run", path=entry.path)
-        raw = read_file(entry.path, relative)
-        try:
-            trajectory = TrajectoryLog.model_validate_json(raw)
-        except ValueError as exc:
-            raise InputError(f"not a trajectory: {str(exc).splitlines()[0]}", path=entry.path / relative) from None
+        trajectory = parse_trajectory(read_file(entry.path, relative), entry.path / relative)
         calls = trajectory.calls
         ids = {i for c in calls for i in [*(c.get("messages") or []), c.get("reply"), c.get("reasoning")]
                if isinstance(i, str)}

@@ -50,6 +50,8 @@ def _payloads(catalog: Catalog, problems: list[str]) -> Iterator[tuple[str, Any]
     """Every payload of the catalog as (key, JSON data): each run, each started task, each report folder, then the
     index (last: it lists what could not be exported)."""
     index = catalog.index()
+    problems.extend(f"{p['path']}: {p['error']}" for p in index["problems"])  # runs that could not be read, said
+    unread = len(problems)
     for row in index["runs"]:
         key = row["key"]
         try:
@@ -73,7 +75,7 @@ def _payloads(catalog: Catalog, problems: list[str]) -> Iterator[tuple[str, Any]
             yield f"report/{entry['key']}", catalog.report(entry["key"])
         except InputError as exc:
             problems.append(f"{entry['label']}: {exc}")
-    index["problems"] += [{"path": "export", "error": p} for p in problems]
+    index["problems"] += [{"path": "export", "error": p} for p in problems[unread:]]
     yield "index", index
 
 

@@ -16,12 +16,12 @@ import argparse
 import gzip
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from skilltransfer.envs.scienceworld.index import DEFAULT_PER_SPLIT, INDEX_FORMAT_VERSION, INDEX_PATH, ranked, selection
+from skilltransfer.util.terminal import echo
 
 
 def _paper_names() -> dict[str, dict[str, str]]:
@@ -98,14 +98,13 @@ def build(per_split: int, work: Path, out: Path, names: list[str] | None = None,
                 done[(name, variation)] = record
                 log.write(json.dumps(record) + "\n")
                 log.flush()
-                print(f"[{k}/{len(todo)}] {name} {variation} ({split}): gold {len(record['gold'])} actions, score "
-                      f"{record['gold_score']} ({time.time() - start:.0f} s)", file=sys.stderr, flush=True)
+                echo(f"[{k}/{len(todo)}] {name} {variation} ({split}): gold {len(record['gold'])} actions, score "
+                     f"{record['gold_score']} ({time.time() - start:.0f} s)", err=True)
     keep = sorted((name, v) for name, info in types.items()
                   for vs in selection(info["splits"], name, per_split).values() for v in vs)
     missing = [key for key in keep if key not in done]
     if missing:
-        print(f"warning: {len(missing)} selected variations are not generated yet (e.g. {missing[0]})",
-              file=sys.stderr)
+        echo(f"warning: {len(missing)} selected variations are not generated yet (e.g. {missing[0]})", err=True)
     selected: list[dict[str, Any]] = [done[key] for key in keep if key in done]
     data = {"format_version": INDEX_FORMAT_VERSION, "scienceworld_version": installed_version(),
             "per_split": per_split,
@@ -116,7 +115,7 @@ def build(per_split: int, work: Path, out: Path, names: list[str] | None = None,
     with gzip.GzipFile(tmp, "wb", mtime=0) as handle:
         handle.write(json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8"))
     os.replace(tmp, out)
-    print(f"wrote {out}: {len(selected)} variations of {len(types)} task types", file=sys.stderr)
+    echo(f"wrote {out}: {len(selected)} variations of {len(types)} task types", err=True)
 
 
 def main(argv: list[str] | None = None) -> None:
