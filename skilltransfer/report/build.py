@@ -16,6 +16,7 @@ from skilltransfer.report.effects import has_draws, skill_effects_table
 from skilltransfer.report.forgetting import forgetting_tables, has_snapshots
 from skilltransfer.report.judgments import judgment_table
 from skilltransfer.report.model_transfer import model_transfer_table
+from skilltransfer.report.retrieval import retrieval_table, uses_retrieval_modes
 from skilltransfer.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.selection import Labels, has_picks, selection_tables
@@ -90,6 +91,8 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         tables.append(skill_use_table(runs))
     if has_picks(runs):
         tables += selection_tables(runs, metric, seed, labels)
+    if uses_retrieval_modes(runs):
+        tables.append(retrieval_table(runs, metric, seed, labels))
     across = model_transfer_table(runs, metric, seed)
     if across.rows:
         tables.append(across)

@@ -89,6 +89,7 @@ from skilltransfer.memory.near_miss import (
     right_skills,
 )
 from skilltransfer.memory.organization import LibraryView
+from skilltransfer.memory.ranking import Ranker
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
 from skilltransfer.memory.store import SkillMemory
@@ -361,6 +362,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder)
+    if memory is not None and config.retrieval != "dense":
+        memory.ranker = retrieval_ranker(config, inputs)
     single = memory if isinstance(memory, SkillMemory) else None  # lens and own-task scope read one store
     retriever = _lens_retriever(config, single, embedder, folder.memory_dir)
     own_verifier = None
@@ -393,6 +396,27 @@ def _sized_library(cfg: StreamConfig, library: SkillMemory | None, inputs: Strea
                              for s in skills]) if skills else np.zeros((0, library.dim), dtype=np.float32)
     corpus = SkillMemory.frozen(embedder, skills, vectors, config=library.config)
     return SizedLibrary(library, corpus, cfg.library_size, cfg.near_miss)
+
+
+def retrieval_ranker(config: StreamConfig, inputs: StreamInputs) -> Ranker:
+    """The ranker of a stream's ``retrieval`` (`skilltransfer.memory.ranking`): a hierarchical one routes over the
+    stream's organisation when it has one."""
+    organization = inputs.organization.organization if inputs.organization is not None else None
+    return Ranker(config.retrieval, organization)
+
+
+def retrieval_note(config: StreamConfig, inputs: StreamInputs, *, library_from: str | None = None) -> str | None:
+    """What a stream's retrieval does, in one line (``run`` and ``grid`` print it at start); None for dense or a
+    stream without a memory. ``library_from``: the library is the memory of an earlier phase, not read yet."""
+    if config.retrieval == "dense" or not config.has_memory:
+        return None
+    text = "description + body" if config.retrieval_text == "description+body" else "description"
+    if library_from is not None and config.retrieval == "hierarchical" and config.organization is not None:
+        return f"hierarchical over the organization {config.organization} (written before the stream starts); " \
+               f"indexed: {text}"
+    memory = f"the memory of {library_from}" if library_from is not None else "a growing memory"
+    skills = None if library_from is not None else inputs.library
+    return f"{retrieval_ranker(config, inputs).describe(skills, memory=memory)}; indexed: {text}"
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
@@ -802,6 +826,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
         agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory),
                                                        named_skills(task, memory, LIBRARY_KEY) or ())
+        agent.memory.ranker = memory.ranker  # the stream's retrieval mode over the task's library
         drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()

@@ -50,6 +50,7 @@ from skilltransfer.llm.config import ModelConfig
 from skilltransfer.log import PLANS
 from skilltransfer.memory.near_miss import NearMissConfig
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
+from skilltransfer.memory.ranking import RetrievalMode, RetrievalText
 from skilltransfer.memory.store import MemoryConfig
 from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
 from skilltransfer.util.urls import without_credentials
@@ -402,6 +403,15 @@ class StreamConfig(BaseModel):
     ``report``'s ``skill_effects`` can estimate each skill's causal effect. 0: every retrieved skill is shown."""
     mask_seed: int = 0
     """The masking draws' seed (with the task and skill ids)."""
+    retrieval: Annotated[RetrievalMode, Axis("retrievals", tag="[{value}]", tag_if=_has_memory)] = "dense"
+    """How the top-k skills are chosen for a (sub)task (`skilltransfer.memory.ranking`): dense (cosine of the
+    embeddings, FAISS: the paper's), bm25 (lexical, ``bm25s``), hybrid (reciprocal rank fusion of the two) or
+    hierarchical (category -> skill over ``organization``, else the library's folders, else embedding clusters).
+    Each hit keeps its cosine as its score. Flat reuse only (lens reuse routes the skill graph)."""
+    retrieval_text: Annotated[RetrievalText, Axis("retrieval_texts", tag="[{value}]", tag_if=_has_memory)] = (
+        "description")
+    """What of a skill retrieval indexes: its description (the paper's) or description + body (every mode; the same
+    switch as ``memory.index_body``, which it sets)."""
     lens: LensConfig = Field(default_factory=LensConfig)
     """Lens reuse settings: routing (token budget, walk, ...) and decomposition of skills into the graph."""
     skill_graph: str | None = None
@@ -542,6 +552,19 @@ class StreamConfig(BaseModel):
                                                    or self.induction_variant == "contract"):
             raise ValueError("induction_source lessons writes text lessons from failed tasks: use a text condition "
                              "(task+text, subtask+text), not the contract variant, and leave only_successful off")
+        return self
+
+    @model_validator(mode="after")
+    def _retrieval(self) -> StreamConfig:
+        """``retrieval_text`` and ``memory.index_body`` are one switch (either sets the other); a retrieval mode other
+        than dense needs flat reuse."""
+        if self.memory.index_body and self.retrieval_text == "description":
+            self.__dict__["retrieval_text"] = "description+body"
+        elif self.retrieval_text == "description+body" and not self.memory.index_body:
+            self.__dict__["memory"] = self.memory.model_copy(update={"index_body": True})
+        if self.retrieval != "dense" and self.reuse != "flat":
+            raise ValueError(f"retrieval {self.retrieval!r} chooses the top-k skills of flat reuse; reuse "
+                             f"{self.reuse!r} routes the skill graph instead (keep retrieval dense)")
         return self
 
     @model_validator(mode="after")
