@@ -100,7 +100,8 @@ def _crowding_lines(report: ScoreReport, clusters_shown: int = 3, names_shown: i
         return []
     counts, band, n = crowded.counts(), crowded.band, len(report.skills)
     lines = [f"crowding (column nn cos: each skill's nearest other skill by description cosine): {counts['crowded']} "
-             f"of {counted(n, 'skill')} crowded (nn cos {band.low:g}-{band.high:g}, the band where routing errors concentrate), "
+             f"of {counted(n, 'skill')} crowded (nn cos {band.low:g}-{band.high:g}, the band where routing errors "
+             "concentrate), "
              f"{counts['near_duplicate']} near-duplicates (above {band.high:g}); {counts['clusters']} crowded "
              f"cluster{'s' if counts['clusters'] != 1 else ''} (skills linked at cosine >= {band.low:g}) holding "
              f"{counted(counts['in_clusters'], 'skill')}"]
@@ -109,7 +110,8 @@ def _crowding_lines(report: ScoreReport, clusters_shown: int = 3, names_shown: i
         shown = ", ".join(terminal_safe(names[m]) for m in members[:names_shown])
         more = f" and {len(members) - names_shown} more" if len(members) > names_shown else ""
         stats = crowded.cluster_stats[number - 1]
-        lines.append(f"  cluster {number} ({counted(len(members), 'skill')}, max cosine {stats.max_cosine:.3f}): {shown}{more}")
+        lines.append(f"  cluster {number} ({counted(len(members), 'skill')}, max cosine {stats.max_cosine:.3f}): "
+                     f"{shown}{more}")
     return lines
 
 
