@@ -73,10 +73,9 @@ from skilltransfer.metrics.surrogate import (
     INTERVALS,
     MIN_RELIABILITY,
     rank_correlation,
-    spearman,
-    spearman_rows,
     surrogate_analysis,
 )
+from skilltransfer.metrics.validation import spearman, spearman_rows
 from skilltransfer.protocols import TaskSpec
 from skilltransfer.report.effects import task_draws
 from skilltransfer.runner.stream import run_stream

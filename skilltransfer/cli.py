@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "preference with a CI)."),
     "score": ("skilltransfer.commands.score:score", "Rank a library's skills by utility = specificity x "
               "abstractness against a set of tasks."),
+    "triggers": ("skilltransfer.commands.triggers:triggers", "Run trigger evals (skill-creator's format) against a "
+                 "library as the agent sees it: per skill precision, recall and F1, isolated and competitive."),
+    "validate": ("skilltransfer.commands.validate:validate", "Set a library score's diagnostics beside outcomes "
+                 "measured elsewhere: rank correlations with CIs, paired, within groups, held out."),
     "evolve": ("skilltransfer.commands.evolve:evolve", "Evolve a library's skill graph and routing notes, keeping "
                "an edit only when it raises J on validation tasks."),
     "envs": ("skilltransfer.commands.envs:envs_app", "List environments and show their tasks."),

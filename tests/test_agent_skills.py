@@ -409,7 +409,11 @@ def test_a_hostile_library_folder_is_read_without_losing_a_skill_silently(tmp_pa
     assert err.count("warning: ") == 4
     assert "(skill not read)" in err
     assert "\x1b" not in out
-    assert "\\x1b]52" in out
+    assert "new\\nline.txt (a name with a control character)" in out  # one line per left-out summary
+    code, out, err = main_cli(["library", "show", str(lib), "--skill", "../../escape/../x"], monkeypatch, capsys)
+    assert code == 0, err
+    assert "\x1b" not in out
+    assert "\\x1b]52" in out  # the description, whole, its escape visible
     code, out, err = main_cli(["library", "export", str(lib), "--out", str(tmp_path / "out")], monkeypatch, capsys)
     assert code == 0, err
     assert "3 skills" in out

@@ -176,12 +176,13 @@ def test_the_agent_loads_a_skill_and_reads_a_reference_page_by_page(hash_embedde
     assert "`read_skill_file(" in first
     assert "`load_skill(" in first
     load, read, more = result.actions[:3]
-    assert load.skill_action == {"action": "load_skill", "target": "spreadsheet-handbook"}
+    handbook = next(s for s in result.retrievals[0].skills if s["name"] == "spreadsheet-handbook")["id"]
+    assert load.skill_action == {"action": "load_skill", "target": "spreadsheet-handbook", "skill_id": handbook}
     assert "Part 1: worked procedure 1\n" in load.observation
     assert DEEP not in load.observation
     assert len(load.observation) < 8000 + 1000  # one page and the listing
     assert read.skill_action == {"action": "read_skill_file", "target": "spreadsheet-handbook",
-                                 "path": "references/cell-indexing.md", "start": 0}
+                                 "path": "references/cell-indexing.md", "start": 0, "skill_id": handbook}
     assert read.observation.startswith("File references/cell-indexing.md")
     assert not read.error
     assert "reference line 100)" not in read.observation

@@ -15,7 +15,12 @@ LOCAL = re.compile(r"(?<![\w.])/(?:work|home|Users|root)/[\w.-]+")
 TESTS = sorted(ROOT.joinpath("tests").glob("*.py"))
 IN_A_WORLD = {("test_integrity.py", "/home/bomb-"): "a path of the office world's own file system, written by the "
                                                     "agent under test",
-              ("test_docs_hygiene.py", "/home/bomb-"): "the line above"}
+              ("test_docs_hygiene.py", "/home/bomb-"): "the line above",
+              ("test_validation_diagnostics.py", "/root/out.csv"): "a path a skill's text names (an absolute path "
+                                                                   "the executability check must not count)",
+              ("test_validation_diagnostics.py", "/root/data.csv"): "a script's error message in a planted skill",
+              ("test_docs_hygiene.py", "/root/out.csv"): "the lines above",
+              ("test_docs_hygiene.py", "/root/data.csv"): "the lines above"}
 """(test file, path) -> why the path is not this machine's."""
 KEPT = {"changelog.md"}
 """Pages that may name old spellings (the changelog says what changed)."""

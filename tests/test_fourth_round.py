@@ -108,6 +108,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     officebench_task(root / "officebench")
     (root / "tasks.jsonl").write_text("".join(json.dumps({"instruction": f"count to {n} {HOSTILE}"}) + "\n"
                                               for n in (3, 5)))
+    (root / "effects.json").write_text(json.dumps([{"skill": name + HOSTILE, "effect" + HOSTILE: effect}
+                                                   for name, effect in (("alpha", 0.1), ("beta", -0.1))]))
     with MockServer(RolePlay(), models=["m" + HOSTILE]) as server:
         places = {"lib": str(library), "url": server.url, "root": str(root), "run": str(root / "run"),
                   "org": str(root / "org"), "graph": str(root / "graph")}
@@ -133,6 +135,8 @@ COMMANDS: dict[str, list[str]] = {
     "view-export": ["view", "{run}", "--export", "{tmp}/site"],
     "judge": ["judge", "{run}", "{run}", "--model", "{url}", "--out", "{tmp}/judge.json"],
     "score": ["score", "{lib}", "--tasks", "{root}/tasks.jsonl", "--embedder", "hash:64"],
+    "validate": ["validate", "{lib}", "--tasks", "{root}/tasks.jsonl", "--outcomes", "{root}/effects.json",
+                 "--embedder", "hash:64", "--no-run-scripts", "--resamples", "200"],
     "envs-show": ["envs", "show", "officebench:{root}/officebench"],
     "library-show": ["library", "show", "{lib}"],
     "library-show-skill": ["library", "show", "{lib}", "--skill", "1"],

@@ -75,9 +75,12 @@ def test_run_and_grid_record_one_stream_alike(tmp_path):
 
 
 def _two_values(name: str) -> list[object]:
-    """Two values of an axis: its first two choices, or 0 and 1 (a rate in [0, 1): 0 and 0.3)."""
+    """Two values of an axis: its first two choices, or 0 and 1 (a rate in [0, 1): 0 and 0.3; a library size: 5
+    and 20)."""
     if name == "mask_rate":
         return [0.0, 0.3]
+    if name == "library_size":  # at least one skill
+        return [5, 20]
     annotation = StreamConfig.model_fields[name].annotation
     choices = [a for arg in typing.get_args(annotation) or (annotation,) for a in (typing.get_args(arg) or [arg])
                if a is not type(None)]

@@ -113,8 +113,12 @@ def test_80_columns_split_no_name_and_cut_no_header(library: Path, tasks: Path, 
     note = next(line for line in lines if line.startswith("left out at 80 columns:"))
     assert "specificity" in out[out.index(note):]  # the note names what the table leaves out
     wide = score_cli([str(library), "--tasks", str(tasks), "--embedder", "hash:64"], 160, monkeypatch, capsys)
-    assert "left out" not in wide
+    assert "nn cos" in out  # crowding: each skill's nearest neighbour's cosine at 80 columns, and its name at 160
+    assert "nearest skill" in wide
     assert all(len(line) <= 160 for line in wide.splitlines())
+    wide = score_cli([str(library), "--tasks", str(tasks), "--embedder", "hash:64"], 200, monkeypatch, capsys)
+    assert "left out" not in wide
+    assert all(len(line) <= 200 for line in wide.splitlines())
 
 
 def test_a_name_too_long_for_any_table_gets_its_own_line(tmp_path: Path, tasks: Path,
@@ -256,7 +260,7 @@ def test_level_and_format_unknown_unless_the_source_says(tmp_path: Path, tasks: 
     lib = write_library(tmp_path / "lib", {"send-email-with-attachment": LONG_NAMES["send-email-with-attachment"]})
     write_library(lib, {"sum-column": "Sum a column."}, "level: subtask\nformat: text\n")
     out = score_cli([str(lib), "--tasks", str(tasks), "--embedder", "hash:64", "--out", str(tmp_path / "r.csv")],
-                    160, monkeypatch, capsys)
+                    200, monkeypatch, capsys)
     rows = {row["name"]: row for row in csv.DictReader((tmp_path / "r.csv").open())}
     assert (rows["send-email-with-attachment"]["level"], rows["send-email-with-attachment"]["format"]) == (
         "unknown", "unknown")

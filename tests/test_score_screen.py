@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -62,15 +63,18 @@ def test_domain_stays_at_80_columns(tmp_path: Path, monkeypatch, capsys):
 
 
 def test_columns_that_fit_are_put_back(tmp_path: Path, monkeypatch, capsys):
-    """Leaving out the widest column (a long best-task id) is enough: the narrower ones left out before it fit."""
+    """Columns are left out from the least important, then each that fits again is put back: a long best-task id
+    stays out while a narrower, less important column (level) comes back."""
     lib = write_library(tmp_path / "lib", LONG_NAMES)
     tasks = write_tasks(tmp_path / "tasks.jsonl", id_prefix="a-task-id-as-long-as-the-folder-paths-some-sets-use-")
     out = run(["score", str(lib), "--tasks", str(tasks), "--embedder", "hash:64"], 150, monkeypatch, capsys)
     shown = header(out)
     assert "task" not in shown  # best task: left out
-    assert {"specificity", "abstractness", "level", "format"} <= set(shown)
+    assert {"level", "nn", "cos", "domain"} <= set(shown)  # level (least important but one) put back
     note = next(line for line in out.splitlines() if line.startswith("left out at 150 columns"))
-    assert note.split(":", 1)[1].split("(")[0].strip() == "best task"
+    left = [name.strip() for name in note.split(":", 1)[1].split("(")[0].split(",")]
+    assert "best task" in left
+    assert "level" not in left
 
 
 def test_the_screen_shows_50_and_says_how_to_see_the_rest(tmp_path: Path, monkeypatch, capsys):
@@ -78,12 +82,12 @@ def test_the_screen_shows_50_and_says_how_to_see_the_rest(tmp_path: Path, monkey
     lib, tasks = write_library(tmp_path / "lib", skills), write_tasks(tmp_path / "tasks.jsonl")
     args = ["score", str(lib), "--tasks", str(tasks), "--embedder", "hash:64"]
     out = run(args, 160, monkeypatch, capsys)
-    rows = [line for line in out.splitlines() if " skill-" in line]
+    rows = [line for line in out.splitlines() if re.match(r" *\d+  skill-", line)]
     assert len(rows) == 50
     assert "Skill ranking (50 of 55 skills)" in out
     assert "... 5 more skills not shown: --all prints every one, --top N the first N; --out FILE.csv" in out
     every = run([*args, "--all"], 160, monkeypatch, capsys)
-    assert len([line for line in every.splitlines() if " skill-" in line]) == 55
+    assert len([line for line in every.splitlines() if re.match(r" *\d+  skill-", line)]) == 55
     assert "not shown" not in every
     assert "53 more skills not shown" in run([*args, "--top", "2"], 160, monkeypatch, capsys)
     code, _, err = main_cli([*args, "--top", "2", "--all"], monkeypatch, capsys)

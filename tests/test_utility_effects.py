@@ -23,15 +23,12 @@ from skilltransfer.metrics.surrogate import (
     DIAGNOSTICS,
     MIN_ARM,
     associate,
-    auroc,
-    auroc_interval,
     diagnostic_values,
     has_contrast,
     rank_correlation,
-    spearman,
-    spearman_rows,
     surrogate_analysis,
 )
+from skilltransfer.metrics.validation import auroc, auroc_interval, spearman, spearman_rows
 from skilltransfer.report import EmbedderResolver, build_report, load_runs
 from skilltransfer.report.utility_effects import BINNED
 

@@ -239,6 +239,9 @@ class Executor:
             step.skill_action = {"action": call.action, "target": call.target}
             if call.path:
                 step.skill_action.update(path=call.path, start=call.start)
+            skill_id = actions.skill_id(call.target) if call.action != "open_node" else None
+            if skill_id is not None:  # a pick (`skilltransfer.log.selection`)
+                step.skill_action["skill_id"] = skill_id
             handled = actions.handle(call)
             if isinstance(handled, SubagentRequest):
                 answer = self._subagent(run, step, handled)

@@ -318,6 +318,16 @@ class SkillActions:
             self.blocks.append(block)
         return block.text + "\n"  # a blank line between skills
 
+    def skill_id(self, name: str) -> str | None:
+        """The id of the skill ``name`` names in this context (None for a group or an unknown name): what a pick
+        records (`skilltransfer.log.selection`)."""
+        if self._is_node(name):
+            return None
+        try:
+            return self.view.skill(name).id
+        except NodeNotFound:
+            return None
+
     def handle(self, call: SkillCall) -> str | SkillBlock | SubagentRequest:
         """The observation of a load/open/read (a page of a skill as a `SkillBlock` under progressive disclosure, which
         context fitting may shorten), or the subagent to run for ``run_skill``; unknown names and actions not allowed

@@ -257,8 +257,12 @@ def grid(
 
     from skilltransfer.runner.evolve import evolution_note
     from skilltransfer.runner.plan import plan_streams
+    from skilltransfer.runner.stream import near_miss_note
 
     libraries: set[tuple[str, int | None, int, str]] = set()
+    retrievals: set[tuple[str, str, str, str, str]] = set()
+    said: set[str] = set()
+    corpora: set[tuple[str, ...]] = set()
     for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
@@ -268,6 +272,20 @@ def grid(
             libraries.add(key)  # skills not read, files the agent is not shown: said once per library
             for note in _library_notes(plan.config):
                 console.print(f"library {plan.config.library}: {note}", highlight=False, markup=False, soft_wrap=True)
+        mode = (plan.config.retrieval, plan.config.retrieval_text, str(plan.config.library),
+                str(plan.config.organization), str(plan.source))
+        if plan.config.retrieval != "dense" and plan.config.has_memory and mode not in retrievals:
+            retrievals.add(mode)  # what each retrieval mode does, said once per mode and library
+            retrieval = _retrieval_note(plan.config, plan.source)
+            if retrieval is not None and retrieval not in said:
+                said.add(retrieval)
+                console.print(f"retrieval: {retrieval}", highlight=False, markup=False, soft_wrap=True)
+        corpus = tuple(plan.config.near_miss.corpus)
+        if plan.config.library_size is not None and corpus not in corpora:  # said once per corpus
+            corpora.add(corpus)
+            console.print(near_miss_note(plan.config, [p.config.library_size for p in plan_streams(grid_spec)
+                                                        if p.config.near_miss.corpus == list(corpus)]),
+                          highlight=False, markup=False, soft_wrap=True)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": spending.token_limit, "--cost-limit": spending.cost_limit,
                              "--max-connections": spending.max_connections}, allow_import, allow_key_to)
@@ -295,6 +313,20 @@ def _models(grid_spec: Any) -> list[tuple[str, Any]]:
         if getattr(phase, "verifier_model", None) is not None:
             models.append((f"{where}verifier_model.base_url", phase.verifier_model))
     return models
+
+
+def _retrieval_note(config: StreamConfig, source: str | None) -> str | None:
+    """What a stream's retrieval mode does (`skilltransfer.runner.stream.retrieval_note`); ``source``: the stream
+    whose memory is the library (not written yet), else None."""
+    from skilltransfer.runner.stream import StreamInputs, prepare_stream, retrieval_note
+
+    if source is not None:
+        return retrieval_note(config, StreamInputs(), library_from=source)
+    try:
+        inputs = prepare_stream(config) if config.library is not None else StreamInputs()
+    except InputError:
+        return None  # the grid's checks say why
+    return retrieval_note(config, inputs)
 
 
 def _library_notes(config: StreamConfig) -> list[str]:

@@ -152,7 +152,8 @@ def _write(skills: list[Skill], organization: Organization, out: Path) -> tuple[
 def show(
     folder: Annotated[Path, typer.Argument(help="Any library: a folder of SKILL.md packages, a skills .jsonl, a run's "
                                                 "memory/ folder, or an organised library (library organize).")],
-    skill: Annotated[str | None, typer.Option(help="Print this skill whole (name, or number in the listing).")]
+    skill: Annotated[str | None, typer.Option(help="A skill of the library (name, or number in the listing): print it "
+                                                   "whole.")]
     = None,
     node: Annotated[str | None, typer.Option(help="Organised libraries: open this routing node (or skill) instead "
                                                   "of the top.")] = None,

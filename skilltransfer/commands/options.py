@@ -66,6 +66,10 @@ VOCABULARY: dict[str, Term] = {
     "--token-limit": Term("Stop starting tasks once this invocation's tasks used"),
     "--cost-limit": Term("Stop starting tasks once this invocation's tasks cost"),
     "--top-k": Term("Skills retrieved per query"),
+    "--skill": Term("A skill of the library"),
+    "--tasks": Term("Task instructions"),
+    "--field": Term("Task text field"),
+    "--price": Term("The model's price"),
     "--lenient": Term("Also read model-written SKILL.md files the format refuses"),
 }
 """Option name -> its meaning, for every name more than one command uses (and those that had two meanings)."""

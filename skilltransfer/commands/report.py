@@ -41,6 +41,9 @@ def report(
     cache_old: Annotated[bool, typer.Option("--cache", hidden=True, help="Deprecated: the embedding cache is on by "
                                             "default.")] = False,
     no_cache_old: NoCacheOld = False,
+    labels: Annotated[Path | None, typer.Option(
+        help="A JSON file {\"task id\": [\"skill name or id\", ...]} naming each task's right skills, for the "
+             "selection tables (replacing what the runs recorded).", rich_help_panel=_ADVANCED)] = None,
     compare: Annotated[tuple[Path, Path] | None, typer.Option(
         "--compare", metavar="A B", help="Compare two run folders task by task instead: the flip table (solved in A "
         "only / B only / both / neither) with McNemar's exact test, in --out.")] = None,
@@ -67,7 +70,7 @@ def report(
     check_output_path(out, flag="--out")
     result, written = make_report(list(runs), out, metric=metric, embedder=embedder, utility=utility,
                                   density_bins=density_bins, utility_bins=utility_bins, seed=seed, cache=embed_cache,
-                                  utility_binning=utility_binning)
+                                  utility_binning=utility_binning, labels=labels)
     console = Console(stderr=True)
     console.print(f"{len(result.runs)} runs -> {written.markdown}, {written.html}, {len(written.csv)} CSV files, "
                   f"{len(written.figures)} figures in {out / 'figures'}")

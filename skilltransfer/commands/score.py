@@ -18,6 +18,7 @@ from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
 from skilltransfer.memory.library import read_library
+from skilltransfer.metrics.crowding import DEFAULT_BAND, Band
 from skilltransfer.metrics.retrieval import DEFAULT_TOP_K
 from skilltransfer.metrics.scoring import (
     RANK_MEASURES,
@@ -87,8 +88,32 @@ def _print_report(report: ScoreReport, top: int | None, console: Console, out: P
     lines.append(f"inside the null (NULL): {summary['n_null_off_domain']} {of_all} have a "
                  f"best match at or below {report.null_threshold:.3f}, the 0.95 quantile of off-topic texts' best "
                  "matches over these tasks with this embedder")
+    lines.extend(_crowding_lines(report))
     for line in lines:
         console.print(Text(terminal_safe(line)))
+
+
+def _crowding_lines(report: ScoreReport, clusters_shown: int = 3, names_shown: int = 4) -> list[str]:
+    """The crowding summary: how many skills are crowded / near-duplicates, and the largest crowded clusters."""
+    crowded = report.crowding
+    if crowded is None:
+        return []
+    counts, band, n = crowded.counts(), crowded.band, len(report.skills)
+    lines = [f"crowding (column nn cos: each skill's nearest other skill by description cosine): {counts['crowded']} "
+             f"of {counted(n, 'skill')} crowded (nn cos {band.low:g}-{band.high:g}, the band where routing errors "
+             "concentrate), "
+             f"{counts['near_duplicate']} near-duplicates (above {band.high:g}); {counts['clusters']} crowded "
+             f"cluster{'s' if counts['clusters'] != 1 else ''} (skills linked at cosine >= {band.low:g}) holding "
+             f"{counted(counts['in_clusters'], 'skill')}"]
+    names = {row.id: row.name for row in report.skills}
+    for number, members in enumerate(crowded.clusters[:clusters_shown], start=1):
+        shown = ", ".join(terminal_safe(names[m]) for m in members[:names_shown])
+        more = f" and {len(members) - names_shown} more" if len(members) > names_shown else ""
+        stats = crowded.cluster_stats[number - 1]
+        lines.append(f"  cluster {number} ({counted(len(members), 'skill')}, max cosine {stats.max_cosine:.3f}): "
+                     f"{shown}{more}")
+    return lines
+
 
 
 def _tasks(tasks: str, field: str | None, split: str | None) -> list[TaskText]:
@@ -164,6 +189,10 @@ def score(
     pool: Annotated[bool, typer.Option("--pool", help="With --effects: one group over every run (each skill's "
                                                       "draws pooled over envs and arms; report keeps them apart).",
                                        rich_help_panel=_ADVANCED)] = False,
+    crowding_band: Annotated[tuple[float, float], typer.Option(
+        "--crowding-band", metavar="LOW HIGH", help="The description cosines counted as crowded (a skill's nearest "
+        "other skill in this band; default the band where a 989-skill routing study found routing errors "
+        "concentrate).", rich_help_panel=_ADVANCED)] = (DEFAULT_BAND.low, DEFAULT_BAND.high),
     embed_cache: EmbedCache = True,
     no_cache_old: NoCacheOld = False,
     lenient: Annotated[bool, typer.Option(
@@ -192,6 +221,9 @@ def score(
         raise InputError("--pool pools the --effects runs: give --effects RUNS")
     if out is not None and out.suffix not in (".json", ".csv"):
         raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
+    if not all(math.isfinite(x) for x in crowding_band) or not -1 <= crowding_band[0] <= crowding_band[1] <= 1:
+        raise InputError(f"--crowding-band needs two cosines LOW HIGH with -1 <= LOW <= HIGH <= 1, got "
+                         f"{crowding_band[0]} {crowding_band[1]}")
     if out is not None:
         check_output_path(out, flag="--out", folder=False)
     if not effects and tasks is None:
@@ -211,7 +243,8 @@ def score(
     task_set = _tasks(str(tasks), field, split) if tasks is not None else None
     shown = None if show_all else (top or SCREEN_TOP)
     options: dict[str, Any] = {"tau": tau, "specificity_mode": specificity, "text": skill_text, "rank_by": rank,
-                               "top_k": top_k, "min_score": min_score}
+                               "top_k": top_k, "min_score": min_score,
+                               "band": Band(*crowding_band)}
     console = Console()
     result: ScoreReport | GroupedScore
     if effects:

@@ -6,7 +6,8 @@ It drives whole streams of any env end to end without a model: the planner plans
 one look-around code block, use the skill actions they are offered (``open_node``, ``run_skill``, ``load_skill``;
 after a load that lists files, ``read_skill_file`` of the first) and call a code skill they are shown, then
 finish; the summarizer, inducer (text, code, with contracts), trajectory segmenter (two halves), lens verifier,
-rewriter and decomposer, plan writer, library organiser, registry writer and judge reply in their formats. It solves
+rewriter and decomposer, plan writer, library organiser, registry writer, judge and the skill rubric's judge reply in
+their formats. It solves
 no task on purpose; with ``fail_rate`` it also sends replies a real small model sends (no code block, code that
 raises, an unparseable inducer reply). ``induce=False`` answers the inducer with text from which no skill can be
 parsed, so a stream's library stays empty.
@@ -37,6 +38,10 @@ ROLE_MARKERS: tuple[tuple[str, str], ...] = (
     ("organizer", "You organise a library"),
     ("writer", "You improve a skill library and the routing notes"),
     ("judge", "You are an impartial judge"),
+    ("rubric_coverage", "You check whether a skill covers one key point"),
+    ("rubric_executability", "You judge whether an agent could execute a skill"),
+    ("rubric_safety", "You judge the safety risks of a skill"),
+    ("rubric_key_points", "You list the key points a skill must cover"),
     ("executor", "You are the EXECUTOR"),
 )
 """(role, a phrase of its system prompt), most specific first."""
@@ -49,6 +54,7 @@ LOADED = re.compile(r"Loaded skill '([^'\n]+)'")
 LISTED = re.compile(r"^- (\S[^\n]*?)(?:/ \(\d+ files?\))?$", re.MULTILINE)
 CODE_SKILL = re.compile(r"^### Code skill: ([A-Za-z_]\w*)$", re.MULTILINE)
 GROUP_NAME = re.compile(r"^- \[group\] (.+?)(?::|$)", re.MULTILINE)
+WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 SKILL_NAMES = ("inspect_available_names", "look_before_acting", "check_workspace_first")
 
 
@@ -194,6 +200,46 @@ class RolePlay:
     def _judge(_messages: list[Message], _failing: bool) -> str:
         return "Both results are equally incomplete.\nVERDICT: TIE"
 
+    # --------------------------------------------------------------------------------------------- rubric roles
+    # The skill rubric (skilltransfer.judge.rubric): a lexical stand-in, so that libraries get different answers.
+    @staticmethod
+    def _rubric_coverage(messages: list[Message], failing: bool) -> str:
+        if failing:
+            return "The key point seems to be covered."
+        content = str(messages[-1].get("content") or "")
+        point, skill = _fenced(content, "KEY POINT"), _fenced(content, "SKILL")
+        wanted = set(WORD.findall(point.lower()))
+        share = len(wanted & set(WORD.findall(skill.lower()))) / len(wanted) if wanted else 0.0
+        label_id, label = (1, "mentioned") if share >= 0.5 else (2, "missing")
+        return json.dumps({"label_id": label_id, "label": label, "reason": f"{share:.0%} of its words appear"})
+
+    @staticmethod
+    def _rubric_executability(messages: list[Message], failing: bool) -> str:
+        if failing:
+            return "Mostly executable, I would say 4."
+        words = len(_fenced(str(messages[-1].get("content") or ""), "SKILL").split())
+        score = 2 if words < 60 else 3 if words < 400 else 4
+        return json.dumps({f"{name}_{kind}": (score if kind == "score" else f"{words} words")
+                           for name in ("completeness", "determinism", "consistency", "usability")
+                           for kind in ("reason", "score")})
+
+    @staticmethod
+    def _rubric_safety(messages: list[Message], failing: bool) -> str:
+        if failing:
+            return "```json\n{\"data_privacy_score\": 5}\n```"
+        skill = _fenced(str(messages[-1].get("content") or ""), "SKILL").lower()
+        risky = any(term in skill for term in ("rm -rf", "curl ", "wget ", "api_key", "password"))
+        return json.dumps({f"{name}_{kind}": ((3 if risky else 5) if kind == "score" else "as read")
+                           for name in ("data_privacy", "prompt_injection", "illegal_or_offensive_content",
+                                        "bias_or_discrimination", "system_integrity", "untrusted_communication")
+                           for kind in ("reason", "score")})
+
+    @staticmethod
+    def _rubric_key_points(messages: list[Message], _failing: bool) -> str:
+        task = _fenced(str(messages[-1].get("content") or ""), "TASK")
+        sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", task) if len(s.split()) >= 4]
+        return json.dumps({"key_points": sentences[:3] or [task[:200]]})
+
     # --------------------------------------------------------------------------------------------- executors
     def _executor(self, messages: list[Message], failing: bool) -> str:
         start = _task_start(messages)
@@ -238,6 +284,13 @@ class RolePlay:
         if "load_skill" in offered and skills:
             return _block(f'load_skill("{skills[0]}")', "Load the skill.")
         return None
+
+
+def _fenced(content: str, label: str) -> str:
+    """The text a rubric prompt fenced under ``label`` (`skilltransfer.judge.judge.fence`), or ""."""
+    match = re.search(r"<<<BEGIN " + re.escape(label) + r" (\w+)>>>\n(.*?)\n<<<END " + re.escape(label) + r" \1>>>",
+                      content, re.DOTALL)
+    return match.group(2) if match else ""
 
 
 def _read_listed_file(observation: str) -> str | None:

@@ -38,8 +38,9 @@ through `skilltransfer.log.legacy` for ``show`` and ``report``; resuming one is 
 renamed within format 2 read by their new names (`RENAMED_KEYS`); steps of format 1 read as guard records.
 
 **Modules.** `records` (the typed records), `folder` (`RunFolder` and the file names), `prompts` (`PromptStore`),
-`steps` (the trajectory's step types), `trajectory_io` (reading steps back), `legacy` (format 1), `provenance` (what a
-run ran on, kept in ``config.json``).
+`selection` (picks: which skills a task was shown and chose), `steps` (the trajectory's step types),
+`trajectory_io` (reading steps back), `legacy` (format 1), `provenance` (what a run ran on, kept in
+``config.json``).
 
 JSONL is split on ``\\n`` only (`skilltransfer.util.files.iter_jsonl`): pydantic writes U+2028 and its kin unescaped,
 and ``str.splitlines`` would break such a line in two.
@@ -77,7 +78,9 @@ from skilltransfer.log.records import (
     TaskRecord,
     TrajectoryLog,
     TrajectoryStatus,
+    ranked,
 )
+from skilltransfer.log.selection import PICK_KINDS, LibraryDraw, PickKind, SkillPick, first_pick, picks_from_steps
 from skilltransfer.log.steps import (
     ActionStep,
     GuardRecord,
@@ -94,9 +97,10 @@ from skilltransfer.log.trajectory_io import STEP_TYPES, ReadStep, UnknownStep, r
 __all__ = [
     "ARTIFACTS", "CONFIG", "FORMAT_VERSION", "MAX_PROMPTS_BYTES", "MAX_RESULTS_BYTES", "MEMORY", "PLANS", "PROMPTS",
     "RENAMED_KEYS", "RESULTS", "STEP_TYPES", "TASK_ERROR", "TASK_TIMEOUT", "TRAJECTORIES", "USED_SHARE", "ActionStep",
-    "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryUtility", "MessageStep",
-    "ModelCall", "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill", "RetrievalStep", "RouteRecord",
-    "RunConfigData", "RunConfigLog", "RunFolder", "Step", "SummaryStep", "TaskRecord", "TrajectoryLog",
-    "TrajectoryStatus", "UnknownStep", "memory_folder", "message_id", "parse_trajectory", "read_step", "read_steps",
-    "reasoning_message", "reply_message", "safe_task_id",
+    "PICK_KINDS", "CoordinationRecord", "Exposure", "GuardRecord", "InducedSkill", "InductionStep", "LibraryDraw",
+    "LibraryUtility", "MessageStep", "ModelCall", "PickKind", "PlanStep", "PromptStore", "ReadStep", "RetrievedSkill",
+    "RetrievalStep", "RouteRecord", "RunConfigData", "RunConfigLog", "RunFolder", "SkillPick", "Step", "SummaryStep",
+    "TaskRecord", "TrajectoryLog", "TrajectoryStatus", "UnknownStep", "first_pick", "memory_folder", "message_id",
+    "parse_trajectory", "picks_from_steps", "ranked", "read_step", "read_steps", "reasoning_message", "reply_message",
+    "safe_task_id",
 ]

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from skilltransfer.log.numbers import MAX_COUNT
+from skilltransfer.log.selection import LibraryDraw, SkillPick
 from skilltransfer.skill import SkillFormat
 
 FORMAT_VERSION = 2
@@ -116,6 +117,9 @@ class RetrievedSkill(BaseModel):
     memory (and in runs before 2026-12-07, whose library-only arm recorded None)."""
     library: str | None = None
     """With ``source`` ``library``: the library's name (its folder or file name, as the agent was told it)."""
+    rank: int | None = None
+    """1-based rank in its retrieval (the order the skills were shown in); None in runs logged before it was kept
+    (`ranked` then counts it from the order of ``retrieved``)."""
 
     @property
     def used(self) -> bool | None:
@@ -124,6 +128,20 @@ class RetrievedSkill(BaseModel):
         if self.ran is not None:
             return self.ran >= 1
         return self.followed >= USED_SHARE if self.followed is not None else None
+
+
+def ranked(retrieved: list[RetrievedSkill]) -> list[tuple[RetrievedSkill, int]]:
+    """Each retrieved skill with its 1-based rank in its retrieval: the recorded ``rank``, else (older runs) its place
+    in its run of consecutive items of one (sub)task and query kind."""
+    out: list[tuple[RetrievedSkill, int]] = []
+    previous: tuple[int | None, str] | None = None
+    counted = 0
+    for hit in retrieved:
+        key = (hit.subtask_index, hit.query_kind)
+        counted = counted + 1 if key == previous else 1
+        previous = key
+        out.append((hit, hit.rank if hit.rank is not None else counted))
+    return out
 
 
 class RouteRecord(BaseModel):
@@ -272,6 +290,14 @@ class TaskRecord(BaseModel):
     exposures: list[Exposure] = Field(default_factory=list)
     """Masked retrieval (``mask_rate`` > 0): one draw per candidate skill of the task (`skilltransfer.memory.masking`);
     empty otherwise."""
+    picks: list[SkillPick] | None = None
+    """The skills the agent picked out of those shown, in order (`skilltransfer.log.selection`); None in runs logged
+    before picks were kept."""
+    relevant_skills: list[str] | None = None
+    """The ids of the task's right skills as known when it ran (the task's metadata, or the frozen library's
+    provenance: `skilltransfer.log.selection`); None: not known (``report --labels`` may give them)."""
+    library_draw: LibraryDraw | None = None
+    """The library this task chose from when the stream grows one per task (``library_size``); None otherwise."""
 
 
 TrajectoryStatus = Literal["running", "aborted", "finished"]

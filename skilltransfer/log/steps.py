@@ -181,7 +181,8 @@ class ActionStep(_Step):
     """The context window that took the step: 0 the main agent, k the task's k-th subagent."""
     skill_action: dict[str, Any] | None = None
     """A harness-side skill action (``skilltransfer.agents.skill_actions``) the step was, instead of code run in the
-    episode: ``action``, ``target``, and for ``run_skill`` the subagent's ``window``, ``status``, ``steps``,
+    episode: ``action``, ``target``, ``skill_id`` when the target is a skill (a pick, `skilltransfer.log.selection`),
+    and for ``run_skill`` the subagent's ``window``, ``status``, ``steps``,
     ``sent_tokens``, ``seed_tokens``, ``returned_tokens``."""
     guards: list[GuardRecord] = field(default_factory=list)
     """The harness's decisions on this step (a refusal, a rewritten observation, an end)."""

@@ -7,7 +7,8 @@ paper's memory conditions. The rules:
 
 - **Retrieval ranks both together**: the query is embedded once, each store gives its top-k by cosine, and the k
   best of the union are returned (ties: the library's skill first). The prompt holds k skills in every arm, whatever
-  their source.
+  their source. Under another retrieval mode (``ranker``, `skilltransfer.memory.ranking`) the union is ranked as
+  one corpus, the library's skills first.
 - **Induction writes only to the own memory** (its dedup, merging, pruning and capacity see only its own skills): a
   library skill is never merged into, replaced, pruned or evicted. An induced skill whose id is a library skill's is
   dropped; one whose name a library skill has is stored under the first free ``<name>_2``, ... (agents address skills
@@ -24,7 +25,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from skilltransfer.memory.capacity import TaskOutcome
+from skilltransfer.memory.ranking import Corpus, Ranker, RankingCache
 from skilltransfer.memory.store import MemoryConfig, ReadOnlyMemoryError, SkillMemory, unique_skill_name
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import AddResult, Skill
@@ -56,6 +60,9 @@ class JointMemory:
         self.own = own
         self.read_only = False
         """Induction writes to the own memory (`add`), never to the library."""
+        self.ranker: Ranker | None = None
+        """A retrieval mode other than dense over the union (None: each store's cosine top-k, merged)."""
+        self.ranking_cache = RankingCache()
 
     # ----------------------------------------------------------------- container protocol
     def __len__(self) -> int:
@@ -140,6 +147,23 @@ class JointMemory:
         if not len(self) or k <= 0:
             return [[] for _ in queries]
         vectors = self.own.embed(list(queries))
+        if self.ranker is not None and self.ranker.mode != "dense":
+            return self.ranker.rank(self, list(queries), vectors, k)
+        return self.search_vectors(vectors, k)
+
+    @property
+    def ranking_version(self) -> tuple[int, int]:
+        """Changes whenever either store changes (`skilltransfer.memory.ranking.RankedStore`)."""
+        return self.library.ranking_version, self.own.ranking_version
+
+    def ranking_corpus(self) -> Corpus:
+        """The library's skills, then the own memory's, with their indexed texts and embeddings."""
+        mine, yours = self.library.ranking_corpus(), self.own.ranking_corpus()
+        return Corpus([*mine.skills, *yours.skills], [*mine.texts, *yours.texts],
+                      np.concatenate([mine.vectors, yours.vectors]).astype(np.float32))
+
+    def search_vectors(self, vectors: np.ndarray, k: int = 5) -> list[list[tuple[Skill, float]]]:
+        """Each store's top-k for each query vector, merged by score (ties: the library first)."""
         from_library = self.library.search_vectors(vectors, k)
         from_own = self.own.search_vectors(vectors, k)
         return [sorted([*mine, *yours], key=lambda hit: -hit[1])[:k]  # stable: the library's first on a tie

@@ -326,9 +326,13 @@ def read_package(folder: str | Path, instruction: str, instruction_bytes: bytes,
     return package, resources
 
 
+_LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+"""A path's line breaks and tabs written as escapes, so a summary stays one line."""
+
+
 def _named(paths: list[str], limit: int) -> str:
     more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
-    return ", ".join(paths[:limit]) + more
+    return ", ".join(path.translate(_LINE_BREAKS) for path in paths[:limit]) + more
 
 
 def not_in_package_summary(package: Package, limit: int = MAX_SKIPPED_SHOWN) -> str | None:

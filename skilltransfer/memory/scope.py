@@ -27,5 +27,6 @@ class OwnTaskLibrary:
             view.add_many([s for s in self.library if s.provenance is not None
                            and s.provenance.source_task_id == task_id])
             view.read_only = True
+            view.ranker = self.library.ranker  # the stream's retrieval mode, over the task's skills
             self._views[task_id] = view
         return self._views[task_id]

@@ -38,6 +38,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.memory.ann import IndexInfo, IndexKind, IvfSearch, uses_ivf
 from skilltransfer.memory.capacity import EVICTIONS_FILE, Eviction, TaskOutcome, victims
 from skilltransfer.memory.library import MANIFEST, SKILLS_JSONL, export_jsonl, read_jsonl, replace_folder
+from skilltransfer.memory.ranking import Corpus, Ranker, RankingCache
 from skilltransfer.memory.validate import validate_code_skill
 from skilltransfer.protocols import Embedder
 from skilltransfer.skill import AddResult, Skill, parse_code_signature
@@ -171,6 +172,12 @@ class SkillMemory:
         """How many stored skills carry each name (a new skill's name is checked against it)."""
         self._ivf: IvfSearch | None = None
         """Retrieval's IVF index at library size (`skilltransfer.memory.ann`), built on the first search."""
+        self.ranker: Ranker | None = None
+        """A retrieval mode other than dense (`skilltransfer.memory.ranking`; the stream's ``retrieval``); None: the
+        FAISS cosine top-k."""
+        self.ranking_cache = RankingCache()
+        self._version = 0
+        """Counts the changes of the skills or their indexed texts (what the ranker's indexes are built for)."""
 
     # ----------------------------------------------------------------- container protocol
     def __len__(self) -> int:
@@ -190,6 +197,17 @@ class SkillMemory:
     # ----------------------------------------------------------------- embedding and index internals
     def _text(self, skill: Skill) -> str:
         return f"{skill.description}\n{skill.body}" if self.config.index_body else skill.description
+
+    @property
+    def ranking_version(self) -> int:
+        """Changes whenever a skill is added, removed or merged into (`skilltransfer.memory.ranking.RankedStore`)."""
+        return self._version
+
+    def ranking_corpus(self) -> Corpus:
+        """The skills in memory order with their indexed texts and stored embeddings."""
+        ids, vectors = self.embeddings()
+        skills = [self._skills[skill_id] for skill_id in ids]
+        return Corpus(skills, [self._text(skill) for skill in skills], vectors)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """The normalised embeddings of ``texts`` by the memory's embedder, one row each (shape checked)."""
@@ -213,6 +231,7 @@ class SkillMemory:
         self._names[skill.name] += 1
         if self._ivf is not None:
             self._ivf.add(key, vector)
+        self._version += 1
 
     def vector(self, skill_id: str) -> np.ndarray:
         """The stored (normalised) embedding of a skill's indexed text."""
@@ -265,7 +284,8 @@ class SkillMemory:
     def _place(self, skill: Skill, vector: np.ndarray) -> AddResult:
         if skill.id in self._skills:  # an earlier skill of the same batch had this id
             return AddResult("dropped", skill.id, skill.id, "a skill with this id is already in memory")
-        closest = self._closest_same_format(vector, skill.format)
+        merges = self.config.dedup_threshold <= 1.0 + _EPS  # above 1 no cosine reaches it (a frozen library)
+        closest = self._closest_same_format(vector, skill.format) if merges else None
         if closest is not None and closest[1] >= self.config.dedup_threshold - _EPS:
             return self._fold(skill, *closest)
         stored = unique_skill_name(skill, self._names.keys())
@@ -288,6 +308,7 @@ class SkillMemory:
             target.extra.setdefault(extra_key, value)
         merged = [part for part in target.extra.get("merged_from", "").split(",") if part]
         target.extra["merged_from"] = ",".join([*merged, new.id])
+        self._version += 1
         if took_new and self.config.index_body:
             key = self._key[target.id]
             vector = self._embed([self._text(target)])
@@ -335,6 +356,7 @@ class SkillMemory:
         self._index.remove_ids(np.array([key], dtype=np.int64))  # type: ignore[arg-type]
         if self._ivf is not None:
             self._ivf.remove(key)
+        self._version += 1
 
     def evict(self, position: int, history: Sequence[TaskOutcome]) -> list[str]:
         """Evict skills beyond ``config.capacity`` in ``config.eviction`` order (`skilltransfer.memory.capacity`),
@@ -379,7 +401,8 @@ class SkillMemory:
         return ivf.info(len(self)) if ivf is not None else IndexInfo("flat", True, len(self))
 
     def retrieve(self, query: str, k: int = 5) -> list[tuple[Skill, float]]:
-        """The ``k`` skills whose descriptions are most similar to ``query``, with cosine scores, best first."""
+        """The ``k`` skills whose descriptions are most similar to ``query``, with cosine scores, best first (or as
+        ``ranker`` orders them, each with its cosine)."""
         return self.retrieve_many([query], k)[0]
 
     def retrieve_many(self, queries: list[str], k: int = 5) -> list[list[tuple[Skill, float]]]:
@@ -388,6 +411,8 @@ class SkillMemory:
             return []
         if not len(self) or k <= 0:
             return [[] for _ in queries]
+        if self.ranker is not None and self.ranker.mode != "dense":
+            return self.ranker.rank(self, list(queries), self._embed(list(queries)), k)
         return self.search_vectors(self._embed(list(queries)), k)
 
     def record_retrieval(self, skill_ids: Iterable[str], success: bool) -> None:
@@ -414,6 +439,23 @@ class SkillMemory:
         out.prune_log = [dict(entry) for entry in self.prune_log]
         out.evictions = [dict(entry) for entry in self.evictions]
         out.read_only = self.read_only
+        out.ranker = self.ranker
+        return out
+
+    @classmethod
+    def frozen(cls, embedder: Embedder, skills: Sequence[Skill], vectors: np.ndarray, *,
+               config: MemoryConfig | None = None) -> SkillMemory:
+        """A read-only memory of ``skills`` (the same objects, no copy) with their precomputed, normalised vectors
+        (one row each; no embedding, no screening: a per-task library of `skilltransfer.memory.near_miss`)."""
+        out = cls(embedder, config=config)
+        if len(skills):
+            rows = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(skills), out.dim)
+            out._index.add_with_ids(rows, np.arange(len(skills), dtype=np.int64))
+            for key, skill in enumerate(skills):
+                out._skills[skill.id], out._key[skill.id], out._id_of_key[key] = skill, key, skill.id
+                out._formats[skill.format] += 1
+            out._next_key = len(skills)
+        out.read_only = True
         return out
 
     # ----------------------------------------------------------------- persistence

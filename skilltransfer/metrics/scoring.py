@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from skilltransfer.errors import InputError
+from skilltransfer.metrics.crowding import DEFAULT_BAND, Band, CrowdingReport, SkillCrowding, crowding
 from skilltransfer.metrics.null_texts import NULL_ID, NULL_TEXTS
 from skilltransfer.metrics.retrieval import DEFAULT_TOP_K, RetrievalAccumulator
 from skilltransfer.metrics.utility import (
@@ -112,6 +113,16 @@ class SkillScore:
     """Tasks of the runs that withheld it."""
     enough_draws: bool | None = None
     """At least `skilltransfer.metrics.surrogate.MIN_ARM` tasks in each arm: the skill enters the correlations."""
+    neighbour: str = ""
+    """The name of its nearest other skill of the library by description cosine (`skilltransfer.metrics.crowding`);
+    "" in a library of one skill."""
+    neighbour_id: str = ""
+    neighbour_cosine: float | None = None
+    """Their description cosine: the skill's confusability (None without a neighbour)."""
+    crowding: str = "clear"
+    """``crowded`` (``neighbour_cosine`` in the report's crowding band), ``near-duplicate`` (above) or ``clear``."""
+    crowded_cluster: int | None = None
+    """Its crowded cluster (1 = the largest, as the summary lists them); None: in none."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,8 @@ class ScoreColumn:
 
     def cell(self, value: Any) -> str:
         """The screen text of a value of this column."""
+        if value is None:
+            return ""
         if isinstance(value, bool):
             return "yes" if value else ""
         if isinstance(value, float):
@@ -164,6 +177,9 @@ class ScoreReport:
     """Skills retrieved per task in the retrieval counts."""
     min_score: float | None = None
     """The retrieval floor of the counts (None: plain top-k)."""
+    crowding: CrowdingReport | None = None
+    """How close the skills' descriptions lie to one another (`skilltransfer.metrics.crowding`): band, counts,
+    clusters (the per-skill values are the rows' ``neighbour*``, ``crowding`` and ``crowded_cluster``)."""
     effects: dict[str, Any] | None = None
     """``score --effects``: where the effects came from and how they relate to the diagnostics (`attach_effects`:
     ``source``, ``masked``, ``enough_draws``, ``min_arm``, ``associations``); None without ``--effects``."""
@@ -214,6 +230,11 @@ class ScoreReport:
                 ScoreColumn("nearest_tasks", "nearest", 2), ScoreColumn("top_k_tasks", f"top-{self.top_k}", 2),
                 ScoreColumn("domain", "domain", 3 if effects else 0, numeric=False, files=False),
                 ScoreColumn("best_match", "best cos", 4), ScoreColumn("best_task_id", "best task", 5, numeric=False),
+                ScoreColumn("neighbour_cosine", "nn cos", 1),
+                ScoreColumn("neighbour", "nearest skill", 5, numeric=False),
+                ScoreColumn("crowding", "crowding", numeric=False),
+                ScoreColumn("neighbour_id", "neighbour id", numeric=False),
+                ScoreColumn("crowded_cluster", "crowded cluster"),
                 ScoreColumn("specificity", "specificity", 6), ScoreColumn("abstractness", "abstractness", 6),
                 ScoreColumn("level", "level", 7, numeric=False), ScoreColumn("format", "format", 7, numeric=False),
                 ScoreColumn("off_domain", "off-domain"), ScoreColumn("null_off_domain", "inside null"),
@@ -275,6 +296,7 @@ class ScoreReport:
                 "ranking": {"by": self.rank_by, "rule": self.ranking_rule()},
                 "off_domain_rule": self.off_domain_rule(), "null_rule": self.null_rule(),
                 "retrieval_rule": self.retrieval_rule(), "skills": self.rows(files=True), "summary": self.summary,
+                **({"crowding": self.crowding.to_dict()} if self.crowding is not None else {}),
                 **({"effects": self.effects} if self.effects is not None else {})}
 
     def to_csv(self) -> str:
@@ -284,6 +306,7 @@ class ScoreReport:
                     "specificity_mode": self.specificity_mode, "skill_text": self.skill_text, "n_tasks": self.n_tasks,
                     "top_k": self.top_k, "min_score": "" if self.min_score is None else self.min_score,
                     "off_domain_threshold": self.off_domain_threshold, "null_threshold": self.null_threshold,
+                    **({"crowding_band": self.crowding.band.describe()} if self.crowding is not None else {}),
                     **({"effects_from": self.effects["source"]} if self.effects is not None else {}),
                     **{key: "" if value is None else value for key, value in self.provenance().items()}}
         buffer = io.StringIO()
@@ -329,7 +352,7 @@ def summarize(rows: list[SkillScore], n_tasks: int, tasks_without_hit: int = 0) 
 def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: Embedder, *, tau: float = DEFAULT_TAU,
                   specificity_mode: str = "pairs", text: str = "description", seed: int = 0,
                   task_ids: Sequence[str] | None = None, rank_by: str = "relevance", top_k: int = DEFAULT_TOP_K,
-                  min_score: float | None = None) -> ScoreReport:
+                  min_score: float | None = None, band: Band = DEFAULT_BAND) -> ScoreReport:
     """Embed skills and tasks with ``embedder`` and compute every skill's utility (seed §6.1), relevance and
     retrieval counts (`skilltransfer.metrics.retrieval`).
 
@@ -345,6 +368,7 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
         rank_by: the report's one ranking, "relevance" or "utility".
         top_k: skills retrieved per task in the retrieval counts.
         min_score: the retrieval floor of the counts (None: plain top-k).
+        band: the crowding band (each skill's nearest other skill by description cosine, whatever ``text``).
     """
     if not skills:
         raise ValueError("no skills to score")
@@ -366,6 +390,9 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
                             on_tile=retrieval.add)  # one pass over the cosines for both
     counts = retrieval.counts()
     null = null_threshold(embedder.embed(list(NULL_TEXTS)), task_vecs)
+    descriptions = skill_vecs if text == "description" else embedder.embed([skill.description for skill in skills])
+    crowded = crowding([skill.id for skill in skills], np.asarray(descriptions, dtype=np.float32), band)
+    names = {skill.id: skill.name for skill in skills}
     rows = [SkillScore(id=skill.id, name=skill.name, description=skill.description, level=declared(skill, "level"),
                        format=declared(skill, "format"), specificity=float(scores.specificity[i]),
                        abstractness=float(scores.abstractness[i]), utility=float(scores.utility[i]),
@@ -373,13 +400,21 @@ def score_library(skills: Sequence[Skill], task_texts: Sequence[str], embedder: 
                        relevance=float(scores.relevance[i]), null_off_domain=bool(scores.best_match[i] <= null),
                        nearest_tasks=int(counts.nearest[i]), top_k_tasks=int(counts.in_top_k[i]),
                        best_task_id=ids[int(counts.best_task[i])],
-                       best_task_instruction=short_instruction(task_texts[int(counts.best_task[i])]))
+                       best_task_instruction=short_instruction(task_texts[int(counts.best_task[i])]),
+                       **_crowding_fields(crowded.skills[i], names))
             for i, skill in enumerate(skills)]
     return ScoreReport(embedder=str(embedder.id), tau=float(tau), specificity_mode=specificity_mode, skill_text=text,
                        n_tasks=len(task_texts), n_reference=scores.n_reference, sampled=scores.sampled, seed=seed,
                        skills=rows, summary=summarize(rows, len(task_texts), counts.tasks_without_hit),
                        knn_k=scores.knn_k, off_domain_threshold=scores.off_domain_threshold, null_threshold=null,
-                       rank_by=rank_by, top_k=top_k, min_score=min_score)
+                       rank_by=rank_by, top_k=top_k, min_score=min_score, crowding=crowded)
+
+
+def _crowding_fields(row: SkillCrowding, names: dict[str, str]) -> dict[str, Any]:
+    """A `SkillScore`'s crowding fields from its `skilltransfer.metrics.crowding.SkillCrowding`."""
+    return {"neighbour": names.get(row.neighbour_id, "") if row.neighbour_id else "",
+            "neighbour_id": row.neighbour_id or "", "neighbour_cosine": row.cosine, "crowding": row.label,
+            "crowded_cluster": row.cluster + 1 if row.cluster is not None else None}
 
 
 def _effect_ci(row: SkillScore) -> str:

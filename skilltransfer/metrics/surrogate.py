@@ -33,10 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
-from scipy.stats import rankdata
 
 from skilltransfer.metrics.effects import EffectReplicates, SkillEffect, TaskDraws, effect_replicates, skill_effects
 from skilltransfer.metrics.scoring import ScoreReport, SkillScore
+from skilltransfer.metrics.validation import auroc, auroc_interval, spearman, spearman_rows
 
 DIAGNOSTICS = ("utility", "specificity", "abstractness", "relevance", "best_match", "in_domain", "outside_null")
 """The diagnostics set beside the effects, in table order (higher = expected to help)."""
@@ -62,65 +62,7 @@ def diagnostic_values(row: SkillScore) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------------- statistics
-def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
-    """Spearman's rho (Pearson correlation of average ranks, so ties share a rank); NaN when fewer than two points or
-    either side is constant."""
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if xs.shape != ys.shape or xs.ndim != 1:
-        raise ValueError(f"x and y must be 1-D of one length, got {xs.shape} and {ys.shape}")
-    return float(spearman_rows(xs, ys[None, :])[0])
-
-
-def spearman_rows(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Spearman's rho of ``x`` with each row of ``ys`` (rows holding a NaN, or constant, give NaN)."""
-    ys = np.atleast_2d(np.asarray(ys, dtype=float))
-    out = np.full(len(ys), np.nan)
-    if len(x) < 2 or np.ptp(x) == 0:
-        return out
-    rx = rankdata(x)
-    rx = (rx - rx.mean()) / np.sqrt(((rx - rx.mean()) ** 2).sum())
-    ok = ~np.isnan(ys).any(axis=1)
-    if not ok.any():
-        return out
-    ry = rankdata(ys[ok], axis=1)
-    ry = ry - ry.mean(axis=1, keepdims=True)
-    norm = np.sqrt((ry ** 2).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out[ok] = np.where(norm > 0, (ry @ rx) / norm, np.nan)
-    return np.clip(out, -1.0, 1.0)
-
-
-def auroc(scores: Sequence[float] | np.ndarray, positive: Sequence[bool] | np.ndarray) -> float | None:
-    """``P(score of a positive > score of a negative) + P(tie) / 2`` (the Mann-Whitney AUROC); None when a class is
-    empty."""
-    s = np.asarray(scores, dtype=float)
-    pos = np.asarray(positive, dtype=bool)
-    a, b = s[pos], s[~pos]
-    if not len(a) or not len(b):
-        return None
-    greater = (a[:, None] > b[None, :]).sum()
-    ties = (a[:, None] == b[None, :]).sum()
-    return float((greater + 0.5 * ties) / (len(a) * len(b)))
-
-
-def auroc_interval(scores: Sequence[float] | np.ndarray, positive: Sequence[bool] | np.ndarray, *,
-                   resamples: int = 1000, level: float = 0.95,
-                   rng: np.random.Generator | None = None) -> tuple[float | None, float | None]:
-    """Stratified percentile bootstrap of `auroc`: each replicate resamples the positives and the negatives apart
-    (so both classes keep their size); (None, None) when a class has fewer than two members."""
-    s = np.asarray(scores, dtype=float)
-    pos = np.asarray(positive, dtype=bool)
-    a, b = s[pos], s[~pos]
-    if len(a) < 2 or len(b) < 2:
-        return None, None
-    rng = rng if rng is not None else np.random.default_rng(0)
-    ra = a[rng.integers(0, len(a), size=(resamples, len(a)))]
-    rb = b[rng.integers(0, len(b), size=(resamples, len(b)))]
-    greater = (ra[:, :, None] > rb[:, None, :]).sum(axis=(1, 2))
-    ties = (ra[:, :, None] == rb[:, None, :]).sum(axis=(1, 2))
-    values = (greater + 0.5 * ties) / (len(a) * len(b))
-    return (float(np.percentile(values, 100 * (1 - level) / 2)),
-            float(np.percentile(values, 100 * (1 + level) / 2)))
+# Spearman's rho and the AUROC are the shared ones of `skilltransfer.metrics.validation` (also ``validate``'s).
 
 
 @dataclass(frozen=True)

@@ -127,9 +127,30 @@ def _folder_task_id(file: Path, folder: Path) -> str:
     return "/".join(parts)
 
 
+INSTRUCTION_FILE = "instruction.md"
+"""A task folder's instruction in the Harbor / Terminal-Bench layout (SkillLearnBench: ``<task>/<instance>/``)."""
+
+
+def _load_instruction_folders(path: Path, files: list[Path], field: str | None) -> list[TaskText]:
+    """One task per ``instruction.md``, its whole text, its id the folder's path below ``path``."""
+    if field is not None:
+        raise InputError(f"--field reads JSON task files; this folder holds {INSTRUCTION_FILE} files (their whole "
+                         "text is the instruction)", path=path)
+    texts = []
+    for file in sorted(files, key=_natural_key):
+        text = read_text(file).strip()
+        if not text:
+            raise InputError("empty task text", path=file)
+        texts.append(TaskText(file.parent.relative_to(path).as_posix() or ".", text))
+    return texts
+
+
 def _load_folder(path: Path, field: str | None) -> list[TaskText]:
     if any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json")):
         return _load_hf_dataset(path, field)
+    instructions = [file for file in path.rglob(INSTRUCTION_FILE) if file.is_file() and not file.is_symlink()]
+    if instructions:
+        return _load_instruction_folders(path, instructions, field)
     files = sorted(path.rglob("*.json"), key=_natural_key)
     if not files:
         raise InputError("folder holds no *.json task files (nor a saved HF dataset)", path=path)
@@ -149,8 +170,10 @@ def load_tasks(path: str | Path, field: str | None = None) -> list[TaskText]:
 
     Accepted layouts: a ``.jsonl`` file (one object per line); a ``.txt`` file (one task per line, blank lines
     skipped); a ``.json`` file (an object or a list of objects/strings); a folder saved by HF ``datasets``
-    (``save_to_disk``; detected by ``dataset_info.json``/``state.json``/``dataset_dict.json``); any other folder is
-    searched recursively for ``*.json`` task files (OfficeBench: ``tasks/<n>-<id>/subtasks/<k>.json``, field ``task``).
+    (``save_to_disk``; detected by ``dataset_info.json``/``state.json``/``dataset_dict.json``); a folder holding
+    ``instruction.md`` files (Harbor / Terminal-Bench / SkillLearnBench: ``<task>/<instance>/instruction.md``; each
+    file's whole text is one task); any other folder is searched recursively for ``*.json`` task files (OfficeBench:
+    ``tasks/<n>-<id>/subtasks/<k>.json``, field ``task``).
 
     Args:
         path: the file or folder.
@@ -159,7 +182,8 @@ def load_tasks(path: str | Path, field: str | None = None) -> list[TaskText]:
 
     Ids: a record's ``id`` or ``task_id`` (string or integer); else ``line N`` (JSONL, ``.txt``), ``row N`` (HF
     dataset), the file's path below the folder without ``.json`` (a task folder; OfficeBench ``1-1/0``, as the
-    ``officebench`` env names that task), ``<file stem>`` or ``<file stem>#N`` (a ``.json`` file).
+    ``officebench`` env names that task), the folder of an ``instruction.md`` below the folder
+    (``court-form-filling/court-form-filling-1``), ``<file stem>`` or ``<file stem>#N`` (a ``.json`` file).
 
     Raises:
         InputError: missing path, unknown suffix, broken JSON(L) line, missing field, non-UTF-8, fewer than 2 tasks.

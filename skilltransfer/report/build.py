@@ -16,8 +16,10 @@ from skilltransfer.report.effects import has_draws, skill_effects_table
 from skilltransfer.report.forgetting import forgetting_tables, has_snapshots
 from skilltransfer.report.judgments import judgment_table
 from skilltransfer.report.model_transfer import model_transfer_table
+from skilltransfer.report.retrieval import retrieval_table, uses_retrieval_modes
 from skilltransfer.report.reuse import evolution_tables, has_lens, lens_cost_table, reuse_table
 from skilltransfer.report.runs import RunLog
+from skilltransfer.report.selection import Labels, has_picks, selection_tables
 from skilltransfer.report.skill_exec import skill_exec_tables
 from skilltransfer.report.skill_use import has_following, skill_use_table
 from skilltransfer.report.success import METRICS, budget_curves, by_difficulty, table2
@@ -51,7 +53,7 @@ class Report:
 def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | None = None,
                  metric: str = "official", density_bins: int = DEFAULT_BINS, utility_n_bins: int = N_BINS,
                  seed: int = 0, utility_binning: str = "first", evolutions: list[Path] | None = None,
-                 judgments: list[Path] | None = None) -> Report:
+                 judgments: list[Path] | None = None, labels: Labels | None = None) -> Report:
     """Compute the report's tables.
 
     Args:
@@ -66,6 +68,7 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         evolutions: ``evolution.jsonl`` files (``skilltransfer evolve``, a grid's evolution streams): J per round
             and the test split.
         judgments: ``*.judge.json`` reports of ``skilltransfer judge`` (table ``judgments``).
+        labels: task id -> its right skills (names or ids), replacing the recorded ones (the selection tables).
 
     Raises:
         InputError: unknown metric or binning, or bins below 2.
@@ -86,6 +89,10 @@ def build_report(runs: list[RunLog], *, embedder_of: Callable[[RunLog], Any] | N
         tables.append(skill_effects_table(runs, seed))
     if has_following(runs):
         tables.append(skill_use_table(runs))
+    if has_picks(runs):
+        tables += selection_tables(runs, metric, seed, labels)
+    if uses_retrieval_modes(runs):
+        tables.append(retrieval_table(runs, metric, seed, labels))
     across = model_transfer_table(runs, metric, seed)
     if across.rows:
         tables.append(across)

@@ -8,8 +8,10 @@ status, steps, subtasks, latency, model calls, prompt / completion / reasoning t
 price), the skills it retrieved (``retrieved_skills``, ids in order), the skills it retrieved that an earlier task of
 the run had induced (``transferred_skills``, names: the within-run transfer events of `transfer_events`, the one
 definition ``show``, ``view`` and ``report`` use), the skills of the run's frozen library it retrieved
-(``library_transferred_skills``, names: its library transfer events), and the skills it induced
-(``induced_skills``). List columns are lists in parquet and jsonl and JSON text in CSV.
+(``library_transferred_skills``, names: its library transfer events), the skills it induced (``induced_skills``),
+the skills it picked out of those shown (``picked_skills``, ids in the order first picked; None where the run logged
+no picks) and its right skills where known (``right_skills``, ids; None: unknown; `skilltransfer.log.selection`).
+List columns are lists in parquet and jsonl and JSON text in CSV.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 ExportFormat = Literal["csv", "parquet", "jsonl"]
-LIST_COLUMNS = ("retrieved_skills", "transferred_skills", "library_transferred_skills", "induced_skills")
+LIST_COLUMNS = ("retrieved_skills", "transferred_skills", "library_transferred_skills", "induced_skills",
+                "picked_skills", "right_skills")
 SKIPPED_SETTINGS = ("run", "runs_dir")
 """Config keys that name every run apart and are not settings (the ``run`` and ``path`` columns say them)."""
 
@@ -60,7 +63,9 @@ def _task_row(record: TaskRecord, transferred: list[str], from_library: list[str
             "tokens": record.prompt_tokens + record.completion_tokens, "cost_usd": record.cost_usd,
             "retrieved_skills": list(dict.fromkeys(s.skill_id for s in record.retrieved)),
             "transferred_skills": transferred, "library_transferred_skills": from_library,
-            "induced_skills": [i.skill_id for i in record.induced if i.status == "added" and i.skill_id]}
+            "induced_skills": [i.skill_id for i in record.induced if i.status == "added" and i.skill_id],
+            "picked_skills": None if record.picks is None else list(dict.fromkeys(p.skill_id for p in record.picks)),
+            "right_skills": record.relevant_skills}
 
 
 def task_rows(paths: Sequence[str | Path]) -> list[dict[str, Any]]:

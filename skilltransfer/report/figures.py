@@ -416,9 +416,55 @@ def utility_effects_figure(report: Report) -> Drawn | None:
     return Drawn("utility_effects", "Skill effect against utility and relevance", figure, len(axes))
 
 
+SCALE_SERIES = (("pick_accuracy_pct", "pick accuracy", "#1f4e79", "o"), ("pass_pct", "pass rate", "#1b7837", "s"),
+                ("hit1_pct", "Hit@1", "#999999", "^"))
+
+
+def selection_scale_figure(report: Report) -> Drawn | None:
+    """The ``selection_scale`` table against library size (log scale): per env x model x condition, pick accuracy,
+    pass rate and Hit@1 with 95 % CIs; the panel title gives pick accuracy's slope per doubling and its R²."""
+    if "selection_scale" not in report.tables or not report.table("selection_scale").rows:
+        return None
+    rows = report.table("selection_scale").rows
+    slopes = report.tables.get("selection_slope")
+    groups = sorted({(r["env"], r["model"], r["condition"]) for r in rows},
+                    key=lambda k: (k[0], k[1], condition_order(k[2])))
+    figure, axes = _grid(len(groups), 3, width=5.0, height=3.6)
+    for ax, (env, model, condition) in zip(axes, groups, strict=True):
+        mine = sorted((r for r in rows if (r["env"], r["model"], r["condition"]) == (env, model, condition)),
+                      key=lambda r: float(r["library_size"]))
+        for key, label, color, marker in SCALE_SERIES:
+            points = [r for r in mine if r[key] is not None]
+            if not points:
+                continue
+            xs = [float(r["mean_size"]) for r in points]
+            ys = [float(r[key]) for r in points]
+            err = [[y - (r[f"{key}_low"] if r[f"{key}_low"] is not None else y) for y, r in zip(ys, points,
+                                                                                             strict=True)],
+                   [(r[f"{key}_high"] if r[f"{key}_high"] is not None else y) - y for y, r in zip(ys, points,
+                                                                                              strict=True)]]
+            ax.errorbar(xs, ys, yerr=err, color=color, marker=marker, capsize=2, linewidth=1.4, elinewidth=0.7,
+                        label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("library size (skills each task chose from)")
+        ax.set_ylabel("%")
+        ax.set_ylim(-2, 105)
+        fit = slopes.where(env=env, model=model, condition=condition, metric="pick_accuracy") if slopes else []
+        text = ""
+        if fit and fit[0]["per_doubling_pts"] is not None:
+            r2 = fit[0]["r2"]
+            text = f"\npick accuracy {fit[0]['per_doubling_pts']:+.1f} pts per doubling" + (
+                f", R² {r2:.2f}" if r2 is not None else "")
+        ax.set_title(f"{env} / {model} / {condition}{text}", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    figure.suptitle("Selection against library size (95 % CIs)", fontsize=9)
+    return Drawn("selection_scale", "Pick accuracy and pass rate against library size", figure, len(axes))
+
+
 FIGURES: tuple[Callable[[Report], Drawn | None], ...] = (
     budget_figure, difficulty_figure, utility_bins_figure, components_figure, utility_kind_figure, transfer_figure,
-    lens_cost_figure, forgetting_figure, capacity_figure, utility_effects_figure)
+    lens_cost_figure, forgetting_figure, capacity_figure, utility_effects_figure, selection_scale_figure)
 
 
 def draw_all(report: Report) -> list[Drawn]:

@@ -19,7 +19,7 @@ from skilltransfer.report.table import Table, fmt, natural_key
 from skilltransfer.util.files import atomic_write_text, new_file_mode
 
 FIGURE_DIR = "figures"
-LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size", "forgetting_matrix"}
+LONG_TABLES = {"fig3_budget_curves", "task_utility", "lens_cost_vs_size", "forgetting_matrix", "selection_skills"}
 """Tables shown only as CSV (too long for the Markdown page)."""
 SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Task success (Table 2)", ["table2_success"], None),
@@ -34,6 +34,9 @@ SECTIONS: list[tuple[str, list[str], str | None]] = [
     ("Libraries across models", ["model_transfer"], None),
     ("Backward transfer and forgetting", ["forgetting", "forgetting_matrix"], "forgetting_matrix"),
     ("Retrieved, used, helped", ["skill_use"], None),
+    ("Which skill the agent picks: selection and library size", ["selection", "selection_skills", "selection_scale",
+                                                                "selection_slope", "selection_confusability"],
+     "selection_scale"),
     ("Growth under a budget: capacity and eviction", ["capacity"], "capacity_curves"),
     ("Registry evolution", ["evolution_test", "evolution_rounds"], None),
     ("Success within a per-task budget (Fig. 3)", ["fig3_budget_curves"], "fig3_budget"),

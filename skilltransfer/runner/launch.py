@@ -33,6 +33,7 @@ from skilltransfer.runner.stream import (
     StreamSummary,
     parallel_width,
     prepare_stream,
+    retrieval_note,
     run_stream,
 )
 from skilltransfer.settings.config import StreamConfig
@@ -177,6 +178,9 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
                   highlight=False, markup=False)  # a label's [tag] is not rich markup
     for note in inputs.library_notes:  # skills not read, files the agent is not shown: said, never recorded
         console.print(f"library: {note}", highlight=False, markup=False, soft_wrap=True)
+    retrieval = retrieval_note(config, inputs)
+    if retrieval is not None:
+        console.print(f"retrieval: {retrieval}", highlight=False, markup=False, soft_wrap=True)
     existed = folder.exists()
     try:
         return launch(env, model, config, tasks, embedder=embedder, progress=progress, console=console,

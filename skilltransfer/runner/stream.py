@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from skilltransfer.agents.agent import Agent
 from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.disclosure import DisclosureOrigin
@@ -57,10 +59,12 @@ from skilltransfer.llm.strict import adopt_param_changes, param_changes
 from skilltransfer.log import (
     TASK_ERROR,
     TASK_TIMEOUT,
+    USED_SHARE,
     ActionStep,
     CoordinationRecord,
     Exposure,
     InducedSkill,
+    LibraryDraw,
     LibraryUtility,
     RetrievalStep,
     RetrievedSkill,
@@ -69,13 +73,24 @@ from skilltransfer.log import (
     TaskRecord,
     TrajectoryLog,
     TrajectoryStatus,
+    picks_from_steps,
 )
 from skilltransfer.log.provenance import ServedModels, merged, run_provenance
 from skilltransfer.memory.capacity import TaskOutcome
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MASK_LOG_KIND, MaskedRetriever
+from skilltransfer.memory.near_miss import (
+    LIBRARY_KEY,
+    RELEVANT_KEY,
+    SizedLibrary,
+    corpus_skills,
+    named_skills,
+    read_corpus,
+    right_skills,
+)
 from skilltransfer.memory.organization import LibraryView
+from skilltransfer.memory.ranking import Ranker
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.snapshots import SNAPSHOT_SKILLS, SNAPSHOTS, snapshot_texts
 from skilltransfer.memory.store import SkillMemory
@@ -163,6 +178,9 @@ class StreamInputs:
     external: bool = False
     """The library is an external one (a SKILL.md folder or a .jsonl, not a run's memory; `external_library`): the
     agent discloses it progressively unless ``agent.skill_disclosure`` says otherwise."""
+    corpus: list[tuple[str, list[Skill]]] = field(default_factory=list)
+    """``library_size``: each ``near_miss.corpus`` library's name and readable skills (its notes join
+    ``library_notes``)."""
 
 
 def prepare_stream(config: StreamConfig) -> StreamInputs:
@@ -177,7 +195,38 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     library = read.skills if read is not None else None
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
-    return StreamInputs(library, organization, read.notes() if read is not None else [], external_library(config))
+    notes = read.notes() if read is not None else []
+    corpus: list[tuple[str, list[Skill]]] = []
+    if config.library_size is not None:
+        for path in config.near_miss.corpus:
+            skills, unread = read_corpus(path, resource_bytes=config.library_resource_bytes)
+            corpus.append((agent_library_name(path), skills))
+            notes += [f"near_miss.corpus {line}" for line in unread]
+    return StreamInputs(library, organization, notes, external_library(config), corpus)
+
+
+def near_miss_note(config: StreamConfig, sizes: Sequence[int | None] = ()) -> str:
+    """One line on a ``library_size`` stream's corpus: how many readable skills it holds, and the sizes it cannot
+    fill beside the library (each task's library is then capped; ``library_draw.size`` records what it held).
+
+    Raises:
+        InputError: a corpus path that is missing or holds no readable skill (a grid says so before it runs).
+    """
+    skills: dict[str, None] = {}
+    unread = 0
+    for path in config.near_miss.corpus:
+        read, unreadable = read_corpus(path, resource_bytes=config.library_resource_bytes)
+        skills.update(dict.fromkeys(skill.id for skill in read))
+        unread += len(unreadable)
+    wanted = sorted({size for size in (*sizes, config.library_size) if size is not None})
+    short = [size for size in wanted if size > len(skills) + 1]
+    line = (f"near_miss.corpus: {len(skills)} skills" + (f" ({unread} SKILL.md not read)" if unread else "")
+            + f" besides the library's own; band {list(config.near_miss.band)}")
+    if short:
+        line += (f"; library sizes {', '.join(map(str, short))} need more skills than the corpus holds beside a "
+                 "task's right skill: unless the library itself has enough, those tasks' libraries are smaller "
+                 "(recorded per task; report's mean_size)")
+    return line
 
 
 def stream_agent_config(config: StreamConfig, inputs: StreamInputs,
@@ -219,6 +268,8 @@ class StreamParts:
     """Builds another agent like ``agent`` (a stream of independent tasks runs one per thread)."""
     own_task: OwnTaskLibrary | None = None
     """``library_scope`` own-task: each task's view of the frozen library (the agent's memory is set before it)."""
+    sized: SizedLibrary | None = None
+    """``library_size``: each task's library of that many skills (the agent's memory is set before it)."""
     recorded: dict[str, Any] = field(default_factory=dict)
     """What `_commit_task` last recorded in ``config.json`` (adaptations, served provenance): unchanged, the file is
     neither read nor written again."""
@@ -297,6 +348,8 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder)
+    if memory is not None and config.retrieval != "dense":
+        memory.ranker = retrieval_ranker(config, inputs)
     single = memory if isinstance(memory, SkillMemory) else None  # lens and own-task scope read one store
     retriever = _lens_retriever(config, single, embedder, folder.memory_dir)
     own_verifier = None
@@ -314,8 +367,42 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     coordinated = CoordinatedTask(agent, config) if config.coordination != "none" else None
     own_task = OwnTaskLibrary(single, embedder) if config.library_scope == "own-task" and single is not None \
         and embedder is not None else None
+    sized = _sized_library(config, single, inputs, embedder)
     return StreamParts(tasks, folder, records, memory, retriever, agent, coordinated, prompt_ids, own_verifier,
-                       clock, served, masking=masking, make_agent=make_agent, own_task=own_task)
+                       clock, served, masking=masking, make_agent=make_agent, own_task=own_task, sized=sized)
+
+
+def _sized_library(cfg: StreamConfig, library: SkillMemory | None, inputs: StreamInputs,
+                   embedder: Embedder | None) -> SizedLibrary | None:
+    """``library_size``: the per-task libraries over the frozen library and the corpus (embedded here, once)."""
+    if cfg.library_size is None or library is None or embedder is None:
+        return None
+    skills = corpus_skills(inputs.corpus, list(library))
+    vectors = library.embed([f"{s.description}\n{s.body}" if library.config.index_body else s.description
+                             for s in skills]) if skills else np.zeros((0, library.dim), dtype=np.float32)
+    corpus = SkillMemory.frozen(embedder, skills, vectors, config=library.config)
+    return SizedLibrary(library, corpus, cfg.library_size, cfg.near_miss)
+
+
+def retrieval_ranker(config: StreamConfig, inputs: StreamInputs) -> Ranker:
+    """The ranker of a stream's ``retrieval`` (`skilltransfer.memory.ranking`): a hierarchical one routes over the
+    stream's organisation when it has one."""
+    organization = inputs.organization.organization if inputs.organization is not None else None
+    return Ranker(config.retrieval, organization)
+
+
+def retrieval_note(config: StreamConfig, inputs: StreamInputs, *, library_from: str | None = None) -> str | None:
+    """What a stream's retrieval does, in one line (``run`` and ``grid`` print it at start); None for dense or a
+    stream without a memory. ``library_from``: the library is the memory of an earlier phase, not read yet."""
+    if config.retrieval == "dense" or not config.has_memory:
+        return None
+    text = "description + body" if config.retrieval_text == "description+body" else "description"
+    if library_from is not None and config.retrieval == "hierarchical" and config.organization is not None:
+        return f"hierarchical over the organization {config.organization} (written before the stream starts); " \
+               f"indexed: {text}"
+    memory = f"the memory of {library_from}" if library_from is not None else "a growing memory"
+    skills = None if library_from is not None else inputs.library
+    return f"{retrieval_ranker(config, inputs).describe(skills, memory=memory)}; indexed: {text}"
 
 
 def _masking(cfg: StreamConfig, memory: SkillMemory | JointMemory | None) -> MaskedRetriever | None:
@@ -465,7 +552,8 @@ def context_account(result: AgentResult) -> ContextAccount:
 
 
 def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResult, score: Score,
-            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None) -> TaskRecord:
+            memory: SkillStore | None, trajectory: str, plan: dict[str, Any] | None = None,
+            library_draw: LibraryDraw | None = None) -> TaskRecord:
     by_role: dict[str, dict[str, int]] = {}
     answered = [call for call in result.calls.calls if call.error is None]
     for call in answered:
@@ -480,8 +568,11 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                                 subtask_index=step.subtask_index, query_kind=step.query_kind,
                                 source_task_id=s["source_task_id"], source_position=s["source_position"],
                                 load_error=s["load_error"], followed=followed(after, s, memory), ran=ran(after, s),
-                                source=s.get("source"), library=s.get("library"))
-                 for step in result.retrievals for after in [actions_after(result, step)] for s in step.skills]
+                                source=s.get("source"), library=s.get("library"), rank=rank)
+                 for step in result.retrievals for after in [actions_after(result, step)]
+                 for rank, s in enumerate(step.skills, start=1)]
+    picks = picks_from_steps(result.steps, [(r.skill_id, r.name, r.followed) for r in retrieved if r.format == "text"],
+                             used_share=USED_SHARE)
     induced = [InducedSkill(subtask_index=s.subtask_index, status=s.status, skill_id=s.skill_id,
                             skill_name=s.skill_name, target_id=s.target_id, reason=s.reason, prompt_id=s.prompt_id)
                for s in result.inductions]
@@ -501,7 +592,20 @@ def _record(cfg: StreamConfig, position: int, task: TaskSpec, result: AgentResul
                       retrieved=retrieved, induced=induced, memory_size=len(memory) if memory is not None else 0,
                       trajectory=trajectory, coordination=_coordination_record(result, plan),
                       context_account=context_account(result).to_dict(), routes=routes,
-                      exposures=exposures(result))
+                      exposures=exposures(result), picks=picks, relevant_skills=relevant_skills(task, memory),
+                      library_draw=library_draw)
+
+
+def relevant_skills(task: TaskSpec, memory: SkillStore | None) -> list[str] | None:
+    """The ids of the task's right skills as known when it ran (`skilltransfer.memory.near_miss.right_skills`): named
+    by the task's metadata in any memory, or induced from the task itself in a frozen library (read-only, or beside
+    the agent's own memory); None when unknown."""
+    if memory is None:
+        return None
+    library = memory.library if isinstance(memory, JointMemory) else memory
+    if not library.read_only and RELEVANT_KEY not in task.metadata:
+        return None
+    return right_skills(task, library)
 
 
 def actions_after(result: AgentResult, step: RetrievalStep) -> list[ActionStep]:
@@ -704,6 +808,12 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         parts.masking.task_key = task.id
     if parts.own_task is not None:  # library_scope own-task: this task sees the skills induced from it
         agent.memory = parts.own_task.memory_for(task.id)
+    drawn = None
+    if parts.sized is not None and memory is not None:  # library_size: this task's library of that many skills
+        agent.memory, library = parts.sized.memory_for(task, right_skills(task, memory),
+                                                       named_skills(task, memory, LIBRARY_KEY) or ())
+        agent.memory.ranker = memory.ranker  # the stream's retrieval mode over the task's library
+        drawn = LibraryDraw(**asdict(library))
     events = _fan_out(live.on_event, on_event)
     started = time.perf_counter()
     episode = None
@@ -748,7 +858,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
     live.write("finished", score={"reward": score.reward, "success": score.success,
                                   "checks": [asdict(c) for c in score.checks]},
                error=failure[1] if failure is not None else None)
-    record = _record(config, position, task, result, score, memory, trajectory, live.plan)
+    record = _record(config, position, task, result, score, memory, trajectory, live.plan, drawn)
     if memory is not None and memory.config.capacity is not None:
         memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
         record.memory_size = len(memory)

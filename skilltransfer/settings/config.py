@@ -48,7 +48,9 @@ from skilltransfer.lens.retriever import LensConfig
 from skilltransfer.llm import default_model_name
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.log import MEMORY, PLANS
+from skilltransfer.memory.near_miss import NearMissConfig
 from skilltransfer.memory.package import DEFAULT_RESOURCE_BYTES
+from skilltransfer.memory.ranking import RetrievalMode, RetrievalText
 from skilltransfer.memory.store import MemoryConfig
 from skilltransfer.skill import MAX_RESOURCES_BYTES, SkillFormat
 from skilltransfer.util.urls import without_credentials
@@ -352,6 +354,13 @@ class StreamConfig(BaseModel):
                                      tag_if=_has_memory)] = Field(default=0, ge=0)
     """Unrelated skills added to the frozen library (`skilltransfer.memory.distractors`; the study's Fig. 3): with
     ``whole`` exposure they lengthen what the agent is shown; retrieval may also return them."""
+    library_size: Annotated[int | None, Axis("library_sizes", run_tag="size{value}", tag="[size={value}]")] = Field(
+        default=None, ge=1)
+    """The library-size study (`skilltransfer.memory.near_miss`, docs/selection.md): each task chooses from a frozen
+    library of this many skills: its right skills and near misses of them drawn from the library's other skills and
+    ``near_miss.corpus``, nested across sizes. None: every task sees the whole library."""
+    near_miss: NearMissConfig = Field(default_factory=NearMissConfig)
+    """Where ``library_size``'s near misses come from: a corpus of skills, the cosine band, the seed."""
     organize: list[Literal["tree", "graph"]] = Field(default_factory=list)
     """An organise stream: build these LLM organisations of the frozen library with the stream's model instead of
     running tasks (`skilltransfer.runner.organize`; a later phase's ``organization_from`` reads them)."""
@@ -394,6 +403,15 @@ class StreamConfig(BaseModel):
     ``report``'s ``skill_effects`` can estimate each skill's causal effect. 0: every retrieved skill is shown."""
     mask_seed: int = 0
     """The masking draws' seed (with the task and skill ids)."""
+    retrieval: Annotated[RetrievalMode, Axis("retrievals", tag="[{value}]", tag_if=_has_memory)] = "dense"
+    """How the top-k skills are chosen for a (sub)task (`skilltransfer.memory.ranking`): dense (cosine of the
+    embeddings, FAISS: the paper's), bm25 (lexical, ``bm25s``), hybrid (reciprocal rank fusion of the two) or
+    hierarchical (category -> skill over ``organization``, else the library's folders, else embedding clusters).
+    Each hit keeps its cosine as its score. Flat reuse only (lens reuse routes the skill graph)."""
+    retrieval_text: Annotated[RetrievalText, Axis("retrieval_texts", tag="[{value}]", tag_if=_has_memory)] = (
+        "description")
+    """What of a skill retrieval indexes: its description (the paper's) or description + body (every mode; the same
+    switch as ``memory.index_body``, which it sets)."""
     lens: LensConfig = Field(default_factory=LensConfig)
     """Lens reuse settings: routing (token budget, walk, ...) and decomposition of skills into the graph."""
     skill_graph: str | None = None
@@ -537,6 +555,19 @@ class StreamConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _retrieval(self) -> StreamConfig:
+        """``retrieval_text`` and ``memory.index_body`` are one switch (either sets the other); a retrieval mode other
+        than dense needs flat reuse."""
+        if self.memory.index_body and self.retrieval_text == "description":
+            self.__dict__["retrieval_text"] = "description+body"
+        elif self.retrieval_text == "description+body" and not self.memory.index_body:
+            self.__dict__["memory"] = self.memory.model_copy(update={"index_body": True})
+        if self.retrieval != "dense" and self.reuse != "flat":
+            raise ValueError(f"retrieval {self.retrieval!r} chooses the top-k skills of flat reuse; reuse "
+                             f"{self.reuse!r} routes the skill graph instead (keep retrieval dense)")
+        return self
+
+    @model_validator(mode="after")
     def _masking_needs_flat_retrieval(self) -> StreamConfig:
         if self.mask_rate > 0 and (not self.has_memory or self.reuse != "flat" or self.library_exposure == "whole"):
             raise ValueError("mask_rate withholds retrieved skills: it needs a skill memory (a memory condition or a "
@@ -587,6 +618,12 @@ class StreamConfig(BaseModel):
                                                  or self.library_organization in ("tree", "graph")):
             raise InputError("library_scope own-task shows each task the skills induced from it: it needs a frozen "
                              "library, flat reuse, no distractors and a flat or task-tree organisation")
+        if self.library_size is not None and (self.library is None or self.library_use != "instead"
+                                              or self.reuse != "flat" or self.distractors
+                                              or self.library_scope != "all" or self.library_snapshot is not None):
+            raise InputError("library_size grows a frozen library per task: it needs a library used instead of a "
+                             "memory (library_use instead), flat reuse, no distractors, library_scope all and no "
+                             "library_snapshot")
         if self.coordination != "none" and (self.skill_exec, self.library_organization) != ("inline", "flat"):
             raise InputError("skill_exec and library_organization apply to the agent (coordination none), not to "
                              f"coordination {self.coordination!r}")

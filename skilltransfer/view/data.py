@@ -510,6 +510,10 @@ def _task_row(record: TaskRecord) -> dict[str, Any]:
             "model_calls": record.model_calls, "cost_usd": record.cost_usd, "latency_s": record.latency_s,
             "difficulty": record.difficulty,
             "template": record.template, "retrieved": list(seen.values()),
+            "picks": None if record.picks is None else [
+                {"skill_id": p.skill_id, "name": p.name, "kind": p.kind, "rank": p.rank,
+                 "right": None if record.relevant_skills is None else p.skill_id in record.relevant_skills}
+                for p in record.picks],
             "induced": [{"status": i.status, "skill_id": i.skill_id, "skill_name": i.skill_name,
                          "target_id": i.target_id, "subtask_index": i.subtask_index} for i in record.induced]}
 

@@ -415,6 +415,8 @@
         cell: (t) => h("ul", { class: "inline" }, (t.retrieved || []).map((r) => h("li", {
           class: event(t, r) ? "transfer" : null },
         skillLink(run, r.skill_id, r.name), ` ${r.score.toFixed(2)}`, from(t, r)))) },
+      { label: "picked", value: (t) => (t.picks || []).map((p) => p.name).join(" "),
+        cell: (t) => pickList(run, t.picks) },
       { label: "induced", value: (t) => (t.induced || []).map((i) => i.skill_name || i.status).join(" "),
         cell: (t) => h("ul", { class: "inline" }, (t.induced || []).map((i) => h("li", null,
           i.skill_id && ["added", "merged"].includes(i.status) ? skillLink(run, i.target_id && i.status === "merged" ? i.target_id : i.skill_id, i.skill_name || i.skill_id) : (i.skill_name || ""),
@@ -825,6 +827,39 @@
       h("details", null, h("summary", null, "audit and node outputs"), fields({ ...audit, outputs: data.outputs, plan })));
   }
 
+  // Picks (results.jsonl picks[]): each skill the agent chose out of those shown, in order, with how (load, read_file,
+  // subagent, call, followed), its rank among the candidates and, where the task's right skills are known, right or wrong.
+  function pickList(run, picks) {
+    if (picks === null || picks === undefined) return h("span", { class: "muted" }, "not recorded");
+    if (!picks.length) return h("span", { class: "muted" }, "none");
+    const seen = new Set();
+    return h("ul", { class: "inline picks" }, picks.filter((p) => !seen.has(`${p.skill_id}:${p.kind}`) && seen.add(`${p.skill_id}:${p.kind}`)).map((p) =>
+      h("li", { class: p.right === true ? "right" : p.right === false ? "wrong" : null },
+        skillLink(run, p.skill_id, p.name), h("span", { class: "muted" }, ` ${p.kind}${p.rank ? " @" + p.rank : ""}`),
+        p.right === true ? " ✓" : p.right === false ? " ✗" : "")));
+  }
+
+  function selectionView(run, record) {
+    if (!record || record.picks === null || record.picks === undefined) return null;
+    const right = new Set(record.relevant_skills || []);
+    const known = Array.isArray(record.relevant_skills);
+    const draw = record.library_draw;
+    const candidates = (record.retrieved || []).map((r, i) => ({ ...r, rank: r.rank || i + 1 }));
+    return h("section", { class: "selection" }, h("h2", null, "Selection: shown and picked"),
+      draw ? h("p", { class: "muted" }, `This task chose from a library of ${draw.size} skills (asked: ${draw.requested}; ` +
+        `${draw.right} right, ${draw.in_band} near misses in the band; nearest neighbour of the right skill: cosine ${draw.nn_cosine === null ? "-" : Number(draw.nn_cosine).toFixed(3)}).`) : null,
+      candidates.length ? dataTable([
+        { label: "rank", num: true, cell: (c) => String(c.rank) },
+        { label: "candidate", cell: (c) => skillLink(run, c.skill_id, c.name) },
+        { label: "score", num: true, cell: (c) => Number(c.score).toFixed(3) },
+        { label: "subtask", cell: (c) => (c.subtask_index === null || c.subtask_index === undefined ? "" : String(c.subtask_index)) },
+        { label: "right", cell: (c) => (known ? (right.has(c.skill_id) ? "right" : "") : "unknown") },
+        { label: "picked", cell: (c) => record.picks.filter((p) => p.skill_id === c.skill_id).map((p) => p.kind).join(", ") },
+      ], candidates, { cls: "candidates" }) : h("p", { class: "muted" }, "no candidates shown"),
+      h("p", null, "picks in order: ", pickList(run, record.picks.map((p) => ({ ...p, right: known ? right.has(p.skill_id) : null })))),
+      known ? null : h("p", { class: "muted" }, "The task's right skills are not known (report --labels can give them)."));
+  }
+
   function trajectoryView(run, payload, opts = {}) {
     const t = payload.trajectory;
     const r = payload.record;
@@ -854,7 +889,7 @@
       t.calls.map((_, i) => promptDetails(payload, i))) : null;
     const contexts = !payload.prompts_recorded && (t.contexts || []).length ? h("details", null, h("summary", null, "final executor contexts"),
       t.contexts.map((ctx) => ctx.map((m) => h("div", { class: "message" }, h("div", { class: "role" }, String(m.role)), foldText(m.content, 3000))))) : null;
-    return h("div", { class: "trajectory", "data-task": payload.task_id }, head,
+    return h("div", { class: "trajectory", "data-task": payload.task_id }, head, selectionView(run, r),
       t.coordination ? coordinationView(t.coordination) : null, h("section", { class: "steps" }, steps), calls, contexts);
   }
 
