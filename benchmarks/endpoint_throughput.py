@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
+from skilltransfer.llm.testing.mock_server import MockServer
 
 MESSAGES = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Next action?"}]
 
@@ -73,7 +73,7 @@ def mock_endpoint(latency_s: float, in_process: bool) -> Iterator[tuple[str, Cal
 
             yield server.url, in_flight
         return
-    proc = subprocess.Popen([sys.executable, "-m", "skilltransfer.llm.mock_server",
+    proc = subprocess.Popen([sys.executable, "-m", "skilltransfer.llm.testing.mock_server",
                              "--latency-ms", str(latency_s * 1000)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -59,7 +59,7 @@ SERVER = """
 import sys
 sys.path.insert(0, {tests!r})
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 
 def induction(_n, messages):
     return CODE_SKILL if any("Skill format: code" in str(m["content"]) for m in messages) else TEXT_SKILL

@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", required=True, type=Path, help="folder of the recorded caches and runs")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases (default: all)")
     args = parser.parse_args(argv)
-    from skilltransfer.llm.mock_server import MockServer
-    from skilltransfer.llm.roleplay import make_role_play
+    from skilltransfer.llm.testing.mock_server import MockServer
+    from skilltransfer.llm.testing.roleplay import make_role_play
 
     cases = [c for c in args.cases.split(",") if c]
     env = {**os.environ, "PYTHONHASHSEED": "0"}

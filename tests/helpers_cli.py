@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from skilltransfer.cli import app, main
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import TrajectoryLog
 
 TINY = "helpers_tinyenv:TinyEnv"

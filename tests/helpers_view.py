@@ -15,8 +15,8 @@ from helpers_lens import LensCounterScript
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, GivesUpOnFive, TinyEnv
 
 from skilltransfer.coordination import Plan, PlanNode
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl
 from skilltransfer.runner.stream import run_stream
@@ -182,7 +182,7 @@ def build_library_study(root: Path) -> dict[str, Path]:
     top half of the demo library by utility (`STUDY_RUNS`), beside a cross-level grid on apps (2 tasks: two
     induced-skill streams and two over their frozen libraries); name -> run folder under ``root/study`` ("grid": the
     grid's folder)."""
-    from skilltransfer.llm.roleplay import RolePlay
+    from skilltransfer.llm.testing.roleplay import RolePlay
 
     out = {}
     with MockServer(RolePlay(fail_rate=0.3, seed=1)) as server:

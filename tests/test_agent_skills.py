@@ -301,7 +301,7 @@ def test_library_show_names_what_is_left_out(tmp_path: Path, monkeypatch, capsys
 
 
 def test_a_run_with_a_library_says_what_the_agent_is_not_shown(tmp_path: Path) -> None:
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
 
     with MockServer(replies=HistoryScript(TEXT_SKILL, reads=1)) as server:
         result = run_tiny(server, tmp_path / "run", "task+text", (3,), "--library", str(SMALL))
@@ -313,7 +313,7 @@ def test_a_run_with_a_library_says_what_the_agent_is_not_shown(tmp_path: Path) -
 
 # ---------------------------------------------------------------------------------------- other libraries out
 def test_a_runs_memory_and_a_jsonl_export_valid(tmp_path: Path, monkeypatch, capsys) -> None:
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
 
     with MockServer(replies=HistoryScript(TEXT_SKILL, reads=1)) as server:
         run_tiny(server, tmp_path / "run", "task+text")

@@ -21,7 +21,7 @@ from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript
 from skilltransfer.agents.harness.grounding import called_names
 from skilltransfer.coordination.writer import parse_plan_reply
 from skilltransfer.envs.office.safe_lambda import compile_lambda
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.runner.grid import run_grid
 from skilltransfer.runner.spec import load_spec
 from skilltransfer.sandbox import skill_body_problem

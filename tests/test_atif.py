@@ -11,8 +11,8 @@ import pytest
 from atif import Trajectory
 from helpers_cli import cli, run_tiny
 
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import make_role_play
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import make_role_play
 from skilltransfer.log import RunFolder, TrajectoryLog, read_steps
 from skilltransfer.log.atif import from_atif, to_atif
 from skilltransfer.report.atif import run_documents

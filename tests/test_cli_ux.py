@@ -15,7 +15,7 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import OPENAI_URL, parse_model_string
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.report.compare import mcnemar_exact
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_library"

@@ -21,9 +21,9 @@ from skilltransfer.llm.context import (
     messages_tokens,
     window_from_models,
 )
-from skilltransfer.llm.faults import FaultyModel
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.faults import FaultyModel
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import ActionStep
 from skilltransfer.memory import Skill, SkillMemory
 

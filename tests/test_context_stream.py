@@ -18,8 +18,8 @@ from rich.console import Console
 
 from skilltransfer.agents import AgentEvent, AgentResult
 from skilltransfer.llm.context import messages_tokens
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import TaskRecord, TrajectoryLog
 from skilltransfer.runner.progress import StreamProgress
 from skilltransfer.runner.stream import run_stream

@@ -146,7 +146,7 @@ def test_agent_with_contract_induction_stores_packages(tmp_path, level: str, has
 def test_grid_spec_runs_the_contract_variant(tmp_path) -> None:
     import yaml
 
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
     from skilltransfer.memory import load_library
     from skilltransfer.runner.grid import run_grid
     from skilltransfer.runner.spec import load_spec

@@ -19,8 +19,8 @@ from test_grid_report import cli as main_cli
 from skilltransfer.coordination import Plan, PlanFolder, PlanNode
 from skilltransfer.errors import InputError
 from skilltransfer.judge import load_run
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.runner.plan import plan_streams
 from skilltransfer.runner.spec import load_spec

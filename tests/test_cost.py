@@ -12,8 +12,8 @@ from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.llm.config import Price
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.report.summary import summarize_run, summary_rows
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.stream import run_stream

@@ -20,9 +20,9 @@ from skilltransfer.agents.context import CARD_LEVEL, SKILL_LEVELS, SkillBlock, s
 from skilltransfer.agents.disclosure import DESCRIPTION_CHARS, Disclosure, full_block, one_line
 from skilltransfer.agents.skill_actions import SkillCall, parse_skill_call
 from skilltransfer.llm.context import messages_tokens
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.runner.build import agent_library_name, external_library

@@ -10,8 +10,8 @@ import pytest
 from helpers_cli import main_cli
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.memory.embedders import make_embedder
 from skilltransfer.memory.endpoint_embedder import EndpointEmbedder, parse_endpoint_spec
 

@@ -87,8 +87,8 @@ def test_the_benchmark_prints_the_table_the_split_and_the_last_line(tmp_path: Pa
 
 @pytest.mark.slow
 def test_the_benchmark_adds_the_llm_rubric_through_an_endpoint(tmp_path: Path) -> None:
-    from skilltransfer.llm.mock_server import MockServer
-    from skilltransfer.llm.roleplay import RolePlay
+    from skilltransfer.llm.testing.mock_server import MockServer
+    from skilltransfer.llm.testing.roleplay import RolePlay
 
     root = fake_checkout(tmp_path / "SkillLearnBench")
     out = tmp_path / "result.json"

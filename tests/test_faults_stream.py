@@ -9,10 +9,10 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.llm import make_model
 from skilltransfer.llm.chain import Retry
-from skilltransfer.llm.faults import FaultyModel
-from skilltransfer.llm.mock_server import CONTENT_FAULTS, FAULT_KINDS, TRANSPORT_FAULTS, MockServer
 from skilltransfer.llm.retry import RetryPolicy
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.faults import FaultyModel
+from skilltransfer.llm.testing.mock_server import CONTENT_FAULTS, FAULT_KINDS, TRANSPORT_FAULTS, MockServer
 from skilltransfer.log import TaskRecord
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig

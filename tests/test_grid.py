@@ -16,7 +16,7 @@ from rich.console import Console
 
 from skilltransfer.commands.grid import GridView
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.runner.grid import run_grid
 from skilltransfer.runner.plan import plan_streams
 from skilltransfer.runner.spec import (

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.log import RunFolder
 from skilltransfer.runner.grid import run_grid
 from skilltransfer.runner.spec import build_spec

@@ -23,7 +23,7 @@ from test_grid import spec_data, write_spec
 from test_report import PNG
 
 from skilltransfer.cli import main
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import (
     binned_spearman,

@@ -15,8 +15,8 @@ from helpers_tinyenv import CounterScript
 
 from skilltransfer.envs.registry import get_env
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.log import RunFolder
 from skilltransfer.report import make_report
 from skilltransfer.runner.grid import resolve_streams, run_grid

@@ -482,7 +482,7 @@ def _stubborn(messages: list[dict[str, Any]]) -> str:
 def test_run_paper_records_no_refusal_and_no_stuck_and_small_model_does(tmp_path, level):
     from helpers_cli import records_of, run_tiny, trajectory_of
 
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
 
     outcome = {}
     with MockServer(replies=_stubborn) as server:
@@ -511,7 +511,7 @@ def test_run_paper_records_no_refusal_and_no_stuck_and_small_model_does(tmp_path
 def test_a_run_checks_and_loads_its_library_and_organisation_once(tmp_path, monkeypatch):
     from helpers_cli import run_tiny
 
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
     from skilltransfer.memory.library import export_skill_md
     from skilltransfer.memory.organization import LibraryView, Organization, RoutingNode, save_organization
     from skilltransfer.runner import build

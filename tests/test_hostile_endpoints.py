@@ -16,8 +16,8 @@ import pytest
 from helpers_cli import main_cli
 from helpers_hostile import HostileServer
 
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -34,9 +34,9 @@ from helpers_hostile import HostileServer
 import skilltransfer
 from skilltransfer.errors import InputError
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel, check_endpoint, error_body
 from skilltransfer.llm.retry import ModelCallError
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.endpoint_embedder import EndpointEmbedder
 from skilltransfer.settings.config import ModelSpec
 from skilltransfer.util.http_client import Answer, HttpClient, HttpFailure, fetch_json

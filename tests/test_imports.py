@@ -1,11 +1,12 @@
 """The package's import graph against the drawing: every module imports, no import cycle between modules, and the
 rooms' imports are exactly what the table of docs/architecture.md says; only the run log names a run folder's files.
 
-The table is the one source of truth: its first column names each room's modules (``view/``, ``cli.py``, ...; a row
-whose cell starts with ``name:`` is called that), its last column the rooms it imports (or ``any room``, or
-``nothing``). A room that imports a room its row does not name fails, and so does a row naming a room it no longer
-imports: the drawing states what is true. `NEVER` are the directions no row may allow, so widening the table
-cannot hide a back-edge.
+The table is the one source of truth: its first column names each room's modules (``view/``, ``cli.py``, ...; a
+subpackage such as ``llm/testing/`` is a room of its own, apart from the room of the package around it; a row whose
+cell starts with ``name:`` is called that), its last column the rooms it imports (or ``any room``, or ``nothing``).
+A room that imports a room its row does not name fails, and so does a row naming a room it no longer imports: the
+drawing states what is true. `NEVER` are the directions no row may allow, so widening the table cannot hide a
+back-edge.
 
 The graph is read from the source (``ast``): every ``import`` and ``from ... import`` anywhere in a module (inside
 functions and ``TYPE_CHECKING`` blocks too), so a deferred import cannot hide a cycle. ``from package import name``
@@ -37,8 +38,8 @@ ANY, NOTHING = "any room", "nothing"
 
 @dataclass(frozen=True)
 class Room:
-    """One row of the table: its name, the top-level modules and subpackages of ``skilltransfer`` it holds, and the
-    rooms it may import (None: any room)."""
+    """One row of the table: its name, the modules and subpackages of ``skilltransfer`` it holds (as paths inside the
+    package, ``view``, ``llm/testing``), and the rooms it may import (None: any room)."""
 
     name: str
     members: tuple[str, ...]
@@ -87,6 +88,9 @@ NEVER: list[tuple[str, str, str]] = [
     ("llm", "agents", "models know no agent"),
     ("llm", "envs", "models know no world"),
     ("llm", "runner", "models know no runner"),
+    *[(room, "testing", "the test doubles are asked for by name (`make_model`'s registry), never imported: no "
+                        "user command gets one unless it names it")
+      for room in ROOMS if room not in ("testing", "face")],
     ("agents", "runner", "the runner drives the agent"),
     ("runner", "view", "the viewer reads run logs; the runner knows no viewer"),
     ("runner", "report", "running and reporting apart: the runner writes run logs, the report reads them"),
@@ -147,13 +151,15 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def room_of(module: str) -> str:
-    """The room a module belongs to (see `ROOMS`)."""
-    top = module.split(".")[1] if "." in module else "__init__"
-    for room in ROOMS.values():
-        if top in room.members:
-            return room.name
-    raise AssertionError(f"{module} belongs to no room: add `{top}` to a row of docs/architecture.md's table")
+def room_of(module: str, rooms: dict[str, Room] | None = None) -> str:
+    """The room a module belongs to: the row naming the longest path that holds it (``llm/testing`` before ``llm``;
+    see `ROOMS`)."""
+    parts = module.split(".")[1:] or ["__init__"]
+    held = [(len(member.split("/")), room.name) for room in (rooms or ROOMS).values() for member in room.members
+            if parts[:len(member.split("/"))] == member.split("/")]
+    if not held:
+        raise AssertionError(f"{module} belongs to no room: add `{parts[0]}` to a row of docs/architecture.md's table")
+    return max(held)[1]
 
 
 def room_edges() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
@@ -172,8 +178,8 @@ def room_edges() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
 def test_the_table_names_every_module_once_and_only_rooms_that_exist() -> None:
     members = [member for room in ROOMS.values() for member in room.members]
     assert len(members) == len(set(members)), f"a module in two rows: {sorted(members)}"
-    tops = {module.split(".")[1] if "." in module else "__init__" for module in package_modules()}
-    assert not set(members) - tops, f"the table names modules the package lacks: {sorted(set(members) - tops)}"
+    paths = {"/".join(module.split(".")[1:]) or "__init__" for module in package_modules()}
+    assert not set(members) - paths, f"the table names modules the package lacks: {sorted(set(members) - paths)}"
     for module in package_modules():
         room_of(module)
     unknown = {f"{room.name}: {name}" for room in ROOMS.values() for name in room.imports or () if name not in ROOMS}
@@ -204,6 +210,26 @@ def table_problems(rooms: dict[str, Room], edges: dict[str, set[str]],
 def test_every_room_imports_exactly_what_its_row_says() -> None:
     problems = table_problems(ROOMS, *room_edges())
     assert not problems, "docs/architecture.md's table and the imports differ:\n" + "\n".join(problems)
+
+
+def test_a_subpackage_row_is_a_room_apart_from_its_package() -> None:
+    """``llm/testing/`` is the test doubles' room, the rest of ``llm/`` the client's: the client importing a double
+    is an edge between rooms (which `NEVER` forbids), and the table check names it."""
+    assert room_of("skilltransfer.llm.testing.mock_server") == "testing"
+    assert room_of("skilltransfer.llm.testing") == "testing"
+    assert room_of("skilltransfer.llm.openai_client") == "llm"
+    assert room_of("skilltransfer.llm") == "llm"
+    assert ("llm", "testing") in [(a, b) for a, b, _ in NEVER]
+    edges, witness = room_edges()  # the face may import any room, so its row cannot say it; its imports do
+    assert "testing" not in {b for a, targets in edges.items() if a != "testing" for b in targets}, \
+        "a room imports the test doubles: " + "; ".join(w for (a, b), w in witness.items() if b == "testing")
+    edges = {room: set(targets) for room, targets in edges.items()}
+    edges["llm"].add("testing")
+    witness[("llm", "testing")] = "skilltransfer.llm.config -> skilltransfer.llm.testing.scripted"
+    assert table_problems(ROOMS, edges, witness) == [
+        "llm imports testing, which its row does not allow: skilltransfer.llm.config -> "
+        "skilltransfer.llm.testing.scripted (import through a room it may import, or add testing to the row if the "
+        "direction is right)"]
 
 
 def test_the_table_check_fails_on_an_import_the_row_does_not_allow_and_on_a_stale_row() -> None:

@@ -16,9 +16,9 @@ from helpers_atif import harbor_job, other_writers
 from helpers_cli import cli, main_cli, records_of, run_tiny
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import CONTENT_FAULTS, MockServer
-from skilltransfer.llm.roleplay import RolePlay, make_role_play
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import CONTENT_FAULTS, MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay, make_role_play
 from skilltransfer.log import RunFolder
 from skilltransfer.log.atif_files import read_atif
 from skilltransfer.memory.embedders import HashEmbedder

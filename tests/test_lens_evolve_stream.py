@@ -15,8 +15,8 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv, task_start
 from skilltransfer.errors import InputError
 from skilltransfer.lens.evolve import EvolveConfig, WriterConfig
 from skilltransfer.lens.graph import SkillGraph
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.memory.library import export_jsonl
 from skilltransfer.report import make_report

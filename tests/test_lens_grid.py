@@ -12,7 +12,7 @@ from helpers_cli import cli
 from helpers_lens import LensCounterScript
 from helpers_tinyenv import TEXT_SKILL, CounterScript, role_of
 
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.report import make_report
 from skilltransfer.runner.grid import run_grid
 from skilltransfer.runner.spec import SPEC_DIR, build_spec

@@ -12,8 +12,8 @@ from helpers_lens import email_graph, hand_graph
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.lens.route import RouteConfig, clean_rewrite, parse_decision, route
 from skilltransfer.lens.walk import WalkConfig, expand, walk_scores
-from skilltransfer.llm.context import ContextLengthError, estimate_tokens
-from skilltransfer.llm.testing import ScriptedModel, approx_tokens, messages_tokens
+from skilltransfer.llm.context import ContextLengthError, approx_tokens, estimate_tokens, messages_tokens
+from skilltransfer.llm.testing import ScriptedModel
 
 NO_WALK = RouteConfig(mode="no-walk")
 

@@ -10,8 +10,8 @@ from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model
 from skilltransfer.llm.cache import CacheMiss, ResponseCache, request_key
 from skilltransfer.llm.chain import CachedModel
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
 
 Q1 = [{"role": "user", "content": "first question"}]
 Q2 = [{"role": "user", "content": "second question"}]

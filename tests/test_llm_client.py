@@ -12,9 +12,9 @@ from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.local import free_port
-from skilltransfer.llm.mock_server import CONTENT_FAULTS, TRANSPORT_FAULTS, MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
 from skilltransfer.llm.retry import ModelCallError
+from skilltransfer.llm.testing.mock_server import CONTENT_FAULTS, TRANSPORT_FAULTS, MockServer
 
 HELLO = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,35 @@ def test_scripted_only_by_name_with_outputs_or_a_script_file(tmp_path: Path) -> 
     script = tmp_path / "s.jsonl"
     script.write_text('{"match": "hi", "reply": "hello"}\n')
     assert make_model("scripted", script=str(script)).complete(HI).text == "hello"
+
+
+def test_the_factory_knows_the_test_doubles_by_name_only() -> None:
+    """The run and grid commands and a real endpoint's model load nothing of ``skilltransfer.llm.testing``; asking
+    for ``scripted`` loads it through the registry's ``module:Class`` string (a fresh interpreter: these tests import
+    the doubles themselves)."""
+    code = ("import json, sys\n"
+            "import skilltransfer.cli, skilltransfer.commands.run, skilltransfer.runner.launch\n"
+            "import skilltransfer.runner.grid\n"
+            "from skilltransfer.llm import make_model\n"
+            "doubles = lambda: sorted(m for m in sys.modules if m.startswith('skilltransfer.llm.testing'))\n"
+            "make_model('qwen3@http://127.0.0.1:9/v1')\n"
+            "before = doubles()\n"
+            "make_model('scripted', outputs=['x'])\n"
+            "print(json.dumps([before, doubles()]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before == []
+    assert "skilltransfer.llm.testing.scripted" in after
+
+
+def test_a_script_file_is_read_by_the_double(tmp_path: Path) -> None:
+    script = tmp_path / "s.jsonl"
+    script.write_text('"one"\n{"text": "two"}\n')
+    model = ScriptedModel.from_script(script, model="m")
+    assert [model.complete(HI).text, model.complete(HI).text, model.model] == ["one", "two", "m"]
+    script.write_text("not json\n")
+    with pytest.raises(InputError, match=r"s\.jsonl:1: not JSON"):
+        make_model(f"scripted:{script}")
 
 
 def test_cache_path_wraps_the_model(tmp_path: Path) -> None:

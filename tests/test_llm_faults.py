@@ -13,12 +13,12 @@ import pytest
 from skilltransfer.errors import InputError
 from skilltransfer.llm.chain import Retry
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.faults import WRAPPER_FAULTS, FaultyModel
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
 from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError
-from skilltransfer.llm.script import ReplyRule, load_replies
 from skilltransfer.llm.testing import ScriptedModel, ScriptExhausted
+from skilltransfer.llm.testing.faults import WRAPPER_FAULTS, FaultyModel
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.script import ReplyRule, load_replies
 
 HI = [{"role": "user", "content": "hi"}]
 NO_WAIT = RetryPolicy(max_retries=5, base_s=0.0)
@@ -149,7 +149,7 @@ def test_mock_server_latency_and_token_rate() -> None:
 def test_mock_server_runs_from_the_command_line(tmp_path: Path) -> None:
     replies = tmp_path / "r.jsonl"
     replies.write_text('"from the cli"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "skilltransfer.llm.mock_server", "--replies", str(replies)],
+    proc = subprocess.Popen([sys.executable, "-m", "skilltransfer.llm.testing.mock_server", "--replies", str(replies)],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

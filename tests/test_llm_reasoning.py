@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from skilltransfer.llm.mock_server import REASONING_MARKER, REASONING_STYLES, MockServer
 from skilltransfer.llm.reasoning import split_reply, split_think
 from skilltransfer.llm.strict import ParamAdapter, cut_at_stop, rejected_parameter
+from skilltransfer.llm.testing.mock_server import REASONING_MARKER, REASONING_STYLES, MockServer
 
 ANSWER = "Thought: look first.\n```python\nprint(1)\n```\nObservation: invented\nmore"
 

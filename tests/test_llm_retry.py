@@ -11,9 +11,9 @@ from conftest import FakeClock
 from skilltransfer.llm.chain import Retry
 from skilltransfer.llm.config import ModelConfig
 from skilltransfer.llm.local import free_port
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
 from skilltransfer.llm.retry import ModelCallError, RetryPolicy, TransientModelError, parse_retry_after
+from skilltransfer.llm.testing.mock_server import MockServer
 
 HI = [{"role": "user", "content": "hi"}]
 

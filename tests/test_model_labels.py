@@ -9,7 +9,7 @@ import yaml
 from helpers_cli import ALLOW_TINY, TINY, main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.settings.config import ModelSpec
 
 

@@ -32,8 +32,8 @@ from skilltransfer.cli import main
 from skilltransfer.commands.option_groups import ModelOptions
 from skilltransfer.llm.chain import ORDER, Layer
 from skilltransfer.llm.config import ModelConfig
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import OpenAIChatModel
+from skilltransfer.llm.testing.mock_server import MockServer
 
 PACKAGE = Path(skilltransfer.__file__).resolve().parent
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from skilltransfer.cli import app
 from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import InducedSkill, RetrievedSkill, TaskRecord
 from skilltransfer.report.summary import summarize_run, transfer_events
 from skilltransfer.runner.build import select_tasks

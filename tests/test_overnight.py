@@ -19,7 +19,7 @@ import yaml
 from helpers_cli import main_cli
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 
 TESTS = Path(__file__).resolve().parent
 ENVS = 5

@@ -135,7 +135,7 @@ def test_grid_max_connections_caps_the_endpoint_and_feeds_the_baselines(tmp_path
     import yaml
     from helpers_cli import ALLOW_TINY, TINY, main_cli
 
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
 
     with MockServer(CounterScript(TEXT_SKILL), latency_s=0.05) as server:
         spec = {"name": "p", "out": str(tmp_path / "out"), "envs": {"a": {"env": TINY, "args": {"targets": TARGETS}}},

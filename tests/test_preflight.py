@@ -12,8 +12,8 @@ from helpers_tinyenv import CounterScript
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm import make_model
-from skilltransfer.llm.mock_server import MockServer
 from skilltransfer.llm.openai_client import check_endpoint, model_string
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import RunFolder
 from skilltransfer.settings.config import ModelSpec
 from skilltransfer.settings.recorded import read_run_settings

@@ -8,7 +8,7 @@ import json
 from helpers_tinyenv import TEXT_SKILL, CounterScript, TinyEnv
 
 from skilltransfer.llm import make_model
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log.provenance import merged, provenance_differences, software
 from skilltransfer.report import make_report
 from skilltransfer.runner.stream import run_stream

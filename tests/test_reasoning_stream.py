@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from helpers_cli import main_cli
 
-from skilltransfer.llm.mock_server import REASONING_MARKER, MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import REASONING_MARKER, MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.log import RunFolder
 from skilltransfer.report.summary import summarize_run, summary_rows
 from skilltransfer.view.data import Catalog

@@ -16,7 +16,7 @@ from helpers_tinyenv import CODE_SKILL, CounterScript
 from typer.testing import CliRunner
 
 from skilltransfer.cli import app
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 
 TESTS = Path(__file__).resolve().parent
 TARGETS = [3, 5, 2, 4, 7, 1]

@@ -11,8 +11,8 @@ import pytest
 from helpers_cli import main_cli
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.memory import HashEmbedder
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.library import read_library

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from skilltransfer.cli import app
 from skilltransfer.errors import InputError
 from skilltransfer.llm.context import messages_tokens
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import FORMAT_VERSION, TaskRecord, safe_task_id
 from skilltransfer.report.summary import summarize_run
 from skilltransfer.settings.config import CONDITIONS

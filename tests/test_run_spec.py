@@ -15,7 +15,7 @@ from helpers_cli import ALLOW_TINY, TINY, cli, records_of
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.report import load_run, make_report
 from skilltransfer.report.summary import summarize_run
 from skilltransfer.runner.grid import run_grid

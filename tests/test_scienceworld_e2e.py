@@ -14,7 +14,7 @@ from test_grid_report import cli
 
 from skilltransfer.envs.scienceworld import simulator
 from skilltransfer.envs.scienceworld.env import ScienceWorldEnv
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.runner.build import select_tasks
 from skilltransfer.settings.config import CONDITIONS
 

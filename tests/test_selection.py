@@ -270,8 +270,8 @@ def test_the_selection_scale_grid_through_a_failing_endpoint_reports_and_views(t
 
     from helpers_cli import cli
 
-    from skilltransfer.llm.mock_server import MockServer
-    from skilltransfer.llm.roleplay import RolePlay
+    from skilltransfer.llm.testing.mock_server import MockServer
+    from skilltransfer.llm.testing.roleplay import RolePlay
     from skilltransfer.view.data import Catalog
 
     corpus = export_jsonl([_skill(f"near-{i}", f"Find and update records of kind {i} for the user") for i in range(40)],

@@ -1,6 +1,6 @@
 """Every spec in ``experiments/`` as shipped runs end to end: ``skilltransfer grid <spec> --task-limit 2`` through the
-mock OpenAI-compatible endpoint, which answers every role in its reply format (`skilltransfer.llm.roleplay`, with
-failing replies and retried transport faults mixed in), then ``skilltransfer report``.
+mock OpenAI-compatible endpoint, which answers every role in its reply format (`skilltransfer.llm.testing.roleplay`,
+with failing replies and retried transport faults mixed in), then ``skilltransfer report``.
 
 Each spec: exit 0, no failed stream, the streams the spec plans, every stream's tasks taken from its own env, and the
 report tables the spec exists for (Table 2 always; ``coordination``, ``skill_exec``, ``library_organization``,
@@ -27,8 +27,8 @@ from conftest import OFFICEBENCH_TASKS
 from helpers_cli import main_cli
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.log import RunFolder
 from skilltransfer.runner.build import build_env
 from skilltransfer.runner.grid import resolve_streams

@@ -12,7 +12,7 @@ import yaml
 from helpers_cli import ALLOW_TINY, cli, main_cli, records_of, trajectory_of
 from helpers_skill_exec import SkillActionScript
 
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.library import export_skill_md
 from skilltransfer.memory.organization import Organization, RoutingNode, save_organization
 from skilltransfer.skill import Provenance, Skill

@@ -10,9 +10,9 @@ import pytest
 from helpers_cli import cli, records_of
 from helpers_tinyenv import CODE_SKILL, CounterScript, TinyEnv
 
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
 from skilltransfer.llm.testing import ScriptedModel
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.report import build_report, load_runs
 from skilltransfer.report.summary import format_trajectory, load_task

@@ -9,7 +9,7 @@ import json
 from helpers_cli import main_cli, run_tiny
 from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import RunFolder
 from skilltransfer.view import Catalog
 

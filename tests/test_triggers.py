@@ -10,7 +10,7 @@ import pytest
 from helpers_cli import cli, main_cli
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.metrics.triggers import Ask, trigger_score
 from skilltransfer.runner.triggers import read_eval_set
 

@@ -13,8 +13,8 @@ from helpers_cli import cli, main_cli
 from helpers_validate import write_benchmark, write_skill
 
 from skilltransfer.errors import InputError
-from skilltransfer.llm.mock_server import MockServer
-from skilltransfer.llm.roleplay import RolePlay
+from skilltransfer.llm.testing.mock_server import MockServer
+from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.metrics.diagnostics import MODEL_FREE
 
 FAST = ("--embedder", "hash:64", "--no-run-scripts", "--resamples", "300")

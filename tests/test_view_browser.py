@@ -204,7 +204,7 @@ def test_library_transfer_events_are_listed_beside_the_graph(browser, runs, tmp_
     from helpers_cli import run_tiny
     from helpers_tinyenv import TEXT_SKILL, CounterScript
 
-    from skilltransfer.llm.mock_server import MockServer
+    from skilltransfer.llm.testing.mock_server import MockServer
 
     frozen = tmp_path / "runs" / "frozen"
     with MockServer(replies=CounterScript(TEXT_SKILL)) as mock:
@@ -436,8 +436,8 @@ def test_a_reasoning_models_replies_show_their_reasoning_folded_apart(browser, t
     reasoning and the reasoning folded under it, marked as never sent back."""
     from helpers_cli import main_cli
 
-    from skilltransfer.llm.mock_server import REASONING_MARKER, MockServer
-    from skilltransfer.llm.roleplay import RolePlay
+    from skilltransfer.llm.testing.mock_server import REASONING_MARKER, MockServer
+    from skilltransfer.llm.testing.roleplay import RolePlay
 
     run = tmp_path / "runs" / "think"
     with MockServer(RolePlay(), reasoning="think", reasoning_tokens=60) as endpoint:

@@ -8,7 +8,7 @@ import json
 from helpers_cli import cli, records_of, run_tiny, trajectory_of
 from helpers_tinyenv import TEXT_SKILL, CounterScript, role_of
 
-from skilltransfer.llm.mock_server import MockServer
+from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import PROMPTS, PromptStore, RunFolder, message_id, reply_message
 
 

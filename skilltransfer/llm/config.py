@@ -373,14 +373,13 @@ def _built(config: ModelConfig, outputs: Sequence[str] | Callable[..., str] | No
            probe: Any, cache: bool) -> ChatModel:
     name = config.name or default_model_name(config)
     cls = model_class(name)
-    if name == "scripted":
-        if outputs is None:
-            if not config.script:
-                raise InputError("model 'scripted' (a test double) needs replies: --model scripted:<file.jsonl>")
-            from skilltransfer.llm.script import script_replies
-
-            outputs = script_replies(config.script)
-        model: Any = cls(outputs, model=config.model or "scripted")
+    if name == "scripted":  # the test double, known here by its registry name only (never imported)
+        if outputs is not None:
+            model: Any = cls(outputs, model=config.model or "scripted")
+        elif config.script:
+            model = cls.from_script(config.script, model=config.model or "scripted")
+        else:
+            raise InputError("model 'scripted' (a test double) needs replies: --model scripted:<file.jsonl>")
     elif name == "openai":
         model = cls(config, probe=probe)
     elif name in MODELS:

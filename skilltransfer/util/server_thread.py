@@ -1,5 +1,5 @@
 """An aiohttp application served on its own event loop from a daemon thread: the mock endpoint's and the viewer's
-start and stop (``skilltransfer.llm.mock_server``, ``skilltransfer.view.server``)."""
+start and stop (``skilltransfer.llm.testing.mock_server``, ``skilltransfer.view.server``)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,20 @@
-"""Test doubles for the model layer: a scripted chat model that drives real agent loops in tests.
+"""`ScriptedModel`: a chat model replaying scripted replies, to drive real agent loops in tests (a documented test
+double).
 
-`ScriptedModel` is a documented test double. It is registered under the name ``scripted`` and is never used unless
-asked for by that name (``make_model("scripted", outputs=[...])`` or ``--script replies.jsonl``). The other test
-doubles: `skilltransfer.llm.faults.FaultyModel` (seeded fault injection around any model) and
-`skilltransfer.llm.mock_server.MockServer` (an OpenAI-compatible HTTP server, to exercise the real client).
+It is registered under the name ``scripted`` and is never used unless asked for by that name
+(``make_model("scripted", outputs=[...])`` or ``--model scripted:replies.jsonl``, whose file `from_script` reads).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.context import approx_tokens, messages_tokens
+from skilltransfer.llm.testing.script import script_replies
 from skilltransfer.protocols import Completion, Message
 
 ScriptFn = Callable[[list[Message]], str]
@@ -48,6 +49,15 @@ class ScriptedModel:
         self.calls: list[list[Message]] = []
         self.params: list[dict[str, Any]] = []
         """The sampling parameters of each call, in order."""
+
+    @classmethod
+    def from_script(cls, path: str | Path, *, model: str = "scripted") -> ScriptedModel:
+        """The double replaying a script file (``--model scripted:<file.jsonl>``; `script_replies`).
+
+        Raises:
+            InputError: a missing or bad script file (names the file and line).
+        """
+        return cls(script_replies(path), model=model)
 
     def count_prompt_tokens(self, messages: list[Message]) -> int:
         """The prompt tokens this double reports for ``messages``."""

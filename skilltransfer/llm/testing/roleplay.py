@@ -1,5 +1,5 @@
 """Role play: a reply function that answers every role of the toolkit in that role's reply format (a documented test
-double for the mock server, ``python -m skilltransfer.llm.mock_server --roles``; never a default).
+double for the mock server, ``python -m skilltransfer.llm.testing.mock_server --roles``; never a default).
 
 It drives whole streams of any env end to end without a model: the planner plans two subtasks (look around, then
 ``complete_task``); executors (task level, subtask level, plan nodes, nl-sop and prompt-graph hosts, subagents) run

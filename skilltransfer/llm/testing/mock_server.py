@@ -9,15 +9,16 @@ path is exercised end to end::
         model = server.model()  # or make_model("openai", base_url=server.url, model="mock")
 
 Replies are a list (served in order; running out answers HTTP 400), a callable ``fn(messages) -> str | dict``
-(run in-process, one call at a time), or a JSONL file (see `skilltransfer.llm.script.load_replies`). Without replies
-it echoes the last message.
+(run in-process, one call at a time), or a JSONL file (see `skilltransfer.llm.testing.script.load_replies`). Without
+replies it echoes the last message.
 With ``context_window`` it enforces a context limit like a real server: prompt tokens (`messages_tokens`) plus
 ``max_tokens`` above the window answer HTTP 400 with vLLM's (default), OpenAI's or llama.cpp's error body, and
 ``/v1/models`` reports the window as vLLM does (``max_model_len``) unless ``advertise_window=False``.
 
-Run standalone: ``python -m skilltransfer.llm.mock_server --port 8011 --latency-ms 200 --replies replies.jsonl``;
-``--roles`` instead answers every agent role in its reply format (`skilltransfer.llm.roleplay`), e.g. ``--roles
-fail_rate=0.2`` or ``--roles induce=0`` (nothing can be induced from its replies).
+Run standalone: ``python -m skilltransfer.llm.testing.mock_server --port 8011 --latency-ms 200 --replies
+replies.jsonl``; ``--roles`` instead answers every agent role in its reply format
+(`skilltransfer.llm.testing.roleplay`), e.g. ``--roles fail_rate=0.2`` or ``--roles induce=0`` (nothing can be induced
+from its replies).
 
 With ``reasoning`` it answers as a reasoning model does, the same answers after ``reasoning_tokens`` tokens of
 reasoning that count against the request's ``max_tokens`` / ``max_completion_tokens`` as on a real server (a budget
@@ -53,7 +54,7 @@ from aiohttp import web
 
 from skilltransfer.errors import InputError
 from skilltransfer.llm.context import approx_tokens, messages_tokens
-from skilltransfer.llm.script import ReplyRule, load_replies, rules_to_fn
+from skilltransfer.llm.testing.script import ReplyRule, load_replies, rules_to_fn
 from skilltransfer.protocols import Message
 from skilltransfer.util.server_thread import ServerThread
 from skilltransfer.util.terminal import echo
@@ -429,7 +430,8 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
 
 def main(argv: list[str] | None = None) -> None:
     """Serve in the foreground until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m skilltransfer.llm.mock_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m skilltransfer.llm.testing.mock_server",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0, help="port (0: a free one, printed at start)")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--tokens-per-s", type=float, default=None)
@@ -454,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         replies: Any = args.replies
         if args.roles is not None:
-            from skilltransfer.llm.roleplay import make_role_play
+            from skilltransfer.llm.testing.roleplay import make_role_play
 
             replies = make_role_play(args.roles)
         server = MockServer(replies, latency_s=args.latency_ms / 1000, tokens_per_s=args.tokens_per_s,
