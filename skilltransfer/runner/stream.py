@@ -37,10 +37,11 @@ from skilltransfer.agents.result import AgentEvent, AgentResult
 from skilltransfer.envs.artifacts import episode_artifacts, snapshot_workspace
 from skilltransfer.errors import InputError
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT, TaskRecord
-from skilltransfer.protocols import ChatModel, Embedder, Env, Score, TaskSpec
+from skilltransfer.protocols import ChatModel, Embedder, Env, Episode, Score, TaskSpec
 from skilltransfer.runner.budget import Budget
 from skilltransfer.runner.build import LockedEmbedder
 from skilltransfer.runner.clock import TaskTimeout
+from skilltransfer.runner.coordinated import CoordinatedTask
 from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.runner.stream_build import StreamInputs, StreamParts, build_stream
 from skilltransfer.runner.stream_record import LiveTrajectory, commit_task, task_outcome, task_record
@@ -131,7 +132,7 @@ def run_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: Em
 def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: int, task: TaskSpec,
                   on_event: Callable[[AgentEvent], None] | None, agent: Agent) -> TaskRecord:
     """A task up to its commit: start, run, evaluate, induce, write the finished trajectory; returns the record."""
-    folder, memory, coordinated = parts.folder, parts.memory, parts.coordinated
+    folder, memory = parts.folder, parts.memory
     trajectory = folder.trajectory_file(task.id)
     live = LiveTrajectory(folder, trajectory, task, position)
     drawn = parts.task_view(agent, task)  # masking, own-task scope, library size: what this task sees
@@ -144,16 +145,7 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         episode = env.start(task)
         workspace = getattr(episode, "workspace", None)
         before = snapshot_workspace(workspace) if workspace is not None else {}
-        result: AgentResult
-        if coordinated is not None:
-            coordinated_run = coordinated.task(episode, stream_position=position, run_id=config.run, on_event=events)
-            result = coordinated_run.run()
-            live.plan = coordinated_run.plan
-            finish = coordinated_run.finish
-        else:
-            loop = agent.task(episode, stream_position=position, run_id=config.run, on_event=events)
-            result = loop.run()
-            finish = loop.finish
+        result, finish = _carry_out(agent, parts.coordinated, episode, position, config.run, events, live)
         parts.clock.stop()  # evaluation and deferred induction finish what the agent did
         score = episode.evaluate()
         finish(score.success)
@@ -184,6 +176,20 @@ def _perform_task(env: Env, config: StreamConfig, parts: StreamParts, position: 
         memory.evict(position, [task_outcome(r) for r in (*parts.records, record)])
         record.memory_size = len(memory)
     return record
+
+
+def _carry_out(agent: Agent, coordinated: CoordinatedTask | None, episode: Episode, position: int, run: str,
+               events: Callable[[AgentEvent], None],
+               live: LiveTrajectory) -> tuple[AgentResult, Callable[[bool], None]]:
+    """Run the task: the agent's loop, or under ``coordination`` its frozen plan (recorded on ``live``); returns the
+    result and what finishes the task once its verdict is known (the induction that waited for it)."""
+    if coordinated is not None:
+        coordinated_run = coordinated.task(episode, stream_position=position, run_id=run, on_event=events)
+        result = coordinated_run.run()
+        live.plan = coordinated_run.plan
+        return result, coordinated_run.finish
+    loop = agent.task(episode, stream_position=position, run_id=run, on_event=events)
+    return loop.run(), loop.finish
 
 
 def _run_task(env: Env, config: StreamConfig, parts: StreamParts, position: int, task: TaskSpec,
