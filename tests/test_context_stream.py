@@ -135,9 +135,9 @@ def trajectory_calls(path, task_id):
 
 def test_a_running_task_is_written_step_by_step(tmp_path, monkeypatch):
     """With no throttle, the file is rewritten after each step: a process killed mid-task leaves "running"."""
-    from skilltransfer.runner import stream
+    from skilltransfer.runner import stream_record
 
-    monkeypatch.setattr(stream, "PARTIAL_WRITE_S", 0.0)
+    monkeypatch.setattr(stream_record, "PARTIAL_WRITE_S", 0.0)
     seen: list[tuple[str, int]] = []
     config = StreamConfig(run="r", runs_dir=str(tmp_path / "runs"), condition="task")
     path = config.path / "trajectories"

@@ -26,7 +26,7 @@ from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.runner.build import agent_library_name, external_library
-from skilltransfer.runner.stream import context_account
+from skilltransfer.runner.stream_record import context_account
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 

@@ -416,7 +416,8 @@ def test_a_run_records_its_preset(tmp_path, hash_embedder):
 # --------------------------------------------------------------------------------------------- the seam
 LOOP_MODULES = ("agents/agent.py", "agents/loop.py", "agents/skill_io.py", "agents/executor.py", "agents/roles.py",
                 "agents/result.py",
-                "runner/stream.py", "coordination/runtime.py", "coordination/host.py")
+                "runner/stream.py", "runner/stream_build.py", "runner/stream_record.py", "coordination/runtime.py",
+                "coordination/host.py")
 
 
 HARNESS = "skilltransfer.agents.harness"

@@ -270,7 +270,7 @@ def test_the_default_builds_no_ranker_and_a_mode_reaches_every_view(tmp_path: Pa
     """Dense builds no ranker (today's FAISS search, same records); another mode reaches the memory, its
     own-task views and a library beside the memory."""
     from skilltransfer.memory.scope import OwnTaskLibrary
-    from skilltransfer.runner.stream import StreamInputs, retrieval_ranker
+    from skilltransfer.runner.stream_build import StreamInputs, retrieval_ranker
 
     library = _memory(DESCRIPTIONS[:4])
     for skill in library:

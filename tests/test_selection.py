@@ -300,7 +300,7 @@ def test_the_selection_scale_grid_through_a_failing_endpoint_reports_and_views(t
 
 def test_a_corpus_repeats_names_and_an_unreadable_one_is_refused_before_the_grid_runs(tmp_path):
     from skilltransfer.memory.near_miss import corpus_skills, read_corpus
-    from skilltransfer.runner.stream import near_miss_note
+    from skilltransfer.runner.stream_build import near_miss_note
 
     root = tmp_path / "corpus"
     for version, body in (("v1", "one way"), ("v2", "another way")):

@@ -17,7 +17,7 @@ from skilltransfer.induction.inducer import InductionConfig
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.memory.organization import LibraryView, Organization, RoutingNode
 from skilltransfer.memory.store import SkillMemory
-from skilltransfer.runner.stream import context_account
+from skilltransfer.runner.stream_record import context_account
 from skilltransfer.skill import Provenance, Skill
 
 BODY = "SECRET-BODY-MARKER: reset the counter, then add the target."

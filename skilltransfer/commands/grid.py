@@ -257,7 +257,7 @@ def grid(
 
     from skilltransfer.runner.evolve import evolution_note
     from skilltransfer.runner.plan import plan_streams
-    from skilltransfer.runner.stream import near_miss_note
+    from skilltransfer.runner.stream_build import near_miss_note
 
     libraries: set[tuple[str, int | None, int, str]] = set()
     retrievals: set[tuple[str, str, str, str, str]] = set()
@@ -316,9 +316,9 @@ def _models(grid_spec: Any) -> list[tuple[str, Any]]:
 
 
 def _retrieval_note(config: StreamConfig, source: str | None) -> str | None:
-    """What a stream's retrieval mode does (`skilltransfer.runner.stream.retrieval_note`); ``source``: the stream
+    """What a stream's retrieval mode does (`skilltransfer.runner.stream_build.retrieval_note`); ``source``: the stream
     whose memory is the library (not written yet), else None."""
-    from skilltransfer.runner.stream import StreamInputs, prepare_stream, retrieval_note
+    from skilltransfer.runner.stream_build import StreamInputs, prepare_stream, retrieval_note
 
     if source is not None:
         return retrieval_note(config, StreamInputs(), library_from=source)

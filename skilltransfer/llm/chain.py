@@ -6,8 +6,8 @@ A stream's model is a client (`skilltransfer.llm.openai_client.OpenAIChatModel`,
 
 1. `LoggedModel`: a retriever role's call goes through the task's call log, fitted to the window and recorded as
    the agent's own calls are (the agent, ``agents/skill_io.py``).
-2. `TimedModel`: the running task's deadline (``agent.task_timeout_s``) is checked before the call (the stream,
-   ``runner/stream.py``, when a timeout is set).
+2. `TimedModel`: the running task's deadline (``agent.task_timeout_s``) is checked before the call (the stream's
+   build, ``runner/stream_build.py``, when a timeout is set; the clock is ``runner/clock.py``'s `TaskClock`).
 3. `ReportingModel`: each completion is told to a listener: the served model ids the run records (the stream, with
    ``log/provenance.py``'s `ServedModels`), then the progress bar (``run``, ``runner/progress.py``).
 4. `LimitedModel`: a slot of a cluster-wide concurrency limit is held during the call (the Ray backend,

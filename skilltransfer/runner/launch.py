@@ -28,14 +28,8 @@ from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.runner.plan import one_stream
 from skilltransfer.runner.progress import StreamProgress
 from skilltransfer.runner.spec import load_run_spec
-from skilltransfer.runner.stream import (
-    StreamInputs,
-    StreamSummary,
-    parallel_width,
-    prepare_stream,
-    retrieval_note,
-    run_stream,
-)
+from skilltransfer.runner.stream import StreamSummary, parallel_width, run_stream
+from skilltransfer.runner.stream_build import StreamInputs, prepare_stream, retrieval_note
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.settings.recorded import check_settings
 from skilltransfer.util.terminal import Console
