@@ -22,7 +22,8 @@ from helpers_view import DEMO_LIBRARY, XSS, build_library_study, build_view_runs
 from skilltransfer.errors import InputError
 from skilltransfer.log import RunFolder
 from skilltransfer.memory.library import read_library
-from skilltransfer.report.summary import summarize_run, transfer_events
+from skilltransfer.report.events import transfer_events
+from skilltransfer.report.summary import summarize_run
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 from skilltransfer.view.export import MARKER
