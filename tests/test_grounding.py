@@ -78,7 +78,7 @@ def test_an_answer_seen_in_an_earlier_subtask_is_grounded(env):
 
 def test_show_marks_refused_and_stuck_steps():
     from skilltransfer.log import read_step
-    from skilltransfer.report.summary import format_step
+    from skilltransfer.report.trajectory import format_step
 
     step = {"type": "ActionStep", "index": 2, "subtask_index": None, "action": "complete_task(answer='7')",
             "thought": "", "observation": "REFUSED: ...", "refused": "ungrounded_answer", "stuck": None,

@@ -1942,7 +1942,7 @@ def test_step_to_call_matching_is_linear_in_a_crafted_trajectory() -> None:
     page and ``--export`` run for minutes (every step scanned every later call). Matching now looks each step's call
     up by reply id: the work grows with steps plus calls, not their product (counted, not timed)."""
     from skilltransfer.log import ActionStep, message_id, reply_message
-    from skilltransfer.report.summary import step_calls
+    from skilltransfer.report.trajectory import step_calls
 
     def _action(reply: str) -> ActionStep:
         return ActionStep(index=0, subtask_index=None, reply=reply, thought="", action=None, observation="")

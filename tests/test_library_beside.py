@@ -19,8 +19,8 @@ from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.library import load_library
 from skilltransfer.memory.masking import MaskedRetriever
 from skilltransfer.memory.store import ReadOnlyMemoryError, SkillMemory
+from skilltransfer.report.events import LIBRARY, WITHIN_RUN, transfer_events
 from skilltransfer.report.success import condition_order
-from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, transfer_events
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Provenance, Skill

@@ -13,7 +13,8 @@ from skilltransfer.envs.apps import AppsEnv
 from skilltransfer.errors import InputError
 from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import InducedSkill, RetrievedSkill, TaskRecord
-from skilltransfer.report.summary import summarize_run, transfer_events
+from skilltransfer.report.events import transfer_events
+from skilltransfer.report.summary import summarize_run
 from skilltransfer.runner.build import select_tasks
 
 

@@ -15,7 +15,7 @@ from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.llm.testing.roleplay import RolePlay
 from skilltransfer.metrics.following import api_calls, following_share, skill_calls
 from skilltransfer.report import build_report, load_runs
-from skilltransfer.report.summary import format_trajectory, load_task
+from skilltransfer.report.trajectory import format_trajectory, load_task
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.sandbox.runtime.skilluse import clean
 from skilltransfer.settings.config import StreamConfig

@@ -1,4 +1,4 @@
-"""One definition of a transfer event (`skilltransfer.report.summary.transfer_events`, docs/metrics.md): ``show``,
+"""One definition of a transfer event (`skilltransfer.report.events.transfer_events`, docs/metrics.md): ``show``,
 ``view`` and ``report`` count the same events on the same run."""
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ from helpers_view import DEMO_LIBRARY, XSS, build_library_study, build_view_runs
 from skilltransfer.errors import InputError
 from skilltransfer.log import RunFolder
 from skilltransfer.memory.library import read_library
-from skilltransfer.report.summary import summarize_run, transfer_events
+from skilltransfer.report.events import transfer_events
+from skilltransfer.report.summary import summarize_run
+from skilltransfer.report.trajectory import format_trajectory, load_task
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 from skilltransfer.view.export import MARKER
@@ -76,6 +78,43 @@ def test_payloads_follow_the_run_log(runs):
     assert task["step_calls"][str(action)] == [0]
     assert "".join(t for _, t in task["code"][str(action)]) == task["trajectory"]["steps"][action]["action"]
     assert "contexts" not in task["trajectory"]  # the prompts hold them
+
+
+def test_the_task_page_reads_a_trajectory_where_show_does(runs):
+    """One reading of a trajectory (`skilltransfer.report.trajectory`) for ``view`` and ``show --task``: each retrieved
+    skill's use in the same words, in the same places (the page prints the payload's words, never its own)."""
+    catalog = Catalog([runs["subtask+code"], runs["task+text"]])
+    labels = []
+    for name in ("subtask+code", "task+text"):
+        key = _key(catalog, runs[name])
+        for record in RunFolder(runs[name]).read_records():
+            task = catalog.task(key, record.position)
+            expected = []
+            for index, step in enumerate(task["trajectory"]["steps"]):
+                if step["type"] == "RetrievalStep":
+                    uses = task["uses"].get(str(index), {})
+                    expected += [f"    - {s['name']} [{s['format']}] score {s['score']:.3f}"
+                                 + (f" ... - {uses[s['id']]}" if s["id"] in uses else "") for s in step["skills"]]
+                    labels += uses.values()
+            shown = format_trajectory(*load_task(runs[name], record.task_id))
+            lines = [line for line in shown.splitlines() if line.startswith("    - ") and "] score " in line]
+            assert [line[:line.index(" from ")] + (f" ... - {line.rsplit(' - ', 1)[1]}" if " - " in line[6:] else "")
+                    for line in lines] == expected
+    assert "ran ×1 used" in labels  # the code skills the tasks ran
+
+
+def test_a_crafted_retrieval_step_reads_as_no_use(runs, tmp_path):
+    run = tmp_path / "crafted"
+    shutil.copytree(runs["subtask+code"], run)
+    record = next(r for r in RunFolder(run).read_records() if r.retrieved)
+    path = run / record.trajectory
+    data = json.loads(path.read_text())
+    step = next(s for s in data["steps"] if s["type"] == "RetrievalStep" and s["skills"])
+    step["skills"] = [{"name": "no id"}, {"id": ["a", "list"]}, {"id": 7}, *step["skills"]]  # a non-object: refused
+    path.write_text(json.dumps(data))
+    catalog = Catalog([run])
+    task = catalog.task(_key(catalog, run), record.position)
+    assert all(isinstance(k, str) and isinstance(v, str) for uses in task["uses"].values() for k, v in uses.items())
 
 
 def test_python_tokens_join_to_the_code():

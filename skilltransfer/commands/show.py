@@ -12,14 +12,8 @@ from rich.text import Text
 
 from skilltransfer.errors import InputError
 from skilltransfer.log import RunFolder
-from skilltransfer.report.summary import (
-    RunSummary,
-    format_trajectory,
-    load_prompts,
-    load_task,
-    summarize_run,
-    summary_rows,
-)
+from skilltransfer.report.summary import RunSummary, summarize_run, summary_rows
+from skilltransfer.report.trajectory import format_trajectory, load_prompts, load_task
 from skilltransfer.util.terminal import Console, echo
 from skilltransfer.util.text import terminal_safe
 

@@ -3,7 +3,7 @@ viewer's static export.
 
 Every task with a trajectory file is written: the finished ones with their record, a task still running or aborted
 without one. The document names the run's model, level and settings (``agent.extra``), and each step's reasoning
-is taken from the call that made it (`skilltransfer.report.summary.step_calls`).
+is taken from the call that made it (`skilltransfer.report.trajectory.step_calls`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.log import RunFolder, TaskRecord, TrajectoryLog, read_steps, safe_task_id
 from skilltransfer.log.atif import to_atif
 from skilltransfer.report.runs import find_runs
-from skilltransfer.report.summary import step_calls
+from skilltransfer.report.trajectory import step_calls
 from skilltransfer.settings.recorded import RunSettings, read_run_settings
 
 

@@ -6,9 +6,9 @@ writes its plan, the others replay it)."""
 from __future__ import annotations
 
 from skilltransfer.metrics import bootstrap_ci
+from skilltransfer.report.events import coordination_totals
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import groups, per_task
-from skilltransfer.report.summary import coordination_totals
 from skilltransfer.report.table import Table
 
 

@@ -4,9 +4,9 @@ price, dollars; see ``models.<label>.price``) and how many ended in an error or 
 from __future__ import annotations
 
 from skilltransfer.log import TASK_ERROR, TASK_TIMEOUT
+from skilltransfer.report.events import run_cost
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import condition_order
-from skilltransfer.report.summary import run_cost
 from skilltransfer.report.table import Table
 
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from skilltransfer.errors import InputError
 from skilltransfer.log import RunFolder, TaskRecord
+from skilltransfer.report.events import LIBRARY, WITHIN_RUN, transfer_events
 from skilltransfer.report.runs import find_runs
-from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, transfer_events
 from skilltransfer.settings.recorded import RunSettings, read_run_settings
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from skilltransfer.metrics import transfer_density
+from skilltransfer.report.events import LIBRARY, WITHIN_RUN, TransferEvent, transfer_events
 from skilltransfer.report.runs import RunLog
 from skilltransfer.report.success import OFFICIAL, condition_order, metric_of, value_of
-from skilltransfer.report.summary import LIBRARY, WITHIN_RUN, TransferEvent, transfer_events
 from skilltransfer.report.table import Table
 
 DEFAULT_BINS = 50
@@ -18,7 +18,7 @@ LEVELS = ("subtask", "task")
 
 
 def run_transfer_events(run: RunLog) -> list[TransferEvent]:
-    """The run's transfer events, within-run and library (`skilltransfer.report.summary.transfer_events`, the
+    """The run's transfer events, within-run and library (`skilltransfer.report.events.transfer_events`, the
     definition ``show`` and ``view`` count too)."""
     return transfer_events(run.records, run.log.config.library_event_source())
 

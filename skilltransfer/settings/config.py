@@ -777,7 +777,7 @@ class StreamConfig(BaseModel):
         return f"{name} + own memory" if self.library_use == "beside" else name
 
     def library_event_source(self) -> str | None:
-        """The source of the run's library transfer events (`skilltransfer.report.summary.transfer_events`), None
+        """The source of the run's library transfer events (`skilltransfer.report.events.transfer_events`), None
         without a frozen library: ``run X`` for another run's memory folder (``X/memory``; X relative to ``runs_dir``
         when both are absolute and the library is inside it), else ``library PATH``; a snapshot adds ``@K`` (its first
         K tasks)."""

@@ -11,7 +11,8 @@ of its path, and builds three payloads that the local server and the static expo
   its utility: from a ``scores.json`` of ``skilltransfer score --out`` in the run folder, and as a ``library_filter``
   run ranked its library, from ``config.json``'s ``library_utility``);
 - `Catalog.task`: one task's record and trajectory, its calls' prompts (the messages they name in ``prompts.jsonl``),
-  which calls made which step, and its code as highlighting tokens;
+  which calls made which step and how the task used each skill a retrieval step shows (both as ``show --task``
+  reads them: `skilltransfer.report.trajectory`), and its code as highlighting tokens;
 - `Catalog.report`: one report folder's tables (`skilltransfer.view.reports`; the index lists the folders).
 
 Everything in a run folder is untrusted: files are read through `skilltransfer.untrusted` (regular files
@@ -42,19 +43,16 @@ from skilltransfer.log import (
     PROMPTS,
     RESULTS,
     ActionStep,
+    RetrievalStep,
     RunFolder,
     TaskRecord,
     parse_trajectory,
     read_steps,
 )
+from skilltransfer.report.events import LIBRARY, best_retrievals, induced_skills, transfer_events
 from skilltransfer.report.runs import RunLog, label_runs
-from skilltransfer.report.summary import (
-    LIBRARY,
-    step_calls,
-    summarize_run,
-    summary_rows,
-    transfer_events,
-)
+from skilltransfer.report.summary import summarize_run, summary_rows
+from skilltransfer.report.trajectory import retrieval_uses, step_calls
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.util import trees
 from skilltransfer.view.highlight import python_tokens
@@ -381,7 +379,7 @@ class Catalog:
 
     # ----------------------------------------------------------------- one task
     def task(self, key: str, position: int) -> dict[str, Any]:
-        """One task's record and trajectory with its prompts, step -> calls and code tokens.
+        """One task's record and trajectory with its prompts, step -> calls, step -> skill uses and code tokens.
 
         Raises:
             InputError: unknown run or position, or a trajectory that cannot be read.
@@ -415,6 +413,8 @@ class Catalog:
                 "record": record.model_dump(mode="json") if record is not None else None,
                 "trajectory": data, "messages": messages, "prompts_recorded": recorded,
                 "step_calls": {str(k): v for k, v in step_calls(steps, calls).items()},
+                "uses": {str(i): uses for i, step in enumerate(steps)
+                         if isinstance(step, RetrievalStep) and (uses := retrieval_uses(step, record))},
                 "code": code}
 
 
@@ -497,19 +497,15 @@ def _grid_info(entry: RunEntry, paths: Iterable[Path]) -> dict[str, Any]:
 
 
 def _task_row(record: TaskRecord) -> dict[str, Any]:
-    seen: dict[str, dict[str, Any]] = {}
-    for hit in record.retrieved:  # one row per skill: its best score
-        row = seen.get(hit.skill_id)
-        if row is None or hit.score > row["score"]:
-            seen[hit.skill_id] = {"skill_id": hit.skill_id, "name": hit.name, "score": hit.score,
-                                  "source_task_id": hit.source_task_id, "source_position": hit.source_position,
-                                  "source": hit.source, "library": hit.library}
+    retrieved = [{"skill_id": hit.skill_id, "name": hit.name, "score": hit.score, "source_task_id": hit.source_task_id,
+                  "source_position": hit.source_position, "source": hit.source, "library": hit.library}
+                 for hit in best_retrievals(record.retrieved).values()]  # one row per skill: its best score
     return {"position": record.position, "task_id": record.task_id, "finished": True, "reward": record.reward,
             "success": record.success, "exit_status": record.exit_status, "steps": record.steps,
             "subtasks": record.subtasks, "tokens": record.prompt_tokens + record.completion_tokens,
             "model_calls": record.model_calls, "cost_usd": record.cost_usd, "latency_s": record.latency_s,
             "difficulty": record.difficulty,
-            "template": record.template, "retrieved": list(seen.values()),
+            "template": record.template, "retrieved": retrieved,
             "picks": None if record.picks is None else [
                 {"skill_id": p.skill_id, "name": p.name, "kind": p.kind, "rank": p.rank,
                  "right": None if record.relevant_skills is None else p.skill_id in record.relevant_skills}
@@ -528,7 +524,7 @@ def _trajectory_status(folder: RunFolder, task_id: str) -> str:
 
 
 def transfer_edges(records: list[TaskRecord], library: str | None = None) -> list[dict[str, Any]]:
-    """The run's transfer events (`skilltransfer.report.summary.transfer_events`, the one definition; ``library``:
+    """The run's transfer events (`skilltransfer.report.events.transfer_events`, the one definition; ``library``:
     the run's `library_event_source`) as edges source -> target, with the retrieval's best score and the target's
     outcome. A library event's ``source`` is None and ``library`` names where the skill came from."""
     reward = {r.position: r.reward for r in records}
@@ -595,21 +591,15 @@ def _skills(root: Path, records: list[TaskRecord], transfers: list[dict[str, Any
     ranked = run.log.library_utility.utility if run.log.library_utility is not None else {}
     retrieved_by: dict[str, list[dict[str, Any]]] = {}
     for record in records:
-        best: dict[str, Any] = {}
-        for hit in record.retrieved:
-            if hit.skill_id not in best or hit.score > best[hit.skill_id].score:
-                best[hit.skill_id] = hit
-        for skill_id, hit in best.items():
+        for skill_id, hit in best_retrievals(record.retrieved).items():
             retrieved_by.setdefault(skill_id, []).append(
                 {"position": record.position, "task_id": record.task_id, "score": hit.score,
                  "success": record.success, "reward": record.reward, "subtask_index": hit.subtask_index})
     induced_at: dict[str, dict[str, Any]] = {}
     for record in records:
-        for induction in record.induced:
-            for induced_id in (induction.skill_id, induction.target_id):
-                if induced_id is not None and induction.status in ("added", "merged"):
-                    induced_at.setdefault(induced_id, {"position": record.position, "task_id": record.task_id,
-                                                     "status": induction.status})
+        for induced_id, induction in induced_skills(record):
+            induced_at.setdefault(induced_id, {"position": record.position, "task_id": record.task_id,
+                                             "status": induction.status})
     transferred = {(e["skill_id"], e["target"]): e["kind"] for e in transfers}
     effects = _effects(records)
     out = []

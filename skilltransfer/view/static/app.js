@@ -658,15 +658,13 @@
     return details;
   }
 
-  // A skill's use (results.jsonl retrieved[]): a code skill's calls as the sandbox recorded them (ran: "ran ×n",
-  // used from 1), a text skill's following share (followed: "used" at 0.5 or more).
-  function followedCell(payload, step, k) {
-    const hits = payload.record && Array.isArray(payload.record.retrieved) ? payload.record.retrieved : [];
-    const hit = hits.find((r) => r.skill_id === k.id && r.subtask_index === step.subtask_index);
-    if (hit && typeof hit.ran === "number") return hit.ran >= 1 ? h("span", { class: "used" }, `ran ×${hit.ran} used`) : "not run";
-    if (!hit || hit.followed === null || hit.followed === undefined) return "-";
-    const share = Number(hit.followed);
-    return share >= 0.5 ? h("span", { class: "used" }, `${share.toFixed(2)} used`) : share.toFixed(2);
+  // How the task used a skill a retrieval step shows, as `show --task` says it (the server's `uses`: step -> skill id ->
+  // skilltransfer.report.trajectory.use_label): a code skill "ran ×n used" or "not run" (the sandbox's record), a text
+  // skill "followed 0.42" (" used" from 0.5); "-" when not measured.
+  function useCell(payload, index, k) {
+    const label = ((payload.uses || {})[String(index)] || {})[k.id];
+    if (typeof label !== "string") return "-";
+    return label.endsWith(" used") ? h("span", { class: "used" }, label) : label;
   }
 
   // A masked retrieval (mask_rate > 0): every candidate with its draw; the withheld ones were not in the prompt.
@@ -709,7 +707,7 @@
         { label: "skill", cell: (k) => skillLink(run, k.id, k.name) },
         { label: "format", cell: (k) => k.format },
         { label: "score", num: true, cell: (k) => Number(k.score).toFixed(3) },
-        { label: "followed", num: true, cell: (k) => followedCell(payload, step, k) },
+        { label: "use", cell: (k) => useCell(payload, index, k) },
         { label: "source", cell: (k) => k.source === "library" ? `library ${k.library || ""}`.trim()
           : (k.source_position !== null && k.source_position !== undefined && run.tasks.some((t) => t.position === k.source_position && t.task_id === k.source_task_id)
           ? link(route.task(run.key, k.source_position), `#${no(k.source_position)} ${k.source_task_id}`) : (k.source_task_id || "-")) },
