@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from skilltransfer.commands.option_groups import SPEC, ModelOptions, OptionGroup, SpecLayers, model_group, with_groups
+from skilltransfer.commands.options import embedder_option
 from skilltransfer.commands.run import FLAG_KEYS, allowed_imports
 from skilltransfer.errors import InputError
 from skilltransfer.settings.config import Condition
@@ -91,8 +92,7 @@ def evolve(
     evolution: Annotated[Evolution, OptionGroup(_evolution)],
     spec: Annotated[SpecLayers, SPEC],
     model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call, every role.")],
-    embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm, hash:DIM (test double).")]
-    = None,
+    embedder: Annotated[str | None, embedder_option("Embedder for retrieval: minilm, hash:DIM (test double).")] = None,
     sandbox: Annotated[bool | None, typer.Option("--sandbox/--no-sandbox", help="Run agent code in the sandbox "
                                                  "(default).", show_default=False)] = None,
     workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created (default: a temp "

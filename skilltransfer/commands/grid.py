@@ -16,7 +16,17 @@ from rich.table import Table
 from rich.text import Text
 
 from skilltransfer.commands.option_groups import SPENDING, Spending, urls_in, with_groups
-from skilltransfer.commands.options import AllowImport, AllowKeyTo, Overrides, QuietOld, warn_deprecated
+from skilltransfer.commands.options import (
+    AllowImport,
+    AllowKeyTo,
+    ConfigFiles,
+    Overrides,
+    QuietOld,
+    embedder_option,
+    limit_option,
+    progress_option,
+    warn_deprecated,
+)
 from skilltransfer.errors import InputError
 from skilltransfer.util.terminal import Console, echo
 
@@ -161,16 +171,14 @@ def grid(
     out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (default runs/grid-<name>).")] = None,
     max_concurrency: Annotated[int | None, typer.Option("--max-concurrency", "-j", min=1,
                                                         help="Streams running at once.")] = None,
-    config: Annotated[list[str] | None, typer.Option("--config", help="A YAML file of spec keys merged over the "
-                                                     "spec; repeatable.")] = None,
+    config: ConfigFiles = None,
     overrides: Overrides = None,
     allow_import: AllowImport = None,
     allow_key_to: AllowKeyTo = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of each stream.")]
-    = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder: minilm, hash[:DIM] or a model folder.")] = None,
+    limit: Annotated[int | None, limit_option("Only the first N tasks of each stream.")] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder: minilm, hash[:DIM] or a model folder.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the streams and exit.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress: the live view.")] = True,
+    progress: Annotated[bool, progress_option("Show progress: the live view.")] = True,
     task_limit: Annotated[int | None, typer.Option("--task-limit", hidden=True, help="Deprecated: --limit.")] = None,
     quiet: QuietOld = False,
     backend: Annotated[Literal["thread", "ray"], typer.Option(help="thread (this process) or ray (Ray tasks; pip "

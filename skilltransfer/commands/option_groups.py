@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
-import typer
-
 from skilltransfer.commands.options import (
     MODEL_PANEL,
     AllowImport,
@@ -40,6 +38,7 @@ from skilltransfer.commands.options import (
     ScriptOld,
     Temperature,
     TokenLimit,
+    max_tokens_option,
     take_deprecated,
 )
 from skilltransfer.errors import InputError
@@ -246,7 +245,7 @@ def model_group(max_tokens: str | None = None) -> OptionGroup[ModelOptions]:
     the model applies to every call. A command whose ``--max-tokens`` is not the model's declares its own."""
     if max_tokens is None:
         return MODEL
-    option = typer.Option("--max-tokens", min=1, help=max_tokens, rich_help_panel=MODEL_PANEL)
+    option = max_tokens_option(max_tokens, panel=MODEL_PANEL)
     return OptionGroup(_model_options).with_option("max_tokens", Annotated[int | None, option])
 
 

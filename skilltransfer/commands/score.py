@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.text import Text
 
-from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
+from skilltransfer.commands.options import EmbedCache, NoCacheOld, embedder_option, warn_deprecated
 from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
@@ -154,9 +154,9 @@ def score(
                                               "--effects, default: each group's own tasks.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
     = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder: minilm (default), hash:DIM (test double) or a "
-                                                      "sentence-transformers folder. With --effects, default: the "
-                                                      "runs' own.")] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder: minilm (default), hash:DIM (test double) or a "
+                                                    "sentence-transformers folder. With --effects, default: the runs' "
+                                                    "own.")] = None,
     tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
     specificity: Annotated[Literal["pairs", "nearest", "knn"], typer.Option(
         "--specificity", help="pairs (paper), nearest or knn.")] = "pairs",

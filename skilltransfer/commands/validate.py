@@ -17,7 +17,7 @@ from rich.text import Text
 
 from skilltransfer.commands.library import Lenient
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
-from skilltransfer.commands.options import MODEL_PANEL, EmbedCache
+from skilltransfer.commands.options import MODEL_PANEL, EmbedCache, embedder_option
 from skilltransfer.commands.validate_run import (
     ValidationRun,
     assemble,
@@ -226,8 +226,8 @@ def validate(
     price: Annotated[str | None, typer.Option("--price", metavar="INPUT,OUTPUT", help="The model's price (the "
                                               "judge's), INPUT,OUTPUT dollars per million tokens: the rubric's "
                                               "cost.", rich_help_panel=MODEL_PANEL)] = None,
-    embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
-                                               "folder.")] = DEFAULT_EMBEDDER,
+    embedder: Annotated[str, embedder_option("Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
+                                             "folder.")] = DEFAULT_EMBEDDER,
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
                                               rich_help_panel=_ADVANCED)] = None,
     resamples: Annotated[int, typer.Option(min=200, help="Bootstrap resamples.", rich_help_panel=_ADVANCED)]
