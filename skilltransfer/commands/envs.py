@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from skilltransfer.commands.options import warn_deprecated
+from skilltransfer.commands.options import limit_option, warn_deprecated
 from skilltransfer.envs import registry
 from skilltransfer.util.terminal import echo
 
@@ -58,7 +58,7 @@ def list_envs(env_seed: int = typer.Option(0, help="Env generation seed."),
 @envs_app.command("show")
 def show_env(env: str = typer.Argument(..., help="apps, office, datasci, scienceworld, an "
                                                   "installed plug-in or officebench[:<path>]."),
-             limit: int = typer.Option(20, "--limit", "-n", min=0, help="Only the first N tasks (0: all)."),
+             limit: Annotated[int, limit_option("Only the first N tasks (0: all).", min=0)] = 20,
              split: str | None = typer.Option(None, help="Only tasks of this split (dev/test)."),
              stream: str | None = typer.Option(None, help="A curated stream of the env: only its tasks, in its "
                                                           "order."),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from skilltransfer.commands.option_groups import SPEC, ModelOptions, OptionGroup, SpecLayers, model_group, with_groups
+from skilltransfer.commands.options import embedder_option
 from skilltransfer.commands.run import FLAG_KEYS, allowed_imports
 from skilltransfer.errors import InputError
 from skilltransfer.settings.config import Condition
@@ -91,8 +92,7 @@ def evolve(
     evolution: Annotated[Evolution, OptionGroup(_evolution)],
     spec: Annotated[SpecLayers, SPEC],
     model: Annotated[ModelOptions, model_group(max_tokens="Most completion tokens per call, every role.")],
-    embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm, hash:DIM (test double).")]
-    = None,
+    embedder: Annotated[str | None, embedder_option("Embedder for retrieval: minilm, hash:DIM (test double).")] = None,
     sandbox: Annotated[bool | None, typer.Option("--sandbox/--no-sandbox", help="Run agent code in the sandbox "
                                                  "(default).", show_default=False)] = None,
     workdir: Annotated[Path | None, typer.Option(help="Where episode workspaces are created (default: a temp "
@@ -144,6 +144,12 @@ def evolve(
             close = getattr(part, "close", None)
             if close is not None:
                 close()
+    return _say_outcome(result, info, stream.library)
+
+
+def _say_outcome(result: Any, info: dict[str, Any], library: Any) -> dict[str, Any]:
+    """Print the test split's gain (or that there was none) and the validation J, with where the pair and the log
+    are; returns the outcome as `evolve` does."""
     held_out = result.test
     if held_out is not None:
         ci = (f" [95% CI {held_out.ci_low:+.4f}, {held_out.ci_high:+.4f}]" if held_out.ci_low is not None
@@ -155,7 +161,7 @@ def evolve(
         echo("no test split (--test 0): the validation J below is the one the selection was made on")
     echo(f"validation: baseline J {result.baseline.j:.4f} -> final J {result.j:.4f} after "
          f"{len(result.rounds)} rounds, {result.commits} committed ({info['evaluations']} evaluations, "
-         f"{info['writer_tokens']} writer tokens); pair: {info['graph']} (run --library {stream.library} "
+         f"{info['writer_tokens']} writer tokens); pair: {info['graph']} (run --library {library} "
          f"-c skill_graph={info['graph']}); log: {info['log']}")
     return {"baseline": result.baseline.j, "j": result.j, "commits": result.commits,
             "test_gain": held_out.gain if held_out is not None else None,

@@ -15,24 +15,29 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from skilltransfer.commands.grid_plan import print_dry_run, say_before_running, tokens_text
 from skilltransfer.commands.option_groups import SPENDING, Spending, urls_in, with_groups
-from skilltransfer.commands.options import AllowImport, AllowKeyTo, Overrides, QuietOld, warn_deprecated
-from skilltransfer.errors import InputError
-from skilltransfer.util.terminal import Console, echo
+from skilltransfer.commands.options import (
+    AllowImport,
+    AllowKeyTo,
+    ConfigFiles,
+    Overrides,
+    QuietOld,
+    embedder_option,
+    limit_option,
+    progress_option,
+    warn_deprecated,
+)
+from skilltransfer.util.terminal import Console
 
 if TYPE_CHECKING:  # the runner is imported when the command runs: every CLI start imports all command modules
     from skilltransfer.runner.grid import GridState, GridSummary
-    from skilltransfer.settings.config import StreamConfig
 
 _ADVANCED = "Advanced"
 
 
 def _duration(seconds: float | None) -> str:
     return "?" if seconds is None else str(timedelta(seconds=int(seconds)))
-
-
-def _tokens(n: int) -> str:
-    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
 
 
 class GridView:
@@ -56,7 +61,7 @@ class GridView:
             (f"{self.title}  ", "bold"),
             f"streams {s['finished']}/{s['streams']} done, {s['running']} running, ",
             (f"{s['failed']} failed", "red" if s["failed"] else ""),
-            f"  tasks {s['tasks_done']}/{s['tasks']}  tokens {_tokens(s['tokens'])}"
+            f"  tasks {s['tasks_done']}/{s['tasks']}  tokens {tokens_text(s['tokens'])}"
             + (f"  cost ${s['cost_usd']:,.2f}" if s["cost_usd"] else "") + f"  calls {s['model_calls']}"
             f"  elapsed {_duration(s['elapsed_s'])}  ETA {_duration(s['eta_s'])}")
 
@@ -87,7 +92,7 @@ def _print_summary(summary: GridSummary, console: Console) -> None:
     counts = summary.counts
     console.print(f"grid {summary.out}: {counts['done']} streams run, {counts['skipped']} already finished, "
                   f"{counts['failed']} failed; {summary.tasks_ran} tasks run now, {summary.model_calls} model calls, "
-                  f"{_tokens(summary.tokens)} tokens"
+                  f"{tokens_text(summary.tokens)} tokens"
                   + (f", ${summary.cost_usd:,.4f}" if summary.cost_usd is not None else "")
                   + f" in {_duration(summary.seconds)} ({summary.backend})", soft_wrap=True)
     if summary.stopped:
@@ -161,16 +166,14 @@ def grid(
     out: Annotated[str | None, typer.Option("--out", "-o", help="Output folder (default runs/grid-<name>).")] = None,
     max_concurrency: Annotated[int | None, typer.Option("--max-concurrency", "-j", min=1,
                                                         help="Streams running at once.")] = None,
-    config: Annotated[list[str] | None, typer.Option("--config", help="A YAML file of spec keys merged over the "
-                                                     "spec; repeatable.")] = None,
+    config: ConfigFiles = None,
     overrides: Overrides = None,
     allow_import: AllowImport = None,
     allow_key_to: AllowKeyTo = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of each stream.")]
-    = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder: minilm, hash[:DIM] or a model folder.")] = None,
+    limit: Annotated[int | None, limit_option("Only the first N tasks of each stream.")] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder: minilm, hash[:DIM] or a model folder.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the streams and exit.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress: the live view.")] = True,
+    progress: Annotated[bool, progress_option("Show progress: the live view.")] = True,
     task_limit: Annotated[int | None, typer.Option("--task-limit", hidden=True, help="Deprecated: --limit.")] = None,
     quiet: QuietOld = False,
     backend: Annotated[Literal["thread", "ray"], typer.Option(help="thread (this process) or ray (Ray tasks; pip "
@@ -191,11 +194,8 @@ def grid(
     \f
     Returns the `GridSummary` (None for --dry-run).
     """
-    from skilltransfer.llm.openai_client import check_key_destinations
     from skilltransfer.runner.budget import Budget
-    from skilltransfer.runner.estimate import estimate
-    from skilltransfer.runner.grid import resolve_streams, run_grid
-    from skilltransfer.runner.spec import load_spec
+    from skilltransfer.runner.grid import run_grid
 
     if task_limit is not None:
         warn_deprecated("--task-limit", "--limit")
@@ -203,89 +203,19 @@ def grid(
     if quiet:
         warn_deprecated("-q/--quiet", "--no-progress")
         progress = False
-    layers: list[str] = []
-    for item in config or []:
-        if "=" in item:  # the old meaning of --config (now -c/--set)
-            warn_deprecated(f"--config {item}", f"-c {item} (--config takes a YAML file)")
-        layers.append(item)
     flags: dict[str, Any] = {"out": out, "max_concurrency": max_concurrency, "limits.task_limit": limit,
                              "embedder": embedder}
-    grid_spec = load_spec(spec, [*layers, *(overrides or [])], allowed_imports=tuple(allow_import or ()), **flags)
-    check_key_destinations(_models(grid_spec), named=urls_in(overrides or []), allowed=allow_key_to or [])
-    if spending.max_connections is not None:  # every model entry of every phase
-        for phase in grid_spec.phases:
-            phase.models = {label: entry.model_copy(update={"max_concurrency": spending.max_connections})
-                            for label, entry in phase.models.items()}
+    grid_spec = _load_grid_spec(spec, config or [], overrides or [], allow_import or [], allow_key_to or [], flags,
+                                spending.max_connections)
     console = Console(file=sys.stderr)
-    if dry_run:  # the same checks as a run: a spec that cannot run fails here
-        from skilltransfer.runner.evolve import evolution_note
-
-        plans, tasks = resolve_streams(grid_spec)
-        width = max(len(plan.run) for plan in plans)
-        counts = {plan.run: 0 if plan.config.organize else len(tasks[plan.run]) for plan in plans}  # organise: none
-        estimates, basis = estimate(plans, counts)
-        by_run = {e.run: e for e in estimates}
-        for plan in plans:
-            library = plan.source or plan.config.library
-            snapshot = plan.config.library_snapshot
-            which = "its final memory, after it" if snapshot is None else f"snapshot {snapshot}: after its first " \
-                f"{snapshot} tasks"
-            reads = f"  library: {library}" + (f" ({which})" if plan.source else "") if library else ""
-            guess = by_run[plan.run]
-            spend = ""
-            if basis and guess.tokens is not None:
-                spend = f"  {guess.tasks_left} left, ~{_tokens(round(guess.tokens))} tokens" + (
-                    f", ~${guess.cost_usd:,.2f}" if guess.cost_usd is not None else "")
-            split = f" ({plan.config.env.split} split)" if plan.config.env.split and counts[plan.run] else ""
-            what = f" (organises its library: {', '.join(plan.config.organize)})" if plan.config.organize else ""
-            evolution = f"\n    {evolution_note(plan.config)}" if plan.config.evolution is not None else ""
-            echo(f"{plan.run:<{width}}  {counts[plan.run]:>4} tasks{split}{what}{spend}{reads}{evolution}")
-        echo(f"{len(plans)} streams, {sum(counts.values())} tasks -> {grid_spec.out_dir}")
-        if basis:
-            tokens = sum(e.tokens or 0 for e in estimates)
-            costs = [e.cost_usd for e in estimates if e.cost_usd is not None]
-            echo(f"estimate from {basis} earlier tasks of this spec: {sum(e.tasks_left for e in estimates)} "
-                 f"tasks left, ~{_tokens(round(tokens))} tokens"
-                 + (f", ~${sum(costs):,.2f}" if costs else " (no price: set models.<label>.price for a cost)"))
-        else:
-            echo("no earlier tasks of this spec to estimate tokens and cost from (run some, e.g. with "
-                 "--limit 2 or --token-limit, then --dry-run again)")
+    if dry_run:
+        print_dry_run(grid_spec)
         return None
 
     def view(state: GridState) -> GridView:
         return GridView(state, f"grid {grid_spec.name}", console)
 
-    from skilltransfer.runner.evolve import evolution_note
-    from skilltransfer.runner.plan import plan_streams
-    from skilltransfer.runner.stream_build import near_miss_note
-
-    libraries: set[tuple[str, int | None, int, str]] = set()
-    retrievals: set[tuple[str, str, str, str, str]] = set()
-    said: set[str] = set()
-    corpora: set[tuple[str, ...]] = set()
-    for plan in plan_streams(grid_spec):  # what an evolution can detect, said before anything runs
-        if plan.config.evolution is not None:
-            console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
-        key = (str(plan.config.library), plan.config.library_snapshot, plan.config.library_resource_bytes,
-               plan.config.library_front_matter)
-        if plan.config.library is not None and plan.source is None and key not in libraries:
-            libraries.add(key)  # skills not read, files the agent is not shown: said once per library
-            for note in _library_notes(plan.config):
-                console.print(f"library {plan.config.library}: {note}", highlight=False, markup=False, soft_wrap=True)
-        mode = (plan.config.retrieval, plan.config.retrieval_text, str(plan.config.library),
-                str(plan.config.organization), str(plan.source))
-        if plan.config.retrieval != "dense" and plan.config.has_memory and mode not in retrievals:
-            retrievals.add(mode)  # what each retrieval mode does, said once per mode and library
-            retrieval = _retrieval_note(plan.config, plan.source)
-            if retrieval is not None and retrieval not in said:
-                said.add(retrieval)
-                console.print(f"retrieval: {retrieval}", highlight=False, markup=False, soft_wrap=True)
-        corpus = tuple(plan.config.near_miss.corpus)
-        if plan.config.library_size is not None and corpus not in corpora:  # said once per corpus
-            corpora.add(corpus)
-            console.print(near_miss_note(plan.config, [p.config.library_size for p in plan_streams(grid_spec)
-                                                        if p.config.near_miss.corpus == list(corpus)]),
-                          highlight=False, markup=False, soft_wrap=True)
+    say_before_running(grid_spec, console)
     resume = resume_command(spec, out, config, overrides, limit, embedder, stream_retries,
                             {"--token-limit": spending.token_limit, "--cost-limit": spending.cost_limit,
                              "--max-connections": spending.max_connections}, allow_import, allow_key_to)
@@ -304,6 +234,25 @@ def grid(
     return summary
 
 
+def _load_grid_spec(spec: str, config: list[str], overrides: list[str], allow_import: list[str],
+                    allow_key_to: list[str], flags: dict[str, Any], max_connections: int | None) -> Any:
+    """The grid spec: ``spec`` under each ``--config`` file, each ``-c`` and the flags; its endpoints checked before
+    any request; ``--max-connections`` set on every model entry of every phase."""
+    from skilltransfer.llm.openai_client import check_key_destinations
+    from skilltransfer.runner.spec import load_spec
+
+    for item in config:
+        if "=" in item:  # the old meaning of --config (now -c/--set)
+            warn_deprecated(f"--config {item}", f"-c {item} (--config takes a YAML file)")
+    grid_spec = load_spec(spec, [*config, *overrides], allowed_imports=tuple(allow_import), **flags)
+    check_key_destinations(_models(grid_spec), named=urls_in(overrides), allowed=allow_key_to)
+    if max_connections is not None:
+        for phase in grid_spec.phases:
+            phase.models = {label: entry.model_copy(update={"max_concurrency": max_connections})
+                            for label, entry in phase.models.items()}
+    return grid_spec
+
+
 def _models(grid_spec: Any) -> list[tuple[str, Any]]:
     """Every model of a grid spec with the field that names its endpoint."""
     models = []
@@ -313,31 +262,6 @@ def _models(grid_spec: Any) -> list[tuple[str, Any]]:
         if getattr(phase, "verifier_model", None) is not None:
             models.append((f"{where}verifier_model.base_url", phase.verifier_model))
     return models
-
-
-def _retrieval_note(config: StreamConfig, source: str | None) -> str | None:
-    """What a stream's retrieval mode does (`skilltransfer.runner.stream_build.retrieval_note`); ``source``: the stream
-    whose memory is the library (not written yet), else None."""
-    from skilltransfer.runner.stream_build import StreamInputs, prepare_stream, retrieval_note
-
-    if source is not None:
-        return retrieval_note(config, StreamInputs(), library_from=source)
-    try:
-        inputs = prepare_stream(config) if config.library is not None else StreamInputs()
-    except InputError:
-        return None  # the grid's checks say why
-    return retrieval_note(config, inputs)
-
-
-def _library_notes(config: StreamConfig) -> list[str]:
-    """What reading a stream's frozen library left out (none when it cannot be read: the grid's checks say why)."""
-    from skilltransfer.runner.build import stream_library_read
-
-    try:
-        read = stream_library_read(config)
-    except InputError:
-        return []
-    return read.notes() if read is not None else []
 
 
 __all__ = ["GridView", "grid"]

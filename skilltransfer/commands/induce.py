@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 import typer
 
 from skilltransfer.commands.option_groups import ModelOptions, model_group, with_groups
+from skilltransfer.commands.options import embedder_option, limit_option
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.util.terminal import echo
 from skilltransfer.util.text import terminal_safe
@@ -44,11 +45,10 @@ def induce(
                                                    "trial's verifier reward).")] = 1.0,
     variant: Annotated[Literal["full", "no_demo", "no_rules", "contract"], typer.Option(
         help="Induction prompt variant: full (the paper's), no_demo, no_rules, contract.")] = "full",
-    embedder: Annotated[str, typer.Option(help="Embedder of the skill memory (near-duplicates are merged): minilm "
-                                               "(default), hash:DIM (test double) or a sentence-transformers "
-                                               "folder.")] = "minilm",
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N trajectories (in time "
-                                                                           "order).")] = None,
+    embedder: Annotated[str, embedder_option("Embedder of the skill memory (near-duplicates are merged): minilm "
+                                             "(default), hash:DIM (test double) or a sentence-transformers folder.")]
+    = "minilm",
+    limit: Annotated[int | None, limit_option("Only the first N trajectories (in time order).")] = None,
     price: Annotated[str | None, typer.Option(help="The model's price, INPUT,OUTPUT dollars per million tokens (shows "
                                                    "the cost).")] = None,
     *,

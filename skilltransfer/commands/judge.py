@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
-from skilltransfer.commands.options import MODEL_PANEL
+from skilltransfer.commands.options import MODEL_PANEL, limit_option, max_tokens_option
 from skilltransfer.errors import check_output_path
 from skilltransfer.judge import JudgeReport, PairwiseJudge, judge_runs, load_judge_prompt, load_run, shared_tasks
 from skilltransfer.util.files import atomic_write_text
@@ -44,9 +44,9 @@ def judge(
     run_b: Annotated[Path, typer.Argument(help="Run folder B.")],
     *,
     model: Annotated[ModelOptions, MODEL],
-    max_tokens: Annotated[int | None, typer.Option(
-        min=16, help="Most completion tokens per call (one judgment); default: none sent (the provider's own, as the "
-                     "study; a reasoning model thinks before its verdict).", rich_help_panel=MODEL_PANEL)] = None,
+    max_tokens: Annotated[int | None, max_tokens_option(
+        "Most completion tokens per call (one judgment); default: none sent (the provider's own, as the study; a "
+        "reasoning model thinks before its verdict).", min=16, panel=MODEL_PANEL)] = None,
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: each task's presentation order "
                                            "and the bootstrap.")] = 0,
     orders: Annotated[Literal["balanced", "both", "one"], typer.Option(
@@ -56,7 +56,7 @@ def judge(
     repeats: Annotated[int, typer.Option(min=1, help="Judgments per task (balanced; the study: 3), or per task and "
                                                      "order (both, one); a repeat after the first is sent with "
                                                      "seed=<repeat>.")] = 3,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N shared tasks.")] = None,
+    limit: Annotated[int | None, limit_option("Only the first N shared tasks.")] = None,
     max_chars: Annotated[int, typer.Option(min=200, help="Cut each artifact to this many characters.")] = 6000,
     prompt: Annotated[Path | None, typer.Option(help="Your own judge prompt file ({{instruction}}, {{first}}, "
                                                      "{{second}}).")] = None,

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
-from skilltransfer.commands.options import warn_deprecated
+from skilltransfer.commands.options import (
+    embedder_option,
+    limit_option,
+    max_tokens_option,
+    progress_option,
+    warn_deprecated,
+)
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.util.terminal import Console, echo
 from skilltransfer.util.text import terminal_safe
@@ -22,8 +28,8 @@ _ADVANCED = "Advanced"
 
 
 
-Embedder = Annotated[str, typer.Option(help="Embedder of the units: minilm, hash:DIM (test double) or a "
-                                            "sentence-transformers folder.")]
+Embedder = Annotated[str, embedder_option("Embedder of the units: minilm, hash:DIM (test double) or a "
+                                          "sentence-transformers folder.")]
 
 
 def _model(options: ModelOptions) -> tuple[ChatModel, str]:
@@ -38,18 +44,16 @@ def decompose(
     library: Annotated[Path, typer.Argument(help="Folder of SKILL.md packages, a skills .jsonl, or a memory folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: the skill graph.")],
     embedder: Embedder = "minilm",
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N skills.")] = None,
+    limit: Annotated[int | None, limit_option("Only the first N skills.")] = None,
     merge_threshold: Annotated[float, typer.Option(help="Cosine at or above which same-layer units are merged "
                                                         "(> 1: no merging).", rich_help_panel=_ADVANCED)] = 0.90,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks after an unusable reply, before the fallback.",
                                          rich_help_panel=_ADVANCED)] = 2,
-    max_tokens: Annotated[int, typer.Option(min=16, help="Most completion tokens per call (one skill's "
-                                                         "decomposition).",
-                                            rich_help_panel=_ADVANCED)] = 512,
+    max_tokens: Annotated[int, max_tokens_option("Most completion tokens per call (one skill's decomposition).",
+                                                 min=16, panel=_ADVANCED)] = 512,
     *,
     model: Annotated[ModelOptions, MODEL],
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress: one line per skill.")]
-    = True,
+    progress: Annotated[bool, progress_option("Show progress: one line per skill.")] = True,
 ) -> dict[str, object]:
     """Decompose each skill into policy / strategy / procedure / primitive units with a model, merge near-duplicate
     units across skills, and save the skill graph."""

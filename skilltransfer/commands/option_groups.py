@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
-
-import typer
 
 from skilltransfer.commands.options import (
     MODEL_PANEL,
@@ -40,6 +37,7 @@ from skilltransfer.commands.options import (
     ScriptOld,
     Temperature,
     TokenLimit,
+    max_tokens_option,
     take_deprecated,
 )
 from skilltransfer.errors import InputError
@@ -90,29 +88,16 @@ class ModelOptions:
         return fields
 
     def params(self) -> dict[str, Any]:
-        """The sampling params the flags set (``temperature``, ``max_tokens``), checked.
-
-        Raises:
-            InputError: a value out of range (naming its flag).
-        """
-        params: dict[str, Any] = {}
-        if self.temperature is not None:
-            if not (math.isfinite(self.temperature) and self.temperature >= 0):
-                raise InputError(f"--temperature must be a number >= 0, got {self.temperature}")
-            params["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            if self.max_tokens < 1:
-                raise InputError(f"--max-tokens must be >= 1, got {self.max_tokens}")
-            params["max_tokens"] = self.max_tokens
-        if self.context_window is not None and self.context_window < 256:
-            raise InputError(f"--context-window must be >= 256 tokens, got {self.context_window}")
-        return params
+        """The sampling params the flags set (``temperature``, ``max_tokens``); their ranges are the flags' own
+        (``min=``) and `ModelConfig`'s, which checks them where the model is described."""
+        given = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {key: value for key, value in given.items() if value is not None}
 
     def config(self) -> ModelConfig:
         """The typed model description these options give (for ``make_model``: ``make_model(options.config())``).
 
         Raises:
-            InputError: see `string_fields` and `params`; a bad value (named).
+            InputError: see `string_fields`; a bad value (`build_config` names it).
         """
         from skilltransfer.llm.config import build_config
 
@@ -246,7 +231,7 @@ def model_group(max_tokens: str | None = None) -> OptionGroup[ModelOptions]:
     the model applies to every call. A command whose ``--max-tokens`` is not the model's declares its own."""
     if max_tokens is None:
         return MODEL
-    option = typer.Option("--max-tokens", min=1, help=max_tokens, rich_help_panel=MODEL_PANEL)
+    option = max_tokens_option(max_tokens, panel=MODEL_PANEL)
     return OptionGroup(_model_options).with_option("max_tokens", Annotated[int | None, option])
 
 

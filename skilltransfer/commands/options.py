@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -114,6 +114,33 @@ def take_deprecated(old: str, value: object, current: object = None) -> object:
 
 
 # ----------------------------------------------------------------------------------------------- shared options
+# A shared flag is declared here (or in an option group) and nowhere else; where its help names what the command
+# does with it, a command passes that help to the flag's function below (tests/test_command_bodies.py holds it).
+def limit_option(help: str, *, min: int = 1) -> Any:
+    """``--limit``/``-n``: only the first N of what ``help`` names (at least ``min``)."""
+    return typer.Option("--limit", "-n", min=min, help=help)
+
+
+def embedder_option(help: str, *, panel: str | None = None) -> Any:
+    """``--embedder``: the embedder, as ``help`` says what it embeds."""
+    return typer.Option("--embedder", help=help, rich_help_panel=panel)
+
+
+def progress_option(help: str, *, panel: str | None = None) -> Any:
+    """``--progress/--no-progress``: show progress, as ``help`` says how."""
+    return typer.Option("--progress/--no-progress", help=help, rich_help_panel=panel)
+
+
+def context_window_option(help: str, *, min: int = 256, panel: str | None = None) -> Any:
+    """``--context-window``: the model's context window in tokens (at least ``min``), as ``help`` says."""
+    return typer.Option("--context-window", min=min, help=help, rich_help_panel=panel)
+
+
+def max_tokens_option(help: str, *, min: int = 1, panel: str | None = None) -> Any:
+    """``--max-tokens``: most completion tokens per call, of the calls ``help`` names (at least ``min``)."""
+    return typer.Option("--max-tokens", min=min, help=help, rich_help_panel=panel)
+
+
 ModelString = Annotated[str | None, typer.Option(
     "--model", "-m", help="The model: openai/<id>, <id>@<url> (any OpenAI-compatible endpoint, e.g. "
     "Qwen/Qwen2.5-7B@http://gpu:8000/v1), <url> (its only model), local[:<file.gguf>] (embedded) or "
@@ -126,10 +153,9 @@ ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key (env: OPE
                                             rich_help_panel=MODEL_PANEL)]
 Temperature = Annotated[float | None, typer.Option("--temperature", min=0, help="Sampling temperature.",
                                                    rich_help_panel=MODEL_PANEL)]
-ContextWindow = Annotated[int | None, typer.Option(
-    "--context-window", min=256, help="The model's context window in tokens (env: SKILLTRANSFER_CONTEXT_WINDOW). "
-    "Default: asked from the endpoint's /v1/models; for local, the server's context size.",
-    rich_help_panel=MODEL_PANEL)]
+ContextWindow = Annotated[int | None, context_window_option(
+    "The model's context window in tokens (env: SKILLTRANSFER_CONTEXT_WINDOW). Default: asked from the endpoint's "
+    "/v1/models; for local, the server's context size.", panel=MODEL_PANEL)]
 ResponseCache = Annotated[Path | None, typer.Option(
     "--cache", help="SQLite response cache file (a rerun pays nothing twice).", rich_help_panel=MODEL_PANEL)]
 CacheMode = Annotated[Literal["rw", "ro", "off"] | None, typer.Option(
@@ -153,11 +179,12 @@ TokenLimit = Annotated[int | None, typer.Option(
 CostLimit = Annotated[float | None, typer.Option(
     "--cost-limit", min=0, help="Stop starting tasks once this invocation's tasks cost this many dollars at the "
     "model's price (models.<label>.price, needed); running tasks finish and are kept, rerunning resumes.")]
-Progress = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress (one line per task "
-                                        "without a terminal).")]
+Progress = Annotated[bool, progress_option("Show progress (one line per task without a terminal).")]
 QuietOld = Annotated[bool, typer.Option("--quiet", "-q", hidden=True, help="Deprecated: --no-progress.")]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="A YAML file of spec keys (env, model, condition, "
                                                  "agent, limits, ...), layered under -c and the flags.")]
+ConfigFiles = Annotated[list[str] | None, typer.Option("--config", help="A YAML file of spec keys merged over the "
+                                                       "spec; repeatable.")]
 Overrides = Annotated[list[str] | None, typer.Option("--set", "-c", help="Override a spec key: key.path=value (a "
                                                      "YAML value), or a YAML file merged in; repeatable, applied "
                                                      "in order.")]
@@ -171,3 +198,6 @@ AllowKeyTo = Annotated[list[str] | None, typer.Option(
 EmbedCache = Annotated[bool, typer.Option("--embed-cache/--no-embed-cache", help="Cache embeddings on disk "
                                           "(a rerun embeds nothing twice).", rich_help_panel="Advanced")]
 NoCacheOld = Annotated[bool, typer.Option("--no-cache", hidden=True, help="Deprecated: --no-embed-cache.")]
+EmbedCacheOld = Annotated[bool, typer.Option("--cache", hidden=True, help="Deprecated: the embedding cache is on by "
+                                             "default.")]
+"""``report --cache``: its old meaning (`DEPRECATED_MEANINGS`)."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
+from skilltransfer.commands.options import EmbedCache, EmbedCacheOld, NoCacheOld, embedder_option, warn_deprecated
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.util.terminal import Console, echo
 
@@ -25,8 +25,8 @@ def report(
     metric: Annotated[Literal["official", "success", "reward"], typer.Option(
         help="official: each env's benchmark score (success; datasci: KramaBench's mean partial score); success "
              "(0/1 per task) or reward (evaluator score in [0, 1]) for every env.")] = "official",
-    embedder: Annotated[str | None, typer.Option(help="Embedder to score skills with (minilm, hash:DIM, a folder) "
-                                                 "instead of each run's own.", rich_help_panel=_ADVANCED)] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder to score skills with (minilm, hash:DIM, a folder) "
+                                                    "instead of each run's own.", panel=_ADVANCED)] = None,
     utility: Annotated[bool, typer.Option(help="Run the skill-utility analyses (Fig. 5).")] = True,
     density_bins: Annotated[int, typer.Option(min=2, help="Stream bins of the transfer density (Fig. 6).",
                                               rich_help_panel=_ADVANCED)] = 50,
@@ -38,8 +38,7 @@ def report(
     seed: Annotated[int, typer.Option(help="Seed of this command's random draws: the bootstrap.",
                                       rich_help_panel=_ADVANCED)] = 0,
     embed_cache: EmbedCache = True,
-    cache_old: Annotated[bool, typer.Option("--cache", hidden=True, help="Deprecated: the embedding cache is on by "
-                                            "default.")] = False,
+    cache_old: EmbedCacheOld = False,
     no_cache_old: NoCacheOld = False,
     labels: Annotated[Path | None, typer.Option(
         help="A JSON file {\"task id\": [\"skill name or id\", ...]} naming each task's right skills, for the "

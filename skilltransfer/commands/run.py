@@ -25,7 +25,7 @@ from skilltransfer.commands.option_groups import (
     model_group,
     with_groups,
 )
-from skilltransfer.commands.options import Progress, warn_deprecated
+from skilltransfer.commands.options import Progress, embedder_option, limit_option, warn_deprecated
 from skilltransfer.commands.show import summary_table
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import PromptVariant
@@ -83,8 +83,7 @@ def _spec_keys(**given: Any) -> dict[str, Any]:
 
 
 def _task_selection(
-    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N tasks of the stream.")]
-    = None,
+    limit: Annotated[int | None, limit_option("Only the first N tasks of the stream.")] = None,
     only_tasks: Annotated[str | None, typer.Option(help="Only these tasks of the stream: their numbers N[,M|A-B] "
                                                        "(1-based, as --task elsewhere; e.g. 1,4,6-8) in the stream "
                                                        "as ordered and limited.")] = None,
@@ -107,9 +106,8 @@ def _agent_and_memory(
                                                               "folder) as it was after that run's first K tasks "
                                                               "(0: empty; its memory/snapshots.jsonl).",
                                                     rich_help_panel=_AGENT)] = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder for retrieval: minilm (default), hash:DIM (test "
-                                                      "double) or a sentence-transformers folder.",
-                                                 rich_help_panel=_AGENT)] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder for retrieval: minilm (default), hash:DIM (test double) "
+                                                    "or a sentence-transformers folder.", panel=_AGENT)] = None,
     library: Annotated[Path | None, typer.Option(help="Frozen skill library to retrieve from (a run's memory "
                                                       "folder, a SKILL.md folder or .jsonl) instead of a growing "
                                                       "memory.", rich_help_panel=_AGENT)] = None,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.text import Text
 
-from skilltransfer.commands.options import EmbedCache, NoCacheOld, warn_deprecated
+from skilltransfer.commands.options import EmbedCache, NoCacheOld, embedder_option, warn_deprecated
 from skilltransfer.commands.score_table import print_ranking
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.memory.embedders import DEFAULT_EMBEDDER, make_embedder
@@ -154,9 +154,9 @@ def score(
                                               "--effects, default: each group's own tasks.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split (dev/test), when --tasks is an env.")]
     = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder: minilm (default), hash:DIM (test double) or a "
-                                                      "sentence-transformers folder. With --effects, default: the "
-                                                      "runs' own.")] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder: minilm (default), hash:DIM (test double) or a "
+                                                    "sentence-transformers folder. With --effects, default: the runs' "
+                                                    "own.")] = None,
     tau: Annotated[float, typer.Option(help="Abstractness softmax temperature.")] = DEFAULT_TAU,
     specificity: Annotated[Literal["pairs", "nearest", "knn"], typer.Option(
         "--specificity", help="pairs (paper), nearest or knn.")] = "pairs",
@@ -201,6 +201,49 @@ def score(
 ) -> ScoreReport | GroupedScore:
     """Rank a skill library against a set of task instructions: relevance, utility = specificity x abstractness
     (seed §6.1), retrieval counts and best-matching task per skill, in one order on screen and in the files."""
+    _check_flags(specificity, skill_text, tau, rank, top_k, min_score, top, show_all, pool, effects, out,
+                 crowding_band, tasks)
+    runs = None
+    if effects:
+        from skilltransfer.commands.score_effects import masked_runs  # the report's reading of runs
+
+        runs = masked_runs(effects)
+    read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
+    for line in [*(f"warning: {line}" for line in read.unreadable), *read.layout_lines()]:
+        Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
+    if no_cache_old:
+        warn_deprecated("--no-cache", "--no-embed-cache")
+        embed_cache = False
+    task_set = _tasks(str(tasks), field, split) if tasks is not None else None
+    shown = None if show_all else (top or SCREEN_TOP)
+    options: dict[str, Any] = {"tau": tau, "specificity_mode": specificity, "text": skill_text, "rank_by": rank,
+                               "top_k": top_k, "min_score": min_score,
+                               "band": Band(*crowding_band)}
+    result: ScoreReport | GroupedScore
+    if effects:
+        assert runs is not None
+        result = _score_with_effects(effects, runs, read.skills, library, tasks, task_set, shown, out,
+                                     embedder=embedder, embed_cache=embed_cache, pool=pool, seed=seed, **options)
+    else:
+        assert task_set is not None
+        result = _score_alone(read.skills, library, tasks, task_set, shown, out, embedder=embedder,
+                              embed_cache=embed_cache, seed=seed, **options)
+    for line in read.left_out():  # per skill, what of its package the agent would not be shown
+        Console(stderr=True).print(f"left out: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
+    if out is not None:
+        write_report(result, out)
+        Console(stderr=True).print(f"wrote {out}")
+    return result
+
+
+def _check_flags(specificity: str, skill_text: str, tau: float, rank: str, top_k: int, min_score: float | None,
+                 top: int | None, show_all: bool, pool: bool, effects: list[Path] | None, out: Path | None,
+                 crowding_band: tuple[float, float], tasks: str | None) -> None:
+    """Refuse a bad flag or combination of flags, naming it, before anything is read.
+
+    Raises:
+        InputError: the first bad flag.
+    """
     if specificity not in SPECIFICITY_MODES:
         raise InputError(f"--specificity must be one of {', '.join(SPECIFICITY_MODES)}, got {specificity!r}")
     if skill_text not in SKILL_TEXTS:
@@ -228,61 +271,47 @@ def score(
         check_output_path(out, flag="--out", folder=False)
     if not effects and tasks is None:
         raise InputError("give --tasks (the task instructions to score against), or --effects RUNS (their tasks)")
-    runs = None
-    if effects:
-        from skilltransfer.commands.score_effects import masked_runs  # the report's reading of runs
 
-        runs = masked_runs(effects)
-    read = read_library(library, lenient=lenient)  # each skill that cannot be read is named, the rest scored
-    for line in [*(f"warning: {line}" for line in read.unreadable), *read.layout_lines()]:
-        Console(stderr=True).print(terminal_safe(line), highlight=False, markup=False, soft_wrap=True)
-    skills = read.skills
-    if no_cache_old:
-        warn_deprecated("--no-cache", "--no-embed-cache")
-        embed_cache = False
-    task_set = _tasks(str(tasks), field, split) if tasks is not None else None
-    shown = None if show_all else (top or SCREEN_TOP)
-    options: dict[str, Any] = {"tau": tau, "specificity_mode": specificity, "text": skill_text, "rank_by": rank,
-                               "top_k": top_k, "min_score": min_score,
-                               "band": Band(*crowding_band)}
+
+def _score_with_effects(effects: list[Path], runs: Any, skills: list[Any], library: Path, tasks: str | None,
+                        task_set: list[TaskText] | None, shown: int | None, out: Path | None, *,
+                        embedder: str | None, embed_cache: bool, pool: bool, seed: int,
+                        **options: Any) -> GroupedScore:
+    """``--effects``: score the library per group of the masked runs, each group's ranking printed with its skill
+    effects, then the notes and warnings."""
+    from skilltransfer.commands.score_effects import effects_score, group_label, print_effects
+
     console = Console()
-    result: ScoreReport | GroupedScore
-    if effects:
-        from skilltransfer.commands.score_effects import effects_score, group_label, print_effects
+    scored = effects_score(effects, runs, skills, library, tasks=task_set, task_set=tasks or "the runs' own tasks",
+                           embedder=embedder, embed_cache=embed_cache, pool=pool, seed=seed, **options)
+    against = "the runs' own tasks (report's utility_effects too)" if tasks is None else f"--tasks {tasks}"
+    for number, group in enumerate(scored.grouped.groups, start=1):
+        label = group_label(group.env, group.model, group.condition)
+        console.print(Text(terminal_safe(f"== group {number} of {len(scored.grouped.groups)}: {label}"
+                                         + (" (every run pooled: --pool)" if pool else "") + " ==")),
+                      soft_wrap=True)
+        _print_report(group.report, shown, console, out)
+        print_effects(group, console, against)
+    for line in scored.notes:
+        Console(stderr=True).print(f"note: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
+    for line in scored.warnings:
+        Console(stderr=True).print(f"warning: {terminal_safe(line)}", highlight=False, markup=False,
+                                   soft_wrap=True)
+    return scored.grouped
 
-        assert runs is not None
-        scored = effects_score(effects, runs, skills, library, tasks=task_set, task_set=tasks or "the runs' own tasks",
-                               embedder=embedder, embed_cache=embed_cache, pool=pool, seed=seed, **options)
-        against = "the runs' own tasks (report's utility_effects too)" if tasks is None else f"--tasks {tasks}"
-        for number, group in enumerate(scored.grouped.groups, start=1):
-            label = group_label(group.env, group.model, group.condition)
-            console.print(Text(terminal_safe(f"== group {number} of {len(scored.grouped.groups)}: {label}"
-                                             + (" (every run pooled: --pool)" if pool else "") + " ==")),
-                          soft_wrap=True)
-            _print_report(group.report, shown, console, out)
-            print_effects(group, console, against)
-        for line in scored.notes:
-            Console(stderr=True).print(f"note: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
-        for line in scored.warnings:
-            Console(stderr=True).print(f"warning: {terminal_safe(line)}", highlight=False, markup=False,
-                                       soft_wrap=True)
-        result = scored.grouped
-    else:
-        assert task_set is not None
-        model = make_embedder(embedder or DEFAULT_EMBEDDER, cache=embed_cache)
-        try:
-            report = score_library(skills, [task.text for task in task_set], model, seed=seed,
-                                   task_ids=[task.id for task in task_set], **options)
-        finally:
-            close = getattr(model, "close", None)
-            if close is not None:
-                close()
-        report.library, report.task_set = str(library), str(tasks)
-        _print_report(report, shown, console, out)
-        result = report
-    for line in read.left_out():  # per skill, what of its package the agent would not be shown
-        Console(stderr=True).print(f"left out: {terminal_safe(line)}", highlight=False, markup=False, soft_wrap=True)
-    if out is not None:
-        write_report(result, out)
-        Console(stderr=True).print(f"wrote {out}")
-    return result
+
+def _score_alone(skills: list[Any], library: Path, tasks: str | None, task_set: list[TaskText], shown: int | None,
+                 out: Path | None, *, embedder: str | None, embed_cache: bool, seed: int,
+                 **options: Any) -> ScoreReport:
+    """Score the library against ``task_set`` with the embedder (closed after) and print its ranking."""
+    model = make_embedder(embedder or DEFAULT_EMBEDDER, cache=embed_cache)
+    try:
+        report = score_library(skills, [task.text for task in task_set], model, seed=seed,
+                               task_ids=[task.id for task in task_set], **options)
+    finally:
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
+    report.library, report.task_set = str(library), str(tasks)
+    _print_report(report, shown, Console(), out)
+    return report

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from skilltransfer.commands.options import warn_deprecated
+from skilltransfer.commands.options import context_window_option, warn_deprecated
 from skilltransfer.errors import InputError
 from skilltransfer.llm.local import LocalServer
 from skilltransfer.util.terminal import echo
@@ -44,8 +44,8 @@ def serve(
                                                     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, assembled on first use).")
                           ] = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 0,
-    ctx: Annotated[int, typer.Option("--context-window", min=512, help="The model's context window in tokens: the "
-                                     "server's context size (reduced if it does not fit in memory).")] = 8192,
+    ctx: Annotated[int, context_window_option("The model's context window in tokens: the server's context size "
+                                              "(reduced if it does not fit in memory).", min=512)] = 8192,
     ctx_old: Annotated[int | None, typer.Option("--ctx", hidden=True, help="Deprecated: --context-window.")] = None,
     threads: Annotated[int | None, typer.Option("--threads", min=1, help="CPU threads (default: all cores).",
                                                 rich_help_panel="Advanced")] = None,

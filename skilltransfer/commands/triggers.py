@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from skilltransfer.commands.option_groups import SPEC, ModelOptions, SpecLayers, model_group, with_groups
+from skilltransfer.commands.options import embedder_option, progress_option
 from skilltransfer.errors import check_output_path
 from skilltransfer.util.terminal import Console
 
@@ -46,11 +47,11 @@ def triggers(
     top_k: Annotated[int | None, typer.Option(min=1, help="Skills retrieved per query in the competitive setting: "
                                                          "the cards shown (default: every skill of the library).",
                                               rich_help_panel=_ADVANCED)] = None,
-    embedder: Annotated[str | None, typer.Option(help="Embedder of retrieval (minilm, hash:DIM, ...).",
-                                                 rich_help_panel=_ADVANCED)] = None,
+    embedder: Annotated[str | None, embedder_option("Embedder of retrieval (minilm, hash:DIM, ...).",
+                                                    panel=_ADVANCED)] = None,
     sandbox: Annotated[bool, typer.Option(help="Run agent code in the sandbox.",
                                           rich_help_panel=_ADVANCED)] = True,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=_ADVANCED)] = True,
+    progress: Annotated[bool, progress_option("Show progress bars.", panel=_ADVANCED)] = True,
 ) -> Any:
     """Run trigger evals (skill-creator's format) against a library as the agent sees it, and print per skill
     precision, recall and F1 with 95 % CIs, isolated beside competitive.

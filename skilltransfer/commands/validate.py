@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from rich.text import Text
 
 from skilltransfer.commands.library import Lenient
 from skilltransfer.commands.option_groups import MODEL, ModelOptions, with_groups
-from skilltransfer.commands.options import MODEL_PANEL, EmbedCache
+from skilltransfer.commands.options import MODEL_PANEL, EmbedCache, embedder_option
 from skilltransfer.commands.validate_run import (
     ValidationRun,
     assemble,
@@ -226,8 +227,8 @@ def validate(
     price: Annotated[str | None, typer.Option("--price", metavar="INPUT,OUTPUT", help="The model's price (the "
                                               "judge's), INPUT,OUTPUT dollars per million tokens: the rubric's "
                                               "cost.", rich_help_panel=MODEL_PANEL)] = None,
-    embedder: Annotated[str, typer.Option(help="Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
-                                               "folder.")] = DEFAULT_EMBEDDER,
+    embedder: Annotated[str, embedder_option("Embedder: minilm, hash:DIM (test double) or a sentence-transformers "
+                                             "folder.")] = DEFAULT_EMBEDDER,
     field: Annotated[str | None, typer.Option(help="Task text field (default: instruction, task, query or text).",
                                               rich_help_panel=_ADVANCED)] = None,
     resamples: Annotated[int, typer.Option(min=200, help="Bootstrap resamples.", rich_help_panel=_ADVANCED)]
@@ -246,17 +247,7 @@ def validate(
     from skilltransfer.commands.induce import _price
     from skilltransfer.commands.score import _tasks as task_texts
 
-    if out is not None:
-        if out.suffix not in (".json", ".csv"):
-            raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
-        check_output_path(out, flag="--out", folder=False)
-    if figure is not None:
-        if figure.suffix not in (".png", ".svg", ".pdf"):
-            raise InputError(f"unknown figure type {figure.suffix!r}: use .png, .svg or .pdf", path=figure)
-        check_output_path(figure, flag="--figure", folder=False)
-    parts = [p.strip() for p in rubric.split(",") if p.strip()]
-    if any(p not in ("coverage", "executability", "safety") for p in parts):
-        raise InputError(f"--rubric takes coverage, executability, safety (comma-separated), got {rubric!r}")
+    parts = _check_files_and_rubric(out, figure, rubric)
     prices = _price(price)
     price_pair = (prices["input"], prices["output"]) if prices is not None else None
     judge = model.spec is not None or model.base_url is not None or model.script is not None
@@ -275,6 +266,63 @@ def validate(
     groupings = group_labels(matched.units, read, group or [])
     extra = external_values(matched.units, read, external or [])
     chosen = [name.strip() for name in diagnostics.split(",")] if diagnostics else None
+
+    def rubric_of(libraries: list[Any], measured: list[LibraryDiagnostics]) -> Any:
+        return _judge(model, libraries, items, measured, points, parts, max_chars, retries, price_pair, say)
+
+    measured = _measure(matched, read, task_list, items, points, chosen, extra, rubric_of if judge else None, parts,
+                        embedder=embedder, embed_cache=embed_cache, run_scripts=run_scripts, seed=seed, say=say)
+    report = run_statistics(matched, measured.values, measured.kinds, parts=split, groupings=groupings,
+                            pairs_with=versus or ["mean_utility"], resamples=resamples, seed=seed)
+    run = ValidationRun(report, read, measured.notes, matched.left_out, measured.rubric_info,
+                        tasks={"n": len(items), "groups": len({t.group for t in items}),
+                               "over_window": measured.long_texts, "source": tasks},
+                        settings={"embedder": embedder, "tau": DEFAULT_TAU, "specificity": "pairs",
+                                  "skill_text": "description", "run_scripts": run_scripts, "tune_on": tune_on,
+                                  "lenient": lenient,
+                                  "key_points": str(key_points) if key_points else None})
+    print_report(run, Console())
+    _write_files(run, out, figure, say)
+    return run
+
+
+def _check_files_and_rubric(out: Path | None, figure: Path | None, rubric: str) -> list[str]:
+    """The rubric parts ``--rubric`` names, after ``--out`` and ``--figure`` are checked.
+
+    Raises:
+        InputError: an unknown output or figure type, an output that cannot be written, an unknown rubric part.
+    """
+    if out is not None:
+        if out.suffix not in (".json", ".csv"):
+            raise InputError(f"unknown output type {out.suffix!r}: use .json or .csv", path=out)
+        check_output_path(out, flag="--out", folder=False)
+    if figure is not None:
+        if figure.suffix not in (".png", ".svg", ".pdf"):
+            raise InputError(f"unknown figure type {figure.suffix!r}: use .png, .svg or .pdf", path=figure)
+        check_output_path(figure, flag="--figure", folder=False)
+    parts = [p.strip() for p in rubric.split(",") if p.strip()]
+    if any(p not in ("coverage", "executability", "safety") for p in parts):
+        raise InputError(f"--rubric takes coverage, executability, safety (comma-separated), got {rubric!r}")
+    return parts
+
+
+@dataclass
+class _Measured:
+    """Each unit's diagnostic values and their kinds, notes per library, the rubric's record and the tasks over the
+    embedder's window."""
+
+    values: Any
+    kinds: Any
+    notes: dict[str, Any]
+    rubric_info: dict[str, Any] | None
+    long_texts: Any
+
+
+def _measure(matched: Any, read: Any, task_list: list[Any], items: list[Any], points: dict[str, list[str]] | None,
+             chosen: list[str] | None, extra: Any, rubric_of: Any, parts: list[str], *, embedder: str,
+             embed_cache: bool, run_scripts: bool, seed: int, say: Any) -> _Measured:
+    """Every diagnostic of every unit (library or skill), with the LLM rubric when ``rubric_of`` is given; the
+    embedder and the script starter closed after."""
     starter = None
     if run_scripts:
         from skilltransfer.sandbox.script_check import ScriptStarter
@@ -291,29 +339,22 @@ def validate(
         else:
             names = model_free_names(chosen, points is not None)
             measured = measure_libraries(context, matched.libraries, say)
-            if judge:
-                measured, rubric_info = _judge(model, matched.libraries, items, measured, points, parts, max_chars,
-                                               retries, price_pair, say)
+            if rubric_of is not None:
+                measured, rubric_info = rubric_of(matched.libraries, measured)
                 names += [f"llm_{p}" for p in ("coverage", "executability", "safety") if p in parts]
             values, kinds = assemble(matched, measured, names, extra)
             notes = {lib.name: library_notes(m, lib) for lib, m in zip(matched.libraries, measured, strict=True)}
-        report = run_statistics(matched, values, kinds, parts=split, groupings=groupings,
-                                pairs_with=versus or ["mean_utility"], resamples=resamples, seed=seed)
-        long_texts = whole.long_texts
+        return _Measured(values, kinds, notes, rubric_info, whole.long_texts)
     finally:
         if starter is not None:
             starter.close()
         close = getattr(embed, "close", None)
         if close is not None:
             close()
-    run = ValidationRun(report, read, notes, matched.left_out, rubric_info,
-                        tasks={"n": len(items), "groups": len({t.group for t in items}),
-                               "over_window": long_texts, "source": tasks},
-                        settings={"embedder": embedder, "tau": DEFAULT_TAU, "specificity": "pairs",
-                                  "skill_text": "description", "run_scripts": run_scripts, "tune_on": tune_on,
-                                  "lenient": lenient,
-                                  "key_points": str(key_points) if key_points else None})
-    print_report(run, Console())
+
+
+def _write_files(run: ValidationRun, out: Path | None, figure: Path | None, say: Any) -> None:
+    """``--out`` and ``--figure``, each said when written."""
     if out is not None:
         write_out(run, out)
         say(f"wrote {out}")
@@ -322,7 +363,6 @@ def validate(
 
         save_validation_figure(run.report, run.outcomes.column, figure)
         say(f"wrote {figure}")
-    return run
 
 
 def _judge(model: ModelOptions, libraries: list[Any], items: list[Any], measured: list[LibraryDiagnostics],
