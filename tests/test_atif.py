@@ -101,7 +101,8 @@ def test_reward_skills_and_tokens_are_in_extra_and_metrics(runs: dict[str, Path]
     skills = document["extra"]["skills"]
     assert [s["id"] for s in skills["retrieved"]] == [r.skill_id for r in record.retrieved]
     assert skills["shown"]
-    assert skills["picked"][0]["action"] == "run_skill"
+    assert skills["picked"][0]["kind"] == "subagent"  # the record's picks (a run_skill call is a subagent pick)
+    assert skills["picked"][0]["skill_id"] == record.picks[0].skill_id
     agent_steps = [s for d in _all_documents(document) for s in d["steps"] if s["source"] == "agent"]
     assert sum(s["metrics"]["prompt_tokens"] for s in agent_steps if "metrics" in s) == record.prompt_tokens
     assert document["final_metrics"]["total_prompt_tokens"] == record.prompt_tokens
