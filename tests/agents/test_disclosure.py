@@ -30,9 +30,9 @@ from skilltransfer.runner.stream_record import context_account
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
-LIBRARY = Path(__file__).resolve().parent / "data" / "skills-library"
+LIBRARY = Path(__file__).resolve().parents[1] / "data" / "skills-library"
 PUBLIC = Path(os.environ.get("SKILLTRANSFER_PUBLIC_SKILLS")
-              or Path(__file__).resolve().parents[2] / "ext" / "anthropics-skills" / "skills")
+              or Path(__file__).resolve().parents[3] / "ext" / "anthropics-skills" / "skills")
 """The 17 skills of anthropics/skills, when this machine has them (not in the repository)."""
 DEEP = "procedure 60 of 60"
 """A line near the end of spreadsheet-handbook's 26,000-character body."""

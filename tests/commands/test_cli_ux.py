@@ -18,7 +18,7 @@ from skilltransfer.llm.config import OPENAI_URL, parse_model_string
 from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.report.compare import mcnemar_exact
 
-DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_library"
+DEMO = Path(__file__).resolve().parents[2] / "data" / "demo_library"
 
 
 def _run(out: Path, model: str, *extra: str, targets: tuple[int, ...] = (3, 5, 2)) -> None:

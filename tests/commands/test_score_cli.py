@@ -16,7 +16,7 @@ from skilltransfer.metrics import load_task_texts, score_library, write_report
 from skilltransfer.metrics.scoring import ScoreReport
 from skilltransfer.skill import Skill
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEMO_LIBRARY = REPO / "data" / "demo_library"
 DEMO_TASKS = REPO / "data" / "demo_tasks.jsonl"
 SKILL_KEYS = {"id", "name", "description", "specificity", "abstractness", "utility", "best_match", "off_domain"}

@@ -19,7 +19,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.memory import HashEmbedder, export_jsonl
 from skilltransfer.report import EmbedderResolver, build_report, load_runs
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "utility_effects.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "utility_effects.py"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from skilltransfer.metrics.retrieval import retrieval_counts
 from skilltransfer.metrics.scoring import score_library
 from skilltransfer.skill import Skill
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LONG_NAMES = {  # kebab-case names as the public libraries write them, with descriptions sharing words with the tasks
     "schedule-team-meeting-from-email": "Read the meeting request email and create the calendar event for the team.",
     "web-artifacts-builder": "Build a web page artifact from a spec and save the HTML file.",

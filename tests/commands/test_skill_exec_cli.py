@@ -19,7 +19,7 @@ from skilltransfer.skill import Provenance, Skill
 
 MODES = ["inline", "agent-skill", "subagent", "hybrid"]
 ORGANIZATIONS = ["flat", "task-tree", "tree", "graph"]
-SPEC = Path(__file__).resolve().parents[1] / "experiments" / "subagent-vs-skill.yaml"
+SPEC = Path(__file__).resolve().parents[2] / "experiments" / "subagent-vs-skill.yaml"
 SKILLS = [Skill(name="look-around", description="Inspect the environment before acting.",
                 body="1. Read the docs.\n2. Print what you find.", inputs="what to inspect", outputs="what was found",
                 provenance=Provenance(source_task_id="t1")),

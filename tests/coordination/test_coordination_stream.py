@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers_cli import ALLOW_TINY, TINY, cli, records_of, run_tiny, trajectory_of
+from helpers_cli import ALLOW_TINY, TINY, cli, main_output, records_of, run_tiny, trajectory_of
 from helpers_compose import ComposeScript, plan_json
 from helpers_tinyenv import TEXT_SKILL, TinyEnv
-from test_grid_report import cli as main_cli
 
 from skilltransfer.coordination import Plan, PlanFolder, PlanNode
 from skilltransfer.errors import InputError
@@ -205,7 +204,7 @@ def test_grid_of_the_three_interfaces_renders_the_comparison_table(tmp_path: Pat
                 "models": {"mock": {"name": "openai", "base_url": server.url, "model": "mock", "max_retries": 1}},
                 "condition": "task", "coordinations": list(INTERFACES), "plans": "plans", "embedder": "hash:64"}
         (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-        code, output = main_cli("grid", str(tmp_path / "spec.yaml"), "--no-progress", *ALLOW_TINY)
+        code, output = main_output("grid", str(tmp_path / "spec.yaml"), "--no-progress", *ALLOW_TINY)
     assert code == 0, output
     assert "3 streams run, 0 already finished, 0 failed" in output
     assert script.kinds.count("plan") == 3  # three tasks, each planned once for the three concurrent streams
@@ -214,7 +213,7 @@ def test_grid_of_the_three_interfaces_renders_the_comparison_table(tmp_path: Pat
     written = [r["coordination"]["plan_written"] for i in INTERFACES
                for r in records_of(out / "tiny" / "mock" / f"task-{i}")]
     assert sum(written) == 3
-    code, output = main_cli("report", str(out), "--out", str(tmp_path / "report"), "--no-utility")
+    code, output = main_output("report", str(out), "--out", str(tmp_path / "report"), "--no-utility")
     assert code == 0, output
     rows = (tmp_path / "report" / "coordination.csv").read_text().splitlines()
     assert rows[0].startswith("env,model,condition,interface,runs,tasks,success_pct")

@@ -45,7 +45,7 @@ from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
 ROOT = os.geteuid() == 0
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 OFFICEBENCH_TASKS = REPO.parent / "shared" / "officebench" / "tasks"
 ENVS = ["apps", "office", "datasci", "officebench", pytest.param("scienceworld", marks=pytest.mark.slow)]
 REAL_TASK = "1-8/0"
@@ -62,7 +62,7 @@ def make_env(name: str, workdir: Path, *, sandboxed: bool = True, limits: Limits
         return OfficeEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
     if name == "datasci":
         return DataSciEnv(seed=0, workdir=workdir, sandboxed=sandboxed, limits=limits)
-    if name == "scienceworld":  # the simulator runs harness-side; its own attacks: tests/test_env_scienceworld.py
+    if name == "scienceworld":  # the simulator runs harness-side; its own attacks: tests/envs/test_env_scienceworld.py
         reason = unavailable_reason()
         if reason is not None:
             pytest.skip(f"scienceworld simulator unavailable: {reason}")

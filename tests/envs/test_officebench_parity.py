@@ -17,7 +17,7 @@ import pytest
 from skilltransfer.envs.office import files
 from skilltransfer.envs.office.checks import CheckContext, run_check
 
-PARITY_SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "officebench_parity.py"
+PARITY_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "officebench_parity.py"
 
 
 def _load_parity() -> ModuleType:

@@ -18,7 +18,7 @@ from skilltransfer.envs.office.checks import CheckContext
 from skilltransfer.envs.office.officebench import PASSES_UNTOUCHED, load_officebench
 from skilltransfer.errors import InputError
 
-OFFICEBENCH_TASKS = Path(__file__).resolve().parent.parent.parent / "shared" / "officebench" / "tasks"
+OFFICEBENCH_TASKS = Path(__file__).resolve().parents[3] / "shared" / "officebench" / "tasks"
 
 
 @pytest.fixture(scope="module")

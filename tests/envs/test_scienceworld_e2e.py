@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_cli import main_output
 from helpers_tinyenv import role_of
-from test_grid_report import cli
 
 from skilltransfer.envs.scienceworld import simulator
 from skilltransfer.envs.scienceworld.env import ScienceWorldEnv
@@ -21,7 +21,7 @@ from skilltransfer.settings.config import CONDITIONS
 REASON = simulator.unavailable_reason()
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(REASON is not None, reason=f"scienceworld simulator unavailable: {REASON}")]
-SPEC = Path(__file__).resolve().parent.parent / "experiments" / "scienceworld.yaml"
+SPEC = Path(__file__).resolve().parents[2] / "experiments" / "scienceworld.yaml"
 N_TASKS = 3
 
 CODE_SKILL = '''NAME: go_to_room
@@ -86,7 +86,7 @@ def test_run_plays_the_gold_paths_through_the_sandbox(tmp_path: Path, stream) ->
     tasks, programs = stream
     out = tmp_path / "run"
     with MockServer(GoldScript(programs)) as server:
-        code, output = cli("run", "--env", "scienceworld", "--stream", "dev30", "--limit", str(N_TASKS),
+        code, output = main_output("run", "--env", "scienceworld", "--stream", "dev30", "--limit", str(N_TASKS),
                            "--condition", "subtask+code", "--model", "openai/mock", "--base-url", server.url,
                            "--api-key", "x", "--embedder", "hash:64", "--out", str(out),
                            "--max-tokens", "4096", "--no-progress")
@@ -108,7 +108,7 @@ def test_grid_and_report_over_the_ready_made_spec(tmp_path: Path, stream) -> Non
     tasks, programs = stream
     out, report = tmp_path / "grid", tmp_path / "report"
     with MockServer(GoldScript(programs)) as server:
-        code, output = cli("grid", str(SPEC), "-c", f"models.default.base_url={server.url}",
+        code, output = main_output("grid", str(SPEC), "-c", f"models.default.base_url={server.url}",
                            "-c", "models.default.model=mock", "-c", "models.default.api_key=x",
                            "-c", "models.default.params.max_tokens=4096",
                            "--limit", str(N_TASKS), "--embedder", "hash:64", "--out", str(out), "-j", "3",
@@ -122,7 +122,7 @@ def test_grid_and_report_over_the_ready_made_spec(tmp_path: Path, stream) -> Non
         assert all(r["success"] for r in records), run
     memory_runs = [run for run in runs if "+" in run.name]
     assert all((run / "memory" / "skills.jsonl").read_text().strip() for run in memory_runs)
-    code, output = cli("report", str(out), "--out", str(report), "--embedder", "hash:64")
+    code, output = main_output("report", str(out), "--out", str(report), "--embedder", "hash:64")
     assert code == 0, output
     with (report / "table2_success.csv").open(newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r.get("env") == "scienceworld"]

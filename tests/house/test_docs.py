@@ -12,7 +12,7 @@ import typer.main
 
 from skilltransfer.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _BLOCK = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.DOTALL)
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from skilltransfer.commands.options import DEPRECATED
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([*ROOT.joinpath("docs").rglob("*.md"), ROOT / "README.md"])
 LOCAL = re.compile(r"(?<![\w.])/(?:work|home|Users|root)/[\w.-]+")
-TESTS = sorted(ROOT.joinpath("tests").glob("*.py"))
+TESTS = sorted(path for path in ROOT.joinpath("tests").rglob("*.py") if "data" not in path.relative_to(ROOT).parts)
+"""Every test module, helper and conftest, in every folder of tests/ (tests/data holds fixtures, not tests)."""
 IN_A_WORLD = {("test_integrity.py", "/home/bomb-"): "a path of the office world's own file system, written by the "
                                                     "agent under test",
               ("test_docs_hygiene.py", "/home/bomb-"): "the line above",
@@ -41,7 +42,9 @@ def test_no_removed_flags_in_docs():
 
 
 def test_no_local_paths_in_tests():
-    found = [f"tests/{test.name}:{n}: {m.group(0)}" for test in TESTS
+    assert Path(__file__).resolve() in TESTS  # the walk reaches the test folders
+    assert ROOT / "tests" / "conftest.py" in TESTS
+    found = [f"{test.relative_to(ROOT)}:{n}: {m.group(0)}" for test in TESTS
              for n, line in enumerate(test.read_text(encoding="utf-8").splitlines(), 1) for m in LOCAL.finditer(line)
              if (test.name, m.group(0)) not in IN_A_WORLD]
     assert not found, "find these from the repository's root (see conftest.SHARED):\n" + "\n".join(found)

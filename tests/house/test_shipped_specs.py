@@ -190,14 +190,14 @@ def test_the_studies_index_counts_what_dry_run_counts(path, monkeypatch):
     """docs/studies/index.md says each spec's streams and tasks as `grid --dry-run` counts them (an organise stream
     runs no task)."""
     _officebench(path, monkeypatch)
-    index = (Path(__file__).resolve().parent.parent / "docs" / "studies" / "index.md").read_text()
+    index = (Path(__file__).resolve().parents[2] / "docs" / "studies" / "index.md").read_text()
     row = next(line for line in index.splitlines() if line.startswith(f"| [{path.stem}]("))
     plans, tasks = resolve_streams(load_spec(str(path)))
     total = sum(0 if plan.config.organize else len(tasks[plan.run]) for plan in plans)
     assert f"| {len(plans)} streams, {total} tasks |" in row, row
 
 
-STUDY_PAGES = sorted((Path(__file__).resolve().parent.parent / "docs" / "studies").glob("*.md"))
+STUDY_PAGES = sorted((Path(__file__).resolve().parents[2] / "docs" / "studies").glob("*.md"))
 DRY_RUN_BLOCK = re.compile(r"`grid --dry-run` on [\d-]+:\n\n```text\n(.*?)```", re.DOTALL)
 
 

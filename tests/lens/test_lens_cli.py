@@ -11,7 +11,7 @@ from helpers_cli import main_cli as run
 from skilltransfer.lens.graph import SkillGraph
 from skilltransfer.memory.embedders import HashEmbedder
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "data" / "demo_library"
 DECOMPOSE_RULES = [
     {"match": "Name: send-email-with-attachment",

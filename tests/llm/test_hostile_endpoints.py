@@ -19,7 +19,7 @@ from helpers_hostile import HostileServer
 from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.llm.testing.roleplay import RolePlay
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_args(url: str, out: Path, *settings: str) -> list[str]:

@@ -258,7 +258,7 @@ def test_a_child_server_ends_when_the_process_that_started_it_dies(tmp_path: Pat
     starter = ("import os, subprocess, sys\n"
                "child = subprocess.Popen([sys.executable, '-m', 'skilltransfer.llm.child', str(os.getpid()),"
                " 'sleeper'])\nprint(child.pid, flush=True)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[1])])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[2])])}
     out = subprocess.run([sys.executable, "-c", starter], capture_output=True, text=True, env=env, check=True)
     pid = int(out.stdout.split()[0])  # the starter has exited: the child must follow within a few seconds
     deadline = time.monotonic() + 10

@@ -21,7 +21,7 @@ from skilltransfer.log.atif_import import MAX_STEPS, import_atif, render_call, t
 from skilltransfer.settings.imported import write_imported_runs
 from skilltransfer.view import Catalog, ViewServer
 
-MIRROR = Path(__file__).resolve().parents[2] / ".mirror" / "OpenAgentsInc+openagents" / "repo"
+MIRROR = Path(__file__).resolve().parents[3] / ".mirror" / "OpenAgentsInc+openagents" / "repo"
 """A bare mirror of OpenAgentsInc/openagents beside the repository (``../.mirror``), when present."""
 REAL = {  # (commit, path) -> what it is: ATIF files OpenAgentsInc/openagents (Apache-2.0) published
     ("c526259e8742c0adce7feca87639b8439a2b49d7", "results/trajectories/regex-log/20251211-161750-ba4ddb16/"

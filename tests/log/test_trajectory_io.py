@@ -22,7 +22,7 @@ from skilltransfer.log import (
     read_steps,
 )
 
-PACKAGE = Path(__file__).resolve().parents[1] / "skilltransfer"
+PACKAGE = Path(__file__).resolve().parents[2] / "skilltransfer"
 READERS = ("runner", "report", "view", "metrics", "commands", "judge", "lens")
 """The packages that read run logs back (show, view, report, metrics, evolve, judge)."""
 STEP_NAMES = ("step", "steps")
@@ -80,7 +80,7 @@ def test_steps_round_trip_typed() -> None:
 
 def test_format_1_steps_convert_on_read() -> None:
     """Format 1 logged ``refused`` and ``stuck`` without guards: they read back as they were logged."""
-    data = next(Path(__file__).parent.glob("data/v1/run/trajectories/*.json")).read_text()
+    data = next(Path(__file__).parents[1].glob("data/v1/run/trajectories/*.json")).read_text()
     import json
 
     steps = read_steps(json.loads(data)["steps"])

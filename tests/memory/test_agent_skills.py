@@ -34,7 +34,7 @@ from skilltransfer.memory.library import read_library
 from skilltransfer.memory.package import MAX_PACKAGE_FILE_BYTES, load_order, mentions
 from skilltransfer.skill import Provenance, UsageStats, content_id
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SMALL = REPO / "tests" / "data" / "agent_skills"
 DEMO = REPO / "data" / "demo_library"
 PUBLIC = Path(os.environ.get("SKILLTRANSFER_PUBLIC_SKILLS", REPO.parent / "ext" / "anthropics-skills" / "skills"))

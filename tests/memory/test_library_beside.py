@@ -25,7 +25,7 @@ from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Provenance, Skill
 
-SKILLS = Path(__file__).resolve().parent / "data" / "skills-library"
+SKILLS = Path(__file__).resolve().parents[1] / "data" / "skills-library"
 TARGETS = [3, 5, 2, 4, 6]
 
 

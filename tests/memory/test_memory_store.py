@@ -170,7 +170,7 @@ def test_code_skill_that_would_hang_is_pruned_before_loading(hash_embedder: Hash
     mem = SkillMemory(hash_embedder, load_timeout_s=0.5)
     result = mem.add(code_skill("spin", "while True:\n    pass\ndef spin():\n    return 1\n"))
     assert result.action == "pruned"
-    assert "top-level While statement" in result.reason  # the load timeout itself: tests/test_sandbox.py
+    assert "top-level While statement" in result.reason  # the load timeout itself: tests/sandbox/test_sandbox.py
 
 
 def test_good_code_skill_is_added_and_loading_really_executes(hash_embedder: HashEmbedder) -> None:

@@ -244,7 +244,7 @@ def test_a_grid_lists_the_modes_and_the_report_compares_them(tmp_path: Path, mon
     """The shipped spec (a source phase, then the same tasks over its frozen library under every mode and text)
     through the mock server; the report's retrieval table has one row per setting with Hit@k over the labelled
     tasks (the library's provenance)."""
-    spec = Path(__file__).parent.parent / "experiments" / "retrieval-modes.yaml"
+    spec = Path(__file__).parents[2] / "experiments" / "retrieval-modes.yaml"
     with MockServer(RolePlay(fail_rate=0.3, seed=5)) as server:
         _, err = _run(["grid", str(spec), "--limit", "3", "--out", str(tmp_path / "grid"), "--embedder", "hash:64",
                        "--no-progress", "-c", "models.default.model=mock", "-c",

@@ -257,7 +257,7 @@ def test_view_shows_each_tasks_picks_and_the_page_draws_them(tmp_path):
     task = catalog.task(key, 0)
     assert task["record"]["picks"]
     assert task["record"]["relevant_skills"]
-    script = (Path(__file__).resolve().parent.parent / "skilltransfer" / "view" / "static" / "app.js").read_text()
+    script = (Path(__file__).resolve().parents[2] / "skilltransfer" / "view" / "static" / "app.js").read_text()
     assert 'label: "picked"' in script
     assert "Selection: shown and picked" in script
 
@@ -277,7 +277,7 @@ def test_the_selection_scale_grid_through_a_failing_endpoint_reports_and_views(t
     corpus = export_jsonl([_skill(f"near-{i}", f"Find and update records of kind {i} for the user") for i in range(40)],
                           tmp_path / "corpus.jsonl")
     out = tmp_path / "grid"
-    spec = Path(__file__).resolve().parents[1] / "experiments" / "selection-scale.yaml"
+    spec = Path(__file__).resolve().parents[2] / "experiments" / "selection-scale.yaml"
     with MockServer(RolePlay(fail_rate=0.3, seed=2)) as server:
         cli("grid", str(spec), "--limit", "2", "-c", "models.default.model=mock", "-c",
             f"models.default.base_url={server.url}", "-c", "models.default.api_key=x", "--embedder", "hash:64",

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from helpers_validate import TASKS, write_benchmark, write_skill
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "external_validity.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "external_validity.py"
 LAST = re.compile(r"^external validity: best model-free rho (-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]|-) on held-out "
                   r"(-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]|-); paper utility (-?\d\.\d\d|-); "
                   r"benchmark LLM coverage (-?\d\.\d\d|-)$")
@@ -65,7 +65,7 @@ def test_the_benchmark_prints_the_table_the_split_and_the_last_line(tmp_path: Pa
                            str(root / "results.csv"), "--embedder", "hash:64", "--resamples", "300",
                            "--no-run-scripts", "--out", str(out)], capture_output=True, text=True, timeout=600,
                           env={"SKILLTRANSFER_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
-                               "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+                               "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     assert LAST.match(lines[-1]), lines[-1]
@@ -98,7 +98,7 @@ def test_the_benchmark_adds_the_llm_rubric_through_an_endpoint(tmp_path: Path) -
                                "--no-run-scripts", "--model", f"mock@{server.url}", "--api-key", "x", "--out",
                                str(out)], capture_output=True, text=True, timeout=600,
                               env={"SKILLTRANSFER_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
-                                   "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+                                   "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert done.returncode == 0, done.stderr[-2000:]
     assert LAST.match(done.stdout.strip().splitlines()[-1])
     data = json.loads(out.read_text())

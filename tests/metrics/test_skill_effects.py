@@ -23,7 +23,7 @@ from skilltransfer.runner.plan import plan_streams
 from skilltransfer.runner.spec import load_spec
 from skilltransfer.settings.config import StreamConfig
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "skill_effects.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "skill_effects.py"
 
 
 @pytest.fixture(scope="module")

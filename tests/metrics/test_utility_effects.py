@@ -32,7 +32,7 @@ from skilltransfer.metrics.validation import auroc, auroc_interval, spearman, sp
 from skilltransfer.report import EmbedderResolver, build_report, load_runs
 from skilltransfer.report.utility_effects import BINNED
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "utility_effects.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "utility_effects.py"
 
 
 @pytest.fixture(scope="module")

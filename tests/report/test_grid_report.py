@@ -4,25 +4,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import random
 import re
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers_runs import skill_reply
+from helpers_cli import main_output
+from helpers_grid import spec_data, write_spec
+from helpers_runs import PNG, skill_reply
 from helpers_tinyenv import CounterScript
-from test_grid import spec_data, write_spec
-from test_report import PNG
 
-from skilltransfer.cli import main
 from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.memory.embedders import HashEmbedder
 from skilltransfer.metrics import (
@@ -75,37 +70,17 @@ class GridScript(CounterScript):
         return re.sub(r"add\((\d+)\)", lambda m: f"add({int(m[1]) + fails(mode, int(m[1]))})", reply)
 
 
-@contextlib.contextmanager
-def _argv(args: list[str]) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", ["skilltransfer", *args])
-        yield
-
-
-def cli(*args: str) -> tuple[int, str]:
-    """Run the ``skilltransfer`` entry point in-process; returns (exit code, stdout + stderr). Unlike the CLI helpers
-    of ``test_grid``/``test_report`` it needs no function-scoped fixture, so the module fixture can use it."""
-    output = io.StringIO()
-    with _argv(list(args)), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, output.getvalue()
-
-
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(grid out folder, report folder): the grid and the report, both through the CLI."""
     root = tmp_path_factory.mktemp("grid_report")
     with MockServer(GridScript(), latency_s=0.005) as server:
         spec = write_spec(root, spec_data(root, server.url, envs=ENVS, memory={"validate_code": False}))
-        code, output = cli("grid", str(spec), "--no-progress", "--allow-import", "helpers_runs", "--allow-import",
-                           "helpers_tinyenv")
+        code, output = main_output("grid", str(spec), "--no-progress", "--allow-import", "helpers_runs",
+                                   "--allow-import", "helpers_tinyenv")
     assert code == 0, output
     assert "12 streams run, 0 already finished, 0 failed" in output
-    code, output = cli("report", str(root / "out"), "--out", str(root / "report"), "--embedder", "hash:64")
+    code, output = main_output("report", str(root / "out"), "--out", str(root / "report"), "--embedder", "hash:64")
     assert code == 0, output
     return root / "out", root / "report"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers_runs import ENV_TARGETS, MODELS, FlakyScript, GradedTinyEnv, build_runs
+from helpers_runs import ENV_TARGETS, MODELS, PNG, FlakyScript, GradedTinyEnv, build_runs
 
 from skilltransfer.cli import main
 from skilltransfer.errors import InputError
@@ -28,8 +28,6 @@ from skilltransfer.report.figures import draw_all
 from skilltransfer.report.utility import utility_bins
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import EnvSpec, ModelSpec, StreamConfig
-
-PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")

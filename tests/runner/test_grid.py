@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers_cli import ALLOW_TINY, TINY
+from helpers_grid import ALL, spec_data, write_spec
 from helpers_tinyenv import CODE_SKILL, TEXT_SKILL, CounterScript, TinyEnv
 from rich.console import Console
 
@@ -28,11 +29,7 @@ from skilltransfer.runner.spec import (
 )
 from skilltransfer.settings.config import CONDITIONS
 
-TESTS = Path(__file__).resolve().parent
-TINY = "helpers_tinyenv:TinyEnv"
-ALLOW_TINY = ("--allow-import", "helpers_tinyenv")
-"""What the CLI needs to import the module of a spec file's `TINY` (a spec alone imports no module)."""
-ALL = list(CONDITIONS)
+TESTS = Path(__file__).resolve().parents[1]
 
 
 class ExplodingEnv(TinyEnv):
@@ -75,23 +72,6 @@ def server():
     """The mock endpoint playing every role of the counter world (role-aware script)."""
     with MockServer(CounterScript(_induction), latency_s=0.01) as srv:
         yield srv
-
-
-def spec_data(tmp_path, url, **extra):
-    data = {"name": "t", "out": str(tmp_path / "out"), "max_concurrency": 12,
-            "envs": {"a": {"env": TINY, "args": {"targets": [3, 5, 2]}},
-                     "b": {"env": TINY, "args": {"targets": [4, 1]}}},
-            "models": {"mock": {"name": "openai", "base_url": url, "model": "mock", "max_concurrency": 3,
-                                "backoff_base_s": 0, "max_retries": 1}},
-            "conditions": ALL, "embedder": "hash:64"}
-    data.update(extra)
-    return data
-
-
-def write_spec(tmp_path, data, name="spec.yaml"):
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data))
-    return path
 
 
 def results(out, run):

@@ -21,7 +21,7 @@ from helpers_tinyenv import TEXT_SKILL, CounterScript
 
 from skilltransfer.llm.testing.mock_server import MockServer
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ENVS = 5
 CONDITIONS = ["task", "task+text", "subtask", "subtask+text"]
 TASKS = 3

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from skilltransfer.cli import app
 from skilltransfer.llm.testing.mock_server import MockServer
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 TARGETS = [3, 5, 2, 4, 7, 1]
 TIMING_FIELDS = ("latency_s",)
 

@@ -23,7 +23,7 @@ from skilltransfer.runner.plan import plan_streams
 from skilltransfer.runner.spec import build_spec, load_spec
 from skilltransfer.settings.config import StreamConfig, axes
 
-V1 = Path(__file__).resolve().parent / "data" / "v1"
+V1 = Path(__file__).resolve().parents[1] / "data" / "v1"
 
 
 def stream_yaml(url: str, **extra: object) -> dict:

@@ -310,7 +310,7 @@ def planted(tmp_path: Path):
     cache = Path.home() / ".cache" / "skilltransfer"
     made_cache = not cache.exists()
     cache.mkdir(parents=True, exist_ok=True)
-    files = [cache / name, Path(__file__).resolve().parent / name,
+    files = [cache / name, Path(__file__).resolve().parents[1] / name,
              tmp_path / "other-episode" / "secret.txt"]
     files[-1].parent.mkdir()
     shm = Path(tempfile.mkdtemp(dir="/dev/shm")) if Path("/dev/shm").is_dir() else None
@@ -353,7 +353,7 @@ def test_reads_outside_the_episode_are_refused(workspace: Path, planted: tuple[s
 
 def test_listing_outside_the_episode_is_refused_without_namespaces(workspace: Path) -> None:
     limits = Limits(wall_s=2.0, cpu_s=2.0, memory_mb=1024, drop_privileges=False)
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     with SandboxRunner(workspace, *scratch(), limits=limits) as sandbox:
         for folder in (repo, Path.home(), repo / "tests"):
             result = sandbox.execute(f"import os\nprint(os.listdir({str(folder)!r}))")
@@ -364,7 +364,7 @@ def test_listing_outside_the_episode_is_refused_without_namespaces(workspace: Pa
 @pytest.mark.skipif(not ROOT, reason="the mount namespace needs root")
 def test_file_system_shows_only_what_the_worker_needs(workspace: Path, planted: tuple[str, list[Path]]) -> None:
     marker, files = planted
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     with SandboxRunner(workspace, *scratch(), limits=LIMITS) as sandbox:
         assert sandbox.isolation["reads_confined"] is True
         assert sandbox.isolation["read_capability"] is False  # no open_by_handle_at around the hidden files
@@ -409,7 +409,7 @@ def test_workspace_in_dev_shm_and_setup_module_outside_the_package(tmp_path: Pat
         assert sandbox.execute("print(greet('Di'))").output == "hey, Di\n"
         assert sandbox.execute("open('new.txt', 'w').write('x')").error is None
         assert (Path(folder) / "new.txt").read_text() == "x"
-        listed = sandbox.execute(f"import os\nprint(os.listdir({str(Path(__file__).resolve().parent)!r}))")
+        listed = sandbox.execute(f"import os\nprint(os.listdir({str(Path(__file__).resolve().parents[1])!r}))")
         assert eval(listed.output) == ["sandbox_setups.py"]  # noqa: S307 - the setup's module, nothing else
 
 

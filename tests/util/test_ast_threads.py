@@ -27,7 +27,7 @@ from skilltransfer.runner.spec import load_spec
 from skilltransfer.sandbox import skill_body_problem
 from skilltransfer.util import pyast
 
-PACKAGE = Path(__file__).resolve().parents[1] / "skilltransfer"
+PACKAGE = Path(__file__).resolve().parents[2] / "skilltransfer"
 WORKER_RUNTIME = PACKAGE / "sandbox" / "runtime"
 AGENT_CODE = "\n".join(
     f"rows = [(i, {{k: v for k, v in apis.files.list({n})}}) for i in range({n})]\nprint(len(rows), f(g(h({n}))))"

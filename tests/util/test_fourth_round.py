@@ -47,7 +47,7 @@ same as C1 controls, and rich markup (a hyperlink)."""
 HOSTILE = "x" + "".join(PAYLOADS.values())
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """A control character a terminal acts on (all but tab and newline)."""
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def assert_no_raw_controls(*texts: str) -> None:

@@ -1,6 +1,6 @@
 """``skilltransfer view`` of ATIF trajectories in a real browser (Debian's chromium driven by Playwright, as
-``tests/test_view_browser.py``): a Harbor job's trials and other writers' files show as runs; a trial's page shows its
-steps, its subagent's and the system turn between them, and links the task's ATIF, which the server answers; the
+``tests/view/test_view_browser.py``): a Harbor job's trials and other writers' files show as runs; a trial's page shows
+its steps, its subagent's and the system turn between them, and links the task's ATIF, which the server answers; the
 static export opens from ``file://`` with the same page and the ATIF file beside it. No page error, no dialog.
 
 Skips with a reason when chromium or the playwright package is missing (``.ci/run`` installs both)."""

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_view import ARGS, CHROMIUM, XSS, build_view_runs, large_run
 from helpers_view import TARGETS as TARGETS_OF_STUDY
-from helpers_view import XSS, build_view_runs, large_run
 
 from skilltransfer.log import RunFolder
 from skilltransfer.report.events import transfer_events
@@ -26,9 +26,6 @@ from skilltransfer.report.summary import summarize_run
 from skilltransfer.settings.recorded import read_run_settings
 from skilltransfer.view import Catalog, ViewServer, export_site
 
-CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and Path(p).is_file()), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 TASKS_300 = 300
 
 pytestmark = [pytest.mark.slow]
@@ -397,7 +394,7 @@ def test_a_masked_runs_skill_pages_show_each_skills_effect_and_its_draws(browser
     import importlib.util
     import sys
 
-    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "skill_effects.py"
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "skill_effects.py"
     spec = importlib.util.spec_from_file_location("skill_effects_bench_view", bench)
     assert spec is not None
     assert spec.loader is not None
@@ -562,7 +559,7 @@ def test_the_viewers_report_page_shows_diagnostics_against_randomised_effects(br
     from skilltransfer.metrics.surrogate import DIAGNOSTICS
     from skilltransfer.report import make_report
 
-    bench = Path(__file__).resolve().parent.parent / "benchmarks" / "utility_effects.py"
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "utility_effects.py"
     spec = importlib.util.spec_from_file_location("utility_effects_bench_view", bench)
     assert spec is not None
     assert spec.loader is not None

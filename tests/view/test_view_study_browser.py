@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 from helpers_cli import cli
-from helpers_view import build_library_study
-from test_view_browser import ARGS, CHROMIUM
+from helpers_view import ARGS, CHROMIUM, build_library_study
 
 from skilltransfer.view import Catalog, ViewServer
 
 pytestmark = [pytest.mark.slow]
+
+if CHROMIUM is None:
+    pytest.skip("chromium is not installed (apt-get install chromium; .ci/run installs it)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (dev extra)")
 
 WIDTH, HEIGHT = 1400, 900
