@@ -1,10 +1,10 @@
 """Agreement of the datasci KramaBench scorer with KramaBench's own ``benchmark/metrics.py``.
 
 Loads ``benchmark/metrics.py`` from a KramaBench checkout (the LLM client replaced by a stub that answers the
-paraphrase question with the same deterministic stand-in ``kramabench.paraphrase`` uses), then scores the table cases
-of ``tests/test_datasci_scoring.py`` plus random answers of every type with both, and prints the agreement and every
-case that differs (the documented departures). With nltk and rouge-score installed it also compares ``textsim`` with
-them on random string pairs. Needs ``pip install nltk rouge-score`` (upstream imports them).
+paraphrase question with the same deterministic stand-in ``kramabench.paraphrase`` uses), then scores the table
+cases of ``tests/envs/test_datasci_scoring.py`` plus random answers of every type with both, and prints the agreement
+and every case that differs (the documented departures). With nltk and rouge-score installed it also compares
+``textsim`` with them on random string pairs. Needs ``pip install nltk rouge-score`` (upstream imports them).
 
     python benchmarks/kramabench_agreement.py --kramabench PATH/TO/Kramabench [--random 2000]
 """

@@ -248,7 +248,7 @@ def _act(step_id: int, text: str = "act", **extra: Any) -> dict[str, Any]:
 
 
 def hostile_cases(folder: Path) -> dict[str, Path]:
-    """One file (or folder) per hostile case below ``folder``: name -> path (see tests/test_atif_read.py)."""
+    """One file (or folder) per hostile case below ``folder``: name -> path (see tests/log/test_atif_read.py)."""
     folder.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     huge = folder / "huge.json"  # 100 MB, sparse: its size is refused before it is read

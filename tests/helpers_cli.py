@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 
@@ -55,3 +57,18 @@ def main_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch,
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def main_output(*args: str) -> tuple[int, str]:
+    """Run the console entry point in-process on ``args``; returns (exit code, stdout + stderr). Unlike `main_cli` it
+    needs no function-scoped fixture, so a module-scoped fixture can use it."""
+    output = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(output), \
+            contextlib.redirect_stderr(output):
+        patch.setattr(sys, "argv", ["skilltransfer", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, output.getvalue()

@@ -20,6 +20,9 @@ from skilltransfer.protocols import TaskSpec
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import CONDITIONS, ModelSpec, StreamConfig
 
+PNG = b"\x89PNG\r\n\x1a\n"
+"""The first bytes of every PNG file (a figure a report wrote)."""
+
 ENV_TARGETS = {"tiny-a": [3, 5, 2, 7, 4, 9, 6, 8, 1, 10], "tiny-b": [13, 20, 17, 14, 19, 15, 18, 16]}
 MODELS = {"tiny-a": ["model-x", "model-y"], "tiny-b": ["model-x"]}
 DESCRIPTIONS = ["Set the counter to a target value.", "Read the counter and print its value.",

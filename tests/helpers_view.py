@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.skill import Skill
 
+CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and Path(p).is_file()), None)
+"""Debian's chromium, which the browser tests drive through Playwright (None: they skip)."""
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+"""Chromium's flags in the browser tests."""
 XSS = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
 TARGETS = (3, 5, 2, 4)
 PRICE = {"input": 2.0, "output": 8.0}

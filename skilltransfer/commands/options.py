@@ -115,7 +115,7 @@ def take_deprecated(old: str, value: object, current: object = None) -> object:
 
 # ----------------------------------------------------------------------------------------------- shared options
 # A shared flag is declared here (or in an option group) and nowhere else; where its help names what the command
-# does with it, a command passes that help to the flag's function below (tests/test_command_bodies.py holds it).
+# does with it, a command passes that help to the flag's function below (tests/house/test_command_bodies.py holds it).
 def limit_option(help: str, *, min: int = 1) -> Any:
     """``--limit``/``-n``: only the first N of what ``help`` names (at least ``min``)."""
     return typer.Option("--limit", "-n", min=min, help=help)

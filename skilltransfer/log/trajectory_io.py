@@ -1,6 +1,6 @@
 """The one reader of a logged trajectory's steps: the dicts of ``trajectories/<task>.json`` back as the typed steps of
 log format 2 (`skilltransfer.log.steps`). ``show``, ``view``, ``report`` and the metrics read steps through it,
-never by key (tests/test_trajectory_io.py), so a renamed field fails here, once, not silently in each reader.
+never by key (tests/log/test_trajectory_io.py), so a renamed field fails here, once, not silently in each reader.
 
 Older steps are converted on read: format 1 recorded ``refused`` and ``stuck`` as strings, without ``guards``; they
 come back as guard records, so `ActionStep.refused` / `ActionStep.stuck` read as they were logged. The file is

@@ -3,7 +3,7 @@
 It states every convention an answer depends on: file formats, what identifies a record and how repeats look, the
 date formats (slash dates are month first) and that dates carry no time of day or time zone, the number format and
 missing-value tokens, every unit spelling with its exact conversion factor, how keys join the lookup file and how
-their spelling varies, and which keys the lookup lacks. ``tests/test_datasci_conventions.py`` checks that the data
+their spelling varies, and which keys the lookup lacks. ``tests/envs/test_datasci_conventions.py`` checks that the data
 only uses what this text documents and that every answer holds under every reading it allows.
 """
 
