@@ -30,6 +30,7 @@ from skilltransfer.runner.spec import (
 from skilltransfer.settings.config import CONDITIONS
 
 TESTS = Path(__file__).resolve().parents[1]
+"""The tests' root (its helpers), which Ray's workers import from beside this file's folder (`test_grid`'s envs)."""
 
 
 class ExplodingEnv(TinyEnv):
@@ -421,7 +422,8 @@ def test_cli_exit_code_1_when_a_stream_fails(tmp_path, server, monkeypatch, caps
 @pytest.mark.slow
 def test_ray_backend_runs_and_resumes(tmp_path, server):
     ray = pytest.importorskip("ray")
-    pythonpath = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
+    pythonpath = os.pathsep.join([str(Path(__file__).resolve().parent), str(TESTS),
+                                 os.environ.get("PYTHONPATH", "")]).strip(os.pathsep)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
     try:
