@@ -140,18 +140,27 @@ def confusability(vectors: np.ndarray, *, block: int = BLOCK_ROWS) -> np.ndarray
     return cosines[:, 0]
 
 
+def _links(vectors: np.ndarray, threshold: float, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`linked_pairs` as three arrays (i, j, cosine), in (i, j) order."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for start, stop in _blocks(len(rows), block):
+        sims = rows[start:stop] @ rows.T
+        r, c = np.nonzero(sims >= threshold)
+        upper = start + r < c
+        r, c = r[upper], c[upper]
+        found.append((start + r, c, sims[r, c]))
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    first, second, cosines = (np.concatenate(part) for part in zip(*found, strict=True))
+    return first.astype(np.int64), second.astype(np.int64), cosines
+
+
 def linked_pairs(vectors: np.ndarray, threshold: float, *,
                  block: int = BLOCK_ROWS) -> list[tuple[int, int, float]]:
     """Every pair ``(i, j, cosine)`` with ``i < j`` and cosine >= ``threshold``, in (i, j) order."""
-    rows = np.asarray(vectors, dtype=np.float32)
-    out: list[tuple[int, int, float]] = []
-    for start, stop in _blocks(len(rows), block):
-        sims = rows[start:stop] @ rows.T
-        for r, c in zip(*np.nonzero(sims >= threshold), strict=True):
-            i, j = start + int(r), int(c)
-            if i < j:
-                out.append((i, j, float(sims[r, c])))
-    return out
+    i, j, cosines = _links(vectors, threshold, block)
+    return list(zip(i.tolist(), j.tolist(), cosines.astype(np.float64).tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -177,22 +186,34 @@ def crowded_clusters(vectors: np.ndarray, band: Band = DEFAULT_BAND, *,
         pairs: `linked_pairs` at ``band.low``, when already computed.
     """
     n = len(vectors)
-    pairs = list(pairs) if pairs is not None else linked_pairs(vectors, band.low)
-    if n == 0 or not pairs:
+    if pairs is None:
+        i, j, cosines = _links(vectors, band.low, BLOCK_ROWS)
+    else:
+        listed = list(pairs)
+        i = np.array([p[0] for p in listed], dtype=np.int64)
+        j = np.array([p[1] for p in listed], dtype=np.int64)
+        cosines = np.array([p[2] for p in listed], dtype=np.float64)
+    return _clusters(n, i, j, cosines.astype(np.float64), band)
+
+
+def _clusters(n: int, i: np.ndarray, j: np.ndarray, cosines: np.ndarray, band: Band) -> list[CrowdedCluster]:
+    """`crowded_clusters` over linked pairs given as arrays (``cosines`` as float64)."""
+    if n == 0 or not len(i):
         return []
-    i, j = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-    graph = coo_matrix((np.ones(len(pairs)), (i, j)), shape=(n, n))
-    _, labels = connected_components(graph, directed=False)
-    groups: dict[int, list[int]] = {}
-    for row, label in enumerate(labels):
-        groups.setdefault(int(label), []).append(row)
-    stats: dict[int, list[float]] = {}
-    for a, _, cosine in pairs:
-        stats.setdefault(int(labels[a]), []).append(cosine)
-    clusters = [CrowdedCluster(members=members, links=len(stats[label]),
-                               near_duplicate_links=sum(c > band.high for c in stats[label]),
-                               max_cosine=round(max(stats[label]), 6))
-                for label, members in groups.items() if len(members) > 1]
+    graph = coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n))
+    count, labels = connected_components(graph, directed=False)
+    sizes = np.bincount(labels, minlength=count)
+    pair_labels = labels[i]
+    links = np.bincount(pair_labels, minlength=count)
+    near = np.bincount(pair_labels, weights=(cosines > band.high).astype(np.float64), minlength=count)
+    highest = np.full(count, -np.inf)
+    np.maximum.at(highest, pair_labels, cosines)
+    rows_by_label = np.argsort(labels, kind="stable")  # each cluster's rows, ascending
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    clusters = [CrowdedCluster(members=rows_by_label[bounds[label]:bounds[label + 1]].tolist(),
+                               links=int(links[label]), near_duplicate_links=int(near[label]),
+                               max_cosine=round(float(highest[label]), 6))
+                for label in np.flatnonzero(sizes > 1)]
     return sorted(clusters, key=lambda c: (-len(c.members), c.members[0]))
 
 
@@ -282,7 +303,8 @@ def crowding(ids: Sequence[str], vectors: np.ndarray, band: Band = DEFAULT_BAND,
     if len(ids) != len(vectors):
         raise ValueError(f"{len(ids)} ids for {len(vectors)} embedding rows")
     neighbours, cosines = nearest_neighbours(vectors, 1, block=block)
-    clusters = crowded_clusters(vectors, band, pairs=linked_pairs(vectors, band.low, block=block))
+    first, second, linked = _links(vectors, band.low, block)
+    clusters = _clusters(len(vectors), first, second, linked.astype(np.float64), band)
     member_of = {row: number for number, cluster in enumerate(clusters) for row in cluster.members}
     rows = []
     for i, skill_id in enumerate(ids):
