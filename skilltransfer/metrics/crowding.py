@@ -140,27 +140,48 @@ def confusability(vectors: np.ndarray, *, block: int = BLOCK_ROWS) -> np.ndarray
     return cosines[:, 0]
 
 
-def _links(vectors: np.ndarray, threshold: float, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`linked_pairs` as three arrays (i, j, cosine), in (i, j) order."""
+@dataclass(frozen=True)
+class _Scan:
+    """One pass over a library's cosines: each row's nearest other row and every linked pair."""
+
+    nearest: np.ndarray
+    """Per row, its nearest other row (ties: the lower index), as `nearest_neighbours` with k = 1."""
+    nearest_cosine: np.ndarray
+    first: np.ndarray
+    """The linked pairs (i, j, cosine) with i < j, in (i, j) order: `linked_pairs` as arrays."""
+    second: np.ndarray
+    cosine: np.ndarray
+
+
+def _scan(vectors: np.ndarray, threshold: float, block: int) -> _Scan:
+    """Each block of the cosine matrix computed once for both the nearest neighbours and the links at ``threshold``."""
     rows = np.asarray(vectors, dtype=np.float32)
+    n = len(rows)
+    nearest = np.zeros(n, dtype=np.int64)
+    nearest_cosine = np.zeros(n, dtype=np.float32)
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for start, stop in _blocks(len(rows), block):
+    for start, stop in _blocks(n, block):
         sims = rows[start:stop] @ rows.T
+        sims[np.arange(stop - start), np.arange(start, stop)] = -np.inf  # a row is not its own neighbour
+        best = np.argmax(sims, axis=1)  # the first of equal values: the lower index
+        nearest[start:stop] = best
+        nearest_cosine[start:stop] = sims[np.arange(stop - start), best]
         r, c = np.nonzero(sims >= threshold)
         upper = start + r < c
         r, c = r[upper], c[upper]
         found.append((start + r, c, sims[r, c]))
     if not found:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        empty = np.zeros(0, dtype=np.int64)
+        return _Scan(nearest, nearest_cosine, empty, empty, np.zeros(0, dtype=np.float32))
     first, second, cosines = (np.concatenate(part) for part in zip(*found, strict=True))
-    return first.astype(np.int64), second.astype(np.int64), cosines
+    return _Scan(nearest, nearest_cosine, first.astype(np.int64), second.astype(np.int64), cosines)
 
 
 def linked_pairs(vectors: np.ndarray, threshold: float, *,
                  block: int = BLOCK_ROWS) -> list[tuple[int, int, float]]:
     """Every pair ``(i, j, cosine)`` with ``i < j`` and cosine >= ``threshold``, in (i, j) order."""
-    i, j, cosines = _links(vectors, threshold, block)
-    return list(zip(i.tolist(), j.tolist(), cosines.astype(np.float64).tolist(), strict=True))
+    scan = _scan(vectors, threshold, block)
+    return list(zip(scan.first.tolist(), scan.second.tolist(), scan.cosine.astype(np.float64).tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -187,7 +208,8 @@ def crowded_clusters(vectors: np.ndarray, band: Band = DEFAULT_BAND, *,
     """
     n = len(vectors)
     if pairs is None:
-        i, j, cosines = _links(vectors, band.low, BLOCK_ROWS)
+        scan = _scan(vectors, band.low, BLOCK_ROWS)
+        i, j, cosines = scan.first, scan.second, scan.cosine
     else:
         listed = list(pairs)
         i = np.array([p[0] for p in listed], dtype=np.int64)
@@ -302,15 +324,14 @@ def crowding(ids: Sequence[str], vectors: np.ndarray, band: Band = DEFAULT_BAND,
     """
     if len(ids) != len(vectors):
         raise ValueError(f"{len(ids)} ids for {len(vectors)} embedding rows")
-    neighbours, cosines = nearest_neighbours(vectors, 1, block=block)
-    first, second, linked = _links(vectors, band.low, block)
-    clusters = _clusters(len(vectors), first, second, linked.astype(np.float64), band)
+    scan = _scan(vectors, band.low, block)
+    clusters = _clusters(len(vectors), scan.first, scan.second, scan.cosine.astype(np.float64), band)
     member_of = {row: number for number, cluster in enumerate(clusters) for row in cluster.members}
     rows = []
+    has = len(ids) > 1  # a library of one skill: no neighbour
     for i, skill_id in enumerate(ids):
-        has = neighbours.shape[1] > 0
-        cosine = round(float(cosines[i, 0]), 6) if has else None
-        rows.append(SkillCrowding(id=skill_id, neighbour_id=ids[int(neighbours[i, 0])] if has else None,
+        cosine = round(float(scan.nearest_cosine[i]), 6) if has else None
+        rows.append(SkillCrowding(id=skill_id, neighbour_id=ids[int(scan.nearest[i])] if has else None,
                                   cosine=cosine, label=band.label(cosine if cosine is not None else float("nan")),
                                   cluster=member_of.get(i)))
     return CrowdingReport(band=band, skills=rows, clusters=[[ids[m] for m in c.members] for c in clusters],
