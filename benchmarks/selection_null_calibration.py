@@ -7,8 +7,8 @@ binomial 95 % range at 5 %). This script asks the same question of the real anal
 same null world, without the stream:
 
 - sizes 5, 20, 80, 320, 1280; ``--tasks`` task ids, each run at every size;
-- a right pick with probability 0.7 at every size; success 0.8 after a right pick, 0.2 after a wrong one (the
-  benchmark's ``RIGHT_SUCCESS`` / ``WRONG_SUCCESS``), no context cost.
+- the benchmark's null world, read from it (``pick_rate("null", N)``: a right pick with probability 0.7 at every
+  size; success ``RIGHT_SUCCESS`` 0.8 after a right pick, ``WRONG_SUCCESS`` 0.2 after a wrong one), no context cost.
 
 Per replicate: the pick-accuracy slope's interval, and shadowing, context overhead and drop at each size above the
 base. Defined before running: **rejected** = the share of those intervals that exclude 0 (nominal 5 %).
@@ -25,13 +25,10 @@ import argparse
 import time
 
 import numpy as np
+from selection_scale import RIGHT_SUCCESS, SIZES, WRONG_SUCCESS, pick_rate  # the benchmark's null world, defined once
 
 from skilltransfer.metrics.selection import TaskSelection
 from skilltransfer.metrics.selection_scale import scale_analysis
-
-SIZES = (5, 20, 80, 320, 1280)
-PICK_RIGHT = 0.7
-RIGHT_SUCCESS, WRONG_SUCCESS = 0.8, 0.2
 
 
 def null_world(replicate: int, tasks: int) -> dict[float, list[TaskSelection]]:
@@ -41,7 +38,7 @@ def null_world(replicate: int, tasks: int) -> dict[float, list[TaskSelection]]:
     for size in SIZES:
         rows = []
         for task in range(tasks):
-            right = bool(rng.random() < PICK_RIGHT)
+            right = bool(rng.random() < pick_rate("null", size))
             success = float(rng.random() < (RIGHT_SUCCESS if right else WRONG_SUCCESS))
             rows.append(TaskSelection(f"t{task}", ("right", "other"), ("right",) if right else ("other",),
                                       frozenset({"right"}), success, size))
