@@ -32,7 +32,13 @@ Planted shadowing at N is (a(5) - a(N)) x 0.6 and context overhead is the cost a
 - **null rejected N%**: the share of the null world's intervals (slope; shadowing and context overhead per size) that
   exclude 0.
 
-    python benchmarks/selection_scale.py [--tasks 120] [--replicates 8] [--context 0.01]
+Replicates are numbered from ``--first-replicate`` (0): a run from a number never used before draws fresh worlds
+(every uniform and bootstrap is seeded by the replicate's number), a held-out check of figures already seen. The null
+world runs ``--null-replicates`` replicates (default: ``--replicates``): N counts 9 intervals a replicate, so it needs
+more replicates than R and C for the same precision.
+
+    python benchmarks/selection_scale.py [--tasks 120] [--replicates 8] [--null-replicates R] [--first-replicate 0]
+        [--context 0.01]
 
 Last line: ``selection: slope recovered R%, CI coverage C%, decomposition error E pts, null rejected N%``.
 """
@@ -203,10 +209,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=120, help="tasks per size (the same tasks at every size)")
     parser.add_argument("--replicates", type=int, default=8)
+    parser.add_argument("--null-replicates", type=int, default=None,
+                        help="replicates of the null world (default: --replicates)")
+    parser.add_argument("--first-replicate", type=int, default=0,
+                        help="number of the first replicate (seeds every draw; a new number: held-out worlds)")
     parser.add_argument("--context", type=float, default=0.01, help="planted context cost per doubling")
     args = parser.parse_args()
+    null_replicates = args.replicates if args.null_replicates is None else args.null_replicates
     faiss.omp_set_num_threads(1)
     recovered, coverage, rejected = Tally(), Tally(), Tally()
+    null_parts = {part: Tally() for part in ("slope", "shadowing", "context")}
     estimates: dict[tuple[str, int, str], list[float]] = {}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="selection-scale-") as tmp:
@@ -215,11 +227,12 @@ def main() -> None:
         library = export_jsonl(right, root / "library.jsonl")
         export_jsonl(near, root / "corpus.jsonl")
         for world in ("slope", "collapse", "null"):
-            for rep in range(args.replicates):
+            count = null_replicates if world == "null" else args.replicates
+            for rep in range(args.first_replicate, args.first_replicate + count):
                 analysis = scale_analysis(run_world(root, world, rep, tasks=args.tasks, per_doubling=args.context,
                                                     library=library), seed=rep)
-                _score(world, analysis, args.context, recovered, coverage, rejected, estimates)
-            print(f"{world}: {args.replicates} replicates done at {time.perf_counter() - start:.0f} s", flush=True)
+                _score(world, analysis, args.context, recovered, coverage, rejected, estimates, null_parts)
+            print(f"{world}: {count} replicates done at {time.perf_counter() - start:.0f} s", flush=True)
     elapsed = time.perf_counter() - start
     errors = []
     for (world, size, part), values in sorted(estimates.items()):
@@ -227,15 +240,18 @@ def main() -> None:
         errors.append(abs(float(np.mean(values)) - truth))
         print(f"{world:8s} N={size:5d} {part:9s}: planted {100 * truth:5.1f} pts, mean estimate "
               f"{100 * float(np.mean(values)):5.1f} pts over {len(values)} replicates")
-    n_tasks = 3 * args.replicates * len(SIZES) * args.tasks
+    n_tasks = (2 * args.replicates + null_replicates) * len(SIZES) * args.tasks
     print(f"{n_tasks} tasks through run_stream in {elapsed:.0f} s ({args.tasks} tasks per size, {args.replicates} "
-          f"replicates per world, sizes {', '.join(map(str, SIZES))})")
+          f"replicates per world, {null_replicates} of the null world, from replicate {args.first_replicate}; sizes "
+          f"{', '.join(map(str, SIZES))})")
+    print("null world, intervals excluding 0: " + ", ".join(f"{part} {tally.hits} of {tally.n}"
+                                                          for part, tally in null_parts.items()))
     print(f"selection: slope recovered {recovered.pct:.0f}%, CI coverage {coverage.pct:.0f}%, decomposition error "
           f"{100 * float(np.mean(errors)):.1f} pts, null rejected {rejected.pct:.0f}%")
 
 
 def _score(world: str, analysis: ScaleAnalysis, per_doubling: float, recovered: Tally, coverage: Tally,
-           rejected: Tally, estimates: dict[tuple[str, int, str], list[float]]) -> None:
+           rejected: Tally, estimates: dict[tuple[str, int, str], list[float]], null_parts: dict[str, Tally]) -> None:
     """Tally one replicate's analysis against the planted world (module docstring)."""
     slope = next(s for s in analysis.slopes if s.metric == "pick_accuracy").slope
     if world == "slope":
@@ -246,6 +262,7 @@ def _score(world: str, analysis: ScaleAnalysis, per_doubling: float, recovered: 
     else:
         coverage.add(slope.covers(0.0))
         rejected.add(not slope.covers(0.0))
+        null_parts["slope"].add(not slope.covers(0.0))
     for row in analysis.sizes[1:]:
         planted = planted_split(world, int(row.size), per_doubling)
         for part, estimate, truth in (("shadowing", row.shadowing, planted[0]),
@@ -253,6 +270,7 @@ def _score(world: str, analysis: ScaleAnalysis, per_doubling: float, recovered: 
             coverage.add(estimate.covers(truth))
             if world == "null":
                 rejected.add(not estimate.covers(0.0))
+                null_parts[part].add(not estimate.covers(0.0))
             if estimate.value is not None:
                 estimates.setdefault((world, int(row.size), part), []).append(estimate.value)
 
