@@ -173,22 +173,26 @@ def endpoint_key(model: ModelConfig) -> EndpointKey | None:
     return url, model.resolved_api_key(), tuple(sorted(model.headers.items()))
 
 
-def check_endpoint(model: ModelConfig, *, timeout_s: float = CHECK_TIMEOUT_S) -> EndpointProbe | None:
+def check_endpoint(model: ModelConfig, *, timeout_s: float = CHECK_TIMEOUT_S,
+                   replayed: bool = False) -> EndpointProbe | None:
     """Check that ``model``'s endpoint answers and has the key it needs (see the module docstring); its answer, or
-    None for a model that has no endpoint to ask (`endpoint_key`).
+    None for a model that has no endpoint to ask (`endpoint_key`). ``replayed``: a model replayed from a read-only
+    cache, which the check leaves alone, is asked too (its answer returned unjudged: `served_model` needs its id).
 
     Raises:
         InputError: one line naming the model string and what was tried.
     """
     key = endpoint_key(model)
-    if key is None:
+    if key is None and not (replayed and _name(model) == "openai"):
         return None
-    url, api_key, _ = key
+    url, api_key, _ = key or ((model.resolved_base_url() or OPENAI_URL).rstrip("/"), model.resolved_api_key(), ())
     where = f"model {model_string(model)!r}"
-    if url == OPENAI_URL and not api_key:
+    if key is not None and url == OPENAI_URL and not api_key:
         raise InputError(f"{where} needs an API key: set OPENAI_API_KEY or give --api-key (or -c models.<label>."
                          "api_key=...)")
     probe = probe_endpoint(url, api_key, model.headers, timeout_s=timeout_s, max_bytes=1 << 20)
+    if key is None:
+        return probe
     shown = shown_url(f"{url}/models")
     exc = probe.error
     if isinstance(exc, HttpStatusError) and exc.status in (401, 403):
@@ -259,20 +263,22 @@ def check_endpoints(models: Iterable[ModelConfig], *,
     return out
 
 
-def served_model(model: _Model, probe: EndpointProbe | None) -> tuple[_Model, EndpointProbe | None]:
-    """``model`` with its model id read from its endpoint's answer when none is given (flag, spec or
-    SKILLTRANSFER_MODEL) and the endpoint is not OpenAI's: its only model, so a run records (and the report tells
-    apart) the model it ran; and the answer (``probe``, else asked now when the id is needed).
+def served_model(model: _Model, *, timeout_s: float = CHECK_TIMEOUT_S) -> tuple[_Model, EndpointProbe | None]:
+    """``model``'s endpoint checked (`check_endpoint`: one ``GET /models``) and ``model`` with its model id read from
+    the answer when none is given (flag, spec or SKILLTRANSFER_MODEL) and the endpoint is not OpenAI's: its only
+    model, so a run records (and the report tells apart) the model it ran; and the answer (None for a model with no
+    endpoint to ask; asked for the id alone when the check does not ask, as for a replayed cache).
 
     Raises:
-        InputError: no id is given and the endpoint serves none or several (naming them), or gave no model list.
+        InputError: see `check_endpoint`; no id is given and the endpoint serves none or several (naming them), or
+            gave no model list.
     """
     url = (model.resolved_base_url() or OPENAI_URL).rstrip("/")
-    if _name(model) != "openai" or model.resolved_model() or url == OPENAI_URL \
-            or not url.startswith(("http://", "https://")):
+    needs_id = _name(model) == "openai" and not model.resolved_model() and url != OPENAI_URL \
+        and url.startswith(("http://", "https://"))
+    probe = check_endpoint(model, timeout_s=timeout_s, replayed=needs_id)  # a replayed cache is asked for the id alone
+    if not needs_id or probe is None:
         return model, probe
-    if probe is None:  # not checked (a replayed cache): asked for the id alone, as the client would
-        probe = probe_endpoint(url, model.resolved_api_key(), model.headers)
     return model.model_copy(update={"model": probe.only_model()}), probe
 
 

@@ -8,13 +8,14 @@ import re
 import shutil
 import time
 from collections.abc import Collection, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skilltransfer.errors import InputError, check_output_path
 from skilltransfer.llm import make_model
-from skilltransfer.llm.openai_client import EndpointProbe, check_endpoint, served_model
+from skilltransfer.llm.openai_client import EndpointProbe, served_model
 from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.runner.budget import Budget
@@ -111,12 +112,9 @@ def launch(env: Env, model: ChatModel, config: StreamConfig, tasks: Sequence[Tas
     try:
         ids = {t.id for t in tasks}
         done = [r for r in RunFolder(config.path).read_records() if r.task_id in ids]
-        if progress:
-            with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) as bar:
-                summary = run_stream(env, bar.watch(model), config, embedder=embedder, tasks=tasks, on_task=bar,
-                                     on_event=bar.on_event, inputs=inputs, budget=budget, parallel_tasks=width)
-        else:
-            summary = run_stream(env, model, config, embedder=embedder, tasks=tasks, inputs=inputs, budget=budget,
+        with StreamProgress(len(tasks), done, console, heartbeat_s=heartbeat_s) if progress else nullcontext() as bar:
+            summary = run_stream(env, bar.watch(model) if bar else model, config, embedder=embedder, tasks=tasks,
+                                 on_task=bar, on_event=bar.on_event if bar else None, inputs=inputs, budget=budget,
                                  parallel_tasks=width)
     finally:
         for part in (model, embedder):
@@ -133,7 +131,7 @@ def checked_endpoint(config: StreamConfig) -> tuple[StreamConfig, EndpointProbe 
     Raises:
         InputError: the endpoint does not answer, refuses the key, or serves no single model when one is needed.
     """
-    model, probe = served_model(config.model, check_endpoint(config.model))
+    model, probe = served_model(config.model)
     return config.model_copy(update={"model": model}), probe
 
 
@@ -150,14 +148,14 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     if config.evolution is not None or config.organize:
         raise InputError("evolution and organize run as grid streams (or with skilltransfer evolve / library "
                          "organize), not with run")
+    config, probe = checked_endpoint(config)  # a dead endpoint or a missing key: one line in seconds
+    check_settings(RunFolder(folder), config)  # a rerun with other settings is refused before anything is built
     check_output_path(folder, flag="--out")
     for name in (CONFIG, RESULTS):
         if (folder / name).exists() and not (folder / name).is_file():
             raise InputError("not a file, so --out is not a run folder; use another --out", path=folder / name)
     if workdir is not None:
         check_output_path(workdir, flag="--workdir")
-    config, probe = checked_endpoint(config)  # a dead endpoint or a missing key: one line in seconds
-    check_settings(RunFolder(folder), config)  # a rerun with other settings is refused before anything is built
     inputs = prepare_stream(config)  # a bad library fails here, before the run folder is written; loaded once
     if budget is not None and budget.cost_limit is not None and config.model.price is None:
         raise InputError("--cost-limit needs the model's price: -c 'model.price={input: 2.5, output: 10}' (dollars "

@@ -236,10 +236,10 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     repeated = sorted(task_id for task_id, n in Counter(t.id for t in tasks).items() if n > 1)
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
+    clock = TaskClock(config.agent.task_timeout_s)
     folder = RunFolder(config.path)
     agent_cfg = stream_agent_config(config, inputs, read_run_settings(folder).agent if folder.exists() else None)
     induction = config.induction_config()
-    clock = TaskClock(config.agent.task_timeout_s)
     served = ServedModels()
     model = ReportingModel(model, served)
     if clock.limit_s is not None:
