@@ -82,8 +82,8 @@ def measure(starts: int, steps: int, sandboxed: bool = True, service_calls: int 
 
 def measure_scienceworld(n_tasks: int, sandboxed: bool = True) -> dict[str, object]:
     """ScienceWorld start-up and step rates over the gold paths of the first ``n_tasks`` tasks of ``dev30``."""
+    from skilltransfer.envs.opening import select_tasks
     from skilltransfer.envs.scienceworld import ScienceWorldEnv
-    from skilltransfer.runner.build import select_tasks
 
     with tempfile.TemporaryDirectory(prefix="skilltransfer-bench-") as folder:
         env = ScienceWorldEnv(workdir=Path(folder), sandboxed=sandboxed)

@@ -70,7 +70,7 @@ def show_env(env: str = typer.Argument(..., help="apps, office, datasci, science
     kwargs = {} if env.startswith(registry.OFFICEBENCH) else {"seed": seed}
     instance = registry.get_env(env, **kwargs)
     if stream is not None:
-        from skilltransfer.runner.build import named_stream
+        from skilltransfer.envs.opening import named_stream
 
         tasks = named_stream(instance, stream, split)
     else:

@@ -105,7 +105,7 @@ def evolve(
     from skilltransfer.lens.evolve import WriterConfig
     from skilltransfer.lens.power import check_can_commit, power_line
     from skilltransfer.llm import make_model
-    from skilltransfer.runner.build import build_embedder, build_env, stream_tasks
+    from skilltransfer.runner.build import build_embedder, open_stream
     from skilltransfer.runner.evolve import evolve_stream
     from skilltransfer.runner.launch import checked_endpoint, run_spec
 
@@ -120,8 +120,7 @@ def evolve(
     stream = run_spec(spec.config, spec.overrides, flags, out / "evals" / "run",
                       allowed_imports=allowed_imports(spec.allow_import, env))
     spec.check_key_destinations([("model.base_url", stream.model)], model)  # before any request
-    built = build_env(stream.env, workdir)
-    tasks = stream_tasks(built, stream)
+    built, tasks = open_stream(stream, workdir)
     if len(tasks) < dev + val + test:
         raise InputError(f"the stream has {len(tasks)} tasks; --dev {dev} + --val {val} + --test {test} need "
                          f"{dev + val + test}")

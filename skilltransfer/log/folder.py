@@ -21,6 +21,7 @@ from skilltransfer.errors import InputError, validation_message
 from skilltransfer.log.legacy import upgrade_v1_config
 from skilltransfer.log.numbers import check_numbers
 from skilltransfer.log.prompts import PromptStore, reasoning_message, reply_message
+from skilltransfer.log.provenance import merged
 from skilltransfer.log.records import (
     FORMAT_VERSION,
     LibraryUtility,
@@ -359,6 +360,12 @@ class RunFolder:
         before = self.read_config()
         if dict(provenance) != before.provenance:
             self._write(CONFIG, before.model_copy(update={"provenance": dict(provenance)}).to_json())
+
+    def merge_provenance(self, now: Mapping[str, Any]) -> None:
+        """Add ``now`` (this invocation's provenance) to ``config.json``'s (`skilltransfer.log.provenance.merged`: its
+        served models, and the software a resume ran with where it differs); a folder that records none takes
+        ``now``."""
+        self.record_provenance(merged(self.read_config().provenance or now, now))
 
     def write_trajectory(self, relative: str, log: TrajectoryLog) -> None:
         """Write (or rewrite) a trajectory file atomically."""

@@ -1,10 +1,5 @@
-"""Building a stream's parts from its `StreamConfig`: the env, its task stream, the model and the embedder.
-
-Env specs: a registered name (``apps``, ``office``, ``datasci``), the name of an installed plug-in (an entry point in
-the group ``skilltransfer.envs``), real OfficeBench (``officebench[:<tasks folder>]``), or ``module:Class`` for your
-own env class (importable from ``sys.path``; it needs ``tasks()`` and ``start(task)``, see
-``skilltransfer/envs/base.py``). The class gets ``seed``, ``sandboxed`` and ``workdir`` (when set) if its constructor
-accepts them, plus the ``args`` (checked against the constructor's parameters and annotations by `check_env_args`).
+"""Building a stream's parts from its `StreamConfig`: the env and its task stream (`open_stream`, through
+`skilltransfer.envs.opening`, which says what an env spec may name), its frozen library, and the embedder.
 
 Importing a module runs its code, so the CLI imports a ``module:Class`` named in a spec file or a ``-c`` only when
 the user allowed that module on the command line (``--allow-import MODULE``; `check_env_name` with
@@ -13,27 +8,13 @@ the user allowed that module on the command line (``--allow-import MODULE``; `ch
 
 from __future__ import annotations
 
-import inspect
-import json
 import threading
-import typing
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
-
-from skilltransfer.envs.registry import (
-    ENVS,
-    OFFICEBENCH,
-    OFFICEBENCH_CLASS,
-    PLUGIN_GROUP,
-    check_env_shape,
-    env_class,
-    env_target,
-    get_env,
-    stream_order,
-)
+from skilltransfer.envs.opening import env_class_of, is_officebench, open_env, select_tasks
+from skilltransfer.envs.registry import ENVS, PLUGIN_GROUP, env_target
 from skilltransfer.errors import InputError
 from skilltransfer.log import memory_folder
 from skilltransfer.memory.embedders import EmbedderWrapper
@@ -43,23 +24,16 @@ from skilltransfer.memory.snapshots import snapshot_library
 from skilltransfer.protocols import Embedder, Env, TaskSpec
 from skilltransfer.settings.config import EnvSpec, StreamConfig
 from skilltransfer.skill import Skill
-from skilltransfer.util.imports import load_target
 
-ENV_CHOICES = ("apps, office, datasci, scienceworld, officebench[:<tasks folder>], an installed plug-in's name, or "
-               "module:Class")
 ALLOW_IMPORT = "--allow-import"
 """The flag that lets a spec file or ``-c`` name a ``module:Class`` env or model of that module (``grid``, ``run``)."""
 
 
 # --------------------------------------------------------------------------------------------- envs
-def _is_officebench(name: str) -> bool:
-    return name == OFFICEBENCH or name.startswith(OFFICEBENCH + ":")
-
-
 def imported_module(spec: str) -> str | None:
     """The module an env spec makes the harness import of its own choosing: ``module`` of ``module:Class``; None for
     a registered env, an installed plug-in or ``officebench[:path]`` (their code is the toolkit's or the user's)."""
-    if spec in ENVS or _is_officebench(spec) or ":" not in spec or env_target(spec) is not None:
+    if spec in ENVS or is_officebench(spec) or ":" not in spec or env_target(spec) is not None:
         return None
     return spec.partition(":")[0].strip() or None  # no module: nothing to import
 
@@ -69,24 +43,6 @@ def import_allowed(module: str, allowed: Collection[str]) -> bool:
     given as ``module:Class`` counts as its module)."""
     names = {item.partition(":")[0].strip() for item in allowed}
     return any(module == name or module.startswith(name + ".") for name in names if name)
-
-
-def env_class_of(spec: str) -> Any:
-    """The class (or factory) behind an env spec: a registry name, an installed plug-in's name,
-    ``officebench[:path]`` or ``module:Class``; checked for its shape (a class with ``tasks`` and ``start``) before
-    anything calls it.
-
-    Raises:
-        InputError: an unknown name, or a target that cannot be imported or called.
-    """
-    if spec in ENVS:
-        return env_class(spec)
-    plugin = not _is_officebench(spec) and env_target(spec) is not None
-    if ":" not in spec and not _is_officebench(spec) and not plugin:
-        raise InputError(f"unknown env {spec!r}; choose one of: {ENV_CHOICES}")
-    if plugin:
-        return env_class(spec)  # checked for its shape
-    return check_env_shape(load_target(OFFICEBENCH_CLASS if _is_officebench(spec) else spec, what="env class"), spec)
 
 
 def check_env_name(name: str, where: str, allowed_imports: Collection[str] | None = None) -> None:
@@ -100,7 +56,7 @@ def check_env_name(name: str, where: str, allowed_imports: Collection[str] | Non
     Raises:
         InputError: an unknown name, a module not allowed, or a plug-in class that cannot be imported.
     """
-    if name in ENVS or _is_officebench(name):
+    if name in ENVS or is_officebench(name):
         return
     _check_import("env", name, imported_module(name), where, allowed_imports, env_class_of,
                   instead=f"install the env as a plug-in (an entry point in {PLUGIN_GROUP}) and name it")
@@ -136,115 +92,27 @@ def _check_import(what: str, name: str, module: str | None, where: str, allowed_
         raise InputError(f"field {where!r}: {exc}") from None
 
 
-def check_env_args(cls: Any, kwargs: dict[str, Any], spec: str) -> dict[str, Any]:
-    """``kwargs`` checked against the constructor of ``cls``: names it takes, values of its annotated types.
-
-    Values are validated (and coerced) as pydantic's lax mode does: ``"3"`` becomes 3 for an ``int`` parameter,
-    ``"abc"`` is refused. Unannotated or ``Any`` parameters take anything.
-
-    Raises:
-        InputError: an argument the constructor does not take, or a value of the wrong type (both named).
-    """
-    signature = inspect.signature(cls)
-    try:
-        signature.bind_partial(**kwargs)
-    except TypeError as exc:
-        raise InputError(f"env {spec!r} refused its arguments: {exc}") from None
-    try:
-        hints = typing.get_type_hints(cls.__init__ if isinstance(cls, type) else cls)  # type: ignore[misc]
-    except Exception:  # noqa: BLE001 - annotations that do not resolve: the constructor judges the values
-        hints = {}
-    checked = dict(kwargs)
-    for key, value in kwargs.items():
-        if key not in hints or key not in signature.parameters:
-            continue
-        try:
-            checked[key] = TypeAdapter(hints[key]).validate_python(value)
-        except ValidationError as exc:
-            raise InputError(f"env {spec!r}: argument {key}={json.dumps(value, default=str)}: "
-                             f"{exc.errors()[0]['msg']}") from None
-        except PydanticSchemaGenerationError:
-            continue
-    return checked
-
-
 def build_env(spec: EnvSpec, workdir: Path | None = None) -> Env:
-    """The env of ``spec``: its ``args`` always passed (checked); ``seed``, ``sandboxed`` and ``workdir`` when set and
-    the constructor takes them (a registered env takes all three; real OfficeBench no ``seed``).
+    """The env of ``spec`` (`skilltransfer.envs.opening.open_env`: its ``args`` checked; ``seed``, ``sandboxed`` and
+    ``workdir`` when set and the constructor takes them).
 
     Raises:
         InputError: unknown name, a class that cannot be imported, or constructor arguments it refuses.
     """
-    name = spec.name
-    cls = env_class_of(name)
-    kwargs = check_env_args(cls, dict(spec.args), name)
-    defaults = {k: v for k, v in {"seed": spec.seed, "sandboxed": spec.sandboxed, "workdir": workdir}.items()
-                if v is not None}
-    if workdir is not None:
-        workdir.mkdir(parents=True, exist_ok=True)
-    if name in ENVS or _is_officebench(name):
-        if _is_officebench(name):
-            defaults.pop("seed", None)
-        env: Env = get_env(name, **{**defaults, **kwargs})
-        return env
-    params = inspect.signature(cls).parameters
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        defaults = {k: v for k, v in defaults.items() if k in params}
-    try:
-        env = cls(**{**defaults, **kwargs})
-    except TypeError as exc:
-        raise InputError(f"env {name!r} refused its arguments: {exc}") from None
-    if not callable(getattr(env, "tasks", None)) or not callable(getattr(env, "start", None)):
-        raise InputError(f"env {name!r} needs tasks() and start(task) methods")
-    return env
+    return open_env(spec.name, dict(spec.args), seed=spec.seed, sandboxed=spec.sandboxed, workdir=workdir)
 
 
-def select_tasks(env: Env, *, order_seed: int = 0, limit: int | None = None, split: str | None = None,
-                 stream: str | None = None) -> list[TaskSpec]:
-    """The stream: ``env.tasks(split)`` in the order of ``order_seed`` (see ``stream_order``), cut to ``limit``.
-
-    ``stream`` names one of the env's curated streams (``env.streams``: name -> task ids in order) instead: its tasks
-    in the listed order (``order_seed`` 0) or reshuffled (another seed), then cut to ``limit``.
-    """
-    if limit is not None and limit < 1:
-        raise InputError(f"the task limit must be >= 1, got {limit}")
-    if stream is not None:
-        ordered = named_stream(env, stream, split)
-        if order_seed != 0:
-            ordered = stream_order(ordered, order_seed)
-        return ordered[:limit] if limit is not None else ordered
-    tasks = list(_tasks(env, split))
-    if not tasks:
-        raise InputError(f"the env has no tasks{f' in split {split!r}' if split else ''}")
-    ordered = stream_order(tasks, order_seed)
-    return ordered[:limit] if limit is not None else ordered
-
-
-def stream_tasks(env: Env, config: StreamConfig) -> list[TaskSpec]:
-    """The tasks of a stream, as its config selects them (`select_tasks`; an evolution stream lists its three splits,
+def open_stream(config: StreamConfig, workdir: Path | None = None) -> tuple[Env, list[TaskSpec]]:
+    """A stream's env (`build_env`, in ``workdir``) and its tasks as its config selects them
+    (`skilltransfer.envs.opening.select_tasks`; an evolution stream lists its three splits,
     `StreamConfig.stream_length`; ``task_positions`` picks some of them).
 
     Raises:
-        InputError: see `select_tasks`; a position past the stream.
+        InputError: see `build_env` and `select_tasks`; a position past the stream.
     """
-    tasks = select_tasks(env, order_seed=config.order_seed, limit=config.stream_length, split=config.env.split,
-                         stream=config.env.stream)
-    return pick_positions(tasks, config.task_positions) if config.task_positions is not None else tasks
-
-
-def pick_positions(tasks: list[TaskSpec], positions: Sequence[int]) -> list[TaskSpec]:
-    """The tasks at ``positions`` (0-based), in the order given.
-
-    Raises:
-        InputError: a position outside the stream, or a repeated one.
-    """
-    bad = [p for p in positions if not 0 <= p < len(tasks)]
-    if bad:
-        raise InputError(f"task_positions: position {bad[0]} is outside the stream's {len(tasks)} tasks (positions "
-                         f"are 0-based: 0..{len(tasks) - 1})")
-    if len(set(positions)) != len(positions):
-        raise InputError("task_positions: a position is repeated")
-    return [tasks[p] for p in positions]
+    env = build_env(config.env, workdir)
+    return env, select_tasks(env, order_seed=config.order_seed, limit=config.stream_length, split=config.env.split,
+                             stream=config.env.stream, positions=config.task_positions)
 
 
 def parse_positions(text: str) -> list[int]:
@@ -268,28 +136,6 @@ def parse_positions(text: str) -> list[int]:
     if len(set(out)) != len(out):
         raise InputError(f"--only-tasks: {text!r} names a task twice")
     return out
-
-
-def _tasks(env: Env, split: str | None) -> Any:
-    return env.tasks(split) if split else env.tasks()  # type: ignore[call-arg]  # a split is an env's extension
-
-
-def named_stream(env: Env, name: str, split: str | None = None) -> list[TaskSpec]:
-    """The tasks of the env's curated stream ``name``, in its order.
-
-    Raises:
-        InputError: the env has no such stream (the choices are listed), or it names a task the env lacks.
-    """
-    streams: dict[str, tuple[str, ...]] = dict(getattr(env, "streams", {}) or {})
-    if name not in streams:
-        choices = ", ".join(streams) if streams else "none (this env defines no named streams)"
-        raise InputError(f"unknown stream {name!r}; choose one of: {choices}")
-    by_id = {task.id: task for task in _tasks(env, split)}
-    missing = [task_id for task_id in streams[name] if task_id not in by_id]
-    if missing:
-        raise InputError(f"stream {name!r} names tasks this env{f' split {split!r}' if split else ''} lacks: "
-                         f"{', '.join(missing[:3])}")
-    return [by_id[task_id] for task_id in streams[name]]
 
 
 # --------------------------------------------------------------------------------------------- libraries

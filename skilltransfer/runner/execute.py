@@ -22,7 +22,7 @@ from skilltransfer.errors import InputError
 from skilltransfer.log import MEMORY, TASK_ERROR, TASK_TIMEOUT, RunFolder, TaskRecord
 from skilltransfer.protocols import ChatModel, Embedder, TaskSpec
 from skilltransfer.runner.budget import Budget
-from skilltransfer.runner.build import build_env, saved_memory_size, stream_tasks
+from skilltransfer.runner.build import build_env, open_stream, saved_memory_size
 from skilltransfer.runner.evolve import run_evolution_stream, split_tasks
 from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.runner.organize import run_organize_stream
@@ -38,14 +38,14 @@ TaskSink = Callable[[str, TaskRecord], None]
 
 
 def list_tasks(plan: StreamPlan) -> list[TaskSpec]:
-    """The stream's tasks (`stream_tasks`), from an env built in a throw-away work folder.
+    """The stream's tasks (`open_stream`), from an env built in a throw-away work folder.
 
     Raises:
-        InputError: see `stream_tasks` (the caller names the stream).
+        InputError: see `open_stream` (the caller names the stream).
     """
     workdir = Path(tempfile.mkdtemp(prefix="grid-tasks-"))
     try:
-        return stream_tasks(build_env(plan.config.env, workdir), plan.config)
+        return open_stream(plan.config, workdir)[1]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

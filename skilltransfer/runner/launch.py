@@ -19,12 +19,7 @@ from skilltransfer.llm.openai_client import EndpointProbe, served_model
 from skilltransfer.log import CONFIG, RESULTS, TRAJECTORIES, RunFolder
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
 from skilltransfer.runner.budget import Budget
-from skilltransfer.runner.build import (
-    build_embedder,
-    build_env,
-    single_thread_faiss,
-    stream_tasks,
-)
+from skilltransfer.runner.build import build_embedder, open_stream, single_thread_faiss
 from skilltransfer.runner.guard import GuardedEnv
 from skilltransfer.runner.plan import one_stream
 from skilltransfer.runner.progress import StreamProgress
@@ -160,8 +155,7 @@ def run_config(config: StreamConfig, *, workdir: Path | None = None, progress: b
     if budget is not None and budget.cost_limit is not None and config.model.price is None:
         raise InputError("--cost-limit needs the model's price: -c 'model.price={input: 2.5, output: 10}' (dollars "
                          "per million input/output tokens)")
-    env = build_env(config.env, workdir)
-    tasks = stream_tasks(env, config)
+    env, tasks = open_stream(config, workdir)
     model = make_model(config.model, probe=probe)
     embedder = build_embedder(config) if config.has_memory else None
     console = console or Console(stderr=True)

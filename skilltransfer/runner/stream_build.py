@@ -24,6 +24,7 @@ from skilltransfer.agents.config import AgentConfig
 from skilltransfer.agents.disclosure import DisclosureOrigin
 from skilltransfer.agents.prompts import DISCLOSURE_PROMPTS, DISCLOSURE_SECTIONS, SKILL_EXEC_PROMPTS, AgentPrompts
 from skilltransfer.coordination.prompts import CoordinationPrompts
+from skilltransfer.envs.opening import pick_positions
 from skilltransfer.errors import InputError
 from skilltransfer.induction.inducer import Inducer
 from skilltransfer.lens.graph import SkillGraph
@@ -32,7 +33,7 @@ from skilltransfer.llm import make_model
 from skilltransfer.llm.chain import ReportingModel, TimedModel
 from skilltransfer.llm.strict import adopt_param_changes
 from skilltransfer.log import LibraryDraw, LibraryUtility, RunFolder, TaskRecord
-from skilltransfer.log.provenance import ServedModels, merged, run_provenance
+from skilltransfer.log.provenance import ServedModels, run_provenance
 from skilltransfer.memory.distractors import distractor_skills
 from skilltransfer.memory.joint import JointMemory
 from skilltransfer.memory.masking import MaskedRetriever
@@ -49,7 +50,7 @@ from skilltransfer.memory.ranking import Ranker
 from skilltransfer.memory.scope import OwnTaskLibrary
 from skilltransfer.memory.store import SkillMemory
 from skilltransfer.protocols import ChatModel, Embedder, Env, TaskSpec
-from skilltransfer.runner.build import agent_library_name, external_library, pick_positions, stream_library_read
+from skilltransfer.runner.build import agent_library_name, external_library, stream_library_read
 from skilltransfer.runner.clock import TaskClock
 from skilltransfer.runner.coordinated import CoordinatedTask
 from skilltransfer.settings.config import StreamConfig
@@ -83,9 +84,9 @@ def prepare_stream(config: StreamConfig) -> StreamInputs:
     Raises:
         InputError: settings that would be ignored (`StreamConfig.check_skill_exec`), a bad library or organisation.
     """
-    config.check_skill_exec()
     read = stream_library_read(config)
     library = read.skills if read is not None else None
+    config.check_skill_exec()
     organized = config.organization is not None and library != []  # a library without skills: nothing organised
     organization = LibraryView.load(config.organization) if organized and config.organization else None
     notes = read.notes() if read is not None else []
@@ -229,6 +230,10 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
         InputError: see `prepare_stream`; a repeated task id; a run folder started with other settings.
     """
     inputs = inputs if inputs is not None else prepare_stream(config)
+    clock = TaskClock(config.agent.task_timeout_s)
+    folder = RunFolder(config.path)
+    agent_cfg = stream_agent_config(config, inputs, read_run_settings(folder).agent if folder.exists() else None)
+    induction = config.induction_config()
     if tasks is None:  # the env's tasks, picked by task_positions (a caller's list is already selected)
         listed = list(env.tasks())
         tasks = pick_positions(listed, config.task_positions) if config.task_positions is not None else listed
@@ -236,10 +241,6 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
     repeated = sorted(task_id for task_id, n in Counter(t.id for t in tasks).items() if n > 1)
     if repeated:
         raise InputError(f"the task stream repeats task ids: {', '.join(repeated[:5])}")
-    clock = TaskClock(config.agent.task_timeout_s)
-    folder = RunFolder(config.path)
-    agent_cfg = stream_agent_config(config, inputs, read_run_settings(folder).agent if folder.exists() else None)
-    induction = config.induction_config()
     served = ServedModels()
     model = ReportingModel(model, served)
     if clock.limit_s is not None:
@@ -254,7 +255,7 @@ def build_stream(env: Env, model: ChatModel, config: StreamConfig, *, embedder: 
                        provenance=run_provenance(config.model.effective_params()))
     check_resume(folder, log)
     records = folder.start(log)
-    folder.record_provenance(merged(folder.read_config().provenance or log.provenance, log.provenance))
+    folder.merge_provenance(log.provenance)
     adopt_param_changes(model, folder.read_config().model_adaptations)  # a resumed run sends what the first learnt
     memory = _open_memory(config, inputs, embedder, tasks, folder)
     if memory is not None and config.retrieval != "dense":

@@ -12,10 +12,10 @@ import pytest
 from helpers_cli import main_output
 from helpers_tinyenv import role_of
 
+from skilltransfer.envs.opening import select_tasks
 from skilltransfer.envs.scienceworld import simulator
 from skilltransfer.envs.scienceworld.env import ScienceWorldEnv
 from skilltransfer.llm.testing.mock_server import MockServer
-from skilltransfer.runner.build import select_tasks
 from skilltransfer.settings.config import CONDITIONS
 
 REASON = simulator.unavailable_reason()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from helpers_tinyenv import CounterScript, SimulatedCrash, TinyEnv, task_start
 
+from skilltransfer.envs.opening import pick_positions
 from skilltransfer.errors import InputError
 from skilltransfer.llm.testing import ScriptedModel
 from skilltransfer.log import memory_folder
@@ -18,7 +19,7 @@ from skilltransfer.memory.snapshots import read_snapshots, snapshot_library
 from skilltransfer.metrics.forgetting import per_task_measures
 from skilltransfer.report import build_report, load_runs
 from skilltransfer.report.writer import write_report
-from skilltransfer.runner.build import parse_positions, pick_positions
+from skilltransfer.runner.build import parse_positions
 from skilltransfer.runner.stream import run_stream
 from skilltransfer.settings.config import StreamConfig
 from skilltransfer.view.data import Catalog

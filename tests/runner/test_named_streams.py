@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 
 from skilltransfer.cli import app
 from skilltransfer.envs.apps import AppsEnv
+from skilltransfer.envs.opening import select_tasks
 from skilltransfer.errors import InputError
 from skilltransfer.llm.testing.mock_server import MockServer
 from skilltransfer.log import InducedSkill, RetrievedSkill, TaskRecord
 from skilltransfer.report.events import transfer_events
 from skilltransfer.report.summary import summarize_run
-from skilltransfer.runner.build import select_tasks
 
 
 class StreamedTinyEnv(TinyEnv):
