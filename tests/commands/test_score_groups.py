@@ -5,32 +5,23 @@ over a frozen library, alone and beside the agent's own memory, in two envs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers_bench import load_benchmark
 from helpers_cli import main_cli
 
 from skilltransfer.errors import InputError
 from skilltransfer.memory import HashEmbedder, export_jsonl
 from skilltransfer.report import EmbedderResolver, build_report, load_runs
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "utility_effects.py"
-
 
 @pytest.fixture(scope="module")
 def world() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("utility_effects_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("utility_effects")
 
 
 @pytest.fixture(scope="module")

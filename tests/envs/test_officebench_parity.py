@@ -4,8 +4,6 @@ under both semantics (``benchmarks/officebench_parity.py`` models the benchmark'
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 from email.message import EmailMessage
 from pathlib import Path
@@ -13,21 +11,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers_bench import load_benchmark
 
 from skilltransfer.envs.office import files
 from skilltransfer.envs.office.checks import CheckContext, run_check
 
-PARITY_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "officebench_parity.py"
-
 
 def _load_parity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("officebench_parity", PARITY_SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("officebench_parity", "officebench_parity")
 
 
 parity = _load_parity()

@@ -5,14 +5,12 @@ The world is ``benchmarks/skill_effects.py``'s (planted effects of +0.3 / -0.3 /
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from helpers_bench import load_benchmark
 from pydantic import ValidationError
 
 from skilltransfer.log import TrajectoryLog
@@ -23,18 +21,10 @@ from skilltransfer.runner.plan import plan_streams
 from skilltransfer.runner.spec import load_spec
 from skilltransfer.settings.config import StreamConfig
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "skill_effects.py"
-
 
 @pytest.fixture(scope="module")
 def world() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("skill_effects_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("skill_effects")
 
 
 # --------------------------------------------------------------------------------------------- the estimator

@@ -4,15 +4,14 @@ the spec's dry run."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from helpers_bench import load_benchmark
 from scipy import stats
 
 from skilltransfer.errors import InputError
@@ -32,18 +31,10 @@ from skilltransfer.metrics.validation import auroc, auroc_interval, spearman, sp
 from skilltransfer.report import EmbedderResolver, build_report, load_runs
 from skilltransfer.report.utility_effects import BINNED
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "utility_effects.py"
-
 
 @pytest.fixture(scope="module")
 def world() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("utility_effects_bench", BENCH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("utility_effects")
 
 
 # --------------------------------------------------------------------------------------------- statistics

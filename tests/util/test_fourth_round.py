@@ -15,7 +15,6 @@ Each class of attack that succeeded has its tests here (docs/threat-model.md, "F
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers_bench import load_benchmark
 from helpers_cli import main_cli
 from helpers_hostile import HostileServer
 
@@ -47,7 +47,6 @@ same as C1 controls, and rich markup (a hyperlink)."""
 HOSTILE = "x" + "".join(PAYLOADS.values())
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """A control character a terminal acts on (all but tab and newline)."""
-REPO = Path(__file__).resolve().parents[2]
 
 
 def assert_no_raw_controls(*texts: str) -> None:
@@ -197,13 +196,7 @@ def test_library_prune_harmful_prints_a_shared_runs_skill_names_safely(tmp_path:
 
 
 def _skill_effects_world() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("skill_effects_bench", REPO / "benchmarks" / "skill_effects.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("skill_effects")
 
 
 PRINTING_ALLOWED = {

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_bench import load_benchmark
 from helpers_view import ARGS, CHROMIUM, XSS, build_view_runs, large_run
 from helpers_view import TARGETS as TARGETS_OF_STUDY
 
@@ -391,16 +392,8 @@ def test_a_single_file_export_opens_with_the_same_content_and_its_data_is_no_scr
 
 
 def test_a_masked_runs_skill_pages_show_each_skills_effect_and_its_draws(browser, tmp_path):
-    import importlib.util
-    import sys
-
-    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "skill_effects.py"
-    spec = importlib.util.spec_from_file_location("skill_effects_bench_view", bench)
-    assert spec is not None
-    assert spec.loader is not None
-    world = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = world
-    spec.loader.exec_module(world)
+        
+    world = load_benchmark("skill_effects", "skill_effects_bench_view")
     root = tmp_path / "runs"
     records = world.run_replicate(root, 0, groups=1, per_topic=40, mask_rate=0.5)
     with ViewServer(Catalog([root])) as running:
@@ -553,19 +546,11 @@ def test_the_viewers_report_page_shows_diagnostics_against_randomised_effects(br
     """Issue 49: a masked stream of the planted world (``benchmarks/utility_effects.py``), ``report`` on it, and
     ``view`` on the lot: the index links the report folder, whose page shows the utility_effects tables (one row per
     diagnostic, one per masked skill) and the effect-against-utility figure; the static export shows the same page."""
-    import importlib.util
-    import sys
-
+        
     from skilltransfer.metrics.surrogate import DIAGNOSTICS
     from skilltransfer.report import make_report
 
-    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "utility_effects.py"
-    spec = importlib.util.spec_from_file_location("utility_effects_bench_view", bench)
-    assert spec is not None
-    assert spec.loader is not None
-    world = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = world
-    spec.loader.exec_module(world)
+    world = load_benchmark("utility_effects", "utility_effects_bench_view")
     root = tmp_path / "study"
     _, relevance = world.library(6)
     world.run_world(root / "runs", 0, {n: world.effect_of(r) for n, r in relevance.items()}, groups=6,
