@@ -31,6 +31,17 @@ def test_named_stream_keeps_its_order_and_limit(tmp_path):
     assert sorted(t.id for t in select_tasks(env, stream="warmup", order_seed=3)) == ["tiny/0", "tiny/2"]
 
 
+def test_positions_pick_from_the_ordered_and_cut_stream(tmp_path):
+    """``positions`` index the stream after its order and limit (what ``task_positions`` and ``--only-tasks`` mean),
+    in the order given; one past the stream is refused."""
+    env = StreamedTinyEnv([3, 5, 2, 4], workdir=tmp_path)
+    ordered = [t.id for t in select_tasks(env, order_seed=2, limit=3)]
+    assert [t.id for t in select_tasks(env, order_seed=2, limit=3, positions=[2, 0])] == [ordered[2], ordered[0]]
+    assert [t.id for t in select_tasks(env, stream="warmup", positions=[1])] == ["tiny/0"]
+    with pytest.raises(InputError, match="position 3 is outside the stream's 3 tasks"):
+        select_tasks(env, order_seed=2, limit=3, positions=[3])
+
+
 def test_named_stream_errors(tmp_path):
     with pytest.raises(InputError, match="choose one of: warmup"):
         select_tasks(StreamedTinyEnv(workdir=tmp_path), stream="nope")

@@ -135,3 +135,20 @@ def test_the_client_reads_the_window_from_the_runs_probe():
         assert alone.model == "mock"
         assert alone.context_window == 4096
         assert server.model_list_requests == 2
+
+
+def test_a_replayed_cache_without_a_model_id_asks_the_endpoint_for_it_alone(tmp_path, monkeypatch):
+    """A read-only cache is never checked (its run replays offline), but a model with no id still asks the endpoint's
+    one model (`served_model`); a dead endpoint then names the flag that gives the id instead of the check's line."""
+    from skilltransfer.llm.openai_client import served_model
+
+    monkeypatch.delenv("SKILLTRANSFER_MODEL", raising=False)
+    cache = {"cache_path": str(tmp_path / "cache.sqlite"), "cache_mode": "ro"}
+    with MockServer(CounterScript()) as server:
+        model, probe = served_model(ModelSpec(name="openai", base_url=server.url, **cache))
+    assert (model.model, probe is not None and probe.served) == ("mock", ["mock"])
+    url = dead_url()
+    with pytest.raises(InputError, match=f"cannot read the model list of {url}.*give the model id: --model <id>@"):
+        served_model(ModelSpec(name="openai", base_url=url, **cache))
+    given, probe = served_model(ModelSpec(name="openai", model="m", base_url=url, **cache))
+    assert (given.model, probe) == ("m", None)  # an id given: nothing asked
