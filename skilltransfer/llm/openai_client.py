@@ -162,12 +162,22 @@ def _name(model: ModelConfig) -> str:
     return model.name or ("openai" if model.resolved_base_url() else "local")
 
 
-def endpoint_key(model: ModelConfig) -> EndpointKey | None:
+def _endpoint_url(model: ModelConfig) -> str:
+    """The URL ``model`` is served from (OpenAI's when none is set), without a trailing ``/``."""
+    return (model.resolved_base_url() or OPENAI_URL).rstrip("/")
+
+
+def _replays_cache(model: ModelConfig) -> bool:
+    """Whether ``model`` is replayed from a read-only cache (its run never needs the endpoint to answer)."""
+    return bool(model.cache_path and model.cache_mode == "ro")
+
+
+def endpoint_key(model: ModelConfig, *, replayed: bool = False) -> EndpointKey | None:
     """The endpoint ``model`` is served from, when the check asks it (an "openai" model at an http(s) URL, not
-    replayed from a read-only cache); None otherwise."""
-    if _name(model) != "openai" or (model.cache_path and model.cache_mode == "ro"):
+    replayed from a read-only cache unless ``replayed``); None otherwise."""
+    if _name(model) != "openai" or (_replays_cache(model) and not replayed):
         return None
-    url = (model.resolved_base_url() or OPENAI_URL).rstrip("/")
+    url = _endpoint_url(model)
     if not url.startswith(("http://", "https://")):
         return None  # building the client says what is wrong with it
     return url, model.resolved_api_key(), tuple(sorted(model.headers.items()))
@@ -182,16 +192,17 @@ def check_endpoint(model: ModelConfig, *, timeout_s: float = CHECK_TIMEOUT_S,
     Raises:
         InputError: one line naming the model string and what was tried.
     """
-    key = endpoint_key(model)
-    if key is None and not (replayed and _name(model) == "openai"):
+    key = endpoint_key(model, replayed=replayed)
+    if key is None:
         return None
-    url, api_key, _ = key or ((model.resolved_base_url() or OPENAI_URL).rstrip("/"), model.resolved_api_key(), ())
+    url, api_key, _ = key
+    judged = not _replays_cache(model)  # a replayed cache is asked for its answer alone
     where = f"model {model_string(model)!r}"
-    if key is not None and url == OPENAI_URL and not api_key:
+    if judged and url == OPENAI_URL and not api_key:
         raise InputError(f"{where} needs an API key: set OPENAI_API_KEY or give --api-key (or -c models.<label>."
                          "api_key=...)")
     probe = probe_endpoint(url, api_key, model.headers, timeout_s=timeout_s, max_bytes=1 << 20)
-    if key is None:
+    if not judged:
         return probe
     shown = shown_url(f"{url}/models")
     exc = probe.error
@@ -218,7 +229,7 @@ def env_key_host(model: ModelConfig) -> str | None:
     the endpoint is OpenAI's, ``OPENAI_BASE_URL``'s or on this machine."""
     if _name(model) != "openai" or model.api_key or not os.environ.get("OPENAI_API_KEY", "").strip():
         return None
-    url = (model.resolved_base_url() or OPENAI_URL).rstrip("/")
+    url = _endpoint_url(model)
     if url in (OPENAI_URL, (os.environ.get("OPENAI_BASE_URL") or "").strip().rstrip("/")):
         return None
     try:
@@ -273,7 +284,7 @@ def served_model(model: _Model, *, timeout_s: float = CHECK_TIMEOUT_S) -> tuple[
         InputError: see `check_endpoint`; no id is given and the endpoint serves none or several (naming them), or
             gave no model list.
     """
-    url = (model.resolved_base_url() or OPENAI_URL).rstrip("/")
+    url = _endpoint_url(model)
     needs_id = _name(model) == "openai" and not model.resolved_model() and url != OPENAI_URL \
         and url.startswith(("http://", "https://"))
     probe = check_endpoint(model, timeout_s=timeout_s, replayed=needs_id)  # a replayed cache is asked for the id alone
