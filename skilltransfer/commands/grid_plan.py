@@ -68,7 +68,8 @@ def say_before_running(grid_spec: Any, console: Console) -> None:
     retrievals: set[tuple[str, str, str, str, str]] = set()
     said: set[str] = set()
     corpora: set[tuple[str, ...]] = set()
-    for plan in plan_streams(grid_spec):
+    plans = plan_streams(grid_spec)
+    for plan in plans:
         if plan.config.evolution is not None:
             console.print(f"{plan.run}: {evolution_note(plan.config)}", highlight=False, soft_wrap=True)
         key = (str(plan.config.library), plan.config.library_snapshot, plan.config.library_resource_bytes,
@@ -88,7 +89,7 @@ def say_before_running(grid_spec: Any, console: Console) -> None:
         corpus = tuple(plan.config.near_miss.corpus)
         if plan.config.library_size is not None and corpus not in corpora:  # said once per corpus
             corpora.add(corpus)
-            console.print(near_miss_note(plan.config, [p.config.library_size for p in plan_streams(grid_spec)
+            console.print(near_miss_note(plan.config, [p.config.library_size for p in plans
                                                         if p.config.near_miss.corpus == list(corpus)]),
                           highlight=False, markup=False, soft_wrap=True)
 
